@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The README's test command: installs missing packages, configures and builds everything
+# (Release, Ninja) into build/, then runs every test with CTest.
+# Env: BUILD_DIR (default build), DDP_WARNINGS_AS_ERRORS (ON in CI), DDP_SANITIZE, CTEST_ARGS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+build=${BUILD_DIR:-build}
+cmake -S . -B "$build" -G Ninja \
+  -DDDP_WARNINGS_AS_ERRORS="${DDP_WARNINGS_AS_ERRORS:-OFF}" \
+  -DDDP_SANITIZE="${DDP_SANITIZE:-}"
+cmake --build "$build" -j "$(nproc)"
+cd "$build"
+# shellcheck disable=SC2086
+ctest --output-on-failure --timeout 600 ${CTEST_ARGS:-}
