@@ -1,0 +1,11 @@
+// libddp umbrella header: process groups, DistributedDataParallel, checkpoints, spawn, run.
+#pragma once
+
+#include "ddp/checkpoint.hpp"
+#include "ddp/comm_hook.hpp"
+#include "ddp/distributed_data_parallel.hpp"
+#include "ddp/env.hpp"
+#include "ddp/errors.hpp"
+#include "ddp/process_group.hpp"
+#include "ddp/run.hpp"
+#include "ddp/spawn.hpp"
