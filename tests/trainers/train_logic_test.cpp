@@ -1,0 +1,263 @@
+// Unit tests for the torch-free logic of `train`: option parsing and validation, CSV
+// parsing errors, progress formatting, metrics resume, checkpoint naming/discovery, and
+// the benchmark line. No processes, no torch.
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench_line.hpp"
+#include "checkpoint_files.hpp"
+#include "csv_table.hpp"
+#include "metrics_csv.hpp"
+#include "progress.hpp"
+#include "train_options.hpp"
+
+using namespace ddp::train;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Parse {
+  ParsedOptions parsed;
+  std::string out, err;
+};
+
+Parse parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "train");
+  std::vector<const char*> argv;
+  for (auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  Parse p{parse_train_options(static_cast<int>(argv.size()), argv.data(), out, err), "", ""};
+  p.out = out.str();
+  p.err = err.str();
+  return p;
+}
+
+fs::path temp_dir(const std::string& name) {
+  auto dir = fs::temp_directory_path() / ("ddp_train_logic_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string read_all(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("options: defaults parse and validate") {
+  auto p = parse({});
+  REQUIRE(p.parsed.exit_code == -1);
+  CHECK(p.err.empty());
+  CHECK(p.parsed.options.hidden == std::vector<int>{64, 64});
+  CHECK(p.parsed.options.metrics_path() == "checkpoints/metrics.csv");
+  CHECK(validate(TrainOptions{}).empty());
+}
+
+TEST_CASE("options: values, lists and the no-resume flag") {
+  auto p = parse({"--hidden", "32,16,8", "--epochs", "3", "--batch", "10", "--lr", "0.1", "--no-resume",
+                  "--checkpoint-dir", "/tmp/x", "--comm-hook", "bf16", "--accum-steps", "2"});
+  REQUIRE(p.parsed.exit_code == -1);
+  const auto& o = p.parsed.options;
+  CHECK(o.hidden == std::vector<int>{32, 16, 8});
+  CHECK(o.epochs == 3);
+  CHECK(o.batch_size == 10);
+  CHECK(o.lr == Approx(0.1));
+  CHECK_FALSE(o.resume);
+  CHECK(o.comm_hook == "bf16");
+  CHECK(o.accum_steps == 2);
+  CHECK(o.metrics_path() == "/tmp/x/metrics.csv");
+}
+
+TEST_CASE("options: bench mode takes the Python peer's model unless overridden") {
+  auto p = parse({"--bench"});
+  REQUIRE(p.parsed.exit_code == -1);
+  CHECK(p.parsed.options.hidden == std::vector<int>{1024, 1024, 1024});
+  CHECK(p.parsed.options.in_dim == 784);
+  CHECK(p.parsed.options.classes == 10);
+  CHECK(p.parsed.options.batch_size == 32);
+  CHECK(p.parsed.options.lr == Approx(0.01));
+  auto tiny = parse({"--bench", "--in-dim", "10", "--hidden", "10", "--classes", "5", "--batch", "20"});
+  CHECK(tiny.parsed.options.hidden == std::vector<int>{10});
+  CHECK(tiny.parsed.options.in_dim == 10);
+  CHECK(tiny.parsed.options.batch_size == 20);
+}
+
+TEST_CASE("options: bad values give one clear error line and exit code 2") {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--epochs", "0"}, "--epochs must be at least 1"},
+      {{"--batch-size", "-3"}, "--batch-size must be at least 1"},
+      {{"--lr", "0"}, "--lr must be positive"},
+      {{"--momentum", "1.5"}, "--momentum must be in [0, 1)"},
+      {{"--comm-hook", "int8"}, "--comm-hook must be allreduce, fp16 or bf16, got 'int8'"},
+      {{"--hidden", "64,0"}, "--hidden sizes must be positive"},
+      {{"--progress", "fancy"}, "--progress must be auto, bar, plain or none"},
+      {{"--classes", "1"}, "--classes must be at least 2"},
+      {{"--epochs", "many"}, "--epochs"},
+      {{"--no-such-option"}, "--no-such-option"},
+  };
+  for (const auto& [args, expected] : cases) {
+    INFO(args.front());
+    auto p = parse(args);
+    CHECK(p.parsed.exit_code == 2);
+    CHECK(p.err.rfind("train: error: ", 0) == 0);
+    CHECK(p.err.find(expected) != std::string::npos);
+    CHECK(std::count(p.err.begin(), p.err.end(), '\n') == 1);
+  }
+}
+
+TEST_CASE("options: --help prints the options and exits 0") {
+  auto p = parse({"--help"});
+  CHECK(p.parsed.exit_code == 0);
+  CHECK(p.out.find("--checkpoint-interval") != std::string::npos);
+  CHECK(p.out.find("--bench") != std::string::npos);
+  CHECK(p.err.empty());
+}
+
+TEST_CASE("csv: header, comments, blank lines and labels") {
+  std::istringstream in("x1,x2,label\n# a comment\n0.5,1,0\n\n-2, 3e-1 ,2\n1,1,1\n");
+  auto t = parse_csv(in, "d.csv");
+  CHECK(t.rows() == 3);
+  CHECK(t.num_features == 2);
+  CHECK(t.num_classes == 3);
+  CHECK(t.features == std::vector<float>{0.5f, 1.f, -2.f, 0.3f, 1.f, 1.f});
+  CHECK(t.labels == std::vector<int64_t>{0, 2, 1});
+}
+
+TEST_CASE("csv: malformed input names the file, line and what to do") {
+  auto error_of = [](const std::string& text) -> std::string {
+    std::istringstream in(text);
+    try {
+      parse_csv(in, "d.csv");
+    } catch (const CsvError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  CHECK_THAT(error_of("1,2,0\n1,2\n"), Catch::Contains("d.csv:2: expected 3 columns") &&
+                                           Catch::Contains("got 2"));
+  CHECK_THAT(error_of("1,2,0\n1,abc,1\n"), Catch::Contains("d.csv:2: column 2 is 'abc'"));
+  CHECK_THAT(error_of("1,2,0\n1,2,1.5\n"), Catch::Contains("d.csv:2: label (last column) is '1.5'"));
+  CHECK_THAT(error_of("1,2,-1\n"), Catch::Contains("not a non-negative integer"));
+  CHECK_THAT(error_of("a,b\n"), Catch::Contains("d.csv: no data rows"));
+  CHECK_THAT(error_of(""), Catch::Contains("no data rows"));
+  CHECK_THAT(error_of("1,0\n2,0\n"), Catch::Contains("at least 2 classes"));
+  CHECK_THAT(error_of("1,nan,0\n"), Catch::Contains("not a finite number"));
+}
+
+TEST_CASE("csv: a missing file or a directory is a clear error") {
+  CHECK_THROWS_WITH(read_csv("/nonexistent/data.csv"),
+                    Catch::Contains("cannot read data file '/nonexistent/data.csv'") &&
+                        Catch::Contains("No such file or directory"));
+  CHECK_THROWS_WITH(read_csv("/tmp"), Catch::Contains("is a directory"));
+}
+
+TEST_CASE("progress: mode selection and formats") {
+  ProgressMode mode{};
+  REQUIRE(choose_progress_mode("auto", true, mode));
+  CHECK(mode == ProgressMode::kBar);
+  REQUIRE(choose_progress_mode("auto", false, mode));
+  CHECK(mode == ProgressMode::kPlain);
+  CHECK_FALSE(choose_progress_mode("loud", false, mode));
+
+  ProgressUpdate u;
+  u.epoch = 1;
+  u.epochs = 5;
+  u.step_in_epoch = 50;
+  u.steps_per_epoch = 100;
+  u.global_step = 150;
+  u.loss = 0.25;
+  u.samples_per_s = 1234.4;
+  CHECK(format_bar(u, 10) == "epoch 2/5 [#####-----]  50% 50/100  1234 samples/s  loss 0.2500");
+  CHECK(format_plain(u) == "epoch 2/5 step 50/100 (global 150) loss 0.2500 samples/s 1234");
+}
+
+TEST_CASE("progress: plain mode prints every log_every steps, bar mode redraws in place") {
+  ProgressUpdate u;
+  u.epochs = 1;
+  u.steps_per_epoch = 6;
+  std::ostringstream plain_out;
+  ProgressReporter plain(plain_out, ProgressMode::kPlain, 3);
+  for (int s = 1; s <= 6; ++s) {
+    u.step_in_epoch = s;
+    plain.step(u);
+  }
+  plain.epoch_end(0, 1, 0.5, 0.875, 100);
+  const std::string text = plain_out.str();
+  CHECK(std::count(text.begin(), text.end(), '\n') == 3);
+  CHECK(text.find("step 3/6") != std::string::npos);
+  CHECK(text.find("epoch 1/1 done: loss 0.5000 val_accuracy 87.50%") != std::string::npos);
+  CHECK(text.find('\r') == std::string::npos);
+
+  std::ostringstream bar_out;
+  ProgressReporter bar(bar_out, ProgressMode::kBar, 3);
+  u.step_in_epoch = 1;
+  bar.step(u);
+  u.step_in_epoch = 2;
+  bar.step(u);
+  bar.message("done");
+  const std::string drawn = bar_out.str();
+  CHECK(std::count(drawn.begin(), drawn.end(), '\r') == 2);
+  CHECK(drawn.size() > 5);
+  CHECK(drawn.substr(drawn.size() - 6) == "\ndone\n");
+}
+
+TEST_CASE("metrics: header and rows; resume drops rows past the checkpoint step") {
+  auto dir = temp_dir("metrics");
+  const auto path = (dir / "sub" / "metrics.csv").string();
+  {
+    MetricsWriter w(path, std::nullopt);
+    w.write({1, 100, 0.5, 0.8, 1000});
+    w.write({2, 200, 0.25, 0.9, 1100});
+    w.write({3, 300, 0.125, 0.95, 1200});
+  }
+  CHECK(read_all(path) ==
+        "epoch,step,loss,accuracy,samples_per_s\n1,100,0.500000,0.800000,1000.0\n"
+        "2,200,0.250000,0.900000,1100.0\n3,300,0.125000,0.950000,1200.0\n");
+  {
+    MetricsWriter w(path, int64_t{200});
+    w.write({3, 300, 0.1, 0.96, 900});
+  }
+  CHECK(read_all(path) ==
+        "epoch,step,loss,accuracy,samples_per_s\n1,100,0.500000,0.800000,1000.0\n"
+        "2,200,0.250000,0.900000,1100.0\n3,300,0.100000,0.960000,900.0\n");
+  { MetricsWriter w(path, std::nullopt); }
+  CHECK(read_all(path) == "epoch,step,loss,accuracy,samples_per_s\n");
+  CHECK_THROWS_WITH(MetricsWriter("/proc/nope/metrics.csv", std::nullopt), Catch::Contains("cannot write metrics"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("checkpoint files: names, latest, stale removal, temp files ignored") {
+  CHECK(checkpoint_name(42) == "ckpt_000000042.pt");
+  CHECK(checkpoint_step("ckpt_000000042.pt") == 42);
+  CHECK_FALSE(checkpoint_step("ckpt_000000042.pt.tmp"));
+  CHECK_FALSE(checkpoint_step("ckpt_.pt"));
+  CHECK_FALSE(checkpoint_step("ckpt_12a.pt"));
+  CHECK_FALSE(checkpoint_step("metrics.csv"));
+
+  auto dir = temp_dir("ckpt");
+  CHECK_FALSE(latest_checkpoint(dir.string()));
+  CHECK_FALSE(latest_checkpoint((dir / "missing").string()));
+  for (int step : {5, 100, 20}) std::ofstream(dir / checkpoint_name(step)) << "x";
+  std::ofstream(dir / "ckpt_000000999.pt.tmp.1234") << "partial";
+  REQUIRE(latest_checkpoint(dir.string()) == (dir / checkpoint_name(100)).string());
+  auto removed = remove_stale_checkpoints(dir.string(), 2);
+  CHECK(removed == std::vector<std::string>{(dir / checkpoint_name(5)).string()});
+  CHECK(list_checkpoints(dir.string()) ==
+        std::vector<std::string>{(dir / checkpoint_name(20)).string(), (dir / checkpoint_name(100)).string()});
+  fs::remove_all(dir);
+}
+
+TEST_CASE("bench line: same format as python_ddp_bench.py") {
+  CHECK(bench_line(2, 100, 32, 2913290, 3.2) ==
+        "peer=cpp-ddp world=2 steps=100 batch=32 params=2913290 samples_per_s=2000.0 step_ms=32.00");
+}
