@@ -1,0 +1,23 @@
+// The launcher's exit codes, in one table. A worker's own exit code passes through;
+// a worker killed by signal N gives 128+N; the launcher stopped by Ctrl-C gives 130
+// (another handled signal N: 128+N); the launcher's own errors use the band 120-127.
+#pragma once
+
+namespace ddp::launch::exit_code {
+
+inline constexpr int kSuccess = 0;
+inline constexpr int kSignalBase = 128;   // killed by signal N -> 128 + N
+inline constexpr int kInterrupted = 130;  // 128 + SIGINT
+
+// The launcher's own band: nothing ran, or the launcher could not do its job.
+inline constexpr int kInternalError = 120;   // a bug or an unexpected system error
+inline constexpr int kUsage = 121;           // bad flag, bad value, contradictory options
+inline constexpr int kBadDevices = 122;      // GPU discovery/selection impossible as asked
+inline constexpr int kAddressInUse = 123;    // the explicit master port is taken, or no free port
+inline constexpr int kRendezvousFailed = 124;  // peers missing, timeout, mismatched nodes
+inline constexpr int kProgramNotExecutable = 126;  // like the shell: found, cannot execute
+inline constexpr int kProgramNotFound = 127;       // like the shell: no such program
+
+inline constexpr int from_signal(int signo) { return kSignalBase + signo; }
+
+}  // namespace ddp::launch::exit_code

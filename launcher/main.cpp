@@ -1,0 +1,35 @@
+// ddp-launch: parse the command line, run the agent, turn errors into exit codes.
+#include <unistd.h>
+
+#include <exception>
+
+#include <fmt/format.h>
+
+#include "launcher/agent.hpp"
+#include "launcher/exit_status.hpp"
+#include "launcher/launch_error.hpp"
+#include "launcher/options.hpp"
+#include "launcher/output.hpp"
+#include "launcher/process.hpp"
+
+extern char** environ;
+
+int main(int argc, char** argv) {
+  using namespace ddp::launch;
+  try {
+    ignore_sigpipe();
+    const Environment env = environment_from(environ);
+    ParsedCommandLine parsed = parse_command_line(std::vector<std::string>(argv + 1, argv + argc), env);
+    if (!parsed.options) {
+      write_all(STDOUT_FILENO, parsed.text);
+      return parsed.exit_code;
+    }
+    return run_agent(*parsed.options, env);
+  } catch (const LaunchError& e) {
+    write_all(STDERR_FILENO, fmt::format("ddp-launch: error: {}\n", e.what()));
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    write_all(STDERR_FILENO, fmt::format("ddp-launch: internal error: {}\n", e.what()));
+    return exit_code::kInternalError;
+  }
+}
