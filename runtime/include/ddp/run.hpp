@@ -7,12 +7,24 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <type_traits>
 
 namespace ddp {
 
-// Returns main_fn's exit code, or 1 after recording an uncaught exception.
-int run(int argc, char** argv, const std::function<int(int, char**)>& main_fn);
-int run(int argc, char** argv, const std::function<void(int, char**)>& main_fn);
+namespace detail {
+int run_main(int argc, char** argv, const std::function<int(int, char**)>& main_fn);
+}
+
+// Calls main_fn(argc, argv) (returning int, or void = 0) and returns its exit code, or 1 after
+// recording an uncaught exception. Usage: int main(int c, char** v) { return ddp::run(c, v, train); }
+template <typename Fn>
+int run(int argc, char** argv, Fn&& main_fn) {
+  if constexpr (std::is_void_v<std::invoke_result_t<Fn&, int, char**>>) {
+    return detail::run_main(argc, argv, [&](int c, char** v) { main_fn(c, v); return 0; });
+  } else {
+    return detail::run_main(argc, argv, [&](int c, char** v) { return static_cast<int>(main_fn(c, v)); });
+  }
+}
 
 // Writes the @record JSON for (type, message) to TORCHELASTIC_ERROR_FILE if it is set.
 void write_error_file(const std::string& type, const std::string& message);
@@ -21,7 +33,9 @@ void write_error_file(const std::string& type, const std::string& message);
 class LogLine {
  public:
   explicit LogLine(bool enabled = true) : enabled_(enabled) {}
-  LogLine(LogLine&&) = default;
+  LogLine(LogLine&& other) noexcept : enabled_(other.enabled_), stream_(std::move(other.stream_)) {
+    other.enabled_ = false;
+  }
   ~LogLine();
   template <typename T>
   LogLine& operator<<(const T& value) {

@@ -1,0 +1,168 @@
+// Checkpoints: one torch archive {ddp/format, model, optimizer, extra/*}; rank 0 writes it
+// atomically (temp + fsync + rename + dir fsync), every rank learns the outcome.
+#include "ddp/checkpoint.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "torch_compat.hpp"
+
+namespace ddp {
+namespace {
+
+const char* const kFormat = "ddp-checkpoint-v1";
+
+std::string errno_text() { return std::strerror(errno); }
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+std::string directory_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+void write_atomically(const std::string& path, torch::serialize::OutputArchive& archive) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw CheckpointError("cannot create '" + tmp + "': " + errno_text() + "; check that the directory exists and is writable");
+  }
+  std::string write_error;
+  archive.save_to([&](const void* data, size_t size) -> size_t {
+    const char* p = static_cast<const char*>(data);
+    size_t left = size;
+    while (left > 0 && write_error.empty()) {
+      ssize_t n = ::write(fd, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        write_error = errno_text();
+        break;
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+    return write_error.empty() ? size : 0;
+  });
+  if (write_error.empty() && ::fsync(fd) != 0) write_error = errno_text();
+  ::close(fd);
+  if (!write_error.empty()) {
+    ::unlink(tmp.c_str());
+    throw CheckpointError("writing checkpoint '" + path + "' failed: " + write_error + " (is the disk full?)");
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string err = errno_text();
+    ::unlink(tmp.c_str());
+    throw CheckpointError("cannot rename '" + tmp + "' to '" + path + "': " + err);
+  }
+  int dir = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+void save_local(const std::string& path, const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
+                const CheckpointExtra& extra) {
+  torch::serialize::OutputArchive archive;
+  archive.write("ddp/format", c10::IValue(std::string(kFormat)));
+  torch::serialize::OutputArchive model_archive;
+  model.save(model_archive);
+  archive.write("model", model_archive);
+  if (optimizer) {
+    torch::serialize::OutputArchive optimizer_archive;
+    optimizer->save(optimizer_archive);
+    archive.write("optimizer", optimizer_archive);
+  }
+  c10::List<std::string> keys;
+  for (const auto& [key, value] : extra) {
+    keys.push_back(key);
+    archive.write("extra/" + key, value);
+  }
+  archive.write("ddp/extra_keys", c10::IValue(keys));
+  write_atomically(path, archive);
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
+                     const CheckpointExtra& extra) {
+  const bool distributed = is_initialized() && get_world_size() > 1;
+  std::string error;
+  if (!distributed || get_rank() == 0) {
+    try {
+      save_local(path, model, optimizer, extra);
+    } catch (const CheckpointError& e) {
+      error = e.what();
+    } catch (const c10::Error& e) {
+      error = "saving checkpoint '" + path + "' failed: " + first_line(e.what_without_backtrace());
+    }
+  }
+  if (distributed) {
+    // Doubles as the barrier: nobody continues (or deletes the old file) before rank 0 is done.
+    auto failed = torch::tensor({error.empty() ? 0 : 1}, torch::kInt);
+    all_reduce(failed, ReduceOp::kMax);
+    if (failed.item<int>() != 0 && error.empty()) {
+      error = "rank 0 failed to write checkpoint '" + path + "'; see rank 0's log for the cause";
+    }
+  }
+  if (!error.empty()) throw CheckpointError(error);
+}
+
+CheckpointExtra load_checkpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* optimizer,
+                                std::optional<torch::Device> device) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw CheckpointError("checkpoint '" + path + "' does not exist (" + errno_text() + ")");
+  }
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(path, device.value_or(ddp::device()));
+  } catch (const c10::Error& e) {
+    throw CheckpointError("'" + path + "' is not a readable checkpoint (truncated, corrupt or not a torch archive): " +
+                          first_line(e.what_without_backtrace()));
+  }
+  c10::IValue format;
+  if (!archive.try_read("ddp/format", format) || !format.isString() || format.toStringRef() != kFormat) {
+    throw CheckpointError("'" + path + "' is not a libddp checkpoint (no '" + std::string(kFormat) +
+                          "' marker); was it written by ddp::save_checkpoint?");
+  }
+  try {
+    torch::serialize::InputArchive model_archive;
+    archive.read("model", model_archive);
+    model.load(model_archive);
+  } catch (const c10::Error& e) {
+    throw CheckpointError("checkpoint '" + path + "' does not match the model: " +
+                          first_line(e.what_without_backtrace()));
+  }
+  if (optimizer) {
+    torch::serialize::InputArchive optimizer_archive;
+    if (!archive.try_read("optimizer", optimizer_archive)) {
+      throw CheckpointError("checkpoint '" + path + "' has no optimizer state; pass nullptr as the optimizer");
+    }
+    try {
+      optimizer->load(optimizer_archive);
+    } catch (const c10::Error& e) {
+      throw CheckpointError("checkpoint '" + path + "' does not match the optimizer: " +
+                            first_line(e.what_without_backtrace()));
+    }
+  }
+  CheckpointExtra extra;
+  c10::IValue keys;
+  if (archive.try_read("ddp/extra_keys", keys)) {
+    const auto list = keys.toList();
+    for (size_t k = 0; k < list.size(); ++k) {
+      const std::string name = list.get(k).toStringRef();
+      c10::IValue value;
+      archive.read("extra/" + name, value);
+      extra[name] = value;
+    }
+  }
+  return extra;
+}
+
+}  // namespace ddp

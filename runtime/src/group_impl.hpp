@@ -1,0 +1,65 @@
+// GroupImpl: one process group = a c10d backend plus its member list, and the process-wide
+// registry (world + subgroups) behind ddp::Group. Collectives translate c10d/gloo exceptions
+// into ddp::TimeoutError / ddp::CommError with the group and peer context. Not thread-safe
+// for init/destroy; collectives follow c10d's rules (same order on every member).
+#pragma once
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ddp/process_group.hpp"
+#include "torch_compat.hpp"
+
+namespace ddp::detail {
+
+class GroupImpl {
+ public:
+  GroupImpl(compat::BackendPtr backend, compat::StorePtr store, std::vector<int> ranks, int rank,
+            std::string backend_name, std::string where, std::chrono::milliseconds timeout)
+      : backend_(std::move(backend)), store_(std::move(store)), ranks_(std::move(ranks)), rank_(rank),
+        backend_name_(std::move(backend_name)), where_(std::move(where)), timeout_(timeout) {}
+
+  int rank() const { return rank_; }
+  int size() const { return static_cast<int>(ranks_.size()); }
+  const std::vector<int>& ranks() const { return ranks_; }
+  const std::string& backend_name() const { return backend_name_; }
+  compat::Backend& backend() const;
+  const compat::StorePtr& store() const { return store_; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  // Maps a global rank to this group's rank; throws ConfigError if not a member.
+  int group_rank_of(int global_rank) const;
+
+  // Blocking wait on a work handle; `what` names the collective in errors.
+  void wait(const compat::WorkPtr& work, const std::string& what) const;
+  // Rethrows the current exception (inside a catch) as TimeoutError / CommError with context.
+  [[noreturn]] void rethrow_comm_error(const std::string& what) const;
+
+ private:
+  compat::BackendPtr backend_;  // null for non-members
+  compat::StorePtr store_;
+  std::vector<int> ranks_;  // global ranks of the members
+  int rank_;                // this process's rank in the group, -1 if not a member
+  std::string backend_name_;
+  std::string where_;  // "store 10.0.0.1:29500" for messages
+  std::chrono::milliseconds timeout_;
+};
+
+// The process-wide state behind init_process_group().
+struct Registry {
+  std::shared_ptr<GroupImpl> world;
+  WorkerEnv env;
+  compat::StorePtr store;  // namespaced root store (restart prefix)
+  int next_group_id = 0;
+  torch::Device device{torch::kCPU};
+};
+Registry& registry();
+
+// Store + backend creation for init_process_group (store_init.cpp).
+struct Rendezvous {
+  compat::StorePtr store;
+  std::string where;
+};
+Rendezvous connect_store(const ProcessGroupOptions& options, const WorkerEnv& env);
+
+}  // namespace ddp::detail

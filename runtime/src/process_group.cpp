@@ -1,0 +1,210 @@
+// init_process_group / new_group / collectives: the public process-group API over GroupImpl.
+#include <algorithm>
+#include <cstdlib>
+
+#include "group_impl.hpp"
+
+namespace ddp {
+namespace detail {
+
+Registry& registry() {
+  static Registry instance;
+  return instance;
+}
+
+compat::Backend& GroupImpl::backend() const {
+  if (!backend_) {
+    throw ConfigError("this process is not a member of the group (ranks " + std::to_string(ranks_.size()) +
+                      "); only members may run its collectives");
+  }
+  return *backend_;
+}
+
+int GroupImpl::group_rank_of(int global_rank) const {
+  auto it = std::find(ranks_.begin(), ranks_.end(), global_rank);
+  if (it == ranks_.end()) {
+    throw ConfigError("rank " + std::to_string(global_rank) + " is not a member of this group; pass a member's global rank");
+  }
+  return static_cast<int>(it - ranks_.begin());
+}
+
+void GroupImpl::rethrow_comm_error(const std::string& what) const {
+  std::string cause;
+  try {
+    throw;
+  } catch (const ddp::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    cause = e.what();
+  }
+  cause = cause.substr(0, cause.find("\nException raised from"));
+  std::string msg = what + " failed on rank " + std::to_string(rank_) + " of a " + backend_name_ + " group of " +
+                    std::to_string(size()) + " (" + where_ + "): " + cause;
+  std::string lower = cause;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos) {
+    throw TimeoutError(msg + "; a peer is stuck or stopped calling collectives (check the other ranks' logs), or "
+                             "raise the timeout in ProcessGroupOptions");
+  }
+  throw CommError(msg + "; a peer process probably exited or crashed: check the other ranks' logs");
+}
+
+void GroupImpl::wait(const compat::WorkPtr& work, const std::string& what) const {
+  try {
+    work->wait();
+  } catch (...) {
+    rethrow_comm_error(what);
+  }
+}
+
+std::shared_ptr<GroupImpl> world_or_throw() {
+  if (!registry().world) {
+    throw ConfigError("the process group is not initialized; call ddp::init_process_group() first");
+  }
+  return registry().world;
+}
+
+}  // namespace detail
+
+using detail::registry;
+
+detail::GroupImpl& Group::impl() const { return impl_ ? *impl_ : *detail::world_or_throw(); }
+int Group::rank() const { return impl().rank(); }
+int Group::size() const { return impl().size(); }
+std::vector<int> Group::ranks() const { return impl().ranks(); }
+std::string Group::backend() const { return impl().backend_name(); }
+
+void init_process_group(const ProcessGroupOptions& options) {
+  auto& reg = registry();
+  if (reg.world) throw ConfigError("init_process_group() was already called; call destroy_process_group() first");
+  WorkerEnv env = WorkerEnv::from_env();
+  if (options.world_size > 0) env.world_size = options.world_size;
+  if (options.rank >= 0) env.rank = options.rank;
+  if (env.rank >= env.world_size) {
+    throw ConfigError("rank " + std::to_string(env.rank) + " is not below world size " + std::to_string(env.world_size));
+  }
+  std::string backend = options.backend;
+  if (backend == "auto") backend = compat::nccl_available() ? "nccl" : "gloo";
+  if (backend != "gloo" && backend != "nccl") {
+    throw ConfigError("backend '" + options.backend + "' is not supported; use \"auto\", \"gloo\" or \"nccl\"");
+  }
+  if (backend == "nccl" && !compat::nccl_available()) {
+    throw ConfigError(std::string("backend 'nccl' is not available: ") +
+                      (DDP_HAVE_NCCL ? "no CUDA device is visible" : "libddp was built against a LibTorch without CUDA") +
+                      "; use backend \"gloo\" (or \"auto\")");
+  }
+  torch::Device device(torch::kCPU);
+  if (backend == "nccl") {
+    int count = static_cast<int>(torch::cuda::device_count());
+    int index = env.local_rank < count ? env.local_rank : (count == 1 ? 0 : -1);
+    if (index < 0) {
+      throw ConfigError("LOCAL_RANK=" + std::to_string(env.local_rank) + " but only " + std::to_string(count) +
+                        " CUDA device(s) are visible; start at most that many workers per node or fix CUDA_VISIBLE_DEVICES");
+    }
+    compat::set_cuda_device(index);
+    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+  }
+  detail::Rendezvous rv = detail::connect_store(options, env);
+  auto pg_store = c10::make_intrusive<c10d::PrefixStore>("pg0", rv.store);
+  compat::BackendPtr pg;
+  std::vector<int> ranks(static_cast<size_t>(env.world_size));
+  for (int r = 0; r < env.world_size; ++r) ranks[static_cast<size_t>(r)] = r;
+  detail::GroupImpl probe(compat::BackendPtr(), rv.store, ranks, env.rank, backend, rv.where, options.timeout);
+  try {
+    pg = backend == "nccl" ? compat::make_nccl(pg_store, env.rank, env.world_size, options.timeout)
+                           : compat::make_gloo(pg_store, env.rank, env.world_size, options.timeout, env.master_addr);
+  } catch (...) {
+    probe.rethrow_comm_error("creating the " + backend + " process group");
+  }
+  reg.env = env;
+  reg.store = rv.store;
+  reg.device = device;
+  reg.next_group_id = 1;
+  reg.world = std::make_shared<detail::GroupImpl>(pg, rv.store, ranks, env.rank, backend, rv.where, options.timeout);
+}
+
+bool is_initialized() { return registry().world != nullptr; }
+
+void destroy_process_group() {
+  auto& reg = registry();
+  reg.world.reset();
+  reg.store.reset();
+  reg.next_group_id = 0;
+}
+
+int get_rank() { return registry().world ? registry().world->rank() : 0; }
+int get_world_size() { return registry().world ? registry().world->size() : 1; }
+
+const WorkerEnv& worker_env() {
+  auto& reg = registry();
+  if (!reg.world) reg.env = WorkerEnv::from_env();
+  return reg.env;
+}
+
+torch::Device device() { return registry().device; }
+
+Group new_group(std::vector<int> ranks) {
+  auto world = detail::world_or_throw();
+  std::sort(ranks.begin(), ranks.end());
+  if (ranks.empty()) return Group(world);
+  if (std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end() || ranks.front() < 0 ||
+      ranks.back() >= world->size()) {
+    throw ConfigError("new_group ranks must be distinct and in [0, " + std::to_string(world->size() - 1) + "]");
+  }
+  auto& reg = registry();
+  const int id = reg.next_group_id++;
+  auto it = std::find(ranks.begin(), ranks.end(), world->rank());
+  const int my_rank = it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
+  compat::BackendPtr pg;
+  if (my_rank >= 0) {
+    auto store = c10::make_intrusive<c10d::PrefixStore>("pg" + std::to_string(id), reg.store);
+    try {
+      pg = world->backend_name() == "nccl"
+               ? compat::make_nccl(store, my_rank, static_cast<int>(ranks.size()), world->timeout())
+               : compat::make_gloo(store, my_rank, static_cast<int>(ranks.size()), world->timeout(), reg.env.master_addr);
+    } catch (...) {
+      world->rethrow_comm_error("new_group");
+    }
+  }
+  return Group(std::make_shared<detail::GroupImpl>(pg, reg.store, ranks, my_rank, world->backend_name(),
+                                                   "subgroup " + std::to_string(id), world->timeout()));
+}
+
+void barrier(const Group& group) {
+  auto& g = group.impl();
+  g.wait(g.backend().barrier(c10d::BarrierOptions()), "barrier");
+}
+
+void broadcast(torch::Tensor& tensor, int src, const Group& group) {
+  auto& g = group.impl();
+  c10d::BroadcastOptions opts;
+  opts.rootRank = g.group_rank_of(src);
+  std::vector<torch::Tensor> tensors{tensor};
+  g.wait(g.backend().broadcast(tensors, opts), "broadcast");
+}
+
+void all_reduce(torch::Tensor& tensor, ReduceOp op, const Group& group) {
+  auto& g = group.impl();
+  c10d::AllreduceOptions opts;
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg: opts.reduceOp = c10d::ReduceOp::SUM; break;
+    case ReduceOp::kProduct: opts.reduceOp = c10d::ReduceOp::PRODUCT; break;
+    case ReduceOp::kMin: opts.reduceOp = c10d::ReduceOp::MIN; break;
+    case ReduceOp::kMax: opts.reduceOp = c10d::ReduceOp::MAX; break;
+  }
+  std::vector<torch::Tensor> tensors{tensor};
+  g.wait(g.backend().allreduce(tensors, opts), "all_reduce");
+  if (op == ReduceOp::kAvg) tensor.div_(g.size());
+}
+
+std::vector<torch::Tensor> all_gather(const torch::Tensor& tensor, const Group& group) {
+  auto& g = group.impl();
+  std::vector<std::vector<torch::Tensor>> outputs(1);
+  for (int i = 0; i < g.size(); ++i) outputs[0].push_back(torch::empty_like(tensor));
+  std::vector<torch::Tensor> inputs{tensor};
+  g.wait(g.backend().allgather(outputs, inputs), "all_gather");
+  return outputs[0];
+}
+
+}  // namespace ddp

@@ -1,0 +1,308 @@
+// Reducer implementation: bucket views, AccumulateGrad post-hooks, in-order launches,
+// finalize callback, find_unused graph walk and the one-time bucket rebuild.
+#include "reducer.hpp"
+
+#include <climits>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "bucket_assignment.hpp"
+#include "group_impl.hpp"
+
+namespace ddp::detail {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+bool aliases(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.defined() && b.defined() && a.data_ptr() == b.data_ptr() && a.sizes() == b.sizes() &&
+         a.strides() == b.strides();
+}
+
+torch::Tensor result_tensor(const Future& future) {
+  const c10::IValue& value = future->value();
+  if (value.isTensor()) return value.toTensor();
+  if (value.isTensorList() && value.toTensorList().size() >= 1) return value.toTensorList().get(0);
+  if (value.isList() && value.toList().size() >= 1 && value.toList().get(0).isTensor()) {
+    return value.toList().get(0).toTensor();
+  }
+  throw DdpError("a communication hook's future must hold a tensor (or a tensor list) of the bucket's size; got " +
+                 value.tagKind());
+}
+
+}  // namespace
+
+Reducer::Reducer(std::vector<torch::Tensor> params, std::vector<std::string> names, const DdpOptions& options)
+    : params_(std::move(params)), names_(std::move(names)), options_(options), group_(options.group),
+      world_size_(options.group.size()) {
+  const size_t count = params_.size();
+  for (size_t i = 0; i < count; ++i) {
+    auto acc = torch::autograd::impl::grad_accumulator(params_[i]);
+    hook_keys_.push_back(acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+        [this, i](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
+          autograd_hook(i);
+          return outputs;
+        })));
+    accumulators_.push_back(std::move(acc));
+  }
+  ready_.assign(count, 0);
+  unused_.assign(count, 0);
+  if (options_.find_unused_parameters) local_used_ = torch::zeros({static_cast<int64_t>(count)}, torch::kInt);
+  std::vector<BucketInput> inputs;
+  std::vector<size_t> order;
+  for (size_t i = 0; i < count; ++i) {
+    inputs.push_back({static_cast<size_t>(params_[i].numel()) * params_[i].element_size(),
+                      std::string(c10::toString(params_[i].scalar_type())) + "@" + params_[i].device().str()});
+    order.push_back(count - 1 - i);  // reverse registration order ~ gradient-ready order
+  }
+  const bool one_bucket_first = options_.rebuild_buckets && !options_.find_unused_parameters;
+  std::vector<size_t> limits =
+      one_bucket_first ? std::vector<size_t>{SIZE_MAX}
+                       : std::vector<size_t>{static_cast<size_t>(options_.first_bucket_cap_mb * kMiB),
+                                             static_cast<size_t>(options_.bucket_cap_mb * kMiB)};
+  rebuilt_ = !one_bucket_first;
+  build_buckets(assign_buckets(inputs, order, limits));
+}
+
+Reducer::~Reducer() {
+  for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
+}
+
+void Reducer::build_buckets(const std::vector<std::vector<size_t>>& assignment) {
+  torch::NoGradGuard no_grad;
+  buckets_.clear();
+  locator_.assign(params_.size(), {0, 0});
+  for (const auto& indices : assignment) {
+    Bucket bucket;
+    bucket.params = indices;
+    int64_t total = 0;
+    for (size_t i : indices) total += params_[i].numel();
+    bucket.flat = torch::zeros({total}, params_[indices.front()].options().requires_grad(false));
+    int64_t offset = 0;
+    for (size_t slot = 0; slot < indices.size(); ++slot) {
+      const auto& p = params_[indices[slot]];
+      bucket.views.push_back(bucket.flat.narrow(0, offset, p.numel()).view(p.sizes()));
+      locator_[indices[slot]] = {buckets_.size(), slot};
+      offset += p.numel();
+      if (options_.gradient_as_bucket_view && p.grad().defined()) {
+        bucket.views.back().copy_(p.grad());
+        params_[indices[slot]].mutable_grad() = bucket.views.back();
+      }
+    }
+    buckets_.push_back(std::move(bucket));
+  }
+}
+
+std::vector<std::vector<size_t>> Reducer::bucket_indices() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::vector<size_t>> out;
+  for (const auto& b : buckets_) out.push_back(b.params);
+  return out;
+}
+
+void Reducer::set_comm_hook(CommHook hook) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (comm_hook_) throw DdpError("register_comm_hook() may be called only once per DistributedDataParallel");
+  comm_hook_ = std::move(hook);
+}
+
+std::string Reducer::describe_unready() const {
+  std::string list;
+  int shown = 0;
+  for (size_t i = 0; i < ready_.size(); ++i) {
+    if (ready_[i]) continue;
+    if (shown++ == 20) {
+      list += ", ...";
+      break;
+    }
+    list += (list.empty() ? "" : ", ") + std::to_string(i) + " '" + names_[i] + "'";
+  }
+  return "DistributedDataParallel: the previous iteration's gradient reduction did not finish on rank " +
+         std::to_string(group_.rank()) + ": parameter(s) [" + list +
+         "] received no gradient in backward(). Either they were not used to compute the loss — pass "
+         "DdpOptions{.find_unused_parameters = true} or remove them from the model — or backward() did not run on "
+         "(all of) the output of the DDP forward.";
+}
+
+void Reducer::prepare_for_forward() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (expect_hooks_ && !finalized_) {
+      if (backward_started_) throw DdpError(describe_unready());
+      expect_hooks_ = false;  // a forward whose output never went through backward: discard
+      finalized_ = true;
+    }
+  }
+  if (rebuilt_ || ready_order_.size() != params_.size()) return;
+  // Rebuild once, from rank 0's observed gradient-ready order (identical buckets everywhere).
+  auto order = torch::tensor(std::vector<int64_t>(ready_order_.begin(), ready_order_.end()), torch::kLong);
+  if (world_size_ > 1) broadcast(order, group_.ranks().front(), group_);
+  std::vector<size_t> new_order(params_.size());
+  auto acc = order.accessor<int64_t, 1>();
+  for (size_t i = 0; i < new_order.size(); ++i) new_order[i] = static_cast<size_t>(acc[static_cast<int64_t>(i)]);
+  std::vector<BucketInput> inputs;
+  for (const auto& p : params_) {
+    inputs.push_back({static_cast<size_t>(p.numel()) * p.element_size(),
+                      std::string(c10::toString(p.scalar_type())) + "@" + p.device().str()});
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  build_buckets(assign_buckets(inputs, new_order,
+                               {static_cast<size_t>(options_.first_bucket_cap_mb * kMiB),
+                                static_cast<size_t>(options_.bucket_cap_mb * kMiB)}));
+  rebuilt_ = true;
+}
+
+void Reducer::prepare_for_backward(const std::vector<torch::Tensor>& outputs) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  expect_hooks_ = true;
+  backward_started_ = false;
+  finalized_ = false;
+  callback_queued_ = false;
+  next_bucket_ = 0;
+  std::fill(ready_.begin(), ready_.end(), 0);
+  for (auto& b : buckets_) {
+    b.pending = b.params.size();
+    b.future.reset();
+  }
+  std::fill(unused_.begin(), unused_.end(), 0);
+  if (!options_.find_unused_parameters || outputs.empty()) return;
+  // Walk the autograd graph from the outputs; parameters whose AccumulateGrad is not reached
+  // will get no gradient in this backward.
+  std::unordered_map<const torch::autograd::Node*, size_t> index_of;
+  for (size_t i = 0; i < accumulators_.size(); ++i) index_of[accumulators_[i].get()] = i;
+  std::fill(unused_.begin(), unused_.end(), 1);
+  std::unordered_set<const torch::autograd::Node*> seen;
+  std::queue<torch::autograd::Node*> todo;
+  for (const auto& t : outputs) {
+    if (!t.defined() || !t.requires_grad()) continue;
+    if (auto fn = t.grad_fn()) {
+      todo.push(fn.get());
+    } else if (auto acc = torch::autograd::impl::try_get_grad_accumulator(t)) {
+      todo.push(acc.get());
+    }
+  }
+  while (!todo.empty()) {
+    auto* node = todo.front();
+    todo.pop();
+    if (!seen.insert(node).second) continue;
+    if (auto it = index_of.find(node); it != index_of.end()) unused_[it->second] = 0;
+    for (const auto& edge : node->next_edges()) {
+      if (edge.function) todo.push(edge.function.get());
+    }
+  }
+}
+
+void Reducer::autograd_hook(size_t index) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (options_.find_unused_parameters && params_[index].grad().defined()) local_used_.data_ptr<int>()[index] = 1;
+  if (!expect_hooks_) return;  // no_sync, or a backward that did not come from a DDP forward
+  if (!backward_started_) {
+    backward_started_ = true;
+    for (size_t i = 0; i < unused_.size(); ++i) {
+      if (unused_[i]) mark_ready(i);
+    }
+  }
+  if (!rebuilt_) ready_order_.push_back(index);
+  mark_ready(index);
+}
+
+void Reducer::mark_ready(size_t index) {
+  if (ready_[index]) {
+    throw DdpError("DistributedDataParallel: parameter " + std::to_string(index) + " '" + names_[index] +
+                   "' was marked ready twice in one backward; a parameter may take part in only one DDP forward "
+                   "per backward (no reentrant backward / shared use across two DDP forwards)");
+  }
+  ready_[index] = 1;
+  torch::NoGradGuard no_grad;
+  auto [b, slot] = locator_[index];
+  Bucket& bucket = buckets_[b];
+  torch::Tensor& view = bucket.views[slot];
+  const torch::Tensor grad = params_[index].grad();
+  const double scale = 1.0 / world_size_;
+  if (!grad.defined()) {
+    view.zero_();
+  } else if (aliases(grad, view)) {
+    if (!comm_hook_) view.mul_(scale);
+  } else {
+    if (comm_hook_) {
+      view.copy_(grad);
+    } else {
+      torch::mul_out(view, grad, torch::scalar_tensor(scale, torch::kDouble));
+    }
+    if (options_.gradient_as_bucket_view) params_[index].mutable_grad() = view;
+  }
+  if (--bucket.pending == 0) launch_ready_buckets();
+}
+
+Future Reducer::launch(Bucket& bucket, size_t index) {
+  if (comm_hook_) {
+    std::vector<torch::Tensor> params;
+    for (size_t i : bucket.params) params.push_back(params_[i]);
+    GradBucket grad_bucket(index, index + 1 == buckets_.size(), bucket.flat, bucket.views, params, group_);
+    return comm_hook_(grad_bucket);
+  }
+  return all_reduce_async(bucket.flat, group_);
+}
+
+void Reducer::launch_ready_buckets() {
+  // Strictly in bucket order, so every rank issues the same sequence of collectives.
+  while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
+    buckets_[next_bucket_].future = launch(buckets_[next_bucket_], next_bucket_);
+    ++next_bucket_;
+  }
+  if (next_bucket_ < buckets_.size() || callback_queued_) return;
+  if (options_.find_unused_parameters) used_future_ = all_reduce_async(local_used_.clone(), group_);
+  callback_queued_ = true;
+  torch::autograd::Engine::get_default_engine().queue_callback([this] { finalize_backward(); });
+}
+
+void Reducer::finalize_backward() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  torch::NoGradGuard no_grad;
+  auto wait = [&](const Future& f, const std::string& what) {
+    try {
+      f->wait();
+      if (f->hasError()) std::rethrow_exception(f->exception_ptr());
+    } catch (...) {
+      group_.impl().rethrow_comm_error(what);
+    }
+  };
+  std::vector<char> used(params_.size(), 1);
+  if (options_.find_unused_parameters) {
+    wait(used_future_, "all-reduce of the used-parameter map");
+    auto counts = result_tensor(used_future_);
+    for (size_t i = 0; i < used.size(); ++i) used[i] = counts.data_ptr<int>()[i] > 0;
+    local_used_.zero_();
+  }
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    Bucket& bucket = buckets_[b];
+    wait(bucket.future, "all-reduce of gradient bucket " + std::to_string(b));
+    torch::Tensor result = result_tensor(bucket.future);
+    const bool in_place = result.data_ptr() == bucket.flat.data_ptr();
+    if (!in_place && result.numel() != bucket.flat.numel()) {
+      throw DdpError("a communication hook returned " + std::to_string(result.numel()) + " elements for bucket " +
+                     std::to_string(b) + " of " + std::to_string(bucket.flat.numel()) + "; return the bucket's size");
+    }
+    int64_t offset = 0;
+    for (size_t slot = 0; slot < bucket.params.size(); ++slot) {
+      const size_t i = bucket.params[slot];
+      const torch::Tensor& view = bucket.views[slot];
+      torch::Tensor out = in_place ? view : result.narrow(0, offset, view.numel()).view(view.sizes());
+      offset += view.numel();
+      if (!used[i]) continue;  // globally unused: leave .grad untouched
+      torch::Tensor& grad = params_[i].mutable_grad();
+      if (!grad.defined()) {
+        grad = options_.gradient_as_bucket_view && in_place ? view : out.clone();
+      } else if (!(in_place && aliases(grad, view))) {
+        grad.copy_(out);
+      }
+    }
+    bucket.future.reset();
+  }
+  used_future_.reset();
+  expect_hooks_ = false;
+  finalized_ = true;
+}
+
+}  // namespace ddp::detail

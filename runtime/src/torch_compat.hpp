@@ -1,0 +1,90 @@
+// The ONE place that knows LibTorch versions: 1.13 backends derive from c10d::ProcessGroup,
+// 2.x backends derive from c10d::Backend (same virtual collectives). NCCL exists only when the
+// LibTorch found has CUDA (USE_C10D_NCCL, exported by torch_cuda). Private to libddp.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO 1  // Debian's and PyTorch's LibTorch builds all ship gloo
+#endif
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+
+#if defined(USE_C10D_NCCL)
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#define DDP_HAVE_NCCL 1
+#else
+#define DDP_HAVE_NCCL 0
+#endif
+
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#else
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
+
+namespace ddp::compat {
+
+// The object that owns a group's collectives (allreduce, broadcast, barrier, ...).
+#if TORCH_VERSION_MAJOR >= 2
+using Backend = c10d::Backend;
+#else
+using Backend = c10d::ProcessGroup;
+#endif
+using BackendPtr = c10::intrusive_ptr<Backend>;
+using WorkPtr = c10::intrusive_ptr<c10d::Work>;
+using StorePtr = c10::intrusive_ptr<c10d::Store>;
+
+// AccumulateGrad node handle (std::shared_ptr<Node> in 1.13..2.x).
+using NodePtr = decltype(torch::autograd::impl::grad_accumulator(std::declval<const torch::autograd::Variable&>()));
+
+inline BackendPtr make_gloo(const StorePtr& store, int rank, int size, std::chrono::milliseconds timeout,
+                            const std::string& host_hint) {
+  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+  } else if (host_hint == "127.0.0.1" || host_hint == "localhost") {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  } else {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
+}
+
+inline bool nccl_available() { return DDP_HAVE_NCCL && torch::cuda::is_available(); }
+
+inline BackendPtr make_nccl([[maybe_unused]] const StorePtr& store, [[maybe_unused]] int rank,
+                            [[maybe_unused]] int size, [[maybe_unused]] std::chrono::milliseconds timeout) {
+#if DDP_HAVE_NCCL
+  auto options = c10d::ProcessGroupNCCL::Options::create();
+  options->timeout = timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, options);
+#else
+  return {};
+#endif
+}
+
+// Makes `index` (within the visible devices) the current CUDA device; no-op without CUDA.
+inline void set_cuda_device([[maybe_unused]] int index) {
+#if DDP_HAVE_NCCL
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(index));
+#endif
+}
+
+inline c10::intrusive_ptr<c10::ivalue::Future> work_future(const WorkPtr& work) { return work->getFuture(); }
+
+}  // namespace ddp::compat
