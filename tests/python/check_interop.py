@@ -1,0 +1,122 @@
+"""End-to-end checks: plain PyTorch scripts run unchanged under ddp-launch.
+
+Usage: check_interop.py --launcher PATH --python PATH CASE [--nproc N]
+CASE is env_allreduce, record_traceback or legacy_local_rank. Runs the launcher on the
+script next to this file with PYTHON_EXEC=--python (an interpreter that has torch), checks
+its exit code and output, prints what it checked, and exits 1 on the first mismatch.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def fail(message, output=""):
+    print(f"FAIL: {message}")
+    if output:
+        print("---- output ----")
+        print(output)
+    sys.exit(1)
+
+
+def launch(args, launcher_args, script, script_args=(), timeout=120):
+    env = dict(os.environ, PYTHON_EXEC=args.python, OMP_NUM_THREADS="1")
+    cmd = [args.launcher, *launcher_args, os.path.join(HERE, script), *script_args]
+    print("running:", " ".join(cmd))
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    return proc.returncode, proc.stdout
+
+
+def rank_lines(output, rank):
+    prefix = f"[rank{rank}]: "
+    return [line[len(prefix):] for line in output.splitlines() if line.startswith(prefix)]
+
+
+def check_env_allreduce(args):
+    n = args.nproc
+    rc, out = launch(args, [f"--nproc_per_node={n}"], "env_allreduce.py")
+    if rc != 0:
+        fail(f"exit code {rc}, expected 0", out)
+    checksums = set()
+    for rank in range(n):
+        lines = "\n".join(rank_lines(out, rank))
+        if f"rank {rank}/{n}: local_rank={rank} local_world_size={n}" not in lines:
+            fail(f"rank {rank} did not report its env (LOCAL_RANK/LOCAL_WORLD_SIZE)", out)
+        expected = n * (n + 1) // 2
+        if f"rank {rank}/{n}: allreduce sum={expected} expected={expected} ok" not in lines:
+            fail(f"rank {rank}: allreduce result missing or wrong", out)
+        m = re.search(rf"rank {rank}/{n}: ddp step params_identical=ok checksum=(\S+)", lines)
+        if not m:
+            fail(f"rank {rank}: DDP step did not leave identical parameters", out)
+        checksums.add(m.group(1))
+    if len(checksums) != 1:
+        fail(f"ranks report different parameter checksums {checksums}", out)
+    print(f"ok: {n} workers joined via env://, allreduce sum correct, DDP parameters identical")
+
+
+def check_record_traceback(args):
+    with tempfile.TemporaryDirectory() as log_dir:
+        rc, out = launch(args, ["--nproc_per_node=2", f"--log-dir={log_dir}"], "record_raises.py")
+        if rc != 1:
+            fail(f"exit code {rc}, expected 1 (the failed worker's code)", out)
+        files = glob.glob(os.path.join(log_dir, "**", "error.json"), recursive=True)
+        if len(files) != 1:
+            fail(f"expected exactly one error.json under --log-dir, found {files}", out)
+        with open(files[0]) as f:
+            record = json.load(f)
+        message = record["message"]
+        if "corrupt shard for rank 1" not in json.dumps(message):
+            fail(f"error file {files[0]} lacks the exception message: {record}", out)
+        if os.path.basename(os.path.dirname(files[0])) != "1":
+            fail(f"error file written for the wrong local rank: {files[0]}", out)
+    # The report (launcher lines, not prefixed by [rankN]:) must carry the worker's traceback.
+    report = [line for line in out.splitlines() if not line.startswith("[rank")]
+    report_text = "\n".join(report)
+    for needle in ("Traceback (most recent call last)", "in load_shard",
+                   "ValueError: corrupt shard for rank 1: checksum mismatch"):
+        if needle not in report_text:
+            fail(f"launcher's failure report does not show '{needle}' from the error file", out)
+    if not re.search(r"rank\s*:\s*1\b", report_text):
+        fail("report does not name rank 1 as the root cause", out)
+    print("ok: @record wrote the error file; ddp-launch's report shows the Python traceback; exit code 1")
+
+
+def check_legacy_local_rank(args):
+    n = args.nproc
+    rc, out = launch(args, [f"--nproc_per_node={n}", "--use-env=false"], "legacy_local_rank.py", ["--tag", "legacy"])
+    if rc != 0:
+        fail(f"exit code {rc}, expected 0", out)
+    for rank in range(n):
+        if f"local_rank={rank} argv_ok tag=legacy" not in "\n".join(rank_lines(out, rank)):
+            fail(f"rank {rank} did not get --local-rank={rank} before its own arguments", out)
+    # The pre-2.0 spelling, as torch.distributed.launch in 1.x passed it.
+    env = dict(os.environ, LOCAL_RANK="3")
+    proc = subprocess.run([args.python, os.path.join(HERE, "legacy_local_rank.py"), "--local_rank=3"], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+    if proc.returncode != 0 or "local_rank=3 argv_ok" not in proc.stdout:
+        fail("script does not accept the --local_rank=N spelling", proc.stdout)
+    # Without --use-env=false nothing is injected: the script must say so and fail.
+    rc, out = launch(args, ["--nproc_per_node=1"], "legacy_local_rank.py")
+    if rc != 2 or "no --local_rank/--local-rank argument" not in out:
+        fail(f"without --use-env=false expected exit 2 and the script's message, got {rc}", out)
+    print(f"ok: --use-env=false passed --local-rank=N to {n} workers; --local_rank=N accepted too")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--launcher", required=True)
+    parser.add_argument("--python", default="/usr/bin/python3")
+    parser.add_argument("--nproc", type=int, default=2)
+    parser.add_argument("case", choices=["env_allreduce", "record_traceback", "legacy_local_rank"])
+    args = parser.parse_args()
+    globals()[f"check_{args.case}"](args)
+
+
+if __name__ == "__main__":
+    main()
