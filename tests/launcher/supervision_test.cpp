@@ -1,0 +1,137 @@
+// Supervision with real processes: fail-fast teardown, no orphans after the launcher is
+// SIGKILLed, restarts, exit codes, and error files reaching the report.
+#include <catch2/catch.hpp>
+
+#include <csignal>
+
+#include "tests/support/test_support.hpp"
+
+using namespace ddp::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::vector<pid_t> read_pids(const TempDir& dir, const std::string& stem, int n) {
+  std::vector<pid_t> pids;
+  for (int i = 0; i < n; ++i) {
+    std::string text = read_file(dir / (stem + std::to_string(i)));
+    if (!text.empty()) pids.push_back(std::stoi(text));
+  }
+  return pids;
+}
+
+bool all_dead(const std::vector<pid_t>& pids) {
+  for (pid_t p : pids)
+    if (process_alive(p)) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("one rank exits 3: its siblings are stopped and the launcher exits 3") {
+  TempDir dir;
+  // Every worker records its pid and a child's pid; rank 1 fails once all are up.
+  std::string script =
+      "echo $$ > " + dir.path() + "/pid.$RANK; sleep 1000 & echo $! > " + dir.path() + "/child.$RANK; "
+      "if [ $RANK = 1 ]; then while [ $(ls " + dir.path() + " | grep -c '^child') -lt 4 ]; do sleep 0.05; done; exit 3; fi; "
+      "wait";
+  auto r = launch({"--nproc-per-node=4", "sh", "-c", script}, {}, 120s);
+  INFO(r.err);
+  CHECK(r.exit_code == 3);
+  auto pids = read_pids(dir, "pid.", 4);
+  auto children = read_pids(dir, "child.", 4);
+  REQUIRE(pids.size() == 4);
+  REQUIRE(children.size() == 4);
+  CHECK(all_dead(pids));
+  CHECK(wait_until([&] { return all_dead(children); }, 10s));  // grandchildren too
+  CHECK_THAT(r.err, Catch::Contains("rank 1 (local_rank 1, pid " + std::to_string(pids[1]) +
+                                    ") failed with exit code 3; stopping the other 3 workers"));
+  CHECK_THAT(r.err, Catch::Contains("Root cause"));
+  CHECK_THAT(r.err, Catch::Contains("rank      : 1 (local_rank: 1)"));
+  CHECK(count_matching(r.err, "stopped by ddp-launch") == 3);
+}
+
+TEST_CASE("a worker that ignores SIGTERM is killed after the shutdown timeout") {
+  auto r = launch({"--nproc-per-node=2", "--shutdown-timeout=1", "sh", "-c",
+                   "trap '' TERM; if [ $RANK = 0 ]; then sleep 0.3; exit 4; fi; "
+                   "while true; do sleep 0.1; done"}, {}, 60s);
+  CHECK(r.exit_code == 4);
+  CHECK_THAT(r.err, Catch::Contains("still running 1 s after SIGTERM: sending SIGKILL"));
+  CHECK_THAT(r.err, Catch::Contains("signal 9 (SIGKILL)"));
+}
+
+TEST_CASE("SIGKILL of the launcher leaves no worker and no worker child alive") {
+  TempDir dir;
+  std::string script = "echo $$ > " + dir.path() + "/pid.$RANK; sleep 1000 & echo $! > " + dir.path() +
+                       "/child.$RANK; wait";
+  Background launcher({launcher_path(), "--nproc-per-node=3", "sh", "-c", script});
+  REQUIRE(wait_until([&] { return read_pids(dir, "child.", 3).size() == 3 && read_pids(dir, "pid.", 3).size() == 3; }, 30s));
+  auto pids = read_pids(dir, "pid.", 3);
+  auto children = read_pids(dir, "child.", 3);
+  CHECK(!all_dead(pids));
+  launcher.signal(SIGKILL);
+  auto r = launcher.wait(30s);
+  CHECK(r.exit_code == 128 + SIGKILL);
+  CHECK(wait_until([&] { return all_dead(pids); }, 10s));      // PR_SET_PDEATHSIG
+  CHECK(wait_until([&] { return all_dead(children); }, 10s));  // the watchdog's group kill
+}
+
+TEST_CASE("--max-restarts restarts the whole group with the restart count incremented") {
+  TempDir dir;
+  std::string script = "echo $TORCHELASTIC_RESTART_COUNT >> " + dir.path() + "/attempts.$RANK; "
+                       "if [ $RANK = 1 ] && [ $TORCHELASTIC_RESTART_COUNT -lt 2 ]; then exit 1; fi; "
+                       "if [ $RANK = 0 ]; then sleep 30; fi";
+  auto r = launch({"--nproc-per-node=2", "--max-restarts=3", "sh", "-c", script}, {}, 120s);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(read_file(dir / "attempts.1") == "0\n1\n2\n");
+  CHECK(read_file(dir / "attempts.0") == "0\n1\n2\n");  // the healthy rank restarted too
+  CHECK(count_matching(r.err, "restarting all 2 workers") == 2);
+  CHECK_THAT(r.err, Catch::Contains("restart 2 of 3"));
+}
+
+TEST_CASE("restarts run out: the report says so and the exit code is the worker's") {
+  auto r = launch({"--nproc-per-node=1", "--max-restarts=1", "sh", "-c", "exit 9"});
+  CHECK(r.exit_code == 9);
+  CHECK(count_matching(r.err, "restarting all 1 workers") == 1);
+  CHECK_THAT(r.err, Catch::Contains("FAILED (after 1 restart, the most allowed)"));
+}
+
+TEST_CASE("a worker killed by a signal gives 128+N and a named signal") {
+  auto r = launch({"--nproc-per-node=2", "sh", "-c", "if [ $RANK = 1 ]; then kill -SEGV $$; fi; sleep 30"});
+  CHECK(r.exit_code == 128 + SIGSEGV);
+  CHECK_THAT(r.err, Catch::Contains("signal 11 (SIGSEGV) - segmentation fault"));
+}
+
+TEST_CASE("a worker that exits 0 early does not stop the others") {
+  TempDir dir;
+  auto r = launch({"--nproc-per-node=2", "sh", "-c",
+                   "if [ $RANK = 1 ]; then sleep 0.5; touch " + (dir / "late") + "; fi"});
+  CHECK(r.exit_code == 0);
+  CHECK(file_exists(dir / "late"));
+}
+
+TEST_CASE("an @record-style error file reaches the report, with the traceback") {
+  std::string record =
+      R"({"message": {"message": "ValueError: bad learning rate", "extraInfo": )"
+      R"({"py_callstack": "Traceback (most recent call last):\n  File \"train.py\", line 7, in main\nValueError: bad learning rate", "timestamp": "1700000000"}}})";
+  TempDir dir;
+  write_file(dir / "record.json", record);
+  auto r = launch({"--nproc-per-node=2", "sh", "-c",
+                   "if [ $RANK = 1 ]; then cp " + (dir / "record.json") + " \"$TORCHELASTIC_ERROR_FILE\"; exit 1; fi; sleep 30"},
+                  {{"TORCHELASTIC_ERROR_FILE", dir / "launcher_error.json"}});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("error     : ValueError: bad learning rate"));
+  CHECK_THAT(r.err, Catch::Contains("    Traceback (most recent call last):"));
+  CHECK_THAT(r.err, Catch::Contains("File \"train.py\", line 7, in main"));
+  // The launcher's own error file (for schedulers) carries the root cause and its code.
+  std::string mine = read_file(dir / "launcher_error.json");
+  CHECK_THAT(mine, Catch::Contains("ValueError: bad learning rate"));
+  CHECK_THAT(mine, Catch::Contains("\"errorCode\": 1"));
+}
+
+TEST_CASE("without an error file the report shows the failed worker's last stderr lines") {
+  auto r = launch({"--nproc-per-node=1", "sh", "-c", "echo 'CUDA out of memory, pretend' >&2; exit 2"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("last stderr lines:\n    CUDA out of memory, pretend"));
+}

@@ -1,0 +1,167 @@
+// Option parsing: both spellings, PET_* defaults, prefix-command mode, validation errors.
+#include <catch2/catch.hpp>
+
+#include "launcher/exit_status.hpp"
+#include "launcher/launch_error.hpp"
+#include "launcher/options.hpp"
+
+using namespace ddp::launch;
+
+namespace {
+
+LaunchOptions parse(const std::vector<std::string>& args, const Environment& env = {}) {
+  auto parsed = parse_command_line(args, env);
+  REQUIRE(parsed.options);
+  return *parsed.options;
+}
+
+std::string usage_error_of(const std::vector<std::string>& args, const Environment& env = {}) {
+  try {
+    parse_command_line(args, env);
+  } catch (const LaunchError& e) {
+    CHECK(e.exit_code() == exit_code::kUsage);
+    return e.what();
+  }
+  FAIL("expected a usage error");
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("both spellings of every torchrun flag are accepted") {
+  auto a = parse({"--nproc_per_node=4", "--max_restarts", "2", "--master_port=1234", "--node_rank=0",
+                  "--log_dir", "/tmp/x", "--local_ranks_filter=0", "prog"});
+  auto b = parse({"--nproc-per-node=4", "--max-restarts", "2", "--master-port=1234", "--node-rank=0",
+                  "--log-dir", "/tmp/x", "--local-ranks-filter=0", "prog"});
+  for (const auto& o : {a, b}) {
+    CHECK(o.nproc.kind == NprocSpec::Kind::kCount);
+    CHECK(o.nproc.count == 4);
+    CHECK(o.max_restarts == 2);
+    CHECK(o.master_port == 1234);
+    CHECK(o.log_dir == "/tmp/x");
+    CHECK(o.local_ranks_filter == std::set<int>{0});
+  }
+}
+
+TEST_CASE("everything after PROGRAM belongs to the program") {
+  auto o = parse({"--nproc-per-node", "2", "./train", "--nproc-per-node=7", "-m", "--epochs", "3"});
+  CHECK(o.program == "./train");
+  CHECK(o.program_args == std::vector<std::string>{"--nproc-per-node=7", "-m", "--epochs", "3"});
+  CHECK(o.nproc.count == 2);
+  CHECK_FALSE(o.module);
+}
+
+TEST_CASE("-- separates options from the program") {
+  auto o = parse({"--nproc-per-node=2", "--", "prog", "x"});
+  CHECK(o.program == "prog");
+  CHECK(o.program_args == std::vector<std::string>{"x"});
+}
+
+TEST_CASE("PET_ environment variables are defaults; the command line wins") {
+  Environment env{{"PET_NPROC_PER_NODE", "3"}, {"PET_MAX_RESTARTS", "5"}, {"PET_STANDALONE", "1"}};
+  auto o = parse({"prog"}, env);
+  CHECK(o.nproc.count == 3);
+  CHECK(o.max_restarts == 5);
+  CHECK(o.standalone);
+  auto p = parse({"--nproc-per-node=2", "prog"}, env);
+  CHECK(p.nproc.count == 2);
+}
+
+TEST_CASE("defaults match torchrun") {
+  auto o = parse({"prog"});
+  CHECK(o.nproc.count == 1);
+  CHECK(o.nnodes_min == 1);
+  CHECK(o.nnodes_max == 1);
+  CHECK(o.node_rank == 0);
+  CHECK(o.max_restarts == 0);
+  CHECK(o.shutdown_timeout_s == 30.0);
+  CHECK(o.role == "default");
+  CHECK(o.rdzv_id == "none");
+  CHECK_FALSE(o.master_port);
+  CHECK(o.signals_to_handle == default_stop_signals());
+  CHECK_FALSE(o.legacy_local_rank_arg);
+}
+
+TEST_CASE("nproc-per-node accepts a count, gpu, cpu and auto") {
+  CHECK(parse_nproc("8").count == 8);
+  CHECK(parse_nproc("gpu").kind == NprocSpec::Kind::kGpu);
+  CHECK(parse_nproc("cpu").kind == NprocSpec::Kind::kCpu);
+  CHECK(parse_nproc("auto").kind == NprocSpec::Kind::kAuto);
+  for (std::string bad : {"0", "-1", "abc", "", "1.5", "4x"})
+    CHECK_THROWS_AS(parse_nproc(bad), LaunchError);
+}
+
+TEST_CASE("nnodes is N or MIN:MAX with 0 < MIN <= MAX") {
+  CHECK(parse_nnodes("2") == std::pair{2, 2});
+  CHECK(parse_nnodes("1:4") == std::pair{1, 4});
+  for (std::string bad : {"0", "3:2", "a", "1:2:3", "-1", ""}) CHECK_THROWS_AS(parse_nnodes(bad), LaunchError);
+}
+
+TEST_CASE("redirects and tee take a number or a per-rank map") {
+  auto all = parse_stream_selection("--tee", "3");
+  CHECK(all.for_rank(0) == 3);
+  auto map = parse_stream_selection("--redirects", "0:1,1:2");
+  CHECK(map.for_rank(0) == kStdout);
+  CHECK(map.for_rank(1) == kStderr);
+  CHECK(map.for_rank(2) == 0);
+  auto wide = parse_stream_selection("--redirects", "12:3");  // torchrun allows one digit only
+  CHECK(wide.for_rank(12) == 3);
+  for (std::string bad : {"4", "x", "0:9", "0-1"}) CHECK_THROWS_AS(parse_stream_selection("--tee", bad), LaunchError);
+}
+
+TEST_CASE("device lists and rank filters are validated") {
+  CHECK(parse_device_indices("0,2,5") == std::vector<int>{0, 2, 5});
+  CHECK_THROWS_WITH(parse_device_indices("0,0"), Catch::Contains("twice"));
+  for (std::string bad : {"a", "0,,1", "-1", "1.5", ""}) CHECK_THROWS_AS(parse_device_indices(bad), LaunchError);
+  CHECK(parse_rank_filter("0,1") == std::set<int>{0, 1});
+  CHECK_THROWS_AS(parse_rank_filter("x"), LaunchError);
+}
+
+TEST_CASE("signals to handle are names or numbers") {
+  auto s = parse_signal_list("SIGTERM,USR1,2");
+  CHECK(s.size() == 3);
+  CHECK_THROWS_AS(parse_signal_list("SIGNOPE"), LaunchError);
+  CHECK_THROWS_AS(parse_signal_list("SIGKILL"), LaunchError);
+}
+
+TEST_CASE("legacy launch mode passes --local-rank") {
+  CHECK(parse({"--use-env=false", "prog"}).legacy_local_rank_arg);
+  CHECK(parse({"--use_env=0", "prog"}).legacy_local_rank_arg);
+  CHECK(parse({"--legacy-local-rank-arg", "prog"}).legacy_local_rank_arg);
+  CHECK_FALSE(parse({"--use-env", "prog"}).legacy_local_rank_arg);
+}
+
+TEST_CASE("bad input gives one actionable line") {
+  CHECK_THAT(usage_error_of({"--bogus", "prog"}), Catch::Contains("unknown option '--bogus'"));
+  CHECK_THAT(usage_error_of({}), Catch::Contains("no program given"));
+  CHECK_THAT(usage_error_of({"--nproc-per-node=0", "prog"}), Catch::Contains("positive"));
+  CHECK_THAT(usage_error_of({"--nproc-per-node=-2", "prog"}), Catch::Contains("--nproc-per-node"));
+  CHECK_THAT(usage_error_of({"--nnodes=0", "prog"}), Catch::Contains("--nnodes"));
+  CHECK_THAT(usage_error_of({"--master-port=70000", "prog"}), Catch::Contains("0 to 65535"));
+  CHECK_THAT(usage_error_of({"--master-port=http", "prog"}), Catch::Contains("--master-port"));
+  CHECK_THAT(usage_error_of({"--devices=1,x", "prog"}), Catch::Contains("--devices"));
+  CHECK_THAT(usage_error_of({"--node-rank=2", "prog"}), Catch::Contains("--node-rank"));
+  CHECK_THAT(usage_error_of({"-m", "--no-python", "prog"}), Catch::Contains("contradict"));
+  CHECK_THAT(usage_error_of({"--shutdown-timeout=-1", "prog"}), Catch::Contains("--shutdown-timeout"));
+  CHECK_THAT(usage_error_of({"--max-restarts=-1", "prog"}), Catch::Contains("--max-restarts"));
+  CHECK_THAT(usage_error_of({"--nnodes=2", "--master-port=29500", "prog"}), Catch::Contains("--master-addr"));
+  CHECK_THAT(usage_error_of({"--nnodes=2", "--master-addr=a", "prog"}), Catch::Contains("--master-port"));
+  CHECK_THAT(usage_error_of({"--rdzv-backend=etcd", "prog"}), Catch::Contains("etcd"));
+  CHECK_THAT(usage_error_of({"prog"}, {{"PET_NPROC_PER_NODE", "zero"}}), Catch::Contains("zero"));
+}
+
+TEST_CASE("help and version print and exit 0") {
+  auto help = parse_command_line({"--help"}, {});
+  CHECK_FALSE(help.options);
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.text, Catch::Contains("--nproc-per-node"));
+  auto version = parse_command_line({"--version"}, {});
+  CHECK_THAT(version.text, Catch::Contains("ddp-launch"));
+}
+
+TEST_CASE("static multi-node options") {
+  auto o = parse({"--nnodes=2", "--node-rank=1", "--master-addr=10.0.0.1", "--master-port=29500", "prog"});
+  CHECK(o.nnodes_max == 2);
+  CHECK(o.node_rank == 1);
+  CHECK(o.master_addr == "10.0.0.1");
+}

@@ -1,0 +1,109 @@
+// process.hpp on real children: wait-status decoding, signal names, program lookup,
+// sessions and PDEATHSIG.
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <algorithm>
+#include <sstream>
+#include <thread>
+
+#include "launcher/exit_status.hpp"
+#include "launcher/launch_error.hpp"
+#include "launcher/process.hpp"
+#include "tests/support/test_support.hpp"
+
+using namespace ddp::launch;
+
+namespace {
+
+ExitStatus run_sh(const std::string& script) {
+  SpawnSpec spec;
+  spec.executable = "/bin/sh";
+  spec.argv = {"sh", "-c", script};
+  return wait_for(spawn_worker(spec));
+}
+
+}  // namespace
+
+TEST_CASE("exit codes and signals are decoded") {
+  auto ok = run_sh("exit 0");
+  CHECK(ok.success());
+  auto three = run_sh("exit 3");
+  CHECK(three.code == 3);
+  CHECK(three.launcher_exit_code() == 3);
+  CHECK(three.describe() == "exit code 3");
+  auto killed = run_sh("kill -9 $$");
+  CHECK(killed.signaled);
+  CHECK(killed.signal == SIGKILL);
+  CHECK(killed.launcher_exit_code() == 137);
+  CHECK(killed.describe() == "signal 9 (SIGKILL)");
+}
+
+TEST_CASE("signal names and numbers") {
+  CHECK(signal_name(SIGTERM) == "SIGTERM");
+  CHECK(signal_name(SIGUSR1) == "SIGUSR1");
+  CHECK(signal_number("SIGUSR2") == SIGUSR2);
+  CHECK(signal_number("usr1") == SIGUSR1);
+  CHECK(signal_number("15") == SIGTERM);
+  CHECK(signal_number("SIGFOO") == -1);
+  CHECK(signal_number("") == -1);
+}
+
+TEST_CASE("programs are found on PATH with clear errors otherwise") {
+  CHECK(resolve_program("sh", "/nonexistent:/bin") == "/bin/sh");
+  try {
+    resolve_program("no-such-program-xyz", "/bin");
+    FAIL("expected an error");
+  } catch (const LaunchError& e) {
+    CHECK(e.exit_code() == exit_code::kProgramNotFound);
+  }
+  ddp::test::TempDir dir;
+  ddp::test::write_file(dir / "script", "#!/bin/sh\n");
+  try {
+    resolve_program(dir / "script", "");
+    FAIL("expected an error");
+  } catch (const LaunchError& e) {
+    CHECK(e.exit_code() == exit_code::kProgramNotExecutable);
+    CHECK_THAT(e.what(), Catch::Contains("chmod +x"));
+  }
+  CHECK_THROWS_AS(resolve_program(dir.path(), ""), LaunchError);  // a directory
+}
+
+TEST_CASE("a worker leads its own session and process group") {
+  ddp::test::TempDir dir;
+  SpawnSpec spec;
+  spec.executable = "/bin/sh";
+  spec.argv = {"sh", "-c", "ps -o pid=,pgid=,sid= -p $$ > " + (dir / "ids")};
+  pid_t pid = spawn_worker(spec);
+  wait_for(pid);
+  auto fields = ddp::test::read_file(dir / "ids");
+  CHECK(std::count(fields.begin(), fields.end(), ' ') >= 2);
+  std::istringstream in(fields);
+  long p = 0, g = 0, s = 0;
+  in >> p >> g >> s;
+  CHECK(p == pid);
+  CHECK(g == pid);
+  CHECK(s == pid);
+}
+
+TEST_CASE("spawning something that cannot exec fails in the parent") {
+  SpawnSpec spec;
+  spec.executable = "/nonexistent/prog";
+  spec.argv = {"prog"};
+  CHECK_THROWS_AS(spawn_worker(spec), LaunchError);
+}
+
+TEST_CASE("a process group is signalled as a whole") {
+  ddp::test::TempDir dir;
+  SpawnSpec spec;
+  spec.executable = "/bin/sh";
+  spec.argv = {"sh", "-c", "sleep 300 & echo $! > " + (dir / "child") + "; wait"};
+  pid_t pid = spawn_worker(spec);
+  REQUIRE(ddp::test::wait_until([&] { return !ddp::test::read_file(dir / "child").empty(); },
+                                std::chrono::seconds(10)));
+  pid_t child = std::stoi(ddp::test::read_file(dir / "child"));
+  signal_group(pid, SIGTERM);
+  auto status = wait_for(pid);
+  CHECK(status.signaled);
+  CHECK(ddp::test::wait_until([&] { return !ddp::test::process_alive(child); }, std::chrono::seconds(10)));
+}

@@ -1,0 +1,105 @@
+// The worker environment contract and the worker command line.
+#include <catch2/catch.hpp>
+
+#include "launcher/options.hpp"
+#include "launcher/worker_command.hpp"
+#include "launcher/worker_env.hpp"
+#include "tests/support/test_support.hpp"
+
+using namespace ddp::launch;
+
+TEST_CASE("every contract variable is set per rank") {
+  GroupPlan plan;
+  plan.node_rank = 1;
+  plan.nnodes = 2;
+  plan.base_rank = 4;
+  plan.world_size = 8;
+  plan.local_world_size = 4;
+  plan.master_addr = "node0";
+  plan.master_port = 29501;
+  plan.run_id = "job7";
+  plan.max_restarts = 3;
+  plan.restart_count = 2;
+  Environment base{{"PATH", "/bin"}, {"HOME", "/root"}};
+  auto env = worker_environment(base, plan, WorkerSlot{3, "/logs/err.json", std::nullopt, false});
+  CHECK(env["RANK"] == "7");
+  CHECK(env["LOCAL_RANK"] == "3");
+  CHECK(env["WORLD_SIZE"] == "8");
+  CHECK(env["LOCAL_WORLD_SIZE"] == "4");
+  CHECK(env["GROUP_RANK"] == "1");
+  CHECK(env["GROUP_WORLD_SIZE"] == "2");
+  CHECK(env["ROLE_NAME"] == "default");
+  CHECK(env["ROLE_RANK"] == "7");
+  CHECK(env["ROLE_WORLD_SIZE"] == "8");
+  CHECK(env["MASTER_ADDR"] == "node0");
+  CHECK(env["MASTER_PORT"] == "29501");
+  CHECK(env["TORCHELASTIC_RESTART_COUNT"] == "2");
+  CHECK(env["TORCHELASTIC_MAX_RESTARTS"] == "3");
+  CHECK(env["TORCHELASTIC_RUN_ID"] == "job7");
+  CHECK(env["TORCHELASTIC_USE_AGENT_STORE"] == "False");
+  CHECK(env["TORCHELASTIC_ERROR_FILE"] == "/logs/err.json");
+  CHECK(env["OMP_NUM_THREADS"] == "1");
+  CHECK(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1");
+  CHECK(env["PATH"] == "/bin");
+  CHECK(env.count("CUDA_VISIBLE_DEVICES") == 0);
+  for (const auto& name : contract_variables())
+    if (name != "CUDA_VISIBLE_DEVICES") CHECK(env.count(name) == 1);
+}
+
+TEST_CASE("user settings of OMP_NUM_THREADS and NCCL error handling are kept") {
+  Environment base{{"OMP_NUM_THREADS", "6"}, {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"},
+                   {"CUDA_VISIBLE_DEVICES", "2,3"}};
+  auto env = worker_environment(base, GroupPlan{}, WorkerSlot{});
+  CHECK(env["OMP_NUM_THREADS"] == "6");
+  CHECK(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "0");
+  CHECK(env["CUDA_VISIBLE_DEVICES"] == "2,3");  // passed through unchanged
+}
+
+TEST_CASE("isolation mode: one device and LOCAL_RANK 0") {
+  GroupPlan plan;
+  plan.local_world_size = 2;
+  plan.world_size = 2;
+  auto env = worker_environment({}, plan, WorkerSlot{1, "", std::string("5"), true});
+  CHECK(env["CUDA_VISIBLE_DEVICES"] == "5");
+  CHECK(env["LOCAL_RANK"] == "0");
+  CHECK(env["RANK"] == "1");
+}
+
+TEST_CASE("${local_rank} is replaced in program arguments") {
+  CHECK(substitute_local_rank("--out=log_${local_rank}.txt", 3) == "--out=log_3.txt");
+  CHECK(substitute_local_rank("${local_rank}${local_rank}", 12) == "1212");
+  CHECK(substitute_local_rank("${rank}", 1) == "${rank}");
+}
+
+TEST_CASE("worker commands: executables directly, .py through python, -m, legacy flag") {
+  ddp::test::TempDir dir;
+  ddp::test::write_file(dir / "train.py", "print(1)\n");
+  Environment env{{"PATH", "/usr/bin:/bin"}, {"PYTHON_EXEC", "/bin/echo"}};
+  LaunchOptions o;
+  o.program = dir / "train.py";
+  o.program_args = {"--x", "${local_rank}"};
+  auto py = resolve_worker_command(o, env);
+  CHECK(py.executable == "/bin/echo");
+  CHECK(py.argv_for(2) == std::vector<std::string>{"/bin/echo", "-u", dir / "train.py", "--x", "2"});
+
+  o.legacy_local_rank_arg = true;
+  CHECK(resolve_worker_command(o, env).argv_for(1) ==
+        std::vector<std::string>{"/bin/echo", "-u", dir / "train.py", "--local-rank=1", "--x", "1"});
+
+  LaunchOptions m;
+  m.program = "pkg.train";
+  m.module = true;
+  CHECK(resolve_worker_command(m, env).argv_for(0) ==
+        std::vector<std::string>{"/bin/echo", "-u", "-m", "pkg.train"});
+
+  LaunchOptions exe;
+  exe.program = "true";
+  auto direct = resolve_worker_command(exe, env);
+  CHECK((direct.executable == "/usr/bin/true" || direct.executable == "/bin/true"));
+  CHECK(direct.argv_for(0) == std::vector<std::string>{"true"});
+
+  LaunchOptions nopy;
+  nopy.program = dir / "train.py";
+  nopy.no_python = true;  // not executable: a clear error
+  CHECK_THROWS_WITH(resolve_worker_command(nopy, env), Catch::Contains("cannot be executed"));
+}
