@@ -1,0 +1,71 @@
+"""Launcher benchmark: ddp-launch vs torchrun side by side (alternating runs, medians).
+
+Cases: (a) 4 workers of /bin/true; (b) 4 workers where rank 1 exits 3 after 0.2 s and
+the others sleep. Reports wall time (median), peak RSS of the largest process in the
+launcher's tree (ru_maxrss of the reaped children), and the ratios.
+Usage: bench_launcher.py DDP_LAUNCH TORCHRUN_FIXED_PY [--runs N]
+"""
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+FAIL_SCRIPT = 'if [ "$RANK" = 1 ]; then sleep 0.2; exit 3; fi; exec sleep 100'
+
+
+def measure(argv):
+    """Wall seconds and peak RSS (MiB) of one run; exit code."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    env = dict(os.environ, OMP_NUM_THREADS="1", LOGLEVEL="ERROR")
+    # Each run in a fresh helper process so ru_maxrss is this run's, not the session's max.
+    helper = (
+        "import resource,subprocess,sys,time;"
+        "t=time.perf_counter();"
+        "rc=subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL,stderr=subprocess.DEVNULL).returncode;"
+        "dt=time.perf_counter()-t;"
+        "print(dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss/1024, rc)"
+    )
+    out = subprocess.run([sys.executable, "-c", helper] + argv, env=env, capture_output=True, text=True)
+    del before
+    wall, rss, rc = out.stdout.split()
+    return float(wall), float(rss), int(rc)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("ddp_launch")
+    p.add_argument("torchrun_fixed")
+    p.add_argument("--runs", type=int, default=10)
+    a = p.parse_args()
+    torchrun = ["/usr/bin/python3", a.torchrun_fixed, "--standalone", "--nproc_per_node=4",
+                "--monitor_interval=0.1", "--no_python"]
+    ours = [a.ddp_launch, "--nproc-per-node=4"]
+    cases = {
+        "a: 4 x /bin/true": (["/bin/true"], 0),
+        "b: rank 1 exits 3 after 0.2 s": (["sh", "-c", FAIL_SCRIPT], 3),
+    }
+    print(f"{'case':34} {'launcher':11} {'median s':>9} {'min s':>7} {'peak RSS MiB':>13} {'exit':>5}")
+    for name, (prog, want_rc) in cases.items():
+        results = {"ddp-launch": [], "torchrun": []}
+        for _ in range(a.runs):  # alternate A B A B
+            for label, prefix in (("ddp-launch", ours), ("torchrun", torchrun)):
+                results[label].append(measure(prefix + prog))
+        med = {}
+        for label, runs in results.items():
+            walls = [r[0] for r in runs]
+            rss = max(r[1] for r in runs)
+            rcs = sorted({r[2] for r in runs})
+            med[label] = (statistics.median(walls), rss)
+            print(f"{name:34} {label:11} {statistics.median(walls):9.4f} {min(walls):7.4f} {rss:13.1f} "
+                  f"{','.join(map(str, rcs)):>5}")
+        ratio_t = med["torchrun"][0] / med["ddp-launch"][0]
+        ratio_m = med["torchrun"][1] / med["ddp-launch"][1]
+        print(f"{name:34} ratio torchrun/ddp-launch: wall {ratio_t:.1f}x, peak RSS {ratio_m:.1f}x"
+              f" (expected exit {want_rc})")
+
+
+if __name__ == "__main__":
+    main()
