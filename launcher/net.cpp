@@ -49,4 +49,50 @@ void ensure_port_free(const std::string& host, int port) {
                                   host, port));
 }
 
+bool is_local_address(const std::string& host) {
+  asio::io_context io;
+  boost::system::error_code ec;
+  tcp::resolver resolver(io);
+  auto results = resolver.resolve(host, "0", ec);
+  if (ec) return false;
+  for (const auto& entry : results) {
+    tcp::acceptor acceptor(io);
+    auto endpoint = tcp::endpoint(entry.endpoint().address(), 0);
+    acceptor.open(endpoint.protocol(), ec);
+    if (ec) continue;
+    acceptor.bind(endpoint, ec);
+    if (!ec) return true;
+  }
+  return false;
+}
+
+HostPort parse_host_port(const std::string& text, int default_port, const std::string& flag) {
+  HostPort hp;
+  hp.port = default_port;
+  std::string rest = text;
+  if (!rest.empty() && rest[0] == '[') {
+    auto close = rest.find(']');
+    if (close == std::string::npos)
+      throw LaunchError(exit_code::kUsage, fmt::format("{} '{}': missing ']' after an IPv6 address", flag, text));
+    hp.host = rest.substr(1, close - 1);
+    rest = rest.substr(close + 1);
+    if (!rest.empty() && rest[0] == ':') rest = rest.substr(1);
+    else if (!rest.empty()) rest = "x";  // garbage after ']'
+  } else {
+    auto colon = rest.rfind(':');
+    hp.host = rest.substr(0, colon);
+    rest = colon == std::string::npos ? "" : rest.substr(colon + 1);
+  }
+  if (!rest.empty()) {
+    bool digits = rest.find_first_not_of("0123456789") == std::string::npos && rest.size() <= 5;
+    int port = digits ? std::stoi(rest) : -1;
+    if (port < 1 || port > 65535)
+      throw LaunchError(exit_code::kUsage, fmt::format("{} '{}': the port must be 1-65535", flag, text));
+    hp.port = port;
+  }
+  if (hp.host.empty())
+    throw LaunchError(exit_code::kUsage, fmt::format("{} '{}': expected HOST[:PORT]", flag, text));
+  return hp;
+}
+
 }  // namespace ddp::launch

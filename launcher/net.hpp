@@ -12,4 +12,15 @@ int pick_free_port();  // throws LaunchError(kAddressInUse) if the OS gives none
 // Throws LaunchError(kAddressInUse) naming host:port when the port is taken.
 void ensure_port_free(const std::string& host, int port);
 
+// True if host names this machine: it resolves to an address a socket can bind here
+// (loopback, or one of this machine's interface addresses).
+bool is_local_address(const std::string& host);
+
+struct HostPort {
+  std::string host;
+  int port = 0;
+};
+// "host", "host:port", "[v6]:port" -> HostPort (default_port when absent). LaunchError(kUsage).
+HostPort parse_host_port(const std::string& text, int default_port, const std::string& flag);
+
 }  // namespace ddp::launch

@@ -12,6 +12,7 @@
 #include "launcher/exit_status.hpp"
 #include "launcher/launch_error.hpp"
 #include "launcher/process.hpp"
+#include "launcher/slurm.hpp"
 
 namespace ddp::launch {
 namespace {
@@ -70,7 +71,7 @@ struct RawOptions {
   std::string master_port, shutdown_timeout, redirects = "0", tee = "0";
   std::string local_ranks_filter, devices, signals = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
   std::string monitor_interval, start_method;
-  std::string log_line_prefix_template;
+  std::string log_line_prefix_template, rdzv_conf;
   bool use_env = true, legacy_local_rank_arg = false, version = false;
 };
 
@@ -87,7 +88,9 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.add_option("--rdzv-backend,--rdzv_backend", o.rdzv_backend, "static (default) or c10d");
   app.add_option("--rdzv-endpoint,--rdzv_endpoint", o.rdzv_endpoint, "host[:port] of the rendezvous");
   app.add_option("--rdzv-id,--rdzv_id", o.rdzv_id, "Job id shared by all nodes (TORCHELASTIC_RUN_ID)");
-  app.add_option("--rdzv-conf,--rdzv_conf", o.rdzv_conf, "Rendezvous settings k=v,k=v");
+  app.add_option("--rdzv-conf,--rdzv_conf", raw.rdzv_conf,
+                 "Rendezvous settings k=v,...: join_timeout, last_call_timeout, heartbeat_interval, "
+                 "heartbeat_timeout (s), token, is_host");
   app.add_flag("--standalone", o.standalone, "Single node with a free port and a fresh run id");
   app.add_option("--max-restarts,--max_restarts", raw.max_restarts,
                  "Restart the whole worker group up to N times after a failure (default 0)");
@@ -225,6 +228,44 @@ std::vector<int> parse_signal_list(const std::string& value) {
   return out;
 }
 
+RendezvousConf parse_rdzv_conf(const std::string& value, const Environment& env) {
+  RendezvousConf conf;
+  if (auto token = lookup(env, "DDP_LAUNCH_RDZV_TOKEN")) conf.token = *token;
+  if (trim(value).empty()) return conf;
+  auto seconds = [&](const std::string& key, const std::string& v) {
+    try {
+      size_t used = 0;
+      double d = std::stod(v, &used);
+      if (used == v.size() && d > 0) return d;
+    } catch (const std::exception&) {
+    }
+    usage_error(fmt::format("--rdzv-conf {}={}: expected a number of seconds > 0", key, v));
+  };
+  for (const auto& item : split(trim(value), ',')) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos)
+      usage_error(fmt::format("--rdzv-conf expects key=value items, got '{}'", item));
+    std::string key = trim(item.substr(0, eq));
+    std::string v = trim(item.substr(eq + 1));
+    if (key == "join_timeout" || key == "timeout") conf.join_timeout_s = seconds(key, v);
+    else if (key == "last_call_timeout") conf.last_call_timeout_s = seconds(key, v);
+    else if (key == "heartbeat_interval" || key == "keep_alive_interval") conf.heartbeat_interval_s = seconds(key, v);
+    else if (key == "heartbeat_timeout") conf.heartbeat_timeout_s = seconds(key, v);
+    else if (key == "token") conf.token = v;
+    else if (key == "is_host") conf.is_host = (v == "1" || v == "true" || v == "True");
+    else if (key == "close_timeout" || key == "keep_alive_max_attempt" || key == "read_timeout" ||
+             key == "store_type" || key == "use_libuv")
+      continue;  // torchrun keys with no meaning here
+    else
+      usage_error(fmt::format("--rdzv-conf: unknown key '{}'; known: join_timeout, "
+                              "last_call_timeout, heartbeat_interval, heartbeat_timeout, token, is_host",
+                              key));
+  }
+  if (conf.heartbeat_timeout_s <= conf.heartbeat_interval_s)
+    usage_error("--rdzv-conf heartbeat_timeout must be longer than heartbeat_interval");
+  return conf;
+}
+
 ParsedCommandLine parse_command_line(const std::vector<std::string>& args, const Environment& env) {
   LaunchOptions o;
   RawOptions raw;
@@ -270,6 +311,17 @@ ParsedCommandLine parse_command_line(const std::vector<std::string>& args, const
 
   o.nproc = parse_nproc(raw.nproc);
   std::tie(o.nnodes_min, o.nnodes_max) = parse_nnodes(raw.nnodes);
+  o.node_rank_given = app.count("--node-rank") > 0;
+  bool master_addr_given = app.count("--master-addr") > 0;
+  if (app.count("--nnodes") == 0 && !o.standalone) {
+    if (auto job = slurm_job(env)) {  // under srun: one launcher per node
+      o.nnodes_min = o.nnodes_max = job->nnodes;
+      if (!o.node_rank_given) raw.node_rank = std::to_string(job->node_rank);
+      o.node_rank_given = true;
+      if (!master_addr_given) o.master_addr = job->first_host;
+      master_addr_given = true;
+    }
+  }
   o.node_rank = parse_int_flag("--node-rank", raw.node_rank, 0, o.nnodes_max - 1,
                                fmt::format("between 0 and nnodes-1 ({})", o.nnodes_max - 1));
   if (!raw.master_port.empty())
@@ -293,6 +345,7 @@ ParsedCommandLine parse_command_line(const std::vector<std::string>& args, const
   if (!raw.log_line_prefix_template.empty() || lookup(env, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"))
     o.log_line_prefix_template = raw.log_line_prefix_template;
   o.legacy_local_rank_arg = raw.legacy_local_rank_arg || !raw.use_env;
+  o.rdzv = parse_rdzv_conf(raw.rdzv_conf, env);
 
   if (o.module && o.no_python)
     usage_error("-m/--module and --no-python contradict each other; a module needs python");
@@ -300,18 +353,19 @@ ParsedCommandLine parse_command_line(const std::vector<std::string>& args, const
     usage_error(fmt::format("--rdzv-backend '{}' is not supported; use static or c10d", o.rdzv_backend));
   if (o.standalone && o.nnodes_max > 1)
     usage_error("--standalone runs a single node; drop --nnodes or --standalone");
-  if (o.nnodes_max > 1) {
-    if (o.nnodes_min != o.nnodes_max)
-      usage_error("elastic --nnodes MIN:MAX needs dynamic rendezvous, which this version does not "
-                  "support yet; give a fixed --nnodes=N with --node-rank and --master-addr");
-    if (o.rdzv_backend != "static")
-      usage_error("--rdzv-backend=c10d across nodes is not supported yet; use the static form "
-                  "--nnodes=N --node-rank=R --master-addr=HOST --master-port=PORT");
-    if (!o.master_port || *o.master_port == 0)
-      usage_error("a multi-node job needs --master-port (the same on every node), e.g. 29500");
-    if (app.count("--master-addr") == 0)
-      usage_error("a multi-node job needs --master-addr: the address of node 0, reachable from "
-                  "every node");
+  if (o.standalone) o.rdzv_backend = "c10d";
+  if (is_multi_node(o)) {
+    if (o.rdzv_backend == "static") {
+      if (o.nnodes_min != o.nnodes_max)
+        usage_error("--nnodes MIN:MAX needs --rdzv-backend=c10d with --rdzv-endpoint; the static "
+                    "backend takes a fixed --nnodes=N");
+      if (!master_addr_given)
+        usage_error("a multi-node job needs --master-addr: the address of node 0, reachable from "
+                    "every node");
+      if (!o.master_port || *o.master_port == 0) o.master_port = 29500;  // torchrun's default
+    } else if (o.rdzv_endpoint.empty()) {
+      usage_error("--rdzv-backend=c10d needs --rdzv-endpoint=HOST[:PORT], the same on every node");
+    }
   }
   if (o.rdzv_id.empty()) usage_error("--rdzv-id must not be empty");
   return {std::move(o), "", exit_code::kSuccess};

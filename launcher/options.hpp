@@ -29,6 +29,16 @@ struct StreamSelection {
 inline constexpr int kStdout = 1;
 inline constexpr int kStderr = 2;
 
+// --rdzv-conf k=v,... (torchrun's keys where they exist). Seconds.
+struct RendezvousConf {
+  double join_timeout_s = 600;        // join_timeout (static: also `timeout`)
+  double last_call_timeout_s = 30;    // last_call_timeout: wait for more nodes once MIN joined
+  double heartbeat_interval_s = 1;    // heartbeat_interval (alias keep_alive_interval)
+  double heartbeat_timeout_s = 3;     // heartbeat_timeout: silence before a node counts as lost
+  std::string token;                  // token (or env DDP_LAUNCH_RDZV_TOKEN): shared secret
+  std::optional<bool> is_host;        // is_host: force hosting (or not) the agent store
+};
+
 struct LaunchOptions {
   // What each worker runs.
   std::string program;                    // script, module or executable
@@ -41,10 +51,11 @@ struct LaunchOptions {
   int nnodes_min = 1;
   int nnodes_max = 1;
   int node_rank = 0;
+  bool node_rank_given = false;  // explicit --node-rank (or Slurm): dynamic mode honours it
   std::string rdzv_backend = "static";
   std::string rdzv_endpoint;
   std::string rdzv_id = "none";
-  std::string rdzv_conf;
+  RendezvousConf rdzv;
   bool standalone = false;
   std::string master_addr = "127.0.0.1";
   std::optional<int> master_port;  // absent: a free port on a single node
@@ -84,6 +95,10 @@ StreamSelection parse_stream_selection(const std::string& flag, const std::strin
 std::vector<int> parse_device_indices(const std::string& value);
 std::set<int> parse_rank_filter(const std::string& value);
 std::vector<int> parse_signal_list(const std::string& value);
+RendezvousConf parse_rdzv_conf(const std::string& value, const Environment& env);
+
+// True when this launcher must coordinate with others (more than one node, or elastic).
+inline bool is_multi_node(const LaunchOptions& o) { return o.nnodes_max > 1 || o.nnodes_min != o.nnodes_max; }
 
 // The default signals that stop the job when received (and are forwarded first).
 const std::vector<int>& default_stop_signals();

@@ -100,6 +100,8 @@ void write_all(int fd, std::string_view data) {
   }
 }
 
+void launcher_notice(const std::string& text) { write_all(STDERR_FILENO, "ddp-launch: " + text + "\n"); }
+
 UniqueFd open_log_file(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);

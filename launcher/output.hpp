@@ -53,6 +53,9 @@ class WorkerStream {
 // Writes all of data to fd, retrying on EINTR/short writes; errors (EPIPE) are ignored.
 void write_all(int fd, std::string_view data);
 
+// "ddp-launch: TEXT\n" on stderr: the launcher's own messages.
+void launcher_notice(const std::string& text);
+
 // Opens (creates, truncates) a log file, making parent directories; LaunchError on failure.
 UniqueFd open_log_file(const std::string& path);
 

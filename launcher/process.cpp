@@ -11,7 +11,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -258,16 +257,22 @@ Watchdog::Watchdog() {
     for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2})
       ::signal(s, SIG_IGN);
     p.write_end.reset();
-    std::set<pid_t> groups;
+    // No allocation after fork (another thread may have held the malloc lock): a fixed table.
+    static pid_t groups[kMaxWatched];
+    size_t count = 0;
     int message = 0;
     for (;;) {
       ssize_t n = ::read(p.read_end.get(), &message, sizeof message);
       if (n < 0 && errno == EINTR) continue;
       if (n != static_cast<ssize_t>(sizeof message)) break;
-      if (message > 0) groups.insert(message);
-      else groups.erase(-message);
+      if (message > 0 && count < kMaxWatched) {
+        groups[count++] = message;
+      } else if (message < 0) {
+        for (size_t i = 0; i < count; ++i)
+          if (groups[i] == -message) groups[i] = groups[--count];
+      }
     }
-    for (pid_t g : groups) ::kill(-g, SIGKILL);
+    for (size_t i = 0; i < count; ++i) ::kill(-groups[i], SIGKILL);
     ::_exit(0);
   }
   pid_ = pid;

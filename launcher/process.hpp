@@ -96,6 +96,7 @@ class Watchdog {
   void forget(pid_t pgid);   // that group is gone (reaped and cleaned up)
 
  private:
+  static constexpr size_t kMaxWatched = 65536;
   void send(int message);
   UniqueFd to_watchdog_;
   pid_t pid_ = -1;

@@ -24,10 +24,6 @@ using Clock = std::chrono::system_clock;
 
 namespace {
 
-void notice(const std::string& text) {
-  write_all(STDERR_FILENO, "ddp-launch: " + text + "\n");
-}
-
 // One pipe from a worker stream to its WorkerStream, read asynchronously.
 struct PipeReader {
   asio::posix::stream_descriptor descriptor;
@@ -51,7 +47,8 @@ struct Worker {
 
 struct Supervisor::Impl {
   explicit Impl(SupervisorConfig c)
-      : config(std::move(c)), child_signals(io, SIGCHLD), handled_signals(io), grace_timer(io) {
+      : config(std::move(c)), child_signals(io, SIGCHLD), handled_signals(io), grace_timer(io),
+        tick_timer(io) {
     for (int s : config.stop_signals) handled_signals.add(s);
     for (int s : config.forward_signals) handled_signals.add(s);
     wait_for_children();
@@ -63,7 +60,10 @@ struct Supervisor::Impl {
   asio::signal_set child_signals;
   asio::signal_set handled_signals;
   asio::steady_timer grace_timer;
+  asio::steady_timer tick_timer;
   Watchdog watchdog;
+  AttemptWatch watch;
+  std::optional<std::string> stop_reason;  // the watch stopped the workers
 
   std::vector<Worker> workers;
   bool attempt_running = false;
@@ -93,18 +93,18 @@ struct Supervisor::Impl {
     bool is_stop = std::find(config.stop_signals.begin(), config.stop_signals.end(), signo) !=
                    config.stop_signals.end();
     if (!is_stop) {
-      notice(fmt::format("forwarding {} to the workers", signal_name(signo)));
+      launcher_notice(fmt::format("forwarding {} to the workers", signal_name(signo)));
       signal_live(signo);
       return;
     }
     if (interrupt_signal != 0) {
-      notice(fmt::format("second {}: killing the workers now", signal_name(signo)));
+      launcher_notice(fmt::format("second {}: killing the workers now", signal_name(signo)));
       signal_live(SIGKILL);
       return;
     }
     interrupt_signal = signo;
     if (!attempt_running) return;
-    notice(fmt::format("received {}: forwarding it to the workers, SIGKILL after {} s (send it "
+    launcher_notice(fmt::format("received {}: forwarding it to the workers, SIGKILL after {} s (send it "
                        "again to kill them now)",
                        signal_name(signo), config.shutdown_timeout_s));
     begin_stop(signo);
@@ -132,7 +132,7 @@ struct Supervisor::Impl {
       if (!status->success() && !stopping && interrupt_signal == 0) {
         root_cause = i;
         size_t live = count_live();
-        notice(fmt::format("rank {} (local_rank {}, pid {}) failed with {}{}", w.launch.rank,
+        launcher_notice(fmt::format("rank {} (local_rank {}, pid {}) failed with {}{}", w.launch.rank,
                            w.launch.local_rank, w.pid, status->describe(),
                            live ? fmt::format("; stopping the other {} worker{} (SIGTERM, SIGKILL "
                                               "after {} s)",
@@ -158,9 +158,25 @@ struct Supervisor::Impl {
         std::chrono::duration<double>(config.shutdown_timeout_s)));
     grace_timer.async_wait([this](const boost::system::error_code& ec) {
       if (ec || count_live() == 0) return;
-      notice(fmt::format("{} worker{} still running {} s after SIGTERM: sending SIGKILL",
+      launcher_notice(fmt::format("{} worker{} still running {} s after SIGTERM: sending SIGKILL",
                          count_live(), count_live() == 1 ? "" : "s", config.shutdown_timeout_s));
       signal_live(SIGKILL);
+    });
+  }
+
+  void schedule_tick() {
+    if (watch.interval.count() <= 0 || !watch.tick) return;
+    tick_timer.expires_after(watch.interval);
+    tick_timer.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || !attempt_running) return;
+      std::optional<std::string> reason = watch.tick();
+      if (reason && !stopping && interrupt_signal == 0 && count_live() > 0) {
+        stop_reason = reason;
+        launcher_notice(fmt::format("{}; stopping the {} local worker{} (SIGTERM, SIGKILL after {} s)", *reason,
+                           count_live(), count_live() == 1 ? "" : "s", config.shutdown_timeout_s));
+        begin_stop(SIGTERM);
+      }
+      schedule_tick();
     });
   }
 
@@ -247,6 +263,9 @@ struct Supervisor::Impl {
     } else if (root_cause) {
       result.kind = AttemptResult::Kind::kFailed;
       result.root_cause = root_cause;
+    } else if (stop_reason) {
+      result.kind = AttemptResult::Kind::kStopped;
+      result.stop_reason = *stop_reason;
     }
     workers.clear();
     return result;
@@ -258,11 +277,18 @@ Supervisor::~Supervisor() = default;
 
 int Supervisor::interrupted_by() const { return impl_->interrupt_signal; }
 
-AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers) {
+int Supervisor::poll_signals() {
+  impl_->io.poll();
+  return impl_->interrupt_signal;
+}
+
+AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const AttemptWatch& watch) {
   Impl& s = *impl_;
   s.io.poll();  // deliver a signal that arrived between attempts
   s.stopping = false;
   s.root_cause.reset();
+  s.stop_reason.reset();
+  s.watch = watch;
   if (s.interrupt_signal != 0) {
     AttemptResult r;
     r.kind = AttemptResult::Kind::kInterrupted;
@@ -284,10 +310,32 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers) {
     throw;
   }
   s.reap();  // a worker may have exited before the SIGCHLD wait was armed
+  s.schedule_tick();
   while (s.count_live() > 0 || s.pipes_open()) s.io.run_one();
   s.grace_timer.cancel();
+  s.tick_timer.cancel();
   s.attempt_running = false;
   return s.finish();
+}
+
+int Supervisor::wait_until(std::chrono::milliseconds interval, const std::function<bool()>& done) {
+  Impl& s = *impl_;
+  s.io.poll();
+  bool finished = false;
+  std::function<void()> arm = [&] {
+    s.tick_timer.expires_after(interval);
+    s.tick_timer.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (done()) finished = true;
+      else arm();
+    });
+  };
+  if (s.interrupt_signal == 0 && done()) return 0;
+  arm();
+  while (!finished && s.interrupt_signal == 0) s.io.run_one();
+  s.tick_timer.cancel();
+  s.io.poll();  // let the cancelled handler run while `arm` and `finished` are alive
+  return finished ? 0 : s.interrupt_signal;
 }
 
 }  // namespace ddp::launch

@@ -6,6 +6,8 @@
 // only forwarded. A second stop signal kills the workers at once. Blocks in run_attempt.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,8 +31,9 @@ struct WorkerLaunch {
 };
 
 struct AttemptResult {
-  enum class Kind { kSucceeded, kFailed, kInterrupted };
+  enum class Kind { kSucceeded, kFailed, kInterrupted, kStopped };
   Kind kind = Kind::kSucceeded;
+  std::string stop_reason;              // when kStopped: why the watch stopped the workers
   std::vector<WorkerOutcome> outcomes;  // one per worker, in local-rank order
   std::optional<size_t> root_cause;     // index into outcomes when kFailed
   int signal = 0;                       // when kInterrupted
@@ -42,6 +45,13 @@ struct SupervisorConfig {
   std::vector<int> forward_signals;  // forwarded only
 };
 
+// A periodic check while workers run (multi-node: heartbeat and watch the peers). tick()
+// must not throw; it returns a reason to stop every worker, or nullopt to go on.
+struct AttemptWatch {
+  std::chrono::milliseconds interval{0};  // 0: no ticks
+  std::function<std::optional<std::string>()> tick;
+};
+
 class Supervisor {
  public:
   explicit Supervisor(SupervisorConfig config);
@@ -51,10 +61,16 @@ class Supervisor {
 
   // Starts the workers and returns when every one has exited. Throws LaunchError if a
   // worker cannot be started (the ones already started are killed first).
-  AttemptResult run_attempt(std::vector<WorkerLaunch> workers);
+  AttemptResult run_attempt(std::vector<WorkerLaunch> workers, const AttemptWatch& watch = {});
+
+  // With no workers running: calls done() every interval until it returns true (0 is
+  // returned) or a stop signal arrives (that signal is returned). Used for barriers.
+  int wait_until(std::chrono::milliseconds interval, const std::function<bool()>& done);
 
   // The stop signal received so far (0 if none): the agent stops restarting once set.
   int interrupted_by() const;
+  // Delivers pending signals without blocking, then returns interrupted_by().
+  int poll_signals();
 
  private:
   struct Impl;

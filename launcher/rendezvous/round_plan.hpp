@@ -1,0 +1,77 @@
+// Rendezvous records and the pure rules that turn the nodes that joined a round into a
+// plan: group ranks (explicit --node-rank first, then a node's previous rank, then join
+// order), RANK bases as prefix sums of each node's nproc (heterogeneous nodes work), and
+// the workers' store at group rank 0's address and port. Also the abort record every node
+// reads to stop, restart or report together. JSON on the wire; no I/O here.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ddp::launch::rdzv {
+
+// What a launcher says about itself when it joins a round.
+struct NodeInfo {
+  std::string name;          // unique per launcher: the store's liveness name
+  std::string host;          // for reports
+  std::string addr;          // where its workers' store would listen if it becomes rank 0
+  int worker_port = 0;       // a free port on that node, for the workers' store
+  int nproc = 1;
+  int requested_rank = -1;   // explicit --node-rank, or -1
+  int previous_rank = -1;    // its rank in the previous round, or -1
+  int nnodes_min = 1;
+  int nnodes_max = 1;
+  int max_restarts = 0;
+  long pid = 0;
+};
+
+struct PlannedNode {
+  NodeInfo info;
+  int group_rank = 0;
+  int base_rank = 0;  // RANK of its local rank 0
+};
+
+struct RoundPlan {
+  int round = 0;
+  int restart_count = 0;
+  std::vector<PlannedNode> nodes;  // by group rank
+  int world_size = 0;
+  std::string master_addr;
+  int master_port = 0;
+  std::string error;               // non-empty: the round failed; every node exits with it
+
+  const PlannedNode* find(const std::string& name) const;
+};
+
+// Ranks and addresses for the nodes that joined (in join order). Sets plan.error instead
+// of throwing when the nodes disagree (duplicate --node-rank, different --nnodes or
+// --max-restarts, a rank out of range).
+RoundPlan make_plan(const std::vector<NodeInfo>& joined, int round, int restart_count);
+
+// Why a round ended early. Written once per round (compare-and-set: the first one wins).
+struct AbortRecord {
+  enum class Kind { kFailure, kLost, kMembership };
+  Kind kind = Kind::kFailure;
+  std::string reason;        // one line for humans
+  int node_rank = -1;        // the node where it happened
+  std::string host;
+  int rank = -1;             // the failed worker (kFailure)
+  int local_rank = -1;
+  long pid = 0;
+  int exit_code = 1;         // what every launcher exits with if this is final
+  std::string status;        // "exit code 3" / "signal 9 (SIGKILL)"
+  std::string error;         // the worker's error-file message, if any
+  std::string traceback;
+  bool final = false;        // no restarts left: everyone exits with exit_code
+};
+
+std::string to_json(const NodeInfo& info);
+std::string to_json(const RoundPlan& plan);
+std::string to_json(const AbortRecord& record);
+// Parsers throw std::runtime_error on malformed input.
+NodeInfo node_info_from_json(const std::string& text);
+RoundPlan plan_from_json(const std::string& text);
+AbortRecord abort_from_json(const std::string& text);
+
+}  // namespace ddp::launch::rdzv

@@ -1,0 +1,320 @@
+#include "launcher/store/session.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <fmt/format.h>
+
+#include "launcher/store/hmac.hpp"
+
+namespace ddp::launch::store {
+
+namespace asio = boost::asio;
+using Clock = asio::steady_timer::clock_type;
+
+namespace {
+constexpr size_t kMaxQueued = 1024;  // requests pipelined behind a parked one
+
+Response error_reply(Op op, std::string message) {
+  Response r;
+  r.op = op;
+  r.status = Status::kError;
+  r.message = std::move(message);
+  return r;
+}
+}  // namespace
+
+Session::Session(asio::ip::tcp::socket socket, ServerShared& shared)
+    : socket_(std::move(socket)),
+      shared_(shared),
+      decoder_(shared.options.max_frame_bytes),
+      read_deadline_(socket_.get_executor()),
+      write_deadline_(socket_.get_executor()),
+      heartbeat_(socket_.get_executor()),
+      wait_timer_(socket_.get_executor()) {
+  boost::system::error_code ec;
+  auto ep = socket_.remote_endpoint(ec);
+  peer_ = ec ? "?" : fmt::format("{}:{}", ep.address().to_string(), ep.port());
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+}
+
+std::string Session::who() const { return name_.empty() ? peer_ : fmt::format("'{}' ({})", name_, peer_); }
+
+void Session::start() {
+  Greeting g;
+  g.auth_required = !shared_.options.token.empty();
+  g.nonce = nonce_ = random_bytes(kNonceBytes);
+  writes_.push_back(encode_greeting(g));
+  do_write();
+  read_deadline_.expires_after(shared_.options.read_timeout);  // HELLO must come in time
+  read_deadline_armed_ = true;
+  write_deadline_.expires_at(Clock::time_point::max());
+  heartbeat_.expires_at(Clock::time_point::max());
+  watch_read_deadline();
+  watch_write_deadline();
+  do_read();
+}
+
+void Session::close(const std::string& reason) {
+  if (state_ == State::kClosed) return;
+  const bool ready = state_ == State::kReady || state_ == State::kClosing;
+  state_ = State::kClosed;
+  if (parked_) shared_.table.unpark(waiter_);
+  boost::system::error_code ignored;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  read_deadline_.cancel();
+  write_deadline_.cancel();
+  heartbeat_.cancel();
+  wait_timer_.cancel();
+  if (ready && !name_.empty() && heartbeat_ms_ > 0 && !goodbye_ && !shared_.stopping) {
+    shared_.log(fmt::format("store: client {} dropped: {}", who(), reason));
+    shared_.table.set(kDroppedPrefix + name_, reason);
+  }
+  shared_.sessions.erase(shared_from_this());
+}
+
+void Session::do_read() {
+  auto self = shared_from_this();
+  socket_.async_read_some(asio::buffer(read_buf_), [this, self](boost::system::error_code ec, size_t n) {
+    if (state_ != State::kHandshake && state_ != State::kReady) return;
+    if (ec) {
+      close(ec == asio::error::eof ? "connection lost" : "connection lost: " + ec.message());
+      return;
+    }
+    try {
+      decoder_.feed(read_buf_.data(), n);
+    } catch (const ProtocolError& e) {
+      shared_.log(fmt::format("store: closing {}: {}", who(), e.what()));
+      if (state_ == State::kReady)
+        reply_and_close(error_reply(Op::kPing, e.what()));
+      else
+        close(e.what());
+      return;
+    }
+    while (state_ == State::kHandshake || state_ == State::kReady) {
+      auto frame = decoder_.next();
+      if (!frame) break;
+      on_frame(*frame);
+    }
+    if (state_ != State::kHandshake && state_ != State::kReady) return;
+    update_read_deadline();
+    do_read();
+  });
+}
+
+void Session::on_frame(const std::string& payload) {
+  if (state_ == State::kHandshake) return on_hello(payload);
+  if (heartbeat_ms_ > 0) heartbeat_.expires_after(std::chrono::milliseconds(heartbeat_ms_));
+  Request q;
+  try {
+    q = decode_request(payload);
+  } catch (const ProtocolError& e) {
+    shared_.log(fmt::format("store: closing {}: {}", who(), e.what()));
+    return reply_and_close(error_reply(Op::kPing, e.what()));
+  }
+  if (q.op == Op::kPing) {  // answered at once, even behind a parked request
+    Response r;
+    r.op = Op::kPing;
+    return reply(std::move(r));
+  }
+  if (parked_ || !queued_.empty()) {
+    if (queued_.size() >= kMaxQueued)
+      return reply_and_close(error_reply(q.op, "too many pipelined requests"));
+    queued_.push_back(std::move(q));
+    return;
+  }
+  run(q);
+}
+
+// Nothing but this frame is looked at before the proof checks out; bytes the client
+// pipelined behind a rejected HELLO stay unread in the decoder and die with it.
+void Session::on_hello(const std::string& payload) {
+  Hello h;
+  try {
+    h = decode_hello(payload);
+  } catch (const ProtocolError& e) {  // not our protocol: close without a word
+    shared_.log(fmt::format("store: closing {}: {}", who(), e.what()));
+    return close(e.what());
+  }
+  if (h.version != kProtocolVersion) {
+    shared_.log(fmt::format("store: rejected {}: protocol version {}", who(), h.version));
+    return reply_and_close(error_reply(
+        Op::kHello, fmt::format("protocol version {} is not supported by this store (it speaks {}); run the "
+                                "same ddp-launch version on every node", h.version, kProtocolVersion)));
+  }
+  const std::string& token = shared_.options.token;
+  if (!token.empty() && !constant_time_equal(h.proof, hmac_sha256(token, nonce_))) {
+    shared_.log(fmt::format("store: rejected {}: wrong or missing token", who()));
+    return reply_and_close(error_reply(
+        Op::kHello, "authentication failed: the store's token differs from ours (--rdzv-conf token=... "
+                    "or DDP_LAUNCH_RDZV_TOKEN must match node 0's)"));
+  }
+  name_ = h.name;
+  heartbeat_ms_ = h.heartbeat_ms;
+  state_ = State::kReady;
+  Response ok;
+  ok.op = Op::kHello;
+  reply(std::move(ok));
+  if (heartbeat_ms_ > 0) {
+    heartbeat_.expires_after(std::chrono::milliseconds(heartbeat_ms_));
+    watch_heartbeat();
+  }
+}
+
+void Session::run_queued() {
+  while (state_ == State::kReady && !parked_ && !queued_.empty()) {
+    Request q = std::move(queued_.front());
+    queued_.pop_front();
+    run(q);
+  }
+}
+
+bool Session::run(const Request& q) {
+  KeyTable& t = shared_.table;
+  Response r;
+  r.op = q.op;
+  try {
+    switch (q.op) {
+      case Op::kSet: t.set(q.keys[0], q.values[0]); break;
+      case Op::kAdd: r.number = t.add(q.keys[0], q.delta); break;
+      case Op::kCompareSet: r.values = {t.compare_set(q.keys[0], q.values[0], q.values[1])}; break;
+      case Op::kCheck: r.flag = t.missing(q.keys).empty(); break;
+      case Op::kDelete: r.flag = t.erase(q.keys[0]); break;
+      case Op::kMultiSet:
+        for (size_t i = 0; i < q.keys.size(); ++i) t.set(q.keys[i], q.values[i]);
+        break;
+      case Op::kTryGet:
+        if (const std::string* v = t.find(q.keys[0])) {
+          r.flag = true;
+          r.values = {*v};
+        }
+        break;
+      case Op::kGoodbye:
+        goodbye_ = true;
+        reply_and_close(std::move(r));
+        return true;
+      case Op::kGet: case Op::kWait: case Op::kMultiGet: {
+        auto absent = t.missing(q.keys);
+        if (absent.empty()) {
+          if (q.op != Op::kWait) r.values = t.values(q.keys);
+        } else if (q.timeout_ms == 0) {
+          r.status = Status::kTimeout;
+          r.values = std::move(absent);
+        } else {  // park until the keys arrive or the request's own timeout
+          parked_ = q;
+          const uint64_t gen = ++wait_generation_;
+          auto self = shared_from_this();
+          waiter_ = t.park(q.keys, [this, self, gen] {
+            asio::post(socket_.get_executor(), [this, self, gen] { on_wait_done(gen, false); });
+          });
+          wait_timer_.expires_after(std::chrono::milliseconds(q.timeout_ms));
+          wait_timer_.async_wait([this, self, gen](boost::system::error_code ec) {
+            if (!ec) on_wait_done(gen, true);
+          });
+          return false;
+        }
+        break;
+      }
+      case Op::kHello: case Op::kPing: break;  // HELLO cannot get here; PING never queues
+    }
+  } catch (const StoreError& e) {  // e.g. ADD on a value that is not an integer
+    r = error_reply(q.op, e.what());
+  }
+  reply(std::move(r));
+  return true;
+}
+
+void Session::on_wait_done(uint64_t generation, bool timed_out) {
+  if (state_ != State::kReady || !parked_ || generation != wait_generation_) return;
+  KeyTable& t = shared_.table;
+  Request q = std::move(*parked_);
+  parked_.reset();
+  ++wait_generation_;
+  wait_timer_.cancel();
+  t.unpark(waiter_);
+  Response r;
+  r.op = q.op;
+  auto absent = t.missing(q.keys);
+  if (absent.empty()) {
+    if (q.op != Op::kWait) r.values = t.values(q.keys);
+  } else if (timed_out) {
+    r.status = Status::kTimeout;
+    r.values = std::move(absent);
+  } else {  // woken, but a key was deleted since: wait on (the timer restarts; rare)
+    run(q);
+    return;
+  }
+  reply(std::move(r));
+  run_queued();
+}
+
+void Session::reply(Response response) {
+  if (state_ != State::kHandshake && state_ != State::kReady) return;
+  writes_.push_back(encode_response(response));
+  if (writes_.size() == 1) do_write();
+}
+
+void Session::reply_and_close(Response response) {
+  closing_reason_ = response.status == Status::kError ? response.message : "goodbye";
+  reply(std::move(response));
+  state_ = State::kClosing;
+  if (writes_.empty()) close(closing_reason_);
+}
+
+void Session::do_write() {
+  auto self = shared_from_this();
+  write_deadline_.expires_after(shared_.options.write_timeout);
+  asio::async_write(socket_, asio::buffer(writes_.front()), [this, self](boost::system::error_code ec, size_t) {
+    if (state_ == State::kClosed) return;
+    if (ec) return close("connection lost: " + ec.message());
+    writes_.pop_front();
+    if (!writes_.empty()) return do_write();
+    write_deadline_.expires_at(Clock::time_point::max());
+    if (state_ == State::kClosing) close(closing_reason_);
+  });
+}
+
+// A deadline runs only while a frame is half received (and, before HELLO, always).
+void Session::update_read_deadline() {
+  if (state_ == State::kHandshake) return;
+  if (decoder_.mid_frame() && !read_deadline_armed_) {
+    read_deadline_.expires_after(shared_.options.read_timeout);
+    read_deadline_armed_ = true;
+  } else if (!decoder_.mid_frame() && read_deadline_armed_) {
+    read_deadline_.expires_at(Clock::time_point::max());
+    read_deadline_armed_ = false;
+  }
+}
+
+// The three watchers follow Asio's timeouts example: one wait always pending, re-armed by
+// moving the expiry; a completion acts only if the expiry has really passed.
+void Session::watch_read_deadline() {
+  auto self = shared_from_this();
+  read_deadline_.async_wait([this, self](boost::system::error_code) {
+    if (state_ == State::kClosed) return;
+    if (read_deadline_.expiry() > Clock::now()) return watch_read_deadline();
+    const auto ms = shared_.options.read_timeout.count();
+    close(state_ == State::kHandshake ? fmt::format("no HELLO within {} ms", ms)
+                                      : fmt::format("read deadline: frame not finished within {} ms", ms));
+  });
+}
+
+void Session::watch_write_deadline() {
+  auto self = shared_from_this();
+  write_deadline_.async_wait([this, self](boost::system::error_code) {
+    if (state_ == State::kClosed) return;
+    if (write_deadline_.expiry() > Clock::now()) return watch_write_deadline();
+    close(fmt::format("write deadline: reply not taken within {} ms", shared_.options.write_timeout.count()));
+  });
+}
+
+void Session::watch_heartbeat() {
+  auto self = shared_from_this();
+  heartbeat_.async_wait([this, self](boost::system::error_code) {
+    if (state_ == State::kClosed) return;
+    if (heartbeat_.expiry() > Clock::now()) return watch_heartbeat();
+    close(fmt::format("no heartbeat for {} ms", heartbeat_ms_));
+  });
+}
+
+}  // namespace ddp::launch::store

@@ -1,0 +1,89 @@
+// Session: one client connection of the StoreServer (Asio's server + session pattern).
+// It greets, checks HELLO (nothing else is decoded before the proof checks out), then
+// runs requests in order; a waiting request is parked in the KeyTable while PINGs keep
+// being answered. One write in flight; deadlines on HELLO, on finishing a started frame,
+// on each write, and on heartbeat silence. Lives on the server thread only.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <array>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "launcher/store/codec.hpp"
+#include "launcher/store/key_table.hpp"
+#include "launcher/store/server.hpp"
+
+namespace ddp::launch::store {
+
+class Session;
+
+// What the sessions of one server share (owned by the server, on its thread).
+struct ServerShared {
+  explicit ServerShared(const ServerOptions& opts) : options(opts) {}
+  const ServerOptions& options;
+  KeyTable table;
+  std::set<std::shared_ptr<Session>> sessions;
+  bool stopping = false;
+  void log(const std::string& line) const {
+    if (options.log) options.log(line);
+  }
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(boost::asio::ip::tcp::socket socket, ServerShared& shared);
+  void start();
+  // Closes the connection; a named heartbeating client that did not say GOODBYE gets
+  // __dropped__/<name> = reason (unless the server is stopping).
+  void close(const std::string& reason);
+
+ private:
+  enum class State { kHandshake, kReady, kClosing, kClosed };
+
+  void do_read();
+  void on_frame(const std::string& payload);
+  void on_hello(const std::string& payload);
+  void run_queued();
+  bool run(const Request& request);  // false: parked
+  void on_wait_done(uint64_t generation, bool timed_out);
+  void reply(Response response);
+  void reply_and_close(Response response);
+  void do_write();
+  void update_read_deadline();
+  void watch_read_deadline();
+  void watch_write_deadline();
+  void watch_heartbeat();
+  std::string who() const;
+
+  boost::asio::ip::tcp::socket socket_;
+  ServerShared& shared_;
+  std::string peer_;
+  FrameDecoder decoder_;
+  std::array<char, 64 * 1024> read_buf_{};
+  std::deque<std::string> writes_;  // front is in flight
+  State state_ = State::kHandshake;
+  std::string nonce_;
+  std::string name_;
+  uint32_t heartbeat_ms_ = 0;
+  bool goodbye_ = false;
+  std::string closing_reason_;  // why, once the last reply is written (kClosing)
+
+  std::deque<Request> queued_;      // requests behind a parked one
+  std::optional<Request> parked_;   // the waiting request, if any
+  KeyTable::WaiterId waiter_ = 0;
+  uint64_t wait_generation_ = 0;    // tells a stale wake-up or timer from the current one
+
+  boost::asio::steady_timer read_deadline_;
+  bool read_deadline_armed_ = false;
+  boost::asio::steady_timer write_deadline_;
+  boost::asio::steady_timer heartbeat_;
+  boost::asio::steady_timer wait_timer_;
+};
+
+}  // namespace ddp::launch::store

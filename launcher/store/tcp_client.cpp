@@ -1,0 +1,359 @@
+#include "launcher/store/tcp_client.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <limits>
+#include <random>
+#include <thread>
+
+#include "launcher/store/codec.hpp"
+#include "launcher/store/hmac.hpp"
+#include "launcher/store/memory_store.hpp"
+
+namespace ddp::launch::store {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string seconds(Duration d) { return fmt::format("{:g} s", static_cast<double>(d.count()) / 1000.0); }
+
+uint32_t to_wire_ms(Duration d) {
+  return static_cast<uint32_t>(std::clamp<int64_t>(d.count(), 0, std::numeric_limits<uint32_t>::max()));
+}
+
+// Thrown inside the connection when the handshake should be retried (reset, EOF).
+struct Retryable : StoreUnavailable {
+  using StoreUnavailable::StoreUnavailable;
+};
+
+}  // namespace
+
+// One authenticated connection and the private loop that drives it.
+class TcpStoreClient::Connection {
+ public:
+  Connection(std::string host, uint16_t port, ClientOptions options)
+      : host_(std::move(host)), port_(port), options_(std::move(options)),
+        endpoint_(fmt::format("{}:{}", host_, port_)) {
+    connect();
+  }
+
+  Response call(const Request& q) {
+    if (broken_) throw StoreUnavailable(broken_why_);
+    send(encode_request(q), Clock::now() + options_.request_timeout);
+    const auto deadline = Clock::now() + options_.request_timeout + std::chrono::milliseconds(q.timeout_ms);
+    for (;;) {
+      Response r = receive(deadline, q.op);
+      if (r.op == Op::kPing && q.op != Op::kPing && r.status == Status::kOk) continue;  // our own pings
+      if (r.status == Status::kError) {
+        if (r.op != q.op) lost("the store closed the connection: " + r.message);
+        throw StoreError(fmt::format("the rendezvous store at {} refused {}: {}", endpoint_, op_name(q.op), r.message));
+      }
+      if (r.op != q.op)
+        lost(fmt::format("protocol error: a {} reply to a {} request", op_name(r.op), op_name(q.op)));
+      return r;
+    }
+  }
+
+  void close(bool graceful) {
+    if (broken_) return;
+    if (graceful) {
+      try {
+        Request bye;
+        bye.op = Op::kGoodbye;
+        call(bye);
+      } catch (const StoreError&) {
+      }
+    }
+    broken_ = true;
+    broken_why_ = fmt::format("the connection to the rendezvous store at {} was closed", endpoint_);
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+  }
+
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  // Retries refused or reset connections with backoff until connect_timeout.
+  void connect() {
+    const auto deadline = Clock::now() + options_.connect_timeout;
+    auto backoff = std::chrono::milliseconds(20);
+    std::mt19937 jitter(std::random_device{}());
+    std::string last;
+    for (;;) {
+      try {
+        if (connect_once(deadline, last)) {
+          handshake();
+          return;
+        }
+      } catch (const Retryable& e) {
+        last = e.what();
+      }
+      boost::system::error_code ignored;
+      socket_.close(ignored);
+      const auto pause = backoff + std::chrono::milliseconds(jitter() % (backoff.count() / 2 + 1));
+      if (Clock::now() + pause >= deadline)
+        throw StoreUnavailable(fmt::format(
+            "cannot reach the rendezvous store at {} after {}: {}; is node 0's ddp-launch running, and is "
+            "the address right?", endpoint_, seconds(options_.connect_timeout), last));
+      std::this_thread::sleep_for(pause);
+      backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::milliseconds(1000));
+    }
+  }
+
+  bool connect_once(Clock::time_point deadline, std::string& why) {
+    boost::system::error_code ec;
+    tcp::resolver resolver(io_);
+    auto endpoints = resolver.resolve(host_, std::to_string(port_), ec);
+    if (ec) {
+      why = fmt::format("cannot resolve '{}': {}", host_, ec.message());
+      return false;
+    }
+    socket_ = tcp::socket(io_);
+    bool done = false;
+    asio::async_connect(socket_, endpoints, [&](boost::system::error_code e, const tcp::endpoint&) {
+      ec = e;
+      done = true;
+    });
+    if (!run_until([&] { return done; }, deadline)) {
+      socket_.close(ec);
+      run_until([&] { return done; }, Clock::now() + std::chrono::seconds(1));
+      why = "connection timed out";
+      return false;
+    }
+    if (ec) {
+      why = ec.message();
+      return false;
+    }
+    socket_.set_option(tcp::no_delay(true), ec);
+    decoder_ = FrameDecoder();
+    read_pending_ = false;
+    broken_ = false;
+    return true;
+  }
+
+  void handshake() {
+    const auto deadline = Clock::now() + options_.request_timeout;
+    Greeting g;
+    try {
+      g = decode_greeting(receive_frame(deadline, false, Op::kHello));
+    } catch (const ProtocolError& e) {
+      fail_handshake(fmt::format("{} is not a ddp-launch rendezvous store ({})", endpoint_, e.what()));
+    }
+    if (g.version != kProtocolVersion)
+      fail_handshake(fmt::format("the rendezvous store at {} speaks protocol version {}, we speak {}; run the "
+                                 "same ddp-launch version on every node", endpoint_, g.version, kProtocolVersion));
+    if (g.auth_required && options_.token.empty())
+      fail_handshake(fmt::format("the rendezvous store at {} requires a token; pass the job's token with "
+                                 "--rdzv-conf token=... or DDP_LAUNCH_RDZV_TOKEN", endpoint_));
+    Hello h;
+    h.proof = options_.token.empty() ? "" : hmac_sha256(options_.token, g.nonce);
+    h.name = options_.name;
+    h.heartbeat_ms = options_.heartbeat_timeout_ms;
+    send(encode_hello(h), deadline);
+    Response r;
+    try {
+      r = decode_response(receive_frame(deadline, false, Op::kHello));
+    } catch (const ProtocolError& e) {
+      fail_handshake(fmt::format("bad handshake reply from {}: {}", endpoint_, e.what()));
+    }
+    if (r.status != Status::kOk)
+      fail_handshake(fmt::format("the rendezvous store at {} rejected us: {}", endpoint_, r.message));
+  }
+
+  [[noreturn]] void fail_handshake(const std::string& why) {
+    broken_ = true;
+    broken_why_ = why;
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    throw StoreUnavailable(why);
+  }
+
+  // Runs the private loop until done() or the deadline; false on the deadline.
+  bool run_until(const std::function<bool()>& done, Clock::time_point deadline) {
+    while (!done()) {
+      if (io_.stopped()) io_.restart();
+      if (io_.run_one_until(deadline) == 0 && (Clock::now() >= deadline || io_.stopped())) return done();
+    }
+    return true;
+  }
+
+  void send(const std::string& frame, Clock::time_point deadline) {
+    bool done = false;
+    boost::system::error_code ec;
+    asio::async_write(socket_, asio::buffer(frame), [&](boost::system::error_code e, size_t) {
+      ec = e;
+      done = true;
+    });
+    if (!run_until([&] { return done; }, deadline)) {
+      boost::system::error_code ignored;
+      socket_.close(ignored);
+      run_until([&] { return done; }, Clock::now() + std::chrono::seconds(1));
+      lost(fmt::format("could not send within {}", seconds(options_.request_timeout)));
+    }
+    if (ec) lost(ec.message());
+  }
+
+  Response receive(Clock::time_point deadline, Op op) {
+    try {
+      return decode_response(receive_frame(deadline, options_.heartbeat_timeout_ms > 0, op));
+    } catch (const ProtocolError& e) {
+      lost(e.what());
+    }
+  }
+
+  // The next whole frame; PINGs every heartbeat/3 while it waits, if asked to.
+  std::string receive_frame(Clock::time_point deadline, bool pinging, Op op) {
+    const auto interval = std::chrono::milliseconds(std::max<uint32_t>(options_.heartbeat_timeout_ms / 3, 10));
+    auto next_ping = pinging ? Clock::now() + interval : Clock::time_point::max();
+    for (;;) {
+      if (auto frame = decoder_.next()) return std::move(*frame);
+      if (!read_pending_) start_read();
+      run_until([&] { return !read_pending_; }, std::min(deadline, next_ping));
+      if (!read_pending_) {
+        if (!read_error_.empty()) lost(read_error_);
+        continue;
+      }
+      if (Clock::now() >= deadline) {
+        lost(fmt::format("no reply to {} in time (request timeout {})", op_name(op),
+                         seconds(options_.request_timeout)));
+      }
+      Request ping;
+      ping.op = Op::kPing;
+      send(encode_request(ping), deadline);
+      next_ping = Clock::now() + interval;
+    }
+  }
+
+  void start_read() {
+    read_pending_ = true;
+    read_error_.clear();
+    socket_.async_read_some(asio::buffer(buf_), [this](boost::system::error_code ec, size_t n) {
+      read_pending_ = false;
+      if (ec) {
+        read_error_ = ec == asio::error::eof ? "the store closed the connection" : ec.message();
+        return;
+      }
+      try {
+        decoder_.feed(buf_.data(), n);
+      } catch (const ProtocolError& e) {
+        read_error_ = e.what();
+      }
+    });
+  }
+
+  [[noreturn]] void lost(const std::string& why) {
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    if (read_pending_) run_until([&] { return !read_pending_; }, Clock::now() + std::chrono::seconds(1));
+    broken_ = true;
+    broken_why_ = fmt::format("lost the connection to the rendezvous store at {}: {}; is node 0's ddp-launch "
+                              "still running?", endpoint_, why);
+    throw Retryable(broken_why_);
+  }
+
+  std::string host_;
+  uint16_t port_;
+  ClientOptions options_;
+  std::string endpoint_;
+  asio::io_context io_{1};
+  tcp::socket socket_{io_};
+  FrameDecoder decoder_;
+  std::array<char, 64 * 1024> buf_{};
+  bool read_pending_ = false;
+  std::string read_error_;
+  bool broken_ = false;
+  std::string broken_why_;
+};
+
+TcpStoreClient::TcpStoreClient(std::string host, uint16_t port, ClientOptions options)
+    : conn_(std::make_unique<Connection>(std::move(host), port, std::move(options))) {}
+
+TcpStoreClient::~TcpStoreClient() = default;
+
+namespace {
+Request make(Op op, std::vector<std::string> keys = {}, std::vector<std::string> values = {}) {
+  Request q;
+  q.op = op;
+  q.keys = std::move(keys);
+  q.values = std::move(values);
+  return q;
+}
+}  // namespace
+
+void TcpStoreClient::set(const std::string& key, const std::string& value) {
+  conn_->call(make(Op::kSet, {key}, {value}));
+}
+
+std::string TcpStoreClient::get(const std::string& key, Duration timeout) {
+  return multi_get({key}, timeout).front();
+}
+
+int64_t TcpStoreClient::add(const std::string& key, int64_t delta) {
+  Request q = make(Op::kAdd, {key});
+  q.delta = delta;
+  return conn_->call(q).number;
+}
+
+std::string TcpStoreClient::compare_set(const std::string& key, const std::string& expected,
+                                        const std::string& desired) {
+  return conn_->call(make(Op::kCompareSet, {key}, {expected, desired})).values.at(0);
+}
+
+bool TcpStoreClient::wait(const std::vector<std::string>& keys, Duration timeout) {
+  Request q = make(Op::kWait, keys);
+  q.timeout_ms = to_wire_ms(timeout);
+  return conn_->call(q).status == Status::kOk;
+}
+
+bool TcpStoreClient::check(const std::vector<std::string>& keys) { return conn_->call(make(Op::kCheck, keys)).flag; }
+
+bool TcpStoreClient::remove(const std::string& key) { return conn_->call(make(Op::kDelete, {key})).flag; }
+
+std::vector<std::string> TcpStoreClient::multi_get(const std::vector<std::string>& keys, Duration timeout) {
+  Request q = make(keys.size() == 1 ? Op::kGet : Op::kMultiGet, keys);
+  q.timeout_ms = to_wire_ms(timeout);
+  Response r = conn_->call(q);
+  if (r.status == Status::kTimeout)
+    throw StoreTimeout(fmt::format("timed out after {} waiting for {} in the rendezvous store at {}; are the "
+                                   "other nodes running?", seconds(timeout), describe_missing(r.values, keys.size()),
+                                   conn_->endpoint()));
+  if (r.values.size() != keys.size())
+    throw StoreUnavailable(fmt::format("bad reply from the rendezvous store at {}: {} values for {} keys",
+                                       conn_->endpoint(), r.values.size(), keys.size()));
+  return std::move(r.values);
+}
+
+void TcpStoreClient::multi_set(const std::vector<std::pair<std::string, std::string>>& items) {
+  Request q = make(Op::kMultiSet);
+  for (const auto& [k, v] : items) {
+    q.keys.push_back(k);
+    q.values.push_back(v);
+  }
+  conn_->call(q);
+}
+
+std::optional<std::string> TcpStoreClient::try_get(const std::string& key) {
+  Response r = conn_->call(make(Op::kTryGet, {key}));
+  if (!r.flag) return std::nullopt;
+  return r.values.at(0);
+}
+
+void TcpStoreClient::ping() { conn_->call(make(Op::kPing)); }
+
+void TcpStoreClient::close_gracefully() { conn_->close(true); }
+
+void TcpStoreClient::close_abruptly() { conn_->close(false); }
+
+const std::string& TcpStoreClient::endpoint() const { return conn_->endpoint(); }
+
+}  // namespace ddp::launch::store
