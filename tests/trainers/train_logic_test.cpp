@@ -211,7 +211,7 @@ TEST_CASE("progress: plain mode prints every log_every steps, bar mode redraws i
   CHECK(drawn.substr(drawn.size() - 6) == "\ndone\n");
 }
 
-TEST_CASE("metrics: header and rows; resume drops rows past the checkpoint step") {
+TEST_CASE("metrics: header and rows, resume drops rows past the checkpoint step") {
   auto dir = temp_dir("metrics");
   const auto path = (dir / "sub" / "metrics.csv").string();
   {

@@ -15,16 +15,16 @@ struct TrainOptions {
   std::vector<int> hidden{64, 64};
   // Data: "synthetic" (inputs ~ N(0,1), labels from a fixed hidden teacher network) or a CSV path.
   std::string data = "synthetic";
-  int in_dim = 16;               // synthetic only (CSV: number of feature columns)
+  int in_dim = 8;                // synthetic only (CSV: number of feature columns)
   int classes = 4;               // synthetic only (CSV: max label + 1)
-  int64_t train_samples = 8192;  // synthetic only
-  int64_t val_samples = 2048;    // synthetic only
+  int64_t train_samples = 32768; // synthetic only
+  int64_t val_samples = 4096;    // synthetic only
   double val_fraction = 0.2;     // CSV only: the last fraction of rows is validation
   uint64_t data_seed = 1234;     // teacher and samples; independent of world size
   // Optimisation.
-  int epochs = 6;
+  int epochs = 8;
   int batch_size = 64;  // per rank; global batch = batch_size * world * accum_steps
-  double lr = 0.05;
+  double lr = 0.1;
   double momentum = 0.9;
   int accum_steps = 1;  // micro-batches per optimizer step (no_sync on all but the last)
   uint64_t seed = 0;    // model initialisation (rank 0's weights are broadcast)
@@ -45,7 +45,8 @@ struct TrainOptions {
   bool bench = false;
   int steps = 100;
   int warmup = 10;
-  // Fault injection for tests: this rank dies (SIGKILL) before global step N, first attempt only.
+  // Fault injection for tests: fail_rank dies (SIGKILL) once it has done N optimizer steps, on
+  // the first attempt only (TORCHELASTIC_RESTART_COUNT 0), so a restarted run can resume.
   int64_t fail_at_step = -1;
   int fail_rank = 0;
 

@@ -1,0 +1,296 @@
+"""End-to-end checks of the trainers under the real ddp-launch.
+
+Usage: check_trainers.py --launcher PATH --bin-dir DIR CASE [--nproc N]
+Each CASE runs trainer binaries from DIR (under the launcher unless noted), checks exit code
+and output, prints what it verified and exits 1 with the full output on the first mismatch.
+"""
+import argparse
+import csv
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ARGS = None
+
+
+def fail(message, output=""):
+    print(f"FAIL: {message}")
+    if output:
+        print("---- output ----")
+        print(output)
+    sys.exit(1)
+
+
+def run(cmd, timeout=150):
+    print("running:", " ".join(cmd), flush=True)
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=timeout)
+    return proc.returncode, proc.stdout
+
+
+def launch(nproc, program, *args, launcher_args=()):
+    return run([ARGS.launcher, f"--nproc_per_node={nproc}", *launcher_args,
+                os.path.join(ARGS.bin_dir, program), *args])
+
+
+def rank_lines(output, rank):
+    prefix = f"[rank{rank}]: "
+    return [line[len(prefix):] for line in output.splitlines() if line.startswith(prefix)]
+
+
+def expect_rc(rc, out, expected=0):
+    if rc != expected:
+        fail(f"exit code {rc}, expected {expected}", out)
+
+
+# ---- the tutorial's examples -------------------------------------------------------------
+
+def check_random_dataset():
+    n, samples = ARGS.nproc, 90
+    rc, out = launch(n, "random_dataset")
+    expect_rc(rc, out)
+    share = -(-samples // n)  # DistributedSampler pads to a multiple of the world size
+    for epoch in (0, 1):
+        drawn = {}
+        for rank in range(n):
+            found = [l for l in rank_lines(out, rank) if l.startswith(f"rank {rank} epoch {epoch} indices:")]
+            if len(found) != 1:
+                fail(f"rank {rank} did not report its epoch {epoch} indices", out)
+            drawn[rank] = [int(x) for x in found[0].split(":", 1)[1].split()]
+            if len(drawn[rank]) != share:
+                fail(f"rank {rank} drew {len(drawn[rank])} samples in epoch {epoch}, expected {share}", out)
+        everything = [i for r in range(n) for i in drawn[r]]
+        if set(everything) != set(range(samples)):
+            fail(f"epoch {epoch}: the ranks' shares do not cover the {samples} samples", out)
+        if len(everything) - len(set(everything)) != share * n - samples:
+            fail(f"epoch {epoch}: shares overlap beyond the {share * n - samples} padding samples", out)
+        for rank in range(n):
+            first_batch = min(share, 30)
+            if f"\tIn Model: input size [{first_batch}, 5] output size [{first_batch}, 2]" not in rank_lines(out, rank):
+                fail(f"rank {rank} did not print the model's input/output sizes", out)
+        if epoch == 0:
+            first = drawn
+    if all(first[r] == drawn[r] for r in range(n)):
+        fail("epoch 1 drew the same order as epoch 0: set_epoch did not reshuffle", out)
+    print(f"ok: {n} ranks x {share} samples cover all {samples} (padding {share * n - samples}), "
+          "disjoint otherwise, reshuffled per epoch")
+
+
+def checksums_of(out, n, pattern):
+    values = []
+    for rank in range(n):
+        m = [re.search(pattern, l) for l in rank_lines(out, rank)]
+        m = [x for x in m if x]
+        if len(m) != 1:
+            fail(f"rank {rank}: expected one line matching {pattern!r}", out)
+        values.append(m[0].group(1))
+    return values
+
+
+def check_basic():
+    n = ARGS.nproc
+    rc, out = launch(n, "basic")
+    expect_rc(rc, out)
+    sums = checksums_of(out, n, rf"basic: rank \d+/{n} stepped, params checksum=(\S+) identical_across_ranks=yes")
+    if len(set(sums)) != 1:
+        fail(f"parameter checksums differ across ranks: {sums}", out)
+    print(f"ok: one DDP step on {n} ranks left identical parameters (checksum {sums[0]})")
+
+
+def check_checkpoint():
+    n = ARGS.nproc
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.checkpoint")
+        rc, out = launch(n, "checkpoint", "--path", path)
+        expect_rc(rc, out)
+        checksums_of(out, n, r"checkpoint: rank \d+ loaded \S+ checksum=(\S+) saved=\S+ round_trip=ok")
+        after = checksums_of(out, n, r"stepped after load, checksum=(\S+) identical_across_ranks=yes")
+        if len(set(after)) != 1:
+            fail(f"parameters differ across ranks after the step: {after}", out)
+        if os.path.exists(path):
+            fail(f"rank 0 did not remove {path}", out)
+        if "checkpoint: rank 0 removed " + path not in rank_lines(out, 0):
+            fail("rank 0 did not report removing the checkpoint", out)
+    print(f"ok: saved by rank 0, loaded by {n} ranks with rank 0's parameters, stepped identically, removed")
+
+
+def check_spawn():
+    n = ARGS.nproc
+    rc, out = run([os.path.join(ARGS.bin_dir, "spawn"), "--nprocs", str(n)])
+    expect_rc(rc, out)
+    sums = re.findall(rf"basic: rank \d+/{n} stepped, params checksum=(\S+) identical_across_ranks=yes", out)
+    if len(sums) != n or len(set(sums)) != 1:
+        fail(f"expected {n} workers with identical parameters, got {sums}", out)
+    if f"spawn: all {n} workers finished" not in out:
+        fail("parent did not report that all workers finished", out)
+    rc, out = run([os.path.join(ARGS.bin_dir, "spawn"), "--nprocs", "0"])
+    if rc != 2 or "spawn: error:" not in out:
+        fail(f"--nprocs 0 should be a one-line error with exit 2, got {rc}", out)
+    print(f"ok: ddp::spawn ran {n} workers without a launcher; identical parameters")
+
+
+# ---- train ------------------------------------------------------------------------------
+
+def final_accuracy(out):
+    m = re.findall(r"train: done: val_accuracy ([0-9.]+)% after (\d+) epochs \((\d+) steps\) on (\d+) worker", out)
+    if len(m) != 1:
+        fail("train did not print exactly one final 'train: done: val_accuracy' line", out)
+    return float(m[0][0]), int(m[0][2])
+
+
+def metrics_rows(path, out):
+    if not os.path.exists(path):
+        fail(f"no metrics file at {path}", out)
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    return rows
+
+
+SMALL = ["--train-samples", "8192", "--val-samples", "2048", "--progress", "plain", "--log-every", "20"]
+
+
+def check_train_converges():
+    n = ARGS.nproc
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, out = launch(n, "train", "--epochs", "5", "--batch-size", str(256 // n), "--checkpoint-dir", tmp, *SMALL)
+        expect_rc(rc, out)
+        acc, steps = final_accuracy(out)
+        if acc < 88.0:
+            fail(f"final accuracy {acc}% is below 88%", out)
+        rows = metrics_rows(os.path.join(tmp, "metrics.csv"), out)
+        if [int(r["epoch"]) for r in rows] != [1, 2, 3, 4, 5]:
+            fail(f"metrics.csv should have epochs 1..5, has {[r['epoch'] for r in rows]}", out)
+        if float(rows[-1]["loss"]) >= float(rows[0]["loss"]) or float(rows[-1]["samples_per_s"]) <= 0:
+            fail("metrics.csv: loss did not decrease or samples/s missing", out)
+        if abs(float(rows[-1]["accuracy"]) * 100 - acc) > 0.01 or int(rows[-1]["step"]) != steps:
+            fail("metrics.csv's last row disagrees with the final line", out)
+        if not any(re.match(r"epoch 1/5 step 20/32 \(global 20\) loss [0-9.]+ samples/s \d+", l)
+                   for l in rank_lines(out, 0)):
+            fail("rank 0 printed no plain progress lines (not a TTY)", out)
+        if any("epoch" in l for r in range(1, n) for l in rank_lines(out, r)):
+            fail("ranks other than 0 printed progress", out)
+        if not os.path.exists(os.path.join(tmp, "ckpt_000000160.pt")):
+            fail(f"no final checkpoint ckpt_000000160.pt in {os.listdir(tmp)}", out)
+    print(f"ok: {n} workers reached {acc}% in 5 epochs; metrics.csv and the final checkpoint written")
+
+
+def check_train_resume():
+    n = ARGS.nproc
+    common = ["--epochs", "4", "--batch-size", str(128 // n), "--checkpoint-interval", "30", *SMALL]
+    with tempfile.TemporaryDirectory() as ref_dir, tempfile.TemporaryDirectory() as dir_:
+        rc, ref = launch(n, "train", "--checkpoint-dir", ref_dir, *common)
+        expect_rc(rc, ref)
+        ref_acc, ref_steps = final_accuracy(ref)
+        # Rank n-1 SIGKILLs itself after 100 steps (epoch 2); the checkpoint of step 90 is the latest.
+        rc, out = launch(n, "train", "--checkpoint-dir", dir_, "--fail-at-step", "100", "--fail-rank", str(n - 1),
+                         *common, launcher_args=["--max-restarts", "1"])
+        expect_rc(rc, out)
+        if f"train: rank {n - 1} killing itself (SIGKILL) after 100 steps" not in out:
+            fail("the worker was not killed", out)
+        if not re.search(r"signal 9|SIGKILL", out):
+            fail("the launcher did not report the SIGKILL", out)
+        if "train: resumed from " + os.path.join(dir_, "ckpt_000000090.pt") + " (epoch 2, step 90, restart 1)" \
+                not in rank_lines(out, 0):
+            fail("the restarted run did not resume from the step-90 checkpoint", out)
+        acc, steps = final_accuracy(out)
+        if steps != ref_steps or abs(acc - ref_acc) > 0.5:
+            fail(f"resumed run ended at {acc}% / {steps} steps, uninterrupted run at {ref_acc}% / {ref_steps}", out)
+        rows = metrics_rows(os.path.join(dir_, "metrics.csv"), out)
+        if [int(r["epoch"]) for r in rows] != [1, 2, 3, 4]:
+            fail(f"metrics.csv should list epochs 1..4 once each, has {[r['epoch'] for r in rows]}", out)
+        kept = sorted(f for f in os.listdir(dir_) if f.startswith("ckpt_"))
+        if len(kept) != 2:
+            fail(f"expected the 2 newest checkpoints to be kept, found {kept}", out)
+    print(f"ok: worker killed at step 100, group restarted, resumed from step 90; "
+          f"final {acc}% vs {ref_acc}% uninterrupted ({steps} steps)")
+
+
+def write_blobs_csv(path, rows=600, seed=7):
+    rng = random.Random(seed)
+    centers = [(-2.0, 0.0, 1.0), (2.0, 1.0, -1.0), (0.0, -2.5, 0.5)]
+    with open(path, "w") as f:
+        f.write("x1,x2,x3,label\n")
+        for _ in range(rows):
+            label = rng.randrange(3)
+            c = centers[label]
+            f.write(",".join(f"{v + rng.gauss(0, 0.6):.4f}" for v in c) + f",{label}\n")
+
+
+def check_train_csv():
+    n = ARGS.nproc
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "blobs.csv")
+        write_blobs_csv(data)
+        rc, out = launch(n, "train", "--data", data, "--epochs", "10", "--batch-size", "16", "--accum-steps", "2",
+                         "--comm-hook", "bf16", "--hidden", "16", "--checkpoint-dir", os.path.join(tmp, "ck"),
+                         "--progress", "none")
+        expect_rc(rc, out)
+        if "480 train / 120 val samples (" + data + ", 3 features, 3 classes)" not in out:
+            fail("train did not describe the CSV data (480/120 split, 3 features, 3 classes)", out)
+        acc, _ = final_accuracy(out)
+        if acc < 90.0:
+            fail(f"accuracy {acc}% on well separated blobs is below 90%", out)
+    print(f"ok: CSV data with accumulation 2 and the bf16 hook reached {acc}%")
+
+
+def check_train_bench():
+    n = ARGS.nproc
+    rc, out = launch(n, "train", "--bench", "--in-dim", "10", "--hidden", "10", "--classes", "5", "--batch-size", "20",
+                     "--steps", "200", "--warmup", "20")
+    expect_rc(rc, out)
+    lines = rank_lines(out, 0)
+    pattern = rf"peer=cpp-ddp world={n} steps=200 batch=20 params=\d+ samples_per_s=[0-9.]+ step_ms=[0-9.]+$"
+    if not any(re.match(pattern, l) for l in lines):
+        fail("no benchmark line in python_ddp_bench.py's format", out)
+    if any("peer=" in l for r in range(1, n) for l in rank_lines(out, r)):
+        fail("only rank 0 should print the benchmark line", out)
+    print("ok: " + next(l for l in lines if l.startswith("peer=")))
+
+
+def check_train_bad_input():
+    train = os.path.join(ARGS.bin_dir, "train")
+    cases = [
+        (["--epochs", "0"], "train: error: --epochs must be at least 1"),
+        (["--comm-hook", "int8"], "train: error: --comm-hook must be allreduce, fp16 or bf16, got 'int8'"),
+        (["--bogus"], "train: error: "),
+        (["--data", "/nonexistent/data.csv"], "train: error: cannot read data file '/nonexistent/data.csv'"),
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        bad = os.path.join(tmp, "bad.csv")
+        with open(bad, "w") as f:
+            f.write("a,b,label\n1,2,0\n3,x,1\n")
+        cases.append((["--data", bad], f"train: error: {bad}:3: column 2 is 'x', not a finite number"))
+        for args, expected in cases:
+            rc, out = run([train, *args, "--checkpoint-dir", os.path.join(tmp, "ck")])
+            lines = [l for l in out.splitlines() if l.strip()]
+            if rc != 2 or len(lines) != 1 or not lines[0].startswith(expected):
+                fail(f"train {' '.join(args)}: expected exit 2 and one line starting '{expected}', got {rc}", out)
+        # Under the launcher the report carries the message from the error file.
+        rc, out = launch(2, "train", "--data", bad, "--checkpoint-dir", os.path.join(tmp, "ck"))
+        if rc != 2 or f"{bad}:3: column 2 is 'x'" not in "\n".join(
+                l for l in out.splitlines() if not l.startswith("[rank")):
+            fail("under ddp-launch: expected exit 2 and the CSV error in the failure report", out)
+    print(f"ok: {len(cases)} bad inputs each gave one 'train: error:' line and exit 2")
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--launcher", required=True)
+    parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--nproc", type=int, default=2)
+    parser.add_argument("case")
+    ARGS = parser.parse_args()
+    check = globals().get(f"check_{ARGS.case}")
+    if check is None:
+        fail(f"unknown case {ARGS.case}")
+    check()
+
+
+if __name__ == "__main__":
+    main()
