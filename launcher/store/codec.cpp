@@ -202,6 +202,7 @@ Request decode_request(std::string_view payload) {
   Reader r(payload, "request");
   Request q;
   q.op = checked_op(r);
+  if (q.op == Op::kHello) r.fail("HELLO is only valid as the first frame");
   q.timeout_ms = r.u32();
   q.delta = r.i64();
   q.keys = r.list();
@@ -237,7 +238,7 @@ void FrameDecoder::feed(const char* data, size_t size) {
 // arrival of its 4 length bytes, not after its body has been stored.
 void FrameDecoder::check_header() {
   size_t pos = 0;
-  while (buffer_.size() - pos >= kFrameHeaderBytes) {
+  while (pos + kFrameHeaderBytes <= buffer_.size()) {
     uint32_t len = 0;
     for (size_t i = 0; i < kFrameHeaderBytes; ++i)
       len = (len << 8) | static_cast<uint8_t>(buffer_[pos + i]);

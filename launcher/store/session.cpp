@@ -78,7 +78,8 @@ void Session::do_read() {
   socket_.async_read_some(asio::buffer(read_buf_), [this, self](boost::system::error_code ec, size_t n) {
     if (state_ != State::kHandshake && state_ != State::kReady) return;
     if (ec) {
-      close(ec == asio::error::eof ? "connection lost" : "connection lost: " + ec.message());
+      const bool plain = ec == asio::error::eof || ec == asio::error::connection_reset;
+      close(plain ? "connection lost" : "connection lost: " + ec.message());
       return;
     }
     try {

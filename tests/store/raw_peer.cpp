@@ -1,0 +1,98 @@
+#include "tests/store/raw_peer.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <stdexcept>
+
+#include "launcher/store/codec.hpp"
+
+namespace ddp::launch::store::test {
+
+RawPeer::RawPeer(uint16_t port, int recv_buffer_bytes) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (recv_buffer_bytes > 0) ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &recv_buffer_bytes, sizeof(int));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
+    throw std::runtime_error("RawPeer: connect failed");
+}
+
+RawPeer::~RawPeer() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool RawPeer::send(const std::string& bytes) {
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::optional<std::string> RawPeer::read_frame(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (pending_.size() >= 4) {
+      const uint32_t len = (uint32_t{static_cast<uint8_t>(pending_[0])} << 24) |
+                           (uint32_t{static_cast<uint8_t>(pending_[1])} << 16) |
+                           (uint32_t{static_cast<uint8_t>(pending_[2])} << 8) | static_cast<uint8_t>(pending_[3]);
+      if (pending_.size() >= 4 + len) {
+        std::string payload = pending_.substr(4, len);
+        pending_.erase(0, 4 + len);
+        return payload;
+      }
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || closed_) return std::nullopt;
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char buf[65536];
+    ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+    if (n <= 0) {
+      closed_ = true;
+      continue;
+    }
+    pending_.append(buf, static_cast<size_t>(n));
+  }
+}
+
+std::string RawPeer::drain(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string all = std::move(pending_);
+  pending_.clear();
+  while (!closed_) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char buf[65536];
+    ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+    if (n <= 0) {
+      closed_ = true;
+      break;
+    }
+    all.append(buf, static_cast<size_t>(n));
+  }
+  return all;
+}
+
+void RawPeer::handshake(const std::string& name, uint32_t heartbeat_ms) {
+  auto greeting = read_frame(std::chrono::seconds(5));
+  if (!greeting) throw std::runtime_error("RawPeer: no greeting");
+  Hello h;
+  h.name = name;
+  h.heartbeat_ms = heartbeat_ms;
+  send(encode_hello(h));
+  auto reply = read_frame(std::chrono::seconds(5));
+  if (!reply || decode_response(*reply).status != Status::kOk) throw std::runtime_error("RawPeer: HELLO refused");
+}
+
+}  // namespace ddp::launch::store::test

@@ -1,0 +1,35 @@
+// RawPeer: a bare TCP connection for tests that must speak (or mangle) the protocol by
+// hand and observe exactly what the server writes back and when it hangs up. Blocking,
+// with timeouts; POSIX sockets (tests only). Not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace ddp::launch::store::test {
+
+class RawPeer {
+ public:
+  explicit RawPeer(uint16_t port, int recv_buffer_bytes = 0);  // connects to 127.0.0.1
+  ~RawPeer();
+  RawPeer(const RawPeer&) = delete;
+  RawPeer& operator=(const RawPeer&) = delete;
+
+  bool send(const std::string& bytes);  // false once the server has hung up
+  // One frame's payload, or nullopt on timeout or hang-up.
+  std::optional<std::string> read_frame(std::chrono::milliseconds timeout);
+  // Everything that arrives until the server hangs up; sets closed() if it did in time.
+  std::string drain(std::chrono::milliseconds timeout);
+  bool closed() const { return closed_; }
+  // Answers the greeting with a HELLO (no proof); throws unless the server accepts it.
+  void handshake(const std::string& name = "", uint32_t heartbeat_ms = 0);
+
+ private:
+  int fd_ = -1;
+  bool closed_ = false;
+  std::string pending_;
+};
+
+}  // namespace ddp::launch::store::test
