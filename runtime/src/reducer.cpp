@@ -37,15 +37,9 @@ Reducer::Reducer(std::vector<torch::Tensor> params, std::vector<std::string> nam
     : params_(std::move(params)), names_(std::move(names)), options_(options), group_(options.group),
       world_size_(options.group.size()) {
   const size_t count = params_.size();
-  for (size_t i = 0; i < count; ++i) {
-    auto acc = torch::autograd::impl::grad_accumulator(params_[i]);
-    hook_keys_.push_back(acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
-        [this, i](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
-          autograd_hook(i);
-          return outputs;
-        })));
-    accumulators_.push_back(std::move(acc));
-  }
+  accumulators_.resize(count);
+  hook_keys_.resize(count);
+  for (size_t i = 0; i < count; ++i) install_hook(i, torch::autograd::impl::grad_accumulator(params_[i]));
   ready_.assign(count, 0);
   unused_.assign(count, 0);
   if (options_.find_unused_parameters) local_used_ = torch::zeros({static_cast<int64_t>(count)}, torch::kInt);
@@ -65,6 +59,25 @@ Reducer::Reducer(std::vector<torch::Tensor> params, std::vector<std::string> nam
   build_buckets(assign_buckets(inputs, order, limits));
 }
 
+void Reducer::install_hook(size_t i, compat::NodePtr acc) {
+  if (accumulators_[i]) accumulators_[i]->del_post_hook(hook_keys_[i]);
+  hook_keys_[i] = acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+      [this, i](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
+        autograd_hook(i);
+        return outputs;
+      }));
+  accumulators_[i] = std::move(acc);
+}
+
+void Reducer::refresh_hooks() {
+  // Operations such as Module::load (Tensor::set_) can give a parameter a new AccumulateGrad
+  // node; the forward just recorded it, so move the hook there or its gradient would be missed.
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto acc = torch::autograd::impl::try_get_grad_accumulator(params_[i]);
+    if (acc && acc != accumulators_[i]) install_hook(i, std::move(acc));
+  }
+}
+
 Reducer::~Reducer() {
   for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
 }
@@ -82,7 +95,11 @@ void Reducer::build_buckets(const std::vector<std::vector<size_t>>& assignment) 
     int64_t offset = 0;
     for (size_t slot = 0; slot < indices.size(); ++slot) {
       const auto& p = params_[indices[slot]];
-      bucket.views.push_back(bucket.flat.narrow(0, offset, p.numel()).view(p.sizes()));
+      // An alias of the flat storage that autograd does not treat as a view, so optimizers may
+      // detach_() a gradient that is a bucket view (gradient_as_bucket_view).
+      auto view = bucket.flat.narrow(0, offset, p.numel()).view(p.sizes());
+      bucket.views.push_back(
+          torch::empty({0}, view.options()).set_(view.storage(), view.storage_offset(), view.sizes(), view.strides()));
       locator_[indices[slot]] = {buckets_.size(), slot};
       offset += p.numel();
       if (options_.gradient_as_bucket_view && p.grad().defined()) {
@@ -155,6 +172,7 @@ void Reducer::prepare_for_forward() {
 
 void Reducer::prepare_for_backward(const std::vector<torch::Tensor>& outputs) {
   std::lock_guard<std::mutex> lock(mutex_);
+  refresh_hooks();
   expect_hooks_ = true;
   backward_started_ = false;
   finalized_ = false;

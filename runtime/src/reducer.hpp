@@ -40,6 +40,8 @@ class Reducer {
     Future future;
   };
 
+  void install_hook(size_t index, compat::NodePtr accumulator);
+  void refresh_hooks();
   void build_buckets(const std::vector<std::vector<size_t>>& assignment);
   void autograd_hook(size_t index);
   void mark_ready(size_t index);

@@ -1,0 +1,79 @@
+// ddp_bench: the C++ twin of shared/peers/python_ddp_bench.py (same MLP, synthetic data,
+// SGD momentum, same flags and output line) for scripts/bench-ddp.sh. Run under a launcher.
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include "ddp/ddp.hpp"
+
+namespace {
+
+std::map<std::string, double> parse(int argc, char** argv) {
+  std::map<std::string, double> a{{"steps", 100}, {"warmup", 10}, {"batch", 32},   {"hidden", 1024},
+                                  {"layers", 4},  {"in-dim", 784}, {"classes", 10}, {"bucket-mb", 25}};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string key = argv[i];
+    if (key.rfind("--", 0) != 0 || !a.count(key.substr(2))) throw ddp::ConfigError("unknown flag " + key);
+    a[key.substr(2)] = std::stod(argv[i + 1]);
+  }
+  return a;
+}
+
+int bench(int argc, char** argv) {
+  auto a = parse(argc, argv);
+  const char* threads = std::getenv("OMP_NUM_THREADS");
+  torch::set_num_threads(threads ? std::atoi(threads) : 1);
+  ddp::ProcessGroupOptions pg;
+  pg.backend = "gloo";
+  ddp::init_process_group(pg);
+  const int rank = ddp::get_rank();
+  const int world = ddp::get_world_size();
+  torch::manual_seed(0);
+  torch::nn::Sequential net;
+  int64_t d = static_cast<int64_t>(a["in-dim"]);
+  for (int i = 0; i < static_cast<int>(a["layers"]) - 1; ++i) {
+    net->push_back(torch::nn::Linear(d, static_cast<int64_t>(a["hidden"])));
+    net->push_back(torch::nn::ReLU());
+    d = static_cast<int64_t>(a["hidden"]);
+  }
+  net->push_back(torch::nn::Linear(d, static_cast<int64_t>(a["classes"])));
+  ddp::DdpOptions options;
+  options.bucket_cap_mb = a["bucket-mb"];
+  auto model = ddp::DistributedDataParallel(net, options);
+  torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+  auto gen_seed = 1000 + rank;
+  torch::manual_seed(gen_seed);
+  const auto batch = static_cast<int64_t>(a["batch"]);
+  auto x = torch::randn({batch, static_cast<int64_t>(a["in-dim"])});
+  auto y = torch::randint(0, static_cast<int64_t>(a["classes"]), {batch});
+  auto step = [&] {
+    for (auto& p : net->parameters()) p.mutable_grad() = torch::Tensor();  // zero_grad(set_to_none=True)
+    auto loss = torch::nn::functional::cross_entropy(model(x), y);
+    loss.backward();
+    opt.step();
+  };
+  for (int i = 0; i < static_cast<int>(a["warmup"]); ++i) step();
+  ddp::barrier();
+  const auto t0 = std::chrono::steady_clock::now();
+  const int steps = static_cast<int>(a["steps"]);
+  for (int i = 0; i < steps; ++i) step();
+  ddp::barrier();
+  const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (rank == 0) {
+    int64_t nparams = 0;
+    for (const auto& p : net->parameters()) nparams += p.numel();
+    char line[256];
+    std::snprintf(line, sizeof(line), "peer=cpp-ddp world=%d steps=%d batch=%lld params=%lld samples_per_s=%.1f step_ms=%.2f",
+                  world, steps, static_cast<long long>(batch), static_cast<long long>(nparams),
+                  steps * batch * world / dt, 1000 * dt / steps);
+    std::cout << line << std::endl;
+  }
+  ddp::destroy_process_group();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return ddp::run(argc, argv, bench); }
