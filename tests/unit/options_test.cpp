@@ -145,7 +145,12 @@ TEST_CASE("bad input gives one actionable line") {
   CHECK_THAT(usage_error_of({"--shutdown-timeout=-1", "prog"}), Catch::Contains("--shutdown-timeout"));
   CHECK_THAT(usage_error_of({"--max-restarts=-1", "prog"}), Catch::Contains("--max-restarts"));
   CHECK_THAT(usage_error_of({"--nnodes=2", "--master-port=29500", "prog"}), Catch::Contains("--master-addr"));
-  CHECK_THAT(usage_error_of({"--nnodes=2", "--master-addr=a", "prog"}), Catch::Contains("--master-port"));
+  CHECK_THAT(usage_error_of({"--nnodes=1:2", "--master-addr=a", "prog"}), Catch::Contains("c10d"));
+  CHECK_THAT(usage_error_of({"--nnodes=2", "--rdzv-backend=c10d", "prog"}), Catch::Contains("--rdzv-endpoint"));
+  CHECK_THAT(usage_error_of({"--rdzv-conf=join_timeout=x", "prog"}), Catch::Contains("join_timeout"));
+  CHECK_THAT(usage_error_of({"--rdzv-conf=colour=blue", "prog"}), Catch::Contains("unknown key 'colour'"));
+  CHECK_THAT(usage_error_of({"--rdzv-conf=heartbeat_interval=5,heartbeat_timeout=2", "prog"}),
+             Catch::Contains("heartbeat_timeout must be longer"));
   CHECK_THAT(usage_error_of({"--rdzv-backend=etcd", "prog"}), Catch::Contains("etcd"));
   CHECK_THAT(usage_error_of({"prog"}, {{"PET_NPROC_PER_NODE", "zero"}}), Catch::Contains("zero"));
 }
@@ -160,8 +165,41 @@ TEST_CASE("help and version print and exit 0") {
 }
 
 TEST_CASE("static multi-node options") {
-  auto o = parse({"--nnodes=2", "--node-rank=1", "--master-addr=10.0.0.1", "--master-port=29500", "prog"});
+  auto o = parse({"--nnodes=2", "--node-rank=1", "--master-addr=10.0.0.1", "prog"});
   CHECK(o.nnodes_max == 2);
   CHECK(o.node_rank == 1);
+  CHECK(o.node_rank_given);
   CHECK(o.master_addr == "10.0.0.1");
+  CHECK(o.master_port == 29500);  // torchrun's default across nodes
+  CHECK(is_multi_node(o));
+  CHECK_FALSE(is_multi_node(parse({"prog"})));
+}
+
+TEST_CASE("dynamic rendezvous options and --rdzv-conf") {
+  auto o = parse({"--nnodes=2:4", "--rdzv-backend=c10d", "--rdzv-endpoint=head:29400", "--rdzv-id=j",
+                  "--rdzv-conf=join_timeout=20,last_call_timeout=2,heartbeat_interval=0.5,"
+                  "heartbeat_timeout=2,token=s3cret,is_host=1,close_timeout=9",
+                  "prog"});
+  CHECK(o.nnodes_min == 2);
+  CHECK(o.nnodes_max == 4);
+  CHECK_FALSE(o.node_rank_given);
+  CHECK(o.rdzv.join_timeout_s == 20);
+  CHECK(o.rdzv.last_call_timeout_s == 2);
+  CHECK(o.rdzv.heartbeat_interval_s == 0.5);
+  CHECK(o.rdzv.heartbeat_timeout_s == 2);
+  CHECK(o.rdzv.token == "s3cret");
+  CHECK(o.rdzv.is_host == true);
+  CHECK(parse({"prog"}, {{"DDP_LAUNCH_RDZV_TOKEN", "envtoken"}}).rdzv.token == "envtoken");
+}
+
+TEST_CASE("under Slurm the node count, node rank and master address come from the job") {
+  Environment slurm{{"SLURM_NNODES", "4"}, {"SLURM_NODEID", "2"}, {"SLURM_JOB_NODELIST", "gpu[07-10]"}};
+  auto o = parse({"--nproc-per-node=8", "prog"}, slurm);
+  CHECK(o.nnodes_max == 4);
+  CHECK(o.node_rank == 2);
+  CHECK(o.master_addr == "gpu07");
+  CHECK(o.master_port == 29500);
+  auto explicit_flags = parse({"--nnodes=2", "--node-rank=1", "--master-addr=x", "prog"}, slurm);
+  CHECK(explicit_flags.nnodes_max == 2);
+  CHECK(explicit_flags.master_addr == "x");
 }

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Two "hosts" as network namespaces joined by a veth pair, one ddp-launch in each, running
+# a real gloo allreduce across them (Debian's python3-torch). Then node failures: the
+# follower's launcher SIGKILLed, and the link taken down; the survivor must stop its
+# workers and exit (not hang). Needs root and iproute2; exits 77 (skip) otherwise.
+# Usage: netns_test.sh DDP_LAUNCH ALLREDUCE_PY
+set -uo pipefail
+launch=$1
+script=$2
+python=/usr/bin/python3
+tag="ddpt$$"
+a="${tag}a" b="${tag}b"
+ip_a=10.231.$(( $$ % 200 )).1 ip_b=10.231.$(( $$ % 200 )).2
+work=$(mktemp -d)
+
+skip() { echo "SKIP: $*"; exit 77; }
+cleanup() {
+  for pid in $(jobs -p); do kill -9 "$pid" 2>/dev/null; done
+  ip netns pids "$a" 2>/dev/null | xargs -r kill -9 2>/dev/null
+  ip netns pids "$b" 2>/dev/null | xargs -r kill -9 2>/dev/null
+  ip netns del "$a" 2>/dev/null; ip netns del "$b" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+[[ $(id -u) -eq 0 ]] || skip "needs root to create network namespaces"
+command -v ip >/dev/null || skip "iproute2 (ip) is not installed"
+"$python" -c 'import torch.distributed' 2>/dev/null || skip "python3-torch is not installed"
+ip netns add "$a" 2>/dev/null || skip "cannot create network namespaces here"
+ip netns add "$b" || skip "cannot create a second namespace"
+ip link add "${tag}va" type veth peer name "${tag}vb" || skip "cannot create a veth pair"
+ip link set "${tag}va" netns "$a" && ip link set "${tag}vb" netns "$b"
+ip -n "$a" addr add "$ip_a/24" dev "${tag}va" && ip -n "$b" addr add "$ip_b/24" dev "${tag}vb"
+for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
+ip -n "$a" link set "${tag}va" up && ip -n "$b" link set "${tag}vb" up
+ip netns exec "$a" ping -c1 -W2 "$ip_b" >/dev/null || skip "the veth link does not pass traffic"
+
+failures=0 passes=0
+check() {  # check NAME CONDITION...
+  local name=$1; shift
+  if "$@"; then echo "PASS: $name"; passes=$((passes + 1)); else echo "FAIL: $name"; failures=$((failures + 1)); fi
+}
+node() {  # node NS RANK PORT LOG ARGS...: one launcher in a namespace, in the background
+  local ns=$1 rank=$2 port=$3 log=$4; shift 4
+  ip netns exec "$ns" env PYTHON_EXEC="$python" OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME="${tag}v${ns: -1}" \
+    "$launch" --nnodes=2 --node-rank="$rank" --nproc-per-node=2 --master-addr="$ip_a" --master-port="$port" \
+    --local-addr="$( [[ $ns == "$a" ]] && echo "$ip_a" || echo "$ip_b")" \
+    --rdzv-conf=join_timeout=60,heartbeat_interval=0.5,heartbeat_timeout=2 "$@" >"$log" 2>&1 &
+}
+wait_rc() {  # wait_rc PID TIMEOUT: sets rc to the exit code, or "timeout"
+  local pid=$1 limit=$2 waited=0
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 0.1; waited=$((waited + 1))
+    if (( waited > limit * 10 )); then rc=timeout; return; fi
+  done
+  wait "$pid"; rc=$?
+}
+
+no_processes_left() {  # both namespaces empty within 5 s
+  for _ in $(seq 50); do
+    [[ -z "$(ip netns pids "$a"; ip netns pids "$b")" ]] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# 1. A real allreduce across the two hosts.
+node "$a" 0 29701 "$work/a1.log" "$script"; pa=$!
+node "$b" 1 29701 "$work/b1.log" "$script"; pb=$!
+wait_rc $pa 120; rc_a=$rc; wait_rc $pb 120; rc_b=$rc
+check "allreduce across namespaces: node 0 exit 0" test "$rc_a" = 0
+check "allreduce across namespaces: node 1 exit 0" test "$rc_b" = 0
+check "four ranks summed to 10" test "$(cat "$work/a1.log" "$work/b1.log" | grep -c 'allreduce ok .* world=4 sum=10')" = 4
+check "ranks 2-3 ran on the second host" grep -q "rank=3 world=4" "$work/b1.log"
+
+# 2. The follower's launcher is SIGKILLed mid-job: the leader stops its workers and exits.
+node "$a" 0 29702 "$work/a2.log" "$script" --hold 120; pa=$!
+node "$b" 1 29702 "$work/b2.log" "$script" --hold 120; pb=$!
+for _ in $(seq 600); do grep -q "allreduce ok" "$work/a2.log" 2>/dev/null && break; sleep 0.1; done
+start=$(date +%s.%N)
+kill -9 $pb
+wait_rc $pa 60; rc_a=$rc
+took=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $start}")
+check "leader exits after the follower is killed (rc $rc_a, ${took}s)" test "$rc_a" != timeout
+check "leader reports the failure (lost node, or its own rank hit by it)" grep -Eq "node 1 .* was lost|failed with" "$work/a2.log"
+check "no worker left in either namespace" no_processes_left
+
+# 3. The link goes down mid-job: both sides notice missed heartbeats and stop.
+node "$a" 0 29703 "$work/a3.log" "$script" --hold 120; pa=$!
+node "$b" 1 29703 "$work/b3.log" "$script" --hold 120; pb=$!
+for _ in $(seq 600); do grep -q "allreduce ok" "$work/b3.log" 2>/dev/null && break; sleep 0.1; done
+start=$(date +%s.%N)
+ip -n "$b" link set "${tag}vb" down
+wait_rc $pa 60; rc_a=$rc; wait_rc $pb 60; rc_b=$rc
+took=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $start}")
+check "both launchers exit after the link goes down (rc $rc_a/$rc_b, ${took}s)" \
+  test "$rc_a" != timeout -a "$rc_b" != timeout
+check "leader reports the lost node" grep -q "was lost" "$work/a3.log"
+check "follower reports the lost store" grep -q "lost the agent store" "$work/b3.log"
+check "no worker left after the link failure" no_processes_left
+
+if (( failures > 0 )); then
+  for f in "$work"/*.log; do echo "--- $f"; cat "$f"; done
+fi
+echo "$passes passed, $failures failed"
+exit $(( failures > 0 ))

@@ -1,0 +1,147 @@
+// The join protocol on an in-process MemoryStore with one thread per launcher.
+#include <catch2/catch.hpp>
+
+#include <future>
+#include <thread>
+
+#include "launcher/exit_status.hpp"
+#include "launcher/launch_error.hpp"
+#include "launcher/rendezvous/rendezvous.hpp"
+#include "launcher/store/memory_store.hpp"
+
+using namespace ddp::launch;
+using namespace ddp::launch::rdzv;
+
+namespace {
+
+RendezvousConf fast_conf() {
+  RendezvousConf c;
+  c.join_timeout_s = 5;
+  c.last_call_timeout_s = 0.3;
+  c.heartbeat_interval_s = 0.05;
+  c.heartbeat_timeout_s = 1;
+  return c;
+}
+
+NodeInfo node(const std::string& name, int nproc, int requested, int nmin, int nmax) {
+  NodeInfo n;
+  n.name = name;
+  n.host = name;
+  n.addr = name;
+  n.worker_port = 4000;
+  n.nproc = nproc;
+  n.requested_rank = requested;
+  n.nnodes_min = nmin;
+  n.nnodes_max = nmax;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("static rendezvous: the leader closes the round when every node joined") {
+  store::MemoryStore store;
+  auto conf = fast_conf();
+  auto follower = std::async(std::launch::async, [&] {
+    Rendezvous r(store, conf, false, 3, 3, {});
+    return r.join(node("n2", 2, 2, 3, 3), -1, 0);
+  });
+  auto follower1 = std::async(std::launch::async, [&] {
+    Rendezvous r(store, conf, false, 3, 3, {});
+    return r.join(node("n1", 1, 1, 3, 3), -1, 0);
+  });
+  Rendezvous leader(store, conf, true, 3, 3, {});
+  RoundPlan plan = leader.join(node("n0", 4, 0, 3, 3), 0, 0);
+  RoundPlan p2 = follower.get();
+  RoundPlan p1 = follower1.get();
+  CHECK(plan.world_size == 7);
+  CHECK(p2.find("n2")->group_rank == 2);
+  CHECK(p2.find("n2")->base_rank == 5);
+  CHECK(p1.find("n1")->base_rank == 4);
+}
+
+TEST_CASE("elastic rendezvous closes at MIN after the last call") {
+  store::MemoryStore store;
+  auto conf = fast_conf();
+  auto follower = std::async(std::launch::async, [&] {
+    Rendezvous r(store, conf, false, 2, 4, {});
+    return r.join(node("b", 1, -1, 2, 4), -1, 0);
+  });
+  Rendezvous leader(store, conf, true, 2, 4, {});
+  auto t0 = std::chrono::steady_clock::now();
+  RoundPlan plan = leader.join(node("a", 1, -1, 2, 4), 0, 0);
+  CHECK(plan.nodes.size() == 2);
+  CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(250));  // waited for more
+  CHECK(follower.get().world_size == 2);
+}
+
+TEST_CASE("a node that comes too late waits for the next round") {
+  store::MemoryStore store;
+  auto conf = fast_conf();
+  auto first = std::async(std::launch::async, [&] {
+    Rendezvous r(store, conf, false, 2, 3, {});
+    return r.join(node("b", 1, -1, 2, 3), -1, 0);
+  });
+  Rendezvous leader(store, conf, true, 2, 3, {});
+  RoundPlan round0 = leader.join(node("a", 1, -1, 2, 3), 0, 0);
+  CHECK(round0.nodes.size() == 2);
+  CHECK(first.get().nodes.size() == 2);
+  // A third node arrives after the plan: it asks to be let in and waits for round 1.
+  auto late = std::async(std::launch::async, [&] {
+    Rendezvous r(store, conf, false, 2, 3, {});
+    return r.join(node("c", 1, -1, 2, 3), -1, 0);
+  });
+  REQUIRE(store.wait({JobKeys::waiting(0)}, std::chrono::milliseconds(5000)));
+  auto b_again = std::async(std::launch::async, [&] {
+    Rendezvous r(store, conf, false, 2, 3, {});
+    return r.join(node("b", 1, -1, 2, 3), 1, 0);
+  });
+  RoundPlan round1 = leader.join(node("a", 1, -1, 2, 3), 1, 0);
+  CHECK(round1.nodes.size() == 3);
+  CHECK(late.get().find("c") != nullptr);
+  CHECK(b_again.get().round == 1);
+}
+
+TEST_CASE("a rendezvous that never completes times out naming who joined") {
+  store::MemoryStore store;
+  auto conf = fast_conf();
+  conf.join_timeout_s = 0.5;
+  Rendezvous leader(store, conf, true, 2, 2, {});
+  try {
+    leader.join(node("lonely", 1, 0, 2, 2), 0, 0);
+    FAIL("expected a timeout");
+  } catch (const LaunchError& e) {
+    CHECK(e.exit_code() == exit_code::kRendezvousFailed);
+    CHECK_THAT(e.what(), Catch::Contains("1 of 2 nodes joined (lonely)"));
+  }
+  // The failed plan is published so that followers do not wait forever either.
+  Rendezvous late(store, conf, false, 2, 2, {});
+  CHECK_THROWS_WITH(late.join(node("x", 1, 1, 2, 2), -1, 0), Catch::Contains("timed out"));
+}
+
+TEST_CASE("duplicate node ranks fail the round on every node") {
+  store::MemoryStore store;
+  auto conf = fast_conf();
+  auto dup = std::async(std::launch::async, [&] {
+    Rendezvous r(store, conf, false, 2, 2, {});
+    try {
+      r.join(node("second", 1, 0, 2, 2), -1, 0);
+    } catch (const LaunchError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  });
+  Rendezvous leader(store, conf, true, 2, 2, {});
+  CHECK_THROWS_WITH(leader.join(node("first", 1, 0, 2, 2), 0, 0), Catch::Contains("claimed twice"));
+  CHECK_THAT(dup.get(), Catch::Contains("claimed twice"));
+}
+
+TEST_CASE("a signal interrupts a waiting rendezvous") {
+  store::MemoryStore store;
+  Rendezvous follower(store, fast_conf(), false, 2, 2, [] { return 2; });
+  try {
+    follower.join(node("x", 1, 1, 2, 2), -1, 0);
+    FAIL("expected an interruption");
+  } catch (const LaunchError& e) {
+    CHECK(e.exit_code() == 130);
+  }
+}

@@ -1,0 +1,83 @@
+// Rank assignment for a rendezvous round, and the records' JSON round trips.
+#include <catch2/catch.hpp>
+
+#include "launcher/rendezvous/round_plan.hpp"
+
+using namespace ddp::launch::rdzv;
+
+namespace {
+
+NodeInfo node(const std::string& name, int nproc, int requested = -1, int previous = -1) {
+  NodeInfo n;
+  n.name = name;
+  n.host = name + ".host";
+  n.addr = name + ".addr";
+  n.worker_port = 1000 + static_cast<int>(name.size());
+  n.nproc = nproc;
+  n.requested_rank = requested;
+  n.previous_rank = previous;
+  n.nnodes_min = 1;
+  n.nnodes_max = 4;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("ranks follow join order; RANK bases are prefix sums of nproc") {
+  auto plan = make_plan({node("a", 2), node("b", 4), node("c", 1)}, 3, 1);
+  REQUIRE(plan.error.empty());
+  REQUIRE(plan.nodes.size() == 3);
+  CHECK(plan.nodes[0].info.name == "a");
+  CHECK(plan.nodes[1].base_rank == 2);
+  CHECK(plan.nodes[2].base_rank == 6);
+  CHECK(plan.world_size == 7);
+  CHECK(plan.master_addr == "a.addr");
+  CHECK(plan.round == 3);
+  CHECK(plan.restart_count == 1);
+}
+
+TEST_CASE("an explicit --node-rank is honoured; previous ranks are kept when free") {
+  auto plan = make_plan({node("a", 1), node("b", 1, 0), node("c", 1, -1, 2), node("d", 1)}, 0, 0);
+  REQUIRE(plan.error.empty());
+  CHECK(plan.nodes[0].info.name == "b");  // asked for 0
+  CHECK(plan.nodes[2].info.name == "c");  // had 2 before
+  CHECK(plan.nodes[1].info.name == "a");  // first free, join order
+  CHECK(plan.nodes[3].info.name == "d");
+  CHECK(plan.master_addr == "b.addr");    // the workers' store lives on rank 0's node
+  CHECK(plan.master_port == plan.nodes[0].info.worker_port);
+}
+
+TEST_CASE("disagreements become a plan error, not a hang") {
+  CHECK_THAT(make_plan({node("a", 1, 1), node("b", 1, 1)}, 0, 0).error,
+             Catch::Contains("node rank 1 is claimed twice") && Catch::Contains("a.host") &&
+                 Catch::Contains("b.host"));
+  CHECK_THAT(make_plan({node("a", 1, 5), node("b", 1)}, 0, 0).error, Catch::Contains("--node-rank 5"));
+  auto other = node("b", 1);
+  other.nnodes_max = 3;
+  CHECK_THAT(make_plan({node("a", 1), other}, 0, 0).error, Catch::Contains("disagree on --nnodes"));
+  auto restarts = node("b", 1);
+  restarts.max_restarts = 2;
+  CHECK_THAT(make_plan({node("a", 1), restarts}, 0, 0).error, Catch::Contains("--max-restarts"));
+}
+
+TEST_CASE("records survive JSON round trips; garbage is rejected") {
+  auto plan = make_plan({node("a", 2), node("b", 3)}, 1, 2);
+  auto back = plan_from_json(to_json(plan));
+  CHECK(back.world_size == 5);
+  CHECK(back.nodes[1].info.name == "b");
+  CHECK(back.nodes[1].base_rank == 2);
+  CHECK(back.restart_count == 2);
+  CHECK(node_info_from_json(to_json(node("x", 7, 1))).nproc == 7);
+  AbortRecord a;
+  a.kind = AbortRecord::Kind::kLost;
+  a.reason = "node 1 lost";
+  a.exit_code = 124;
+  a.final = true;
+  auto ab = abort_from_json(to_json(a));
+  CHECK(ab.kind == AbortRecord::Kind::kLost);
+  CHECK(ab.reason == "node 1 lost");
+  CHECK(ab.final);
+  CHECK_THROWS(plan_from_json("{}"));
+  CHECK_THROWS(abort_from_json("not json"));
+  CHECK_THROWS(node_info_from_json(R"({"name": 1})"));
+}
