@@ -214,3 +214,53 @@ TEST_CASE("a node without the shared token is refused") {
   auto r = leader.wait(60s);
   CHECK(r.exit_code == 124);  // nobody valid joined: a clear timeout
 }
+
+TEST_CASE("scripts/run-node.sh: the same line on every node, ranks from the environment") {
+  TempDir dir;
+  int port = free_port();
+  std::string script = std::string(DDP_SOURCE_DIR) + "/scripts/run-node.sh";
+  std::string dump = "env > " + dir.path() + "/env.$RANK";
+  EnvOverrides common{{"NNODES", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)},
+                      {"NPROC_PER_NODE", "2"}, {"DDP_LAUNCH", launcher_path()},
+                      {"DDP_LAUNCH_ARGS", "--rdzv-conf=join_timeout=60"}};
+  auto env1 = common;
+  env1["NODE_RANK"] = "1";
+  Background node1({script, "sh", "-c", dump}, env1);
+  auto env0 = common;
+  env0["NODE_RANK"] = "0";
+  auto r0 = run({script, "sh", "-c", dump}, env0, 120s);
+  auto r1 = node1.wait(60s);
+  INFO(r0.err << r1.err);
+  CHECK(r0.exit_code == 0);
+  CHECK(r1.exit_code == 0);
+  auto envs = read_envs(dir, 4);
+  CHECK(envs.size() == 4);
+  CHECK(envs[3]["GROUP_RANK"] == "1");
+  CHECK(envs[3]["WORLD_SIZE"] == "4");
+  auto bad = run({script, "--nnodes", "2", "true"}, {{"MASTER_ADDR", ""}, {"DDP_LAUNCH", launcher_path()}});
+  CHECK(bad.exit_code == 121);
+  CHECK_THAT(bad.err, Catch::Contains("MASTER_ADDR"));
+}
+
+TEST_CASE("under srun each launcher takes its node rank and the master from Slurm's variables") {
+  TempDir dir;
+  int port = free_port();
+  std::string dump = "env > " + dir.path() + "/env.$RANK";
+  std::vector<std::string> cmd = {launcher_path(), "--nproc-per-node=1", "--master-port=" + std::to_string(port),
+                                  "--rdzv-conf=join_timeout=60", "sh", "-c", dump};
+  EnvOverrides slurm{{"SLURM_NNODES", "2"}, {"SLURM_JOB_NODELIST", "localhost,otherhost"}};
+  auto env1 = slurm;
+  env1["SLURM_NODEID"] = "1";
+  Background node1(cmd, env1);
+  auto env0 = slurm;
+  env0["SLURM_NODEID"] = "0";
+  auto r0 = run(cmd, env0, 120s);
+  auto r1 = node1.wait(60s);
+  INFO(r0.err << r1.err);
+  CHECK(r0.exit_code == 0);
+  CHECK(r1.exit_code == 0);
+  auto envs = read_envs(dir, 2);
+  REQUIRE(envs.size() == 2);
+  CHECK(envs[1]["GROUP_RANK"] == "1");
+  CHECK(envs[1]["MASTER_ADDR"] == "localhost");
+}
