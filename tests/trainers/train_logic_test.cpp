@@ -75,6 +75,7 @@ TEST_CASE("options: values, lists and the no-resume flag") {
   CHECK_FALSE(o.resume);
   CHECK(o.comm_hook == "bf16");
   CHECK(o.accum_steps == 2);
+  CHECK(o.schedule == "cosine");
   CHECK(o.metrics_path() == "/tmp/x/metrics.csv");
 }
 
@@ -102,6 +103,7 @@ TEST_CASE("options: bad values give one clear error line and exit code 2") {
       {{"--hidden", "64,0"}, "--hidden sizes must be positive"},
       {{"--progress", "fancy"}, "--progress must be auto, bar, plain or none"},
       {{"--classes", "1"}, "--classes must be at least 2"},
+      {{"--schedule", "step"}, "--schedule must be cosine or constant, got 'step'"},
       {{"--epochs", "many"}, "--epochs"},
       {{"--no-such-option"}, "--no-such-option"},
   };

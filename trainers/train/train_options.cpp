@@ -23,6 +23,9 @@ std::string validate(const TrainOptions& o) {
   if (o.batch_size <= 0) return fmt::format("--batch-size must be at least 1, got {}", o.batch_size);
   if (!(o.lr > 0)) return fmt::format("--lr must be positive, got {}", o.lr);
   if (!(o.momentum >= 0 && o.momentum < 1)) return fmt::format("--momentum must be in [0, 1), got {}", o.momentum);
+  if (o.schedule != "cosine" && o.schedule != "constant") {
+    return fmt::format("--schedule must be cosine or constant, got '{}'", o.schedule);
+  }
   if (o.accum_steps <= 0) return fmt::format("--accum-steps must be at least 1, got {}", o.accum_steps);
   if (!(o.bucket_mb > 0)) return fmt::format("--bucket-mb must be positive, got {}", o.bucket_mb);
   if (o.comm_hook != "allreduce" && o.comm_hook != "fp16" && o.comm_hook != "bf16") {
@@ -79,6 +82,9 @@ ParsedOptions parse_train_options(int argc, const char* const* argv, std::ostrea
                     ->group("Optimisation");
   auto* lr = app.add_option("--lr", o.lr, "SGD learning rate")->capture_default_str()->group("Optimisation");
   app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str()->group("Optimisation");
+  app.add_option("--schedule", o.schedule, "learning-rate schedule: cosine (to 0 at the last step) or constant")
+      ->capture_default_str()
+      ->group("Optimisation");
   app.add_option("--accum-steps", o.accum_steps, "gradient accumulation: micro-batches per step (no_sync)")
       ->capture_default_str()
       ->group("Optimisation");

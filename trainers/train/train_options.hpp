@@ -26,6 +26,7 @@ struct TrainOptions {
   int batch_size = 64;  // per rank; global batch = batch_size * world * accum_steps
   double lr = 0.1;
   double momentum = 0.9;
+  std::string schedule = "cosine";  // cosine (decay to 0 over the run) | constant
   int accum_steps = 1;  // micro-batches per optimizer step (no_sync on all but the last)
   uint64_t seed = 0;    // model initialisation (rank 0's weights are broadcast)
   // DDP.

@@ -137,6 +137,13 @@ void set_threads(int requested) {
   torch::set_num_threads(std::max(1, n));
 }
 
+// Cosine decay from --lr to 0 over the run (a function of the step, so resume-safe).
+void set_learning_rate(torch::optim::SGD& optimizer, const TrainOptions& o, int64_t step, int64_t total_steps) {
+  double lr = o.lr;
+  if (o.schedule == "cosine") lr *= 0.5 * (1.0 + std::cos(M_PI * double(step) / double(std::max<int64_t>(1, total_steps))));
+  for (auto& group : optimizer.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
+}
+
 // Mean over ranks of a per-rank value (collective).
 double mean_over_ranks(double value) {
   auto t = torch::tensor({value}, torch::kDouble).to(ddp::device());
@@ -321,6 +328,7 @@ int run_train(const TrainOptions& o) {
                   << " steps (--fail-at-step)" << std::endl;
         std::raise(SIGKILL);
       }
+      set_learning_rate(optimizer, o, pos.step, steps_per_epoch * o.epochs);
       optimizer.zero_grad();
       double step_loss = 0;
       for (size_t k = 0; k < batches.size(); ++k) {
