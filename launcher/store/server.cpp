@@ -3,6 +3,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
 
 #include <future>
@@ -27,10 +28,14 @@ struct StoreServer::Impl {
         auto session = std::make_shared<Session>(std::move(socket), shared);
         shared.sessions.insert(session);
         session->start();
-      } else {
+        do_accept();
+      } else {  // e.g. out of file descriptors: pause instead of spinning
         shared.log(fmt::format("store: accept failed: {}", ec.message()));
+        accept_retry.expires_after(std::chrono::milliseconds(100));
+        accept_retry.async_wait([this](boost::system::error_code e) {
+          if (!e && acceptor.is_open()) do_accept();
+        });
       }
-      do_accept();
     });
   }
 
@@ -38,6 +43,7 @@ struct StoreServer::Impl {
   asio::io_context io{1};  // declared before everything that uses it, destroyed last
   ServerShared shared;
   tcp::acceptor acceptor;
+  asio::steady_timer accept_retry{io};
   uint16_t port = 0;
   std::thread thread;
 };
@@ -90,6 +96,7 @@ void StoreServer::stop() {
     impl->shared.stopping = true;
     boost::system::error_code ignored;
     impl->acceptor.close(ignored);
+    impl->accept_retry.cancel();
     auto sessions = impl->shared.sessions;  // close() erases from the set
     for (auto& s : sessions) s->close("server stopping");
   });

@@ -1,0 +1,244 @@
+// store_bench: how long K simulated agents (one thread and one connection each, on
+// loopback) take to connect and to finish a rendezvous round (ADD a counter, SET its own
+// key, WAIT for all K keys, read them all), and single-client SET/GET throughput, for
+// the ddp-launch agent store and for c10d::TCPStore (LibTorch 1.13) doing the same work.
+// Runs alternate between the two; prints medians and ratios as a Markdown table.
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "launcher/store/server.hpp"
+#include "launcher/store/tcp_client.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// The operations a simulated agent needs, over either store.
+class Client {
+ public:
+  virtual ~Client() = default;
+  virtual int64_t add(const std::string& key, int64_t delta) = 0;
+  virtual void set(const std::string& key, const std::string& value) = 0;
+  virtual std::string get(const std::string& key) = 0;
+  virtual void wait(const std::vector<std::string>& keys) = 0;
+  virtual std::vector<std::string> read_all(const std::vector<std::string>& keys) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::unique_ptr<Client> connect() = 0;
+};
+
+constexpr std::chrono::seconds kTimeout{120};
+
+class OursClient : public Client {
+ public:
+  explicit OursClient(uint16_t port) : c_("127.0.0.1", port, options()) {}
+  int64_t add(const std::string& k, int64_t d) override { return c_.add(k, d); }
+  void set(const std::string& k, const std::string& v) override { c_.set(k, v); }
+  std::string get(const std::string& k) override { return c_.get(k, kTimeout); }
+  void wait(const std::vector<std::string>& keys) override {
+    if (!c_.wait(keys, kTimeout)) throw std::runtime_error("wait timed out");
+  }
+  std::vector<std::string> read_all(const std::vector<std::string>& keys) override {
+    return c_.multi_get(keys, kTimeout);
+  }
+
+ private:
+  static ddp::launch::store::ClientOptions options() {
+    ddp::launch::store::ClientOptions o;
+    o.connect_timeout = kTimeout;
+    o.request_timeout = kTimeout;
+    return o;
+  }
+  ddp::launch::store::TcpStoreClient c_;
+};
+
+class Ours : public Backend {
+ public:
+  Ours() : server_(options()) { server_.start(); }
+  std::unique_ptr<Client> connect() override { return std::make_unique<OursClient>(server_.port()); }
+
+ private:
+  static ddp::launch::store::ServerOptions options() {
+    ddp::launch::store::ServerOptions o;
+    o.host = "127.0.0.1";
+    return o;
+  }
+  ddp::launch::store::StoreServer server_;
+};
+
+c10d::TCPStoreOptions c10d_options(uint16_t port, bool is_server) {
+  c10d::TCPStoreOptions o;
+  o.port = port;
+  o.isServer = is_server;
+  o.waitWorkers = false;
+  o.timeout = kTimeout;
+  return o;
+}
+
+class C10dClient : public Client {
+ public:
+  explicit C10dClient(uint16_t port) : s_("127.0.0.1", c10d_options(port, false)) {}
+  int64_t add(const std::string& k, int64_t d) override { return s_.add(k, d); }
+  void set(const std::string& k, const std::string& v) override { s_.set(k, std::vector<uint8_t>(v.begin(), v.end())); }
+  std::string get(const std::string& k) override {
+    auto v = s_.get(k);
+    return std::string(v.begin(), v.end());
+  }
+  void wait(const std::vector<std::string>& keys) override { s_.wait(keys, kTimeout); }
+  // TCPStore 1.13 has no multiGet: one GET per key, as torchelastic did before PR #124982.
+  std::vector<std::string> read_all(const std::vector<std::string>& keys) override {
+    std::vector<std::string> out;
+    out.reserve(keys.size());
+    for (const auto& k : keys) out.push_back(get(k));
+    return out;
+  }
+
+ private:
+  c10d::TCPStore s_;
+};
+
+class C10d : public Backend {
+ public:
+  C10d() : server_("127.0.0.1", c10d_options(0, true)) {}
+  std::unique_ptr<Client> connect() override { return std::make_unique<C10dClient>(server_.getPort()); }
+
+ private:
+  c10d::TCPStore server_;
+};
+
+std::unique_ptr<Backend> make(const std::string& name) {
+  if (name == "ours") return std::make_unique<Ours>();
+  return std::make_unique<C10d>();
+}
+
+struct Round {
+  double connect_s = 0;  // all K connected (in parallel)
+  double round_s = 0;    // from "go" until the last agent has read every key
+};
+
+Round rendezvous_round(Backend& backend, int agents) {
+  std::vector<std::string> keys;
+  for (int i = 0; i < agents; ++i) keys.push_back(fmt::format("rdzv/node/{}", i));
+  std::mutex m;
+  std::condition_variable cv;
+  int connected = 0;
+  bool go = false;
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  const auto start = Clock::now();
+  Clock::time_point all_connected, go_time;
+  for (int i = 0; i < agents; ++i)
+    threads.emplace_back([&, i] {
+      std::unique_ptr<Client> c = backend.connect();
+      {
+        std::unique_lock<std::mutex> lock(m);
+        if (++connected == agents) {
+          all_connected = Clock::now();
+          cv.notify_all();
+        }
+        cv.wait(lock, [&] { return go; });
+      }
+      c->add("rdzv/count", 1);
+      c->set(keys[static_cast<size_t>(i)], fmt::format("{{\"node\":{},\"addr\":\"10.0.0.{}\",\"nproc\":8}}", i, i % 250));
+      c->wait(keys);
+      auto values = c->read_all(keys);
+      if (values.size() != keys.size() || values.back().empty()) ++bad;
+    });
+  {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return connected == agents; });
+    go = true;
+    go_time = Clock::now();
+  }
+  cv.notify_all();
+  for (auto& t : threads) t.join();
+  Round r;
+  r.round_s = since(go_time);
+  r.connect_s = std::chrono::duration<double>(all_connected - start).count();
+  if (bad) throw std::runtime_error("an agent read wrong values");
+  return r;
+}
+
+// One client: `ops` SETs of distinct keys, then `ops` GETs of them; ops/s of each.
+std::pair<double, double> throughput(Backend& backend, int ops) {
+  auto c = backend.connect();
+  const std::string value(32, 'v');
+  auto t = Clock::now();
+  for (int i = 0; i < ops; ++i) c->set(fmt::format("tp/{}", i), value);
+  const double set_rate = ops / since(t);
+  t = Clock::now();
+  for (int i = 0; i < ops; ++i)
+    if (c->get(fmt::format("tp/{}", i)).size() != value.size()) throw std::runtime_error("bad value");
+  return {set_rate, ops / since(t)};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"store_bench: the ddp-launch agent store vs c10d::TCPStore on loopback"};
+  std::vector<int> agents{8, 64, 256};
+  int repeats = 5;
+  int ops = 20000;
+  app.add_option("--agents", agents, "agent counts K")->delimiter(',');
+  app.add_option("--repeats", repeats, "runs per store and figure (alternating)");
+  app.add_option("--ops", ops, "SETs and GETs per throughput run");
+  CLI11_PARSE(app, argc, argv);
+
+  // figure name -> store -> samples
+  std::map<std::string, std::map<std::string, std::vector<double>>> samples;
+  std::vector<std::string> order;
+  auto record = [&](const std::string& figure, const std::string& store, double v) {
+    if (!samples.count(figure)) order.push_back(figure);
+    samples[figure][store].push_back(v);
+  };
+  for (int rep = 0; rep < repeats; ++rep) {
+    // Alternate which store goes first, so drift hurts both alike.
+    const std::vector<std::string> stores = rep % 2 ? std::vector<std::string>{"c10d", "ours"}
+                                                    : std::vector<std::string>{"ours", "c10d"};
+    for (const auto& s : stores) {
+      for (int k : agents) {
+        auto backend = make(s);
+        const Round r = rendezvous_round(*backend, k);
+        record(fmt::format("connect K={} (s)", k), s, r.connect_s);
+        record(fmt::format("round K={} (s)", k), s, r.round_s);
+      }
+      auto backend = make(s);
+      auto [set_rate, get_rate] = throughput(*backend, ops);
+      record("SET, 1 client (ops/s)", s, set_rate);
+      record("GET, 1 client (ops/s)", s, get_rate);
+    }
+    fmt::print(stderr, "run {}/{} done\n", rep + 1, repeats);
+  }
+  fmt::print("| figure (median of {}) | ddp-launch store | c10d TCPStore | ours vs c10d |\n", repeats);
+  fmt::print("|---|---:|---:|---:|\n");
+  for (const auto& figure : order) {
+    const double ours = median(samples[figure]["ours"]), theirs = median(samples[figure]["c10d"]);
+    const bool rate = figure.find("ops/s") != std::string::npos;
+    const double speedup = rate ? ours / theirs : theirs / ours;  // > 1: ours is faster
+    fmt::print("| {} | {} | {} | {:.2f}x {} |\n", figure, rate ? fmt::format("{:.0f}", ours) : fmt::format("{:.4f}", ours),
+               rate ? fmt::format("{:.0f}", theirs) : fmt::format("{:.4f}", theirs), speedup >= 1 ? speedup : 1 / speedup,
+               speedup >= 1 ? "faster" : "slower");
+  }
+  return 0;
+}
