@@ -40,10 +40,13 @@ ProgressReporter::ProgressReporter(std::ostream& out, ProgressMode mode, int log
 
 void ProgressReporter::step(const ProgressUpdate& update) {
   switch (mode_) {
-    case ProgressMode::kBar:
+    case ProgressMode::kBar: {  // at most ~100 redraws per epoch, always the last step
+      const int64_t every = std::max<int64_t>(1, update.steps_per_epoch / 100);
+      if (update.step_in_epoch % every != 0 && update.step_in_epoch != update.steps_per_epoch) break;
       out_ << '\r' << format_bar(update, 30) << "\x1b[K" << std::flush;
       bar_open_ = true;
       break;
+    }
     case ProgressMode::kPlain:
       if (update.step_in_epoch % log_every_ == 0) out_ << format_plain(update) << '\n' << std::flush;
       break;
