@@ -170,6 +170,14 @@ Group new_group(std::vector<int> ranks) {
                                                    "subgroup " + std::to_string(id), world->timeout()));
 }
 
+namespace {
+// NCCL only moves CUDA tensors: stage CPU tensors on this worker's device and back.
+torch::Tensor staged(const torch::Tensor& tensor, const detail::GroupImpl& g) {
+  if (g.backend_name() == "nccl" && !tensor.is_cuda()) return tensor.to(registry().device);
+  return tensor;
+}
+}  // namespace
+
 void barrier(const Group& group) {
   auto& g = group.impl();
   g.wait(g.backend().barrier(c10d::BarrierOptions()), "barrier");
@@ -179,8 +187,9 @@ void broadcast(torch::Tensor& tensor, int src, const Group& group) {
   auto& g = group.impl();
   c10d::BroadcastOptions opts;
   opts.rootRank = g.group_rank_of(src);
-  std::vector<torch::Tensor> tensors{tensor};
+  std::vector<torch::Tensor> tensors{staged(tensor, g)};
   g.wait(g.backend().broadcast(tensors, opts), "broadcast");
+  if (!tensors[0].is_same(tensor)) tensor.copy_(tensors[0]);
 }
 
 void all_reduce(torch::Tensor& tensor, ReduceOp op, const Group& group) {
@@ -193,17 +202,19 @@ void all_reduce(torch::Tensor& tensor, ReduceOp op, const Group& group) {
     case ReduceOp::kMin: opts.reduceOp = c10d::ReduceOp::MIN; break;
     case ReduceOp::kMax: opts.reduceOp = c10d::ReduceOp::MAX; break;
   }
-  std::vector<torch::Tensor> tensors{tensor};
+  std::vector<torch::Tensor> tensors{staged(tensor, g)};
   g.wait(g.backend().allreduce(tensors, opts), "all_reduce");
+  if (!tensors[0].is_same(tensor)) tensor.copy_(tensors[0]);
   if (op == ReduceOp::kAvg) tensor.div_(g.size());
 }
 
 std::vector<torch::Tensor> all_gather(const torch::Tensor& tensor, const Group& group) {
   auto& g = group.impl();
+  std::vector<torch::Tensor> inputs{staged(tensor, g)};
   std::vector<std::vector<torch::Tensor>> outputs(1);
-  for (int i = 0; i < g.size(); ++i) outputs[0].push_back(torch::empty_like(tensor));
-  std::vector<torch::Tensor> inputs{tensor};
+  for (int i = 0; i < g.size(); ++i) outputs[0].push_back(torch::empty_like(inputs[0]));
   g.wait(g.backend().allgather(outputs, inputs), "all_gather");
+  for (auto& t : outputs[0]) t = t.to(tensor.device());
   return outputs[0];
 }
 

@@ -42,6 +42,7 @@ Reducer::Reducer(std::vector<torch::Tensor> params, std::vector<std::string> nam
   for (size_t i = 0; i < count; ++i) install_hook(i, torch::autograd::impl::grad_accumulator(params_[i]));
   ready_.assign(count, 0);
   unused_.assign(count, 0);
+  scale_ = torch::scalar_tensor(1.0 / world_size_, torch::kDouble);
   if (options_.find_unused_parameters) local_used_ = torch::zeros({static_cast<int64_t>(count)}, torch::kInt);
   std::vector<BucketInput> inputs;
   std::vector<size_t> order;
@@ -246,7 +247,7 @@ void Reducer::mark_ready(size_t index) {
     if (comm_hook_) {
       view.copy_(grad);
     } else {
-      torch::mul_out(view, grad, torch::scalar_tensor(scale, torch::kDouble));
+      torch::mul_out(view, grad, scale_);
     }
     if (options_.gradient_as_bucket_view) params_[index].mutable_grad() = view;
   }
@@ -270,7 +271,9 @@ void Reducer::launch_ready_buckets() {
     ++next_bucket_;
   }
   if (next_bucket_ < buckets_.size() || callback_queued_) return;
-  if (options_.find_unused_parameters) used_future_ = all_reduce_async(local_used_.clone(), group_);
+  if (options_.find_unused_parameters) {
+    used_future_ = all_reduce_async(local_used_.to(params_.front().device(), /*non_blocking=*/false, /*copy=*/true), group_);
+  }
   callback_queued_ = true;
   torch::autograd::Engine::get_default_engine().queue_callback([this] { finalize_backward(); });
 }
@@ -289,7 +292,7 @@ void Reducer::finalize_backward() {
   std::vector<char> used(params_.size(), 1);
   if (options_.find_unused_parameters) {
     wait(used_future_, "all-reduce of the used-parameter map");
-    auto counts = result_tensor(used_future_);
+    auto counts = result_tensor(used_future_).cpu();
     for (size_t i = 0; i < used.size(); ++i) used[i] = counts.data_ptr<int>()[i] > 0;
     local_used_.zero_();
   }

@@ -59,6 +59,7 @@ class Reducer {
   std::vector<compat::NodePtr> accumulators_;
   std::vector<uintptr_t> hook_keys_;
   CommHook comm_hook_;
+  torch::Tensor scale_;  // 0-dim 1/world_size, multiplied in on copy into the bucket
 
   mutable std::mutex mutex_;
   std::vector<Bucket> buckets_;

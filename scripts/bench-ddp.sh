@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# C++ DDP (libddp, tests/runtime/bench.cpp) vs PyTorch's Python DDP (shared/peers/python_ddp_bench.py)
+# on gloo/CPU: the MLP 784-1024-1024-1024-10 (batch 32) and the tiny 10-10-5 model (batch 20),
+# world 1 and 2, runs alternating C++/Python, medians and ratios. Both are started by the same
+# launcher (PyTorch 1.13's torchrun via shared/peers/torchrun_fixed.py), OMP_NUM_THREADS=1.
+# Env: BUILD_DIR (default build-rt; must contain tests/runtime/ddp_bench), REPEATS (default 3),
+#      PEERS (default ../shared/peers), WORLDS (default "1 2"), CASES (default "mlp tiny").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD_DIR:-build-rt}
+repeats=${REPEATS:-3}
+peers=${PEERS:-$(cd .. && pwd)/shared/peers}
+[[ -d $peers ]] || peers=/work/shared/peers
+bench=$build/tests/runtime/ddp_bench
+if [[ ! -x $bench ]]; then
+  echo "bench-ddp: $bench not found; build it: cmake --build $build --target ddp_bench" >&2
+  exit 2
+fi
+export OMP_NUM_THREADS=1
+if ls /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 >/dev/null 2>&1; then
+  blas=$(readlink -f /etc/alternatives/libblas.so.3-x86_64-linux-gnu 2>/dev/null || true)
+  echo "# BLAS: ${blas:-unknown}"
+fi
+echo "# $(nproc) cores, $(date -u +%FT%TZ), repeats=$repeats"
+
+args_for() {
+  case $1 in
+    mlp) echo "--steps 100 --warmup 10" ;;
+    tiny) echo "--in-dim 10 --hidden 10 --layers 2 --classes 5 --batch 20 --steps 2000 --warmup 50" ;;
+  esac
+}
+
+launch() {  # world, then the program and its arguments
+  local world=$1; shift
+  /usr/bin/python3 "$peers/torchrun_fixed.py" --standalone --nproc_per_node="$world" \
+    --monitor_interval=0.1 "$@" 2>/dev/null | grep '^peer='
+}
+
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+for case_name in ${CASES:-mlp tiny}; do
+  for world in ${WORLDS:-1 2}; do
+    for ((i = 0; i < repeats; i++)); do
+      # shellcheck disable=SC2046
+      line=$(launch "$world" --no_python "$bench" $(args_for "$case_name"))
+      echo "case=$case_name $line" | tee -a "$results"
+      # shellcheck disable=SC2046
+      line=$(launch "$world" "$peers/python_ddp_bench.py" $(args_for "$case_name"))
+      echo "case=$case_name $line" | tee -a "$results"
+    done
+  done
+done
+
+/usr/bin/python3 - "$results" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    kv = dict(tok.split("=", 1) for tok in line.split())
+    key = (kv["case"], kv["peer"], int(kv["world"]))
+    rows.setdefault(key, []).append((float(kv["samples_per_s"]), float(kv["step_ms"])))
+med = {k: (statistics.median(v[0] for v in vs), statistics.median(v[1] for v in vs)) for k, vs in rows.items()}
+print("\n# medians")
+print(f"{'case':5} {'world':>5} {'cpp samples/s':>14} {'py samples/s':>13} {'cpp step_ms':>12} {'py step_ms':>11} {'cpp/py speed':>13}")
+for case in sorted({k[0] for k in med}):
+    for world in sorted({k[2] for k in med if k[0] == case}):
+        c, p = med.get((case, "cpp-ddp", world)), med.get((case, "python-ddp", world))
+        if c and p:
+            print(f"{case:5} {world:5d} {c[0]:14.1f} {p[0]:13.1f} {c[1]:12.3f} {p[1]:11.3f} {c[0] / p[0]:13.2f}")
+    for peer in ("cpp-ddp", "python-ddp"):
+        one, two = med.get((case, peer, 1)), med.get((case, peer, 2))
+        if one and two:
+            print(f"{case:5} scaling efficiency {peer}: {two[0] / (2 * one[0]):.2f} (world 2 vs 2x world 1)")
+PY
