@@ -168,7 +168,7 @@ TEST_CASE("codec: malformed requests are rejected with a reason") {
   CHECK_THROWS_WITH(decode_request(huge_string), Catch::Contains("truncated"));
 }
 
-TEST_CASE("codec: wrong magic is rejected; the version is left to the caller") {
+TEST_CASE("codec: wrong magic is rejected, the version is left to the caller") {
   Hello h;
   h.magic = 0x12345678;
   CHECK_THROWS_WITH(decode_hello(payload_of(encode_hello(h))), Catch::Contains("magic"));

@@ -34,7 +34,7 @@ TEST_CASE("key table: a key deleted after it was counted makes the waiter wait a
   CHECK(fired == 1);
 }
 
-TEST_CASE("key table: unpark forgets a waiter; values, add and compare_set") {
+TEST_CASE("key table: unpark forgets a waiter, values, add and compare_set") {
   KeyTable t;
   int fired = 0;
   auto id = t.park({"x"}, [&] { ++fired; });

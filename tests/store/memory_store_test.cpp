@@ -32,7 +32,7 @@ TEST_CASE("memory store: set, get, add, compare_set, check, remove, try_get") {
   CHECK(s.multi_get({"y", "x"}, 10ms) == std::vector<std::string>{"2", "1"});
 }
 
-TEST_CASE("memory store: waits are woken by another thread; timeouts name the missing keys") {
+TEST_CASE("memory store: waits are woken by another thread, timeouts name the missing keys") {
   MemoryStore s;
   std::thread setter([&] {
     std::this_thread::sleep_for(50ms);
