@@ -68,6 +68,9 @@ int print_dry_run(const std::vector<WorkerLaunch>& launches, const GroupPlan& pl
   std::string out = fmt::format(
       "ddp-launch: dry run: {} worker{} on node {} of {} (world size {}); nothing is started\n",
       launches.size(), launches.size() == 1 ? "" : "s", plan.node_rank, plan.nnodes, plan.world_size);
+  if (plan.nnodes > 1)
+    out += "(multi-node: the rendezvous settles the ranks of heterogeneous nodes, and MASTER_ADDR/"
+           "MASTER_PORT point at group rank 0's node and a port it picks)\n";
   for (const auto& w : launches) {
     out += fmt::format("rank {} (local_rank {}):\n  command:", w.rank, w.local_rank);
     for (const auto& a : w.spawn.argv) out += " " + shell_quote(a);

@@ -65,6 +65,14 @@ std::string pet_name(const std::string& long_name) {
   return out;
 }
 
+// CLI11 2.1 cannot show a prefix command's PROGRAM in its usage line; this one does.
+class UsageFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App*, std::string) const override {
+    return "Usage: ddp-launch [OPTIONS] PROGRAM [ARGS...]\n";
+  }
+};
+
 // Raw string values as CLI11 fills them; validated into LaunchOptions afterwards.
 struct RawOptions {
   std::string nproc = "1", nnodes = "1:1", node_rank = "0", max_restarts = "0";
@@ -273,6 +281,7 @@ ParsedCommandLine parse_command_line(const std::vector<std::string>& args, const
                "rank, torchrun-compatible environment, fail-fast supervision.",
                "ddp-launch"};
   app.prefix_command();
+  app.formatter(std::make_shared<UsageFormatter>());
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   define_flags(app, o, raw);
   app.footer("Every flag also reads PET_<NAME> from the environment (e.g. PET_NPROC_PER_NODE=4); "

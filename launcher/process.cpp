@@ -188,7 +188,7 @@ std::string resolve_program(const std::string& program, const std::string& path_
   return fail(" on PATH");
 }
 
-pid_t spawn_worker(const SpawnSpec& spec) {
+StartedWorker start_worker(const SpawnSpec& spec) {
   auto argv = c_strings(spec.argv);
   auto envp = c_strings(spec.env);
   Pipe errors = make_pipe();
@@ -196,20 +196,29 @@ pid_t spawn_worker(const SpawnSpec& spec) {
   pid_t pid = ::fork();
   if (pid < 0) throw_errno("cannot fork a worker");
   if (pid == 0) exec_child(spec, argv.data(), envp.data(), parent, errors.write_end.get());
-  errors.write_end.reset();
+  return StartedWorker{pid, spec.executable, std::move(errors.read_end)};
+}
+
+pid_t confirm_exec(StartedWorker& started) {
   int child_errno = 0;
   ssize_t n;
   do {
-    n = ::read(errors.read_end.get(), &child_errno, sizeof child_errno);
+    n = ::read(started.exec_errors.get(), &child_errno, sizeof child_errno);
   } while (n < 0 && errno == EINTR);
+  started.exec_errors.reset();
   if (n == static_cast<ssize_t>(sizeof child_errno)) {
-    wait_for(pid);
+    wait_for(started.pid);
     throw LaunchError(child_errno == ENOENT ? exit_code::kProgramNotFound
                                             : exit_code::kProgramNotExecutable,
-                      fmt::format("cannot start '{}': {}", spec.executable,
+                      fmt::format("cannot start '{}': {}", started.executable,
                                   std::strerror(child_errno)));
   }
-  return pid;
+  return started.pid;
+}
+
+pid_t spawn_worker(const SpawnSpec& spec) {
+  StartedWorker started = start_worker(spec);
+  return confirm_exec(started);
 }
 
 void signal_group(pid_t pgid, int signo) {
@@ -280,8 +289,9 @@ Watchdog::Watchdog() {
 }
 
 Watchdog::~Watchdog() {
-  to_watchdog_.reset();  // EOF: the watchdog kills what is still registered, then exits
-  if (pid_ > 0) wait_for(pid_);
+  // EOF: the watchdog kills what is still registered (nothing, after a clean run), then
+  // exits; init reaps it. Not waiting keeps the launcher's exit instant.
+  to_watchdog_.reset();
 }
 
 void Watchdog::watch(pid_t pgid) { send(pgid); }

@@ -71,6 +71,17 @@ struct SpawnSpec {
 // from /dev/null. Blocks only until exec succeeded or failed; throws LaunchError if exec failed.
 pid_t spawn_worker(const SpawnSpec& spec);
 
+// The same in two steps, so that many workers exec in parallel: start_worker forks and
+// returns at once; confirm_exec blocks until that child's exec succeeded (returns its
+// pid) or failed (reaps it, throws LaunchError).
+struct StartedWorker {
+  pid_t pid = -1;
+  std::string executable;
+  UniqueFd exec_errors;  // EOF on exec, or the child's errno
+};
+StartedWorker start_worker(const SpawnSpec& spec);
+pid_t confirm_exec(StartedWorker& started);
+
 // kill(-pgid, sig); a group that no longer exists is not an error.
 void signal_group(pid_t pgid, int signo);
 
@@ -90,7 +101,7 @@ class Watchdog {
   Watchdog();  // forks the watchdog; call before any worker starts
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
-  ~Watchdog();
+  ~Watchdog();  // closes the pipe; the watchdog exits on its own (not waited for)
 
   void watch(pid_t pgid);    // a new worker group to kill if the launcher dies
   void forget(pid_t pgid);   // that group is gone (reaped and cleaned up)

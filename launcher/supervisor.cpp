@@ -225,9 +225,12 @@ struct Supervisor::Impl {
                                                      std::move(file)));
   }
 
+  // Forks every worker first and only then waits for their execs, so they exec in parallel.
   void start(std::vector<WorkerLaunch> launches) {
     workers.clear();
     workers.reserve(launches.size());
+    std::vector<StartedWorker> started;
+    started.reserve(launches.size());
     for (auto& l : launches) {
       Worker& w = workers.emplace_back();
       w.launch = std::move(l);
@@ -237,9 +240,11 @@ struct Supervisor::Impl {
       w.launch.spawn.stderr_fd = err.write_end.get();
       w.out = make_reader(w.launch, out, w.launch.stdout_to_console, STDOUT_FILENO, w.launch.stdout_log);
       w.err = make_reader(w.launch, err, w.launch.stderr_to_console, STDERR_FILENO, w.launch.stderr_log);
-      w.pid = spawn_worker(w.launch.spawn);  // write ends close when `out`/`err` go out of scope
+      started.push_back(start_worker(w.launch.spawn));  // write ends close at the end of this scope
+      w.pid = started.back().pid;
       watchdog.watch(w.pid);
     }
+    for (auto& s : started) confirm_exec(s);
     for (Worker& w : workers) {
       read_pipe(*w.out);
       read_pipe(*w.err);
