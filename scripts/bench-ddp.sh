@@ -16,12 +16,13 @@ if [[ ! -x $bench ]]; then
   echo "bench-ddp: $bench not found; build it: cmake --build $build --target ddp_bench" >&2
   exit 2
 fi
+cores=$(nproc --all)
 export OMP_NUM_THREADS=1
 if ls /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 >/dev/null 2>&1; then
   blas=$(readlink -f /etc/alternatives/libblas.so.3-x86_64-linux-gnu 2>/dev/null || true)
   echo "# BLAS: ${blas:-unknown}"
 fi
-echo "# $(nproc) cores, $(date -u +%FT%TZ), repeats=$repeats"
+echo "# $cores cores, load average $(cut -d" " -f1-3 /proc/loadavg), $(date -u +%FT%TZ), repeats=$repeats"
 
 args_for() {
   case $1 in

@@ -235,3 +235,17 @@ TEST_CASE("Checkpoint resume in one process without a group", "[checkpoint]") {
   }
 }
 }  // namespace ddp::test
+
+namespace ddp::test {
+TEST_CASE("A peer that dies makes the next collective fail fast with CommError", "[pg]") {
+  for (const char* in_ddp : {"0", "1"}) {
+    Workers w = run_workers("peer-dies", 2, {{"DDP_TEST_IN_DDP", in_ddp}, {"DDP_TEST_TIMEOUT_MS", "20000"}},
+                            std::chrono::seconds(40));
+    INFO("in DDP backward: " << in_ddp << "\n" << w.describe());
+    CHECK(w.ranks[1].exit_code == 7);
+    CHECK(w.ranks[0].exit_code == 1);
+    CHECK_THAT(w.ranks[0].error_file, Catch::Contains("ddp::CommError") && Catch::Contains("rank 0") &&
+                                          Catch::Contains("peer process probably exited"));
+  }
+}
+}  // namespace ddp::test

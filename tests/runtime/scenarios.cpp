@@ -246,6 +246,29 @@ int save_loop() {
   }
 }
 
+// Rank 1 dies abruptly after joining; rank 0's next collective (a plain all_reduce, or the
+// gradient all-reduce inside DDP's backward) must fail fast with CommError, not hang.
+int peer_dies() {
+  init_process_group(pg_options());
+  const bool in_ddp = env_int("DDP_TEST_IN_DDP", 0) != 0;
+  Net net = make_net(false, 1000);
+  auto model = DistributedDataParallel(net);
+  TrainConfig c;
+  c.world = 2;
+  if (get_rank() == 1) {
+    std::fflush(nullptr);
+    std::_Exit(7);
+  }
+  if (in_ddp) {
+    auto [x, y] = global_batch(c, 0, 0);
+    torch::mse_loss(model(x.narrow(0, 0, c.batch)), y.narrow(0, 0, c.batch)).backward();
+  } else {
+    auto t = torch::ones({4});
+    all_reduce(t);
+  }
+  return 0;
+}
+
 int throws() { throw ConfigError("boom: set DDP_X to fix it"); }
 
 int join_only() {
@@ -285,7 +308,7 @@ int run_scenario(const std::string& name) {
   static const std::map<std::string, std::function<int()>> scenarios = {
       {"train", train},         {"collectives", collectives}, {"mismatch", mismatch},
       {"buffers", buffers},     {"checkpoint", checkpoint},   {"save-loop", save_loop},
-      {"throw", throws},        {"join-only", join_only},     {"spawn-ok", spawn_ok},
+      {"throw", throws},        {"peer-dies", peer_dies},        {"join-only", join_only},     {"spawn-ok", spawn_ok},
       {"spawn-fail", spawn_fail}};
   auto it = scenarios.find(name);
   if (it == scenarios.end()) throw std::runtime_error("unknown worker scenario '" + name + "'");
