@@ -176,6 +176,19 @@ def check_train_converges():
             fail("ranks other than 0 printed progress", out)
         if not os.path.exists(os.path.join(tmp, "ckpt_000000160.pt")):
             fail(f"no final checkpoint ckpt_000000160.pt in {os.listdir(tmp)}", out)
+        # Started again on the same directory it resumes from the final checkpoint: no training.
+        rc, again = launch(n, "train", "--epochs", "5", "--batch-size", str(256 // n), "--checkpoint-dir", tmp, *SMALL)
+        expect_rc(rc, again)
+        if f"train: resumed from {tmp}/ckpt_000000160.pt (epoch 6, step 160, restart 0)" not in rank_lines(again, 0):
+            fail("a second run on the same --checkpoint-dir did not resume from the final checkpoint", again)
+        if final_accuracy(again) != (acc, steps) or "done: loss" in again:
+            fail("the resumed finished run trained again or reports another accuracy", again)
+        if len(metrics_rows(os.path.join(tmp, "metrics.csv"), again)) != 5:
+            fail("resuming a finished run changed metrics.csv", again)
+        # A checkpoint of another model is a clear error naming the way out.
+        rc, other = launch(n, "train", "--hidden", "32", "--checkpoint-dir", tmp, *SMALL)
+        if rc == 0 or "pass --no-resume or another --checkpoint-dir" not in other:
+            fail(f"resuming into another model should fail with a hint, got exit {rc}", other)
     print(f"ok: {n} workers reached {acc}% in 5 epochs; metrics.csv and the final checkpoint written")
 
 

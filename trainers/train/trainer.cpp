@@ -211,7 +211,13 @@ std::optional<Position> resume(const TrainOptions& o, torch::nn::Sequential& net
   step = t.item<int64_t>();
   if (step < 0) return std::nullopt;
   path = (fs::path(o.checkpoint_dir) / checkpoint_name(step)).string();
-  const auto extra = ddp::load_checkpoint(path, *net, &optimizer);
+  ddp::CheckpointExtra extra;
+  try {
+    extra = ddp::load_checkpoint(path, *net, &optimizer);
+  } catch (const ddp::CheckpointError& e) {
+    throw ddp::CheckpointError(std::string(e.what()) + " (resuming from " + o.checkpoint_dir +
+                               "; pass --no-resume or another --checkpoint-dir to start fresh)");
+  }
   Position pos;
   pos.epoch = extra_int(extra, "epoch", path);
   pos.batch = extra_int(extra, "batch", path);
