@@ -1,6 +1,6 @@
-// The torch half of `train`: data (synthetic teacher or CSV), the MLP under DDP, the epoch
-// loop with DistributedRandomSampler/set_epoch, no_sync accumulation, all-reduced validation,
-// checkpoints + resume, rank-0 progress and metrics, and the --bench mode.
+// The training half of `train`: the MLP under DDP, the epoch loop with DistributedRandomSampler
+// and set_epoch, no_sync accumulation, cosine schedule, all-reduced validation, checkpoints +
+// resume, rank-0 progress and metrics, and the --bench mode. Data comes from data.hpp.
 #include "trainer.hpp"
 
 #include <unistd.h>
@@ -19,7 +19,7 @@
 
 #include "bench_line.hpp"
 #include "checkpoint_files.hpp"
-#include "csv_table.hpp"
+#include "data.hpp"
 #include "metrics_csv.hpp"
 #include "progress.hpp"
 
@@ -40,60 +40,6 @@ std::string format(const char* pattern, ...) {
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// ---- data ---------------------------------------------------------------------------------
-
-struct Data {
-  torch::Tensor train_x, train_y, val_x, val_y;
-  int in_dim = 0;
-  int classes = 0;
-  std::string description;
-};
-
-// Inputs ~ N(0, 1); labels = argmax of a fixed random teacher MLP (in -> 16 tanh -> classes).
-// Depends only on the options and data_seed, never on the world size.
-Data synthetic_data(const TrainOptions& o) {
-  torch::manual_seed(o.data_seed);
-  constexpr int64_t kTeacherHidden = 16;
-  const auto w1 = torch::randn({o.in_dim, kTeacherHidden}) / std::sqrt(double(o.in_dim));
-  const auto b1 = torch::randn({kTeacherHidden}) * 0.5;
-  const auto w2 = torch::randn({kTeacherHidden, int64_t(o.classes)});
-  auto teacher = [&](const torch::Tensor& x) { return torch::tanh(x.mm(w1) + b1).mm(w2).argmax(1); };
-  Data d;
-  d.train_x = torch::randn({o.train_samples, int64_t(o.in_dim)});
-  d.val_x = torch::randn({o.val_samples, int64_t(o.in_dim)});
-  d.train_y = teacher(d.train_x);
-  d.val_y = teacher(d.val_x);
-  d.in_dim = o.in_dim;
-  d.classes = o.classes;
-  d.description = format("synthetic teacher task, %d features, %d classes", o.in_dim, o.classes);
-  return d;
-}
-
-// The last val_fraction of the rows is validation; features standardised with train statistics.
-Data csv_data(const TrainOptions& o) {
-  CsvTable table = read_csv(o.data);
-  const auto rows = static_cast<int64_t>(table.rows());
-  const auto val = static_cast<int64_t>(std::llround(double(rows) * o.val_fraction));
-  if (val < 1 || val >= rows) {
-    throw CsvError(format("%s: %lld rows cannot be split with --val-fraction %g; add rows or change the fraction",
-                          o.data.c_str(), (long long)rows, o.val_fraction));
-  }
-  const auto x = torch::from_blob(table.features.data(), {rows, int64_t(table.num_features)}, torch::kFloat).clone();
-  const auto y = torch::from_blob(table.labels.data(), {rows}, torch::kLong).clone();
-  Data d;
-  d.train_x = x.slice(0, 0, rows - val);
-  d.train_y = y.slice(0, 0, rows - val);
-  const auto mean = d.train_x.mean(0);
-  const auto std = d.train_x.std(0).clamp_min(1e-6);
-  d.train_x = (d.train_x - mean) / std;
-  d.val_x = (x.slice(0, rows - val) - mean) / std;
-  d.val_y = y.slice(0, rows - val);
-  d.in_dim = table.num_features;
-  d.classes = table.num_classes;
-  d.description = format("%s, %d features, %d classes", o.data.c_str(), d.in_dim, d.classes);
-  return d;
 }
 
 // ---- model --------------------------------------------------------------------------------
@@ -267,7 +213,7 @@ int run_bench(const TrainOptions& o) {
 
 int run_train(const TrainOptions& o) {
   const auto started = Clock::now();
-  const Data data = o.data == "synthetic" ? synthetic_data(o) : csv_data(o);  // bad data fails before rendezvous
+  const Data data = load_data(o);  // bad data fails before rendezvous
   ddp::init_process_group();
   const int rank = ddp::get_rank(), world = ddp::get_world_size();
   const auto device = ddp::device();
