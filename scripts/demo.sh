@@ -21,5 +21,6 @@ echo "demo: ddp-launch --nproc_per_node=$workers $build/trainers/train --epochs 
 start=$(date +%s)
 "$build/launcher/ddp-launch" --nproc_per_node="$workers" \
   "$build/trainers/train" --epochs "$epochs" --batch-size $((256 / workers)) --checkpoint-dir "$out" "$@"
-echo "demo: trained with $workers workers in $(($(date +%s) - start)) s (global batch 256)."
-echo "demo: kill a worker and watch it resume: add --max-restarts 1 to ddp-launch and --fail-at-step 300 to train."
+echo "demo: kill a worker and watch the run resume: add --max-restarts 1 to ddp-launch and --fail-at-step 300 to train."
+echo "demo: trained with $workers workers in $(($(date +%s) - start)) s (global batch 256); accuracy above,"
+echo "demo: checkpoints and metrics.csv in $out/"
