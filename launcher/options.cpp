@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <csignal>
 #include <limits>
 
 #include <CLI/CLI.hpp>
@@ -57,6 +58,17 @@ int parse_int_flag(const std::string& flag, const std::string& value, long long 
   if (!n || (negative ? -*n : *n) < min || (negative ? -*n : *n) > max)
     usage_error(fmt::format("{} must be {}, got '{}'", flag, hint, value));
   return static_cast<int>(negative ? -*n : *n);
+}
+
+// "0,2,5" -> {0,2,5}; any item that is not a number in [0, max] -> usage_error(error).
+std::vector<int> parse_number_list(const std::string& value, long long max, const std::string& error) {
+  std::vector<int> out;
+  for (const auto& item : split(trim(value), ',')) {
+    auto n = parse_natural(trim(item));
+    if (!n || *n > max) usage_error(error);
+    out.push_back(static_cast<int>(*n));
+  }
+  return out;
 }
 
 std::string pet_name(const std::string& long_name) {
@@ -198,36 +210,25 @@ StreamSelection parse_stream_selection(const std::string& flag, const std::strin
 }
 
 std::vector<int> parse_device_indices(const std::string& value) {
-  std::vector<int> out;
-  for (const auto& item : split(trim(value), ',')) {
-    auto n = parse_natural(trim(item));
-    if (!n || *n > 1023)
-      usage_error(fmt::format("--devices must be a comma-separated list of GPU indices like "
-                              "0,2,5; got '{}'",
-                              value));
-    if (std::find(out.begin(), out.end(), *n) != out.end())
-      usage_error(fmt::format("--devices lists GPU {} twice in '{}'; give each GPU once", *n, value));
-    out.push_back(static_cast<int>(*n));
-  }
+  std::vector<int> out = parse_number_list(
+      value, 1023, fmt::format("--devices must be a comma-separated list of GPU indices like 0,2,5; got '{}'", value));
+  for (size_t i = 0; i < out.size(); ++i)
+    if (std::find(out.begin(), out.begin() + static_cast<long>(i), out[i]) != out.begin() + static_cast<long>(i))
+      usage_error(fmt::format("--devices lists GPU {} twice in '{}'; give each GPU once", out[i], value));
   return out;
 }
 
 std::set<int> parse_rank_filter(const std::string& value) {
-  std::set<int> out;
-  for (const auto& item : split(trim(value), ',')) {
-    auto n = parse_natural(trim(item));
-    if (!n || *n > 100000)
-      usage_error(fmt::format("--local-ranks-filter must be local ranks like 0,1; got '{}'", value));
-    out.insert(static_cast<int>(*n));
-  }
-  return out;
+  auto ranks = parse_number_list(
+      value, 100000, fmt::format("--local-ranks-filter must be local ranks like 0,1; got '{}'", value));
+  return {ranks.begin(), ranks.end()};
 }
 
 std::vector<int> parse_signal_list(const std::string& value) {
   std::vector<int> out;
   for (const auto& item : split(trim(value), ',')) {
     int n = signal_number(trim(item));
-    if (n < 0 || n == 9 || n == 19)
+    if (n < 0 || n == SIGKILL || n == SIGSTOP)
       usage_error(fmt::format("--signals-to-handle: '{}' is not a signal that can be handled; use "
                               "names like SIGTERM,SIGUSR1",
                               trim(item)));
