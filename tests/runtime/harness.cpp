@@ -140,7 +140,7 @@ Workers run_some_workers(const std::string& scenario, int world, const std::vect
     e["WORLD_SIZE"] = e["LOCAL_WORLD_SIZE"] = std::to_string(world);
     e["MASTER_ADDR"] = "127.0.0.1";
     e["MASTER_PORT"] = std::to_string(port);
-    e["TORCHELASTIC_RESTART_COUNT"] = "0";
+    if (!e.count("TORCHELASTIC_RESTART_COUNT")) e["TORCHELASTIC_RESTART_COUNT"] = "0";
     e["TORCHELASTIC_ERROR_FILE"] = dir + "/error_" + std::to_string(r) + ".json";
     e["OMP_NUM_THREADS"] = "1";
     if (!e.count("DDP_TEST_OUT")) e["DDP_TEST_OUT"] = dir;

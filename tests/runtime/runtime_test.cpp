@@ -249,3 +249,29 @@ TEST_CASE("A peer that dies makes the next collective fail fast with CommError",
   }
 }
 }  // namespace ddp::test
+
+namespace ddp::test {
+TEST_CASE("A restarted group ignores the keys a crashed attempt left in the store", "[pg]") {
+  const std::string dir = make_temp_dir();
+  const Env file{{"DDP_TEST_INIT_METHOD", "file://" + dir + "/store"}};
+  Env first = file;
+  first["TORCHELASTIC_RESTART_COUNT"] = "0";
+  Workers crashed = run_workers("join-and-vanish", 2, first, std::chrono::seconds(30));
+  INFO(crashed.describe());
+  REQUIRE(crashed.all_ok());
+  REQUIRE(::access((dir + "/store").c_str(), F_OK) == 0);  // stale keys are still there
+  // Attempt 1 with rank 1 missing: attempt 0's "rank 1 joined" key must not count.
+  Env second = file;
+  second["TORCHELASTIC_RESTART_COUNT"] = "1";
+  second["DDP_TEST_TIMEOUT_MS"] = "1500";
+  Workers alone = run_some_workers("join-only", 2, {0}, second, std::chrono::seconds(30));
+  INFO(alone.describe());
+  CHECK_THAT(alone.ranks[0].error_file, Catch::Contains("waiting for rank(s) 1 of 2"));
+  // Attempt 2 with everyone works on the same store file.
+  Env third = file;
+  third["TORCHELASTIC_RESTART_COUNT"] = "2";
+  Workers restarted = run_workers("collectives", 2, third, std::chrono::seconds(30));
+  INFO(restarted.describe());
+  CHECK(restarted.all_ok());
+}
+}  // namespace ddp::test

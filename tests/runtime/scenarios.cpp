@@ -269,6 +269,14 @@ int peer_dies() {
   return 0;
 }
 
+// Joins and vanishes without cleanup, leaving its keys in a file:// store (a crashed attempt).
+int join_and_vanish() {
+  init_process_group(pg_options());
+  barrier();
+  std::fflush(nullptr);
+  std::_Exit(0);
+}
+
 int throws() { throw ConfigError("boom: set DDP_X to fix it"); }
 
 int join_only() {
@@ -308,7 +316,7 @@ int run_scenario(const std::string& name) {
   static const std::map<std::string, std::function<int()>> scenarios = {
       {"train", train},         {"collectives", collectives}, {"mismatch", mismatch},
       {"buffers", buffers},     {"checkpoint", checkpoint},   {"save-loop", save_loop},
-      {"throw", throws},        {"peer-dies", peer_dies},        {"join-only", join_only},     {"spawn-ok", spawn_ok},
+      {"throw", throws},        {"peer-dies", peer_dies}, {"join-and-vanish", join_and_vanish},        {"join-only", join_only},     {"spawn-ok", spawn_ok},
       {"spawn-fail", spawn_fail}};
   auto it = scenarios.find(name);
   if (it == scenarios.end()) throw std::runtime_error("unknown worker scenario '" + name + "'");
