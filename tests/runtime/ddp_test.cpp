@@ -10,18 +10,19 @@ namespace ddp::test {
 namespace {
 
 // Runs the "train" scenario on `world` ranks and checks every rank against the reference.
-Workers check_training(Env env, TrainConfig c, double tolerance) {
+Workers check_training(Env env, TrainConfig c, double tolerance, int processes = 0) {
   env["DDP_TEST_STEPS"] = std::to_string(c.steps);
   env["DDP_TEST_ACCUM"] = std::to_string(c.accumulate);
   env["DDP_TEST_UNUSED"] = c.with_unused ? "1" : "0";
   const std::string dir = make_temp_dir();
   env["DDP_TEST_OUT"] = dir;
-  Workers w = run_workers("train", c.world, env, std::chrono::seconds(90));
+  const int procs = processes > 0 ? processes : c.world;
+  Workers w = run_workers("train", procs, env, std::chrono::seconds(90));
   INFO(w.describe());
   REQUIRE(w.all_ok());
   const auto expected = reference_training(c);
   std::vector<torch::Tensor> rank0;
-  for (int r = 0; r < c.world; ++r) {
+  for (int r = 0; r < procs; ++r) {
     std::vector<torch::Tensor> got;
     torch::load(got, dir + "/params_" + std::to_string(r) + ".pt");
     REQUIRE(got.size() == expected.size());
@@ -110,6 +111,13 @@ TEST_CASE("DDP comm hooks: allreduce and a user hook are exact, fp16/bf16 close 
   SECTION("user hook returning a new tensor") { check_training({{"DDP_TEST_HOOK", "custom"}}, c, 1e-5); }
   SECTION("fp16") { check_training({{"DDP_TEST_HOOK", "fp16"}}, c, 2e-3); }
   SECTION("bf16") { check_training({{"DDP_TEST_HOOK", "bf16"}, {"DDP_TEST_BUCKET_MB", "0.0005"}}, c, 2e-2); }
+}
+
+TEST_CASE("DDP on subgroups: ranks {0,1} and {2,3} train two independent models", "[ddp]") {
+  TrainConfig c;
+  c.world = 2;  // each subgroup is a world of 2 for the reference
+  c.steps = 3;
+  check_training({{"DDP_TEST_SUBGROUPS", "1"}, {"DDP_TEST_BUCKET_MB", "0.0005"}}, c, 1e-5, 4);
 }
 
 TEST_CASE("DDP broadcasts parameters at construction and buffers at each forward", "[ddp]") {

@@ -237,6 +237,13 @@ TEST_CASE("Checkpoint resume in one process without a group", "[checkpoint]") {
 }  // namespace ddp::test
 
 namespace ddp::test {
+TEST_CASE("A peer that stops calling collectives gives TimeoutError", "[pg]") {
+  Workers w = run_workers("peer-stalls", 2, {{"DDP_TEST_TIMEOUT_MS", "4000"}}, std::chrono::seconds(40));
+  INFO(w.describe());
+  CHECK(w.ranks[0].exit_code == 1);
+  CHECK_THAT(w.ranks[0].error_file, Catch::Contains("ddp::TimeoutError") && Catch::Contains("all_reduce failed on rank 0"));
+}
+
 TEST_CASE("A peer that dies makes the next collective fail fast with CommError", "[pg]") {
   for (const char* in_ddp : {"0", "1"}) {
     Workers w = run_workers("peer-dies", 2, {{"DDP_TEST_IN_DDP", in_ddp}, {"DDP_TEST_TIMEOUT_MS", "20000"}},

@@ -7,6 +7,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "ddp/ddp.hpp"
 #include "model.hpp"
@@ -56,14 +57,20 @@ CommHook make_hook(const std::string& name) {
 
 int train() {
   init_process_group(pg_options());
+  // DDP_TEST_SUBGROUPS=1: ranks {0,1} and {2,3} train two independent DDP models.
+  const bool subgroups = env_int("DDP_TEST_SUBGROUPS", 0) != 0;
+  Group low = subgroups ? new_group({0, 1}) : Group();
+  Group high = subgroups ? new_group({2, 3}) : Group();
+  Group group = !subgroups ? Group() : (low.is_member() ? low : high);
   TrainConfig c;
-  c.world = get_world_size();
+  c.world = group.size();
   c.steps = env_int("DDP_TEST_STEPS", 5);
   c.accumulate = env_int("DDP_TEST_ACCUM", 1);
   c.with_unused = env_int("DDP_TEST_UNUSED", 0) != 0;
-  const int rank = get_rank();
-  Net net = make_net(c.with_unused, 1000 + rank);  // different on each rank: DDP must broadcast rank 0's
+  const int rank = group.rank();
+  Net net = make_net(c.with_unused, 1000 + rank);  // differs per rank: DDP must broadcast the first rank's
   DdpOptions o;
+  o.group = group;
   o.bucket_cap_mb = o.first_bucket_cap_mb = std::stod(env_or("DDP_TEST_BUCKET_MB", "25"));
   o.find_unused_parameters = env_int("DDP_TEST_FIND_UNUSED", 0) != 0;
   o.gradient_as_bucket_view = env_int("DDP_TEST_GRAD_VIEW", 0) != 0;
@@ -88,8 +95,8 @@ int train() {
   }
   std::vector<torch::Tensor> params;
   for (auto& p : net->parameters()) params.push_back(p.detach().clone());
-  torch::save(params, out_path("params_" + std::to_string(rank) + ".pt"));
-  std::ofstream(out_path("buckets_" + std::to_string(rank) + ".txt")) << model.engine().bucket_indices().size();
+  torch::save(params, out_path("params_" + std::to_string(get_rank()) + ".pt"));
+  std::ofstream(out_path("buckets_" + std::to_string(get_rank()) + ".txt")) << model.engine().bucket_indices().size();
   destroy_process_group();
   return 0;
 }
@@ -277,6 +284,19 @@ int join_and_vanish() {
   std::_Exit(0);
 }
 
+// Rank 1 stops calling collectives for longer than the timeout (run with 4 s): rank 0 gets
+// TimeoutError. (The timeout also covers rendezvous, so it cannot be tiny on a busy machine.)
+int peer_stalls() {
+  init_process_group(pg_options());
+  if (get_rank() == 1) {
+    std::this_thread::sleep_for(std::chrono::seconds(6));
+    return 0;
+  }
+  auto t = torch::ones({4});
+  all_reduce(t);
+  return 0;
+}
+
 int throws() { throw ConfigError("boom: set DDP_X to fix it"); }
 
 int join_only() {
@@ -316,7 +336,7 @@ int run_scenario(const std::string& name) {
   static const std::map<std::string, std::function<int()>> scenarios = {
       {"train", train},         {"collectives", collectives}, {"mismatch", mismatch},
       {"buffers", buffers},     {"checkpoint", checkpoint},   {"save-loop", save_loop},
-      {"throw", throws},        {"peer-dies", peer_dies}, {"join-and-vanish", join_and_vanish},        {"join-only", join_only},     {"spawn-ok", spawn_ok},
+      {"throw", throws},        {"peer-dies", peer_dies}, {"peer-stalls", peer_stalls}, {"join-and-vanish", join_and_vanish},        {"join-only", join_only},     {"spawn-ok", spawn_ok},
       {"spawn-fail", spawn_fail}};
   auto it = scenarios.find(name);
   if (it == scenarios.end()) throw std::runtime_error("unknown worker scenario '" + name + "'");
