@@ -127,8 +127,9 @@ std::string Workers::describe() const {
   return s;
 }
 
-Workers run_some_workers(const std::string& scenario, int world, const std::vector<int>& ranks, const Env& env,
-                         std::chrono::seconds timeout) {
+namespace {
+Workers run_once(const std::string& scenario, int world, const std::vector<int>& ranks, const Env& env,
+                 std::chrono::seconds timeout) {
   const std::string dir = make_temp_dir();
   const int port = free_port();
   std::vector<pid_t> pids;
@@ -176,6 +177,19 @@ Workers run_some_workers(const std::string& scenario, int world, const std::vect
     result.ranks[i].error_file = read_file(dir + "/error_" + std::to_string(ranks[i]) + ".json");
   }
   return result;
+}
+}  // namespace
+
+Workers run_some_workers(const std::string& scenario, int world, const std::vector<int>& ranks, const Env& env,
+                         std::chrono::seconds timeout) {
+  // The free port may be taken by another job between free_port() and rank 0's bind (tests
+  // run next to other builds); retry with a new port in that case only.
+  for (int attempt = 0;; ++attempt) {
+    Workers w = run_once(scenario, world, ranks, env, timeout);
+    bool port_taken = false;
+    for (const auto& r : w.ranks) port_taken |= r.output.find("could not host the store") != std::string::npos;
+    if (!port_taken || attempt == 2) return w;
+  }
 }
 
 Workers run_workers(const std::string& scenario, int world, const Env& env, std::chrono::seconds timeout) {
