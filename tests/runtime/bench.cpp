@@ -12,7 +12,8 @@ namespace {
 
 std::map<std::string, double> parse(int argc, char** argv) {
   std::map<std::string, double> a{{"steps", 100}, {"warmup", 10}, {"batch", 32},   {"hidden", 1024},
-                                  {"layers", 4},  {"in-dim", 784}, {"classes", 10}, {"bucket-mb", 25}};
+                                  {"layers", 4},  {"in-dim", 784}, {"classes", 10}, {"bucket-mb", 25},
+                                  {"grad-view", 0}};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string key = argv[i];
     if (key.rfind("--", 0) != 0 || !a.count(key.substr(2))) throw ddp::ConfigError("unknown flag " + key);
@@ -41,6 +42,7 @@ int bench(int argc, char** argv) {
   net->push_back(torch::nn::Linear(d, static_cast<int64_t>(a["classes"])));
   ddp::DdpOptions options;
   options.bucket_cap_mb = a["bucket-mb"];
+  options.gradient_as_bucket_view = a["grad-view"] != 0;  // not in the Python peer; off by default
   auto model = ddp::DistributedDataParallel(net, options);
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
   auto gen_seed = 1000 + rank;
