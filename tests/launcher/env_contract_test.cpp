@@ -69,7 +69,7 @@ TEST_CASE("an explicit master address and port reach the workers") {
   CHECK(envs[1]["MASTER_PORT"] != "0");  // 0 means: pick a free one
 }
 
-TEST_CASE("--dry-run of node 1 of 2 shows the upper half of the ranks") {
+TEST_CASE("dry run of node 1 of 2 shows the upper half of the ranks") {
   auto r = launch({"--dry-run", "--nnodes=2", "--node-rank=1", "--nproc-per-node=2", "--master-addr=10.1.2.3",
                    "true"});
   REQUIRE(r.exit_code == 0);
@@ -116,7 +116,7 @@ TEST_CASE("CUDA_VISIBLE_DEVICES passes through unchanged by default") {
   CHECK(envs[1]["CUDA_VISIBLE_DEVICES"] == "3,1");
 }
 
-TEST_CASE("--devices selects GPUs among CUDA_VISIBLE_DEVICES; isolation gives one each") {
+TEST_CASE("devices flag selects GPUs among CUDA_VISIBLE_DEVICES, isolation gives one each") {
   TempDir dir;
   auto envs = dump_env(dir, {"--nproc-per-node=gpu", "--devices=1,3"}, {{"CUDA_VISIBLE_DEVICES", "4,5,6,7"}}, 2);
   CHECK(envs[0]["CUDA_VISIBLE_DEVICES"] == "5,7");
@@ -131,7 +131,7 @@ TEST_CASE("--devices selects GPUs among CUDA_VISIBLE_DEVICES; isolation gives on
   }
 }
 
-TEST_CASE("--dry-run prints each worker's command and environment and starts nothing") {
+TEST_CASE("dry run prints each worker's command and environment and starts nothing") {
   TempDir dir;
   auto r = launch({"--nproc-per-node=2", "--dry-run", "sh", "-c", "touch " + (dir / "ran")});
   CHECK(r.exit_code == 0);

@@ -53,7 +53,7 @@ TEST_CASE("lines from many busy workers never interleave") {
   CHECK(bad == 0);
 }
 
-TEST_CASE("--log-dir keeps torchrun's layout with every stream") {
+TEST_CASE("a log dir keeps torchrun's layout with every stream") {
   TempDir logs;
   auto r = launch({"--nproc-per-node=2", "--log-dir", logs.path(), "--rdzv-id=myjob", "sh", "-c", kTalk});
   REQUIRE(r.exit_code == 0);
@@ -68,7 +68,7 @@ TEST_CASE("--log-dir keeps torchrun's layout with every stream") {
   CHECK_THAT(r.err, Catch::Contains("logs in " + run));
 }
 
-TEST_CASE("--redirects sends streams to files only; --tee to both") {
+TEST_CASE("redirects send streams to files only, tee to both") {
   TempDir logs;
   auto r = launch({"--nproc-per-node=2", "--log-dir", logs.path(), "--redirects=1", "--tee=0:2", "sh", "-c", kTalk});
   REQUIRE(r.exit_code == 0);
@@ -85,7 +85,7 @@ TEST_CASE("--redirects sends streams to files only; --tee to both") {
   CHECK(read_file(kept + "/attempt_0/0/stderr.log") == "err-0\n");
 }
 
-TEST_CASE("--local-ranks-filter hides ranks on the console but not in the files") {
+TEST_CASE("local-ranks-filter hides ranks on the console but not in the files") {
   TempDir logs;
   auto r = launch({"--nproc-per-node=3", "--log-dir", logs.path(), "--local-ranks-filter=0,2", "sh", "-c", kTalk});
   REQUIRE(r.exit_code == 0);
@@ -113,7 +113,7 @@ TEST_CASE("a temporary run directory is removed when nothing was redirected") {
   CHECK(fs::is_empty(tmp.path()));
 }
 
-TEST_CASE("--log-dir /dev/null disables every file, error files included") {
+TEST_CASE("log dir /dev/null disables every file, error files included") {
   auto r = launch({"--log-dir=/dev/null", "sh", "-c", "test -z \"$TORCHELASTIC_ERROR_FILE\""});
   CHECK(r.exit_code == 0);
 }

@@ -25,7 +25,7 @@ bool all_up(const TempDir& dir, int n) {
 
 }  // namespace
 
-TEST_CASE("SIGTERM to the launcher is forwarded to every worker; exit 143") {
+TEST_CASE("SIGTERM to the launcher is forwarded to every worker, exit 143") {
   TempDir dir;
   Background launcher({launcher_path(), "--nproc-per-node=3", "sh", "-c", trapping_worker(dir, "TERM", 0)});
   REQUIRE(wait_until([&] { return all_up(dir, 3); }, 30s));

@@ -136,7 +136,7 @@ TEST_CASE("a worker failure on one node stops every node with the same root caus
   CHECK_THAT(r1.err, Catch::Contains("Root cause") && Catch::Contains("rank      : 3 (local_rank: 1)"));
 }
 
-TEST_CASE("--max-restarts restarts every node together with a consistent restart count") {
+TEST_CASE("max-restarts restarts every node together with a consistent restart count") {
   TempDir dir;
   int port = free_port();
   std::string script = "echo $TORCHELASTIC_RESTART_COUNT >> " + dir.path() + "/count.$RANK; "

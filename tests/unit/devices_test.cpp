@@ -60,7 +60,7 @@ TEST_CASE("auto falls back to the CPU count without GPUs") {
   CHECK(plan_devices(with_nproc("cpu"), inputs(std::nullopt, 2, 6)).nproc == 6);
 }
 
-TEST_CASE("--devices selects among the visible devices") {
+TEST_CASE("devices flag selects among the visible devices") {
   auto o = with_nproc("gpu");
   o.devices = std::vector<int>{1, 3};
   auto plan = plan_devices(o, inputs("4,5,6,7", 4));

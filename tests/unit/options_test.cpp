@@ -51,13 +51,13 @@ TEST_CASE("everything after PROGRAM belongs to the program") {
   CHECK_FALSE(o.module);
 }
 
-TEST_CASE("-- separates options from the program") {
+TEST_CASE("a -- separates options from the program") {
   auto o = parse({"--nproc-per-node=2", "--", "prog", "x"});
   CHECK(o.program == "prog");
   CHECK(o.program_args == std::vector<std::string>{"x"});
 }
 
-TEST_CASE("PET_ environment variables are defaults; the command line wins") {
+TEST_CASE("PET_ environment variables are defaults, the command line wins") {
   Environment env{{"PET_NPROC_PER_NODE", "3"}, {"PET_MAX_RESTARTS", "5"}, {"PET_STANDALONE", "1"}};
   auto o = parse({"prog"}, env);
   CHECK(o.nproc.count == 3);

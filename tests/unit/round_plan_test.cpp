@@ -23,7 +23,7 @@ NodeInfo node(const std::string& name, int nproc, int requested = -1, int previo
 
 }  // namespace
 
-TEST_CASE("ranks follow join order; RANK bases are prefix sums of nproc") {
+TEST_CASE("ranks follow join order, RANK bases are prefix sums of nproc") {
   auto plan = make_plan({node("a", 2), node("b", 4), node("c", 1)}, 3, 1);
   REQUIRE(plan.error.empty());
   REQUIRE(plan.nodes.size() == 3);
@@ -36,7 +36,7 @@ TEST_CASE("ranks follow join order; RANK bases are prefix sums of nproc") {
   CHECK(plan.restart_count == 1);
 }
 
-TEST_CASE("an explicit --node-rank is honoured; previous ranks are kept when free") {
+TEST_CASE("an explicit --node-rank is honoured, previous ranks are kept when free") {
   auto plan = make_plan({node("a", 1), node("b", 1, 0), node("c", 1, -1, 2), node("d", 1)}, 0, 0);
   REQUIRE(plan.error.empty());
   CHECK(plan.nodes[0].info.name == "b");  // asked for 0
@@ -60,7 +60,7 @@ TEST_CASE("disagreements become a plan error, not a hang") {
   CHECK_THAT(make_plan({node("a", 1), restarts}, 0, 0).error, Catch::Contains("--max-restarts"));
 }
 
-TEST_CASE("records survive JSON round trips; garbage is rejected") {
+TEST_CASE("records survive JSON round trips, garbage is rejected") {
   auto plan = make_plan({node("a", 2), node("b", 3)}, 1, 2);
   auto back = plan_from_json(to_json(plan));
   CHECK(back.world_size == 5);
