@@ -52,9 +52,10 @@ TEST_CASE("one rank exits 3: its siblings are stopped and the launcher exits 3")
 }
 
 TEST_CASE("a worker that ignores SIGTERM is killed after the shutdown timeout") {
+  TempDir dir;
   auto r = launch({"--nproc-per-node=2", "--shutdown-timeout=1", "sh", "-c",
-                   "trap '' TERM; if [ $RANK = 0 ]; then sleep 0.3; exit 4; fi; "
-                   "while true; do sleep 0.1; done"}, {}, 60s);
+                   "trap '' TERM; if [ $RANK = 0 ]; then while [ ! -e " + (dir / "deaf") + " ]; do sleep 0.02; done; "
+                   "exit 4; fi; touch " + (dir / "deaf") + "; while true; do sleep 0.1; done"}, {}, 60s);
   CHECK(r.exit_code == 4);
   CHECK_THAT(r.err, Catch::Contains("still running 1 s after SIGTERM: sending SIGKILL"));
   CHECK_THAT(r.err, Catch::Contains("signal 9 (SIGKILL)"));
@@ -79,7 +80,10 @@ TEST_CASE("SIGKILL of the launcher leaves no worker and no worker child alive") 
 TEST_CASE("max-restarts restarts the whole group with the restart count incremented") {
   TempDir dir;
   std::string script = "echo $TORCHELASTIC_RESTART_COUNT >> " + dir.path() + "/attempts.$RANK; "
-                       "if [ $RANK = 1 ] && [ $TORCHELASTIC_RESTART_COUNT -lt 2 ]; then exit 1; fi; "
+                       // rank 1 fails once rank 0 is up in this attempt (so rank 0 is seen restarting)
+                       "if [ $RANK = 1 ] && [ $TORCHELASTIC_RESTART_COUNT -lt 2 ]; then "
+                       "while ! grep -qx $TORCHELASTIC_RESTART_COUNT " + dir.path() + "/attempts.0; do sleep 0.02; done; "
+                       "exit 1; fi; "
                        "if [ $RANK = 0 ] && [ $TORCHELASTIC_RESTART_COUNT -lt 2 ]; then sleep 30; fi";
   auto r = launch({"--nproc-per-node=2", "--max-restarts=3", "sh", "-c", script}, {}, 120s);
   INFO(r.err);

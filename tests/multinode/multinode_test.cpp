@@ -140,7 +140,9 @@ TEST_CASE("max-restarts restarts every node together with a consistent restart c
   TempDir dir;
   int port = free_port();
   std::string script = "echo $TORCHELASTIC_RESTART_COUNT >> " + dir.path() + "/count.$RANK; "
-                       "if [ $RANK = 2 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then exit 5; fi; sleep 0.3";
+                       "if [ $RANK = 2 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then "
+                       "while [ ! -s " + dir.path() + "/count.0 ] || [ ! -s " + dir.path() + "/count.1 ]; do sleep 0.02; done; "
+                       "exit 5; fi; sleep 0.3";
   Background node1(with(static_node(2, 1, port, 1), {"--max-restarts=2", "sh", "-c", script}));
   auto r0 = run(with(static_node(2, 0, port, 2), {"--max-restarts=2", "sh", "-c", script}), {}, 120s);
   auto r1 = node1.wait(60s);
