@@ -238,6 +238,10 @@ void Reducer::mark_ready(size_t index) {
   Bucket& bucket = buckets_[b];
   torch::Tensor& view = bucket.views[slot];
   const torch::Tensor grad = params_[index].grad();
+  if (grad.defined() && grad.is_sparse()) {
+    throw DdpError("DistributedDataParallel: parameter " + std::to_string(index) + " '" + names_[index] +
+                   "' has a sparse gradient, which libddp does not support; use a dense embedding (sparse=false)");
+  }
   const double scale = 1.0 / world_size_;
   if (!grad.defined()) {
     view.zero_();
