@@ -5,7 +5,9 @@
 #include <cxxabi.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <exception>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <typeinfo>
@@ -48,12 +50,34 @@ void record(const std::string& type, const std::string& message, const std::stri
   out << j.dump() << '\n';
 }
 
+// An exception escaping another thread (or a noexcept function) ends in std::terminate:
+// record it too, then abort as the default handler would.
+[[noreturn]] void on_terminate() {
+  static std::atomic<bool> entered{false};
+  if (entered.exchange(true)) std::abort();
+  std::string type = "std::terminate";
+  std::string message = "terminate called without an active exception";
+  if (std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      type = demangle(typeid(ex).name());
+      message = ex.what();
+    } catch (...) {
+      message = "a non-std::exception";
+    }
+  }
+  record(type, message + " (escaped a thread or a noexcept function: std::terminate)", "");
+  std::abort();
+}
+
 }  // namespace
 
 void write_error_file(const std::string& type, const std::string& message) { record(type, message, ""); }
 
 namespace detail {
 int run_main(int argc, char** argv, const std::function<int(int, char**)>& main_fn) {
+  std::set_terminate(on_terminate);
   try {
     return main_fn(argc, argv);
   } catch (const c10::Error& e) {

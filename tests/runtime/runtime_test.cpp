@@ -183,6 +183,14 @@ TEST_CASE("ddp::run writes the @record error file and exits 1", "[run]") {
   CHECK(std::stoll(ts) > 1600000000);
 }
 
+TEST_CASE("ddp::run records an exception escaping another thread, then aborts", "[run]") {
+  Workers w = run_workers("thread-throws", 1);
+  INFO(w.describe());
+  CHECK(w.ranks[0].exit_code == 128 + SIGABRT);
+  CHECK_THAT(w.ranks[0].error_file, Catch::Contains("ddp::DdpError: worker thread failed") &&
+                                        Catch::Contains("std::terminate"));
+}
+
 TEST_CASE("ddp::spawn runs a working group and propagates the first failure", "[spawn]") {
   SECTION("success") {
     Workers w = run_workers("spawn-ok", 1);

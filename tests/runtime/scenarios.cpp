@@ -297,6 +297,11 @@ int peer_stalls() {
   return 0;
 }
 
+int thread_throws() {
+  std::thread([] { throw DdpError("worker thread failed"); }).join();
+  return 0;
+}
+
 int throws() { throw ConfigError("boom: set DDP_X to fix it"); }
 
 int join_only() {
@@ -336,7 +341,7 @@ int run_scenario(const std::string& name) {
   static const std::map<std::string, std::function<int()>> scenarios = {
       {"train", train},         {"collectives", collectives}, {"mismatch", mismatch},
       {"buffers", buffers},     {"checkpoint", checkpoint},   {"save-loop", save_loop},
-      {"throw", throws},        {"peer-dies", peer_dies}, {"peer-stalls", peer_stalls}, {"join-and-vanish", join_and_vanish},        {"join-only", join_only},     {"spawn-ok", spawn_ok},
+      {"throw", throws},        {"thread-throws", thread_throws},        {"peer-dies", peer_dies}, {"peer-stalls", peer_stalls}, {"join-and-vanish", join_and_vanish},        {"join-only", join_only},     {"spawn-ok", spawn_ok},
       {"spawn-fail", spawn_fail}};
   auto it = scenarios.find(name);
   if (it == scenarios.end()) throw std::runtime_error("unknown worker scenario '" + name + "'");

@@ -1,6 +1,7 @@
 // run(): wraps a worker's main. An exception escaping main is logged with the rank prefix,
 // written to TORCHELASTIC_ERROR_FILE in PyTorch's @record JSON format and turned into exit
-// code 1, so ddp-launch's failure report shows the cause. Logging helpers prefix the rank and
+// code 1, so ddp-launch's failure report shows the cause (one escaping another thread is
+// recorded the same way, then the process aborts). Logging helpers prefix the rank and
 // write each line with one write() (lines of concurrent workers do not interleave).
 #pragma once
 
