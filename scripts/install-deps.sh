@@ -9,7 +9,7 @@ packages=(
   libboost-dev libcli11-dev libfmt-dev catch2 nlohmann-json3-dev
   libtorch-dev libgloo-dev libopenblas0-pthread
   python3-torch python3-numpy
-  iproute2 iputils-ping procps
+  iproute2 iputils-ping procps time
 )
 
 missing=()
