@@ -3,18 +3,18 @@
 # on gloo/CPU: the MLP 784-1024-1024-1024-10 (batch 32) and the tiny 10-10-5 model (batch 20),
 # world 1 and 2, runs alternating C++/Python, medians and ratios. Both are started by the same
 # launcher (PyTorch 1.13's torchrun via shared/peers/torchrun_fixed.py), OMP_NUM_THREADS=1.
-# Env: BUILD_DIR (default build-rt; must contain tests/runtime/ddp_bench), REPEATS (default 3),
+# Env: BUILD_DIR (default build; ddp_bench is built there if missing), REPEATS (default 3),
 #      PEERS (default ../shared/peers), WORLDS (default "1 2"), CASES (default "mlp tiny").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${BUILD_DIR:-build-rt}
+build=${BUILD_DIR:-build}
 repeats=${REPEATS:-3}
 peers=${PEERS:-$(cd .. && pwd)/shared/peers}
 [[ -d $peers ]] || peers=/work/shared/peers
 bench=$build/tests/runtime/ddp_bench
 if [[ ! -x $bench ]]; then
-  echo "bench-ddp: $bench not found; build it: cmake --build $build --target ddp_bench" >&2
-  exit 2
+  cmake -S . -B "$build" -G Ninja >/dev/null
+  cmake --build "$build" --target ddp_bench >/dev/null
 fi
 cores=$(nproc --all)
 export OMP_NUM_THREADS=1

@@ -69,14 +69,24 @@ RoundPlan Rendezvous::lead(const NodeInfo& self, int round, int restart_count) {
       std::vector<std::string> keys;
       for (long t = 1; t <= count; ++t) keys.push_back(JobKeys::join(round, t));
       std::string who;
-      for (const auto& v : job_.multi_get(keys, store::Duration(5000)))
-        who += (who.empty() ? "" : ", ") + node_info_from_json(v).host;
+      std::vector<bool> present(static_cast<size_t>(nnodes_max_), false);
+      for (const auto& v : job_.multi_get(keys, store::Duration(5000))) {
+        NodeInfo n = node_info_from_json(v);
+        who += fmt::format("{}{} ({})", who.empty() ? "" : ", ",
+                           n.requested_rank >= 0 ? fmt::format("node {}", n.requested_rank) : "a node", n.host);
+        if (n.requested_rank >= 0 && n.requested_rank < nnodes_max_) present[n.requested_rank] = true;
+      }
+      std::string missing;
+      if (self.requested_rank >= 0)  // ranks are explicit: name the absent ones
+        for (int r = 0; r < nnodes_min_; ++r)
+          if (!present[r]) missing += fmt::format("{}{}", missing.empty() ? "; missing: node " : ", ", r);
       RoundPlan failed;
       failed.round = round;
-      failed.error = fmt::format("rendezvous timed out after {} s: {} of {} node{} joined ({}); check "
+      failed.error = fmt::format("rendezvous timed out after {} s: {} of {} node{} joined: {}{}; check "
                                  "that every node runs ddp-launch with the same --rdzv-id and "
                                  "store address, and that the network between them is open",
-                                 conf_.join_timeout_s, count, nnodes_min_, nnodes_min_ == 1 ? "" : "s", who);
+                                 conf_.join_timeout_s, count, nnodes_min_, nnodes_min_ == 1 ? "" : "s", who,
+                                 missing);
       job_.set(JobKeys::plan(round), to_json(failed));
       rendezvous_failed(failed.error);
     }

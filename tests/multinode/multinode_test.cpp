@@ -123,6 +123,18 @@ TEST_CASE("a late node makes every node restart into a bigger round") {
   CHECK_THAT(ra.err + rb.err, Catch::Contains("a new node is waiting to join"));
 }
 
+TEST_CASE("a node that finishes early waits for the others, and the job succeeds") {
+  TempDir dir;
+  int port = free_port();
+  Background node1(with(static_node(2, 1, port, 1), {"true"}));
+  auto r0 = run(with(static_node(2, 0, port, 1), {"sh", "-c", "sleep 3; touch " + (dir / "slow-done")}), {}, 120s);
+  auto r1 = node1.wait(60s);
+  INFO(r0.err << r1.err);
+  CHECK(r0.exit_code == 0);
+  CHECK(r1.exit_code == 0);
+  CHECK(file_exists(dir / "slow-done"));
+}
+
 TEST_CASE("a worker failure on one node stops every node with the same root cause") {
   int port = free_port();
   Background node1(with(static_node(2, 1, port, 2),

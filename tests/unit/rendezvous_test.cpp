@@ -111,7 +111,7 @@ TEST_CASE("a rendezvous that never completes times out naming who joined") {
     FAIL("expected a timeout");
   } catch (const LaunchError& e) {
     CHECK(e.exit_code() == exit_code::kRendezvousFailed);
-    CHECK_THAT(e.what(), Catch::Contains("1 of 2 nodes joined (lonely)"));
+    CHECK_THAT(e.what(), Catch::Contains("1 of 2 nodes joined: node 0 (lonely); missing: node 1"));
   }
   // The failed plan is published so that followers do not wait forever either.
   Rendezvous late(store, conf, false, 2, 2, {});
