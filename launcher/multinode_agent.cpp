@@ -330,9 +330,7 @@ int MultiNodeAgent::run() {
     ++round;
   }
   throw LaunchError(exit_code::kRendezvousFailed,
-                    fmt::format("lost the agent store at {}:{} ({}): the leader's ddp-launch is gone or "
-                                "unreachable; this node's workers were stopped",
-                                endpoint_.host, endpoint_.port, store_lost_));
+                    fmt::format("this node's workers were stopped: {}", store_lost_));
 }
 
 }  // namespace

@@ -164,35 +164,29 @@ TEST_CASE("max-restarts restarts every node together with a consistent restart c
   for (int rank = 0; rank < 3; ++rank) CHECK(read_file(dir / ("count." + std::to_string(rank))) == "0\n1\n");
 }
 
-TEST_CASE("a SIGKILLed launcher is noticed by the other node, which stops its workers") {
+// Two nodes with one sleeping worker each; SIGKILL node `victim`'s launcher. The survivor
+// must stop its worker and exit 124 with every one of `messages` in its report.
+static void kill_one_node(int victim, const std::vector<std::string>& messages) {
   TempDir dir;
   int port = free_port();
   std::string script = "echo $$ > " + dir.path() + "/pid.$RANK; sleep 300";
   Background node0(with(static_node(2, 0, port, 1), {"sh", "-c", script}));
   Background node1(with(static_node(2, 1, port, 1), {"sh", "-c", script}));
   REQUIRE(wait_until([&] { return file_exists(dir / "pid.0") && file_exists(dir / "pid.1"); }, 60s));
-  pid_t survivor_worker = std::stoi(read_file(dir / "pid.0"));
-  node1.signal(SIGKILL);
-  auto r0 = node0.wait(60s);
-  CHECK(r0.exit_code == 124);
-  CHECK_THAT(r0.err, Catch::Contains("node 1") && Catch::Contains("was lost"));
+  const int survivor = 1 - victim;
+  pid_t survivor_worker = std::stoi(read_file(dir / ("pid." + std::to_string(survivor))));
+  (victim == 0 ? node0 : node1).signal(SIGKILL);
+  auto r = (survivor == 0 ? node0 : node1).wait(60s);
+  CHECK(r.exit_code == 124);
+  for (const auto& m : messages) CHECK_THAT(r.err, Catch::Contains(m));
   CHECK_FALSE(process_alive(survivor_worker));
 }
 
-TEST_CASE("the leader's death stops the followers") {
-  TempDir dir;
-  int port = free_port();
-  std::string script = "echo $$ > " + dir.path() + "/pid.$RANK; sleep 300";
-  Background node0(with(static_node(2, 0, port, 1), {"sh", "-c", script}));
-  Background node1(with(static_node(2, 1, port, 1), {"sh", "-c", script}));
-  REQUIRE(wait_until([&] { return file_exists(dir / "pid.0") && file_exists(dir / "pid.1"); }, 60s));
-  pid_t follower_worker = std::stoi(read_file(dir / "pid.1"));
-  node0.signal(SIGKILL);
-  auto r1 = node1.wait(60s);
-  CHECK(r1.exit_code == 124);
-  CHECK_THAT(r1.err, Catch::Contains("lost the agent store"));
-  CHECK_FALSE(process_alive(follower_worker));
+TEST_CASE("a SIGKILLed launcher is noticed by the other node, which stops its workers") {
+  kill_one_node(1, {"node 1 (", "was lost"});
 }
+
+TEST_CASE("the leader's death stops the followers") { kill_one_node(0, {"lost the agent store"}); }
 
 TEST_CASE("a duplicate node rank is reported, not hung on") {
   int port = free_port();
