@@ -213,8 +213,12 @@ int MultiNodeAgent::run() {
   int round = leader_ ? 0 : -1;
   int restart_count = 0;
   int previous_rank = -1;
+  int expected_nodes = 0;  // how many nodes the next round waits for (0: up to nnodes_max)
   for (;;) {
-    RoundPlan plan = rendezvous.join(self_info(previous_rank), round, restart_count);
+    // Nodes that restart need a heartbeat to notice and up to the grace period to stop.
+    rdzv::Regroup regroup{expected_nodes, conf.last_call_timeout_s + o_.shutdown_timeout_s +
+                                                          2 * conf.heartbeat_interval_s};
+    RoundPlan plan = rendezvous.join(self_info(previous_rank), round, restart_count, regroup);
     round = plan.round;
     const rdzv::PlannedNode& me = *plan.find(name_);
     previous_rank = me.group_rank;
@@ -327,6 +331,10 @@ int MultiNodeAgent::run() {
     }
     launcher_notice(fmt::format("{}; restarting on every node in round {}", abort->reason, round + 1));
     restart_count = plan.restart_count + (abort->kind == AbortRecord::Kind::kMembership ? 0 : 1);
+    expected_nodes = static_cast<int>(plan.nodes.size());
+    if (abort->kind == AbortRecord::Kind::kLost) expected_nodes -= 1;
+    if (abort->kind == AbortRecord::Kind::kMembership && leader_)
+      expected_nodes += static_cast<int>(job_store_->add(JobKeys::waiting(round), 0));
     ++round;
   }
   throw LaunchError(exit_code::kRendezvousFailed,
@@ -337,7 +345,11 @@ int MultiNodeAgent::run() {
 
 int run_multi_node_agent(const LaunchOptions& options, const Environment& env, const JobSetup& job,
                          const std::string& run_id) {
-  return MultiNodeAgent(options, env, job, run_id).run();
+  try {
+    return MultiNodeAgent(options, env, job, run_id).run();
+  } catch (const store::StoreError& e) {  // unreachable, refused or lost store outside a round
+    throw LaunchError(exit_code::kRendezvousFailed, e.what());
+  }
 }
 
 }  // namespace ddp::launch

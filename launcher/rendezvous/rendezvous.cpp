@@ -1,6 +1,7 @@
 #include "launcher/rendezvous/rendezvous.hpp"
 
 #include <algorithm>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -45,11 +46,14 @@ bool Rendezvous::wait_key(const std::string& key, Clock::time_point deadline) {
   }
 }
 
-RoundPlan Rendezvous::join(const NodeInfo& self, int round, int restart_count) {
-  return leader_ ? lead(self, round, restart_count) : follow(self, round);
+RoundPlan Rendezvous::join(const NodeInfo& self, int round, int restart_count, Regroup regroup) {
+  return leader_ ? lead(self, round, restart_count, regroup) : follow(self, round);
 }
 
-RoundPlan Rendezvous::lead(const NodeInfo& self, int round, int restart_count) {
+RoundPlan Rendezvous::lead(const NodeInfo& self, int round, int restart_count, Regroup regroup) {
+  const bool regrouping = regroup.expected > 0;
+  const long enough = regrouping ? std::clamp(regroup.expected, nnodes_min_, nnodes_max_) : nnodes_max_;
+  const double last_call_s = regrouping ? regroup.wait_s : conf_.last_call_timeout_s;
   job_.set(JobKeys::open(round), "1");
   job_.set(JobKeys::current_round(), std::to_string(round));
   long ticket = job_.add(JobKeys::ticket(round), 1);
@@ -60,9 +64,9 @@ RoundPlan Rendezvous::lead(const NodeInfo& self, int round, int restart_count) {
   long count = 0;
   for (;;) {
     count = job_.add(JobKeys::ticket(round), 0);
-    if (count >= nnodes_max_) break;
+    if (count >= enough) break;
     if (count >= nnodes_min_) {
-      if (!last_call) last_call = Clock::now() + seconds(conf_.last_call_timeout_s);
+      if (!last_call) last_call = Clock::now() + seconds(last_call_s);
       if (Clock::now() >= *last_call) break;
     }
     if (Clock::now() >= join_deadline) {
@@ -100,7 +104,13 @@ RoundPlan Rendezvous::lead(const NodeInfo& self, int round, int restart_count) {
     joined.push_back(node_info_from_json(v));
   RoundPlan plan = make_plan(joined, round, restart_count);
   job_.set(JobKeys::plan(round), to_json(plan));
-  if (!plan.error.empty()) rendezvous_failed(plan.error);
+  if (!plan.error.empty()) {
+    // Keep the store up until the other nodes have read why, so they report it too.
+    const auto deadline = Clock::now() + seconds(conf_.heartbeat_timeout_s);
+    while (job_.add(JobKeys::plan_read(round), 0) < count - 1 && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    rendezvous_failed(plan.error);
+  }
   return plan;
 }
 
@@ -121,6 +131,7 @@ RoundPlan Rendezvous::follow(const NodeInfo& self, int round) {
     job_.set(JobKeys::join(round, ticket), to_json(self));
     if (!wait_key(JobKeys::plan(round), join_deadline)) timed_out(fmt::format("the plan of round {}", round));
     RoundPlan plan = plan_from_json(job_.get(JobKeys::plan(round), store::Duration(5000)));
+    job_.add(JobKeys::plan_read(round), 1);
     if (!plan.error.empty()) rendezvous_failed(plan.error);
     if (plan.find(self.name)) return plan;
     if (static_cast<int>(plan.nodes.size()) >= nnodes_max_)

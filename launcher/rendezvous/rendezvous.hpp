@@ -23,10 +23,19 @@ struct JobKeys {
   static std::string ticket(int r) { return "r" + std::to_string(r) + "/ticket"; }
   static std::string join(int r, long t) { return "r" + std::to_string(r) + "/join/" + std::to_string(t); }
   static std::string plan(int r) { return "r" + std::to_string(r) + "/plan"; }
+  static std::string plan_read(int r) { return "r" + std::to_string(r) + "/plan_read"; }
   static std::string abort(int r) { return "r" + std::to_string(r) + "/abort"; }
   static std::string waiting(int r) { return "r" + std::to_string(r) + "/waiting"; }
   static std::string done(int r, int g) { return "r" + std::to_string(r) + "/done/" + std::to_string(g); }
   static std::string exited(int r, int g) { return "r" + std::to_string(r) + "/exited/" + std::to_string(g); }
+};
+
+// After a restart the leader knows who should come back: `expected` nodes (clamped to
+// nnodes_min..nnodes_max). The round closes as soon as they are there; with fewer (but at
+// least nnodes_min) it closes `wait_s` after nnodes_min joined instead of the last call.
+struct Regroup {
+  int expected = 0;  // 0: a first round, no expectation
+  double wait_s = 0;
 };
 
 class Rendezvous {
@@ -36,14 +45,14 @@ class Rendezvous {
              std::function<int()> interrupted);
 
   // Joins round `round` (a follower's first call passes -1: the round currently open).
-  // Returns a plan that contains `self`.
-  RoundPlan join(const NodeInfo& self, int round, int restart_count);
+  // Returns a plan that contains `self`. `regroup` matters to the leader only.
+  RoundPlan join(const NodeInfo& self, int round, int restart_count, Regroup regroup = {});
 
   // Waits until `key` exists or the deadline passes, in heartbeat-sized slices.
   bool wait_key(const std::string& key, std::chrono::steady_clock::time_point deadline);
 
  private:
-  RoundPlan lead(const NodeInfo& self, int round, int restart_count);
+  RoundPlan lead(const NodeInfo& self, int round, int restart_count, Regroup regroup);
   RoundPlan follow(const NodeInfo& self, int round);
   void check_interrupted();
 

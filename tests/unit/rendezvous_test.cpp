@@ -145,3 +145,20 @@ TEST_CASE("a signal interrupts a waiting rendezvous") {
     CHECK(e.exit_code() == 130);
   }
 }
+
+TEST_CASE("after a restart the leader closes the round once the expected nodes are back") {
+  store::MemoryStore store;
+  auto conf = fast_conf();
+  conf.last_call_timeout_s = 30;  // a first round would wait this long for a third node
+  auto follower = std::async(std::launch::async, [&] {
+    Rendezvous r(store, conf, false, 1, 3, {});
+    return r.join(node("b", 1, -1, 1, 3), 4, 0);
+  });
+  Rendezvous leader(store, conf, true, 1, 3, {});
+  auto t0 = std::chrono::steady_clock::now();
+  RoundPlan plan = leader.join(node("a", 1, -1, 1, 3), 4, 1, Regroup{2, 30});
+  CHECK(plan.nodes.size() == 2);
+  CHECK(plan.restart_count == 1);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  CHECK(follower.get().round == 4);
+}
