@@ -17,7 +17,7 @@ namespace {
 
 bool explicit_port(const LaunchOptions& o) { return o.master_port && *o.master_port != 0 && !o.standalone; }
 
-// Ranks and the store address for this node (static rendezvous: no coordination needed).
+// Ranks and the workers' store for a single node (and for --dry-run, which does not rendezvous).
 GroupPlan plan_group(const LaunchOptions& o, int nproc, const std::string& run_id) {
   GroupPlan plan;
   plan.node_rank = o.node_rank;
@@ -47,7 +47,6 @@ void write_launcher_error_file(const Environment& env, const WorkerOutcome& root
 }
 
 }  // namespace
-
 
 int run_agent(const LaunchOptions& o, const Environment& env) {
   const JobSetup job = setup_job(o, env);
