@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <stdexcept>
+#include <utility>
 
 #include "launcher/store/codec.hpp"
 
@@ -37,6 +38,26 @@ bool RawPeer::send(const std::string& bytes) {
   return true;
 }
 
+// Waits until the deadline for more bytes and appends them to pending_. False when the
+// deadline passed or the peer closed (closed_ is then set).
+bool RawPeer::receive_more(std::chrono::steady_clock::time_point deadline) {
+  while (!closed_) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char buf[65536];
+    ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+    if (n <= 0) {
+      closed_ = true;
+      return false;
+    }
+    pending_.append(buf, static_cast<size_t>(n));
+    return true;
+  }
+  return false;
+}
+
 std::optional<std::string> RawPeer::read_frame(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
@@ -50,38 +71,15 @@ std::optional<std::string> RawPeer::read_frame(std::chrono::milliseconds timeout
         return payload;
       }
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0 || closed_) return std::nullopt;
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-    char buf[65536];
-    ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-    if (n <= 0) {
-      closed_ = true;
-      continue;
-    }
-    pending_.append(buf, static_cast<size_t>(n));
+    if (!receive_more(deadline)) return std::nullopt;
   }
 }
 
 std::string RawPeer::drain(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::string all = std::move(pending_);
-  pending_.clear();
-  while (!closed_) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) break;
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-    char buf[65536];
-    ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-    if (n <= 0) {
-      closed_ = true;
-      break;
-    }
-    all.append(buf, static_cast<size_t>(n));
+  while (receive_more(deadline)) {
   }
-  return all;
+  return std::exchange(pending_, std::string());
 }
 
 void RawPeer::handshake(const std::string& name, uint32_t heartbeat_ms) {

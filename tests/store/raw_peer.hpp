@@ -27,6 +27,7 @@ class RawPeer {
   void handshake(const std::string& name = "", uint32_t heartbeat_ms = 0);
 
  private:
+  bool receive_more(std::chrono::steady_clock::time_point deadline);
   int fd_ = -1;
   bool closed_ = false;
   std::string pending_;
