@@ -6,11 +6,11 @@
 
 #include <fmt/format.h>
 
-#include "launcher/attempt_setup.hpp"
-#include "launcher/exit_status.hpp"
-#include "launcher/multinode_agent.hpp"
-#include "launcher/net.hpp"
-#include "launcher/output.hpp"
+#include "launcher/supervise/worker_launches.hpp"
+#include "launcher/base/exit_status.hpp"
+#include "launcher/multinode/multinode_agent.hpp"
+#include "launcher/os/ports.hpp"
+#include "launcher/worker/output.hpp"
 
 namespace ddp::launch {
 namespace {

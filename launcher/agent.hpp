@@ -5,8 +5,8 @@
 // launcher's exit code (exit_status.hpp). Blocks.
 #pragma once
 
-#include "launcher/environment.hpp"
-#include "launcher/options.hpp"
+#include "launcher/cli/environment.hpp"
+#include "launcher/cli/options.hpp"
 
 namespace ddp::launch {
 

@@ -6,11 +6,11 @@
 #include <fmt/format.h>
 
 #include "launcher/agent.hpp"
-#include "launcher/exit_status.hpp"
-#include "launcher/launch_error.hpp"
-#include "launcher/options.hpp"
-#include "launcher/output.hpp"
-#include "launcher/process.hpp"
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
+#include "launcher/cli/options.hpp"
+#include "launcher/worker/output.hpp"
+#include "launcher/os/process.hpp"
 
 extern char** environ;
 

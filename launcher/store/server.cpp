@@ -9,8 +9,6 @@
 #include <future>
 #include <thread>
 
-#include "launcher/exit_status.hpp"
-#include "launcher/launch_error.hpp"
 #include "launcher/store/session.hpp"
 
 namespace ddp::launch::store {
@@ -62,8 +60,9 @@ void StoreServer::start() {
     tcp::resolver resolver(impl_->io);
     auto results = resolver.resolve(o.host, std::to_string(o.port), tcp::resolver::passive, ec);
     if (ec || results.empty())
-      throw LaunchError(exit_code::kUsage, fmt::format("cannot listen for the rendezvous store on {}: bad "
-                                                       "address ({})", where, ec.message()));
+      throw BindError(fmt::format("cannot listen for the rendezvous store on {}: bad address ({})", where,
+                                  ec.message()),
+                      false);
     endpoint = results.begin()->endpoint();
   }
   boost::system::error_code ec;
@@ -75,12 +74,11 @@ void StoreServer::start() {
   if (ec) {
     acc.close();
     if (ec == asio::error::address_in_use)
-      throw LaunchError(exit_code::kAddressInUse,
-                        fmt::format("cannot listen for the rendezvous store on {}: address already in use; "
-                                    "another ddp-launch (or other program) holds the port: stop it or "
-                                    "choose another port", where));
-    throw LaunchError(exit_code::kUsage,
-                      fmt::format("cannot listen for the rendezvous store on {}: {}", where, ec.message()));
+      throw BindError(fmt::format("cannot listen for the rendezvous store on {}: address already in use; "
+                                  "another ddp-launch (or other program) holds the port: stop it or "
+                                  "choose another port", where),
+                      true);
+    throw BindError(fmt::format("cannot listen for the rendezvous store on {}: {}", where, ec.message()), false);
   }
   impl_->port = acc.local_endpoint().port();
   impl_->do_accept();

@@ -33,6 +33,18 @@ struct ServerOptions {
   std::function<void(const std::string&)> log;
 };
 
+// start() could not listen: the port is taken (address_in_use()), the host does not
+// resolve, or another OS error. The message names host:port and what to do.
+class BindError : public StoreError {
+ public:
+  BindError(const std::string& message, bool address_in_use)
+      : StoreError(message), address_in_use_(address_in_use) {}
+  bool address_in_use() const { return address_in_use_; }
+
+ private:
+  bool address_in_use_;
+};
+
 class StoreServer {
  public:
   explicit StoreServer(ServerOptions options);
@@ -40,8 +52,7 @@ class StoreServer {
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;
 
-  // Binds and starts the server thread. Throws LaunchError(exit_code::kAddressInUse)
-  // naming host:port when the port is taken, LaunchError(kUsage) for a bad host.
+  // Binds and starts the server thread. Throws BindError naming host:port.
   void start();
   uint16_t port() const;
   // Closes every connection (no __dropped__ keys are set) and joins the thread. Idempotent.

@@ -4,8 +4,6 @@
 
 #include <thread>
 
-#include "launcher/exit_status.hpp"
-#include "launcher/launch_error.hpp"
 #include "launcher/store/codec.hpp"
 #include "launcher/store/prefix_store.hpp"
 #include "tests/store/fixture.hpp"
@@ -104,7 +102,7 @@ TEST_CASE("server: requests pipelined behind a parked wait run in order afterwar
   CHECK(decode_response(*second).op == Op::kSet);
 }
 
-TEST_CASE("server: a taken port is LaunchError(kAddressInUse) naming host:port") {
+TEST_CASE("server: a taken port is a BindError (address in use) naming host:port") {
   LocalServer first;
   ServerOptions o = local_options();
   o.port = first.server.port();
@@ -112,8 +110,8 @@ TEST_CASE("server: a taken port is LaunchError(kAddressInUse) naming host:port")
   try {
     second.start();
     FAIL("second server started on a taken port");
-  } catch (const LaunchError& e) {
-    CHECK(e.exit_code() == exit_code::kAddressInUse);
+  } catch (const BindError& e) {
+    CHECK(e.address_in_use());
     CHECK_THAT(std::string(e.what()), Catch::Contains("127.0.0.1:" + std::to_string(o.port)) &&
                                           Catch::Contains("address already in use"));
   }

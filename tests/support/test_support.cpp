@@ -10,8 +10,8 @@
 #include <sstream>
 #include <thread>
 
-#include "launcher/environment.hpp"
-#include "launcher/process.hpp"
+#include "launcher/cli/environment.hpp"
+#include "launcher/os/process.hpp"
 
 extern char** environ;
 

@@ -1,9 +1,9 @@
 // GPU selection: counting, CUDA_VISIBLE_DEVICES masking, --devices, isolation, errors.
 #include <catch2/catch.hpp>
 
-#include "launcher/devices.hpp"
-#include "launcher/exit_status.hpp"
-#include "launcher/launch_error.hpp"
+#include "launcher/worker/devices.hpp"
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
 
 using namespace ddp::launch;
 

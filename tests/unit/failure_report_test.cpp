@@ -3,7 +3,7 @@
 
 #include <csignal>
 
-#include "launcher/failure_report.hpp"
+#include "launcher/supervise/failure_report.hpp"
 
 using namespace ddp::launch;
 

@@ -1,9 +1,9 @@
 // Option parsing: both spellings, PET_* defaults, prefix-command mode, validation errors.
 #include <catch2/catch.hpp>
 
-#include "launcher/exit_status.hpp"
-#include "launcher/launch_error.hpp"
-#include "launcher/options.hpp"
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
+#include "launcher/cli/options.hpp"
 
 using namespace ddp::launch;
 

@@ -4,7 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "launcher/output.hpp"
+#include "launcher/worker/output.hpp"
 #include "tests/support/test_support.hpp"
 
 using namespace ddp::launch;

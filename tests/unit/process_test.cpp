@@ -7,9 +7,9 @@
 #include <sstream>
 #include <thread>
 
-#include "launcher/exit_status.hpp"
-#include "launcher/launch_error.hpp"
-#include "launcher/process.hpp"
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
+#include "launcher/os/process.hpp"
 #include "tests/support/test_support.hpp"
 
 using namespace ddp::launch;

@@ -4,9 +4,9 @@
 #include <future>
 #include <thread>
 
-#include "launcher/exit_status.hpp"
-#include "launcher/launch_error.hpp"
-#include "launcher/rendezvous/rendezvous.hpp"
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
+#include "launcher/multinode/rendezvous.hpp"
 #include "launcher/store/memory_store.hpp"
 
 using namespace ddp::launch;

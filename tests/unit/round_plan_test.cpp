@@ -1,7 +1,7 @@
 // Rank assignment for a rendezvous round, and the records' JSON round trips.
 #include <catch2/catch.hpp>
 
-#include "launcher/rendezvous/round_plan.hpp"
+#include "launcher/multinode/round_plan.hpp"
 
 using namespace ddp::launch::rdzv;
 

@@ -1,8 +1,8 @@
 // Slurm node-list expansion and job detection.
 #include <catch2/catch.hpp>
 
-#include "launcher/launch_error.hpp"
-#include "launcher/slurm.hpp"
+#include "launcher/base/launch_error.hpp"
+#include "launcher/cli/slurm.hpp"
 
 using namespace ddp::launch;
 

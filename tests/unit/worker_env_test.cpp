@@ -1,9 +1,9 @@
 // The worker environment contract and the worker command line.
 #include <catch2/catch.hpp>
 
-#include "launcher/options.hpp"
-#include "launcher/worker_command.hpp"
-#include "launcher/worker_env.hpp"
+#include "launcher/cli/options.hpp"
+#include "launcher/worker/worker_command.hpp"
+#include "launcher/worker/worker_env.hpp"
 #include "tests/support/test_support.hpp"
 
 using namespace ddp::launch;

@@ -1,0 +1,27 @@
+// Slurm defaults: under srun, a launcher with no --nnodes/--node-rank/--master-addr takes
+// SLURM_NNODES, SLURM_NODEID and the first host of SLURM_JOB_NODELIST. Pure.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/cli/environment.hpp"
+
+namespace ddp::launch {
+
+// "node[01-03,07],gpu5" -> node01 node02 node03 node07 gpu5. Throws LaunchError(kUsage)
+// on a malformed list.
+std::vector<std::string> expand_nodelist(const std::string& nodelist);
+
+struct SlurmJob {
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string first_host;
+};
+
+// The job this process runs in, if SLURM_NNODES, SLURM_NODEID and SLURM_JOB_NODELIST
+// (or SLURM_NODELIST) are all set.
+std::optional<SlurmJob> slurm_job(const Environment& env);
+
+}  // namespace ddp::launch

@@ -1,0 +1,146 @@
+#include "launcher/multinode/rendezvous.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
+#include "launcher/os/process.hpp"
+
+namespace ddp::launch::rdzv {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void rendezvous_failed(const std::string& message) {
+  throw LaunchError(exit_code::kRendezvousFailed, message);
+}
+
+Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+}  // namespace
+
+Rendezvous::Rendezvous(store::Store& job, const RendezvousConf& conf, bool leader, int nnodes_min,
+                       int nnodes_max, std::function<int()> interrupted)
+    : job_(job), conf_(conf), leader_(leader), nnodes_min_(nnodes_min), nnodes_max_(nnodes_max),
+      interrupted_(std::move(interrupted)) {}
+
+void Rendezvous::check_interrupted() {
+  if (!interrupted_) return;
+  if (int sig = interrupted_())
+    throw LaunchError(exit_code::from_signal(sig),
+                      fmt::format("interrupted by {} during rendezvous", signal_name(sig)));
+}
+
+bool Rendezvous::wait_key(const std::string& key, Clock::time_point deadline) {
+  const auto slice = std::chrono::duration_cast<store::Duration>(seconds(conf_.heartbeat_interval_s));
+  for (;;) {
+    check_interrupted();
+    auto left = std::chrono::duration_cast<store::Duration>(deadline - Clock::now());
+    if (left.count() <= 0) return job_.check({key});
+    if (job_.wait({key}, std::min(left, slice))) return true;
+  }
+}
+
+RoundPlan Rendezvous::join(const NodeInfo& self, int round, int restart_count, Regroup regroup) {
+  return leader_ ? lead(self, round, restart_count, regroup) : follow(self, round);
+}
+
+RoundPlan Rendezvous::lead(const NodeInfo& self, int round, int restart_count, Regroup regroup) {
+  const bool regrouping = regroup.expected > 0;
+  const long enough = regrouping ? std::clamp(regroup.expected, nnodes_min_, nnodes_max_) : nnodes_max_;
+  const double last_call_s = regrouping ? regroup.wait_s : conf_.last_call_timeout_s;
+  job_.set(JobKeys::open(round), "1");
+  job_.set(JobKeys::current_round(), std::to_string(round));
+  long ticket = job_.add(JobKeys::ticket(round), 1);
+  job_.set(JobKeys::join(round, ticket), to_json(self));
+
+  const auto join_deadline = Clock::now() + seconds(conf_.join_timeout_s);
+  std::optional<Clock::time_point> last_call;
+  long count = 0;
+  for (;;) {
+    count = job_.add(JobKeys::ticket(round), 0);
+    if (count >= enough) break;
+    if (count >= nnodes_min_) {
+      if (!last_call) last_call = Clock::now() + seconds(last_call_s);
+      if (Clock::now() >= *last_call) break;
+    }
+    if (Clock::now() >= join_deadline) {
+      std::vector<std::string> keys;
+      for (long t = 1; t <= count; ++t) keys.push_back(JobKeys::join(round, t));
+      std::string who;
+      std::vector<bool> present(static_cast<size_t>(nnodes_max_), false);
+      for (const auto& v : job_.multi_get(keys, store::Duration(5000))) {
+        NodeInfo n = node_info_from_json(v);
+        who += fmt::format("{}{} ({})", who.empty() ? "" : ", ",
+                           n.requested_rank >= 0 ? fmt::format("node {}", n.requested_rank) : "a node", n.host);
+        if (n.requested_rank >= 0 && n.requested_rank < nnodes_max_) present[n.requested_rank] = true;
+      }
+      std::string missing;
+      if (self.requested_rank >= 0)  // ranks are explicit: name the absent ones
+        for (int r = 0; r < nnodes_min_; ++r)
+          if (!present[r]) missing += fmt::format("{}{}", missing.empty() ? "; missing: node " : ", ", r);
+      RoundPlan failed;
+      failed.round = round;
+      failed.error = fmt::format("rendezvous timed out after {} s: {} of {} node{} joined: {}{}; check "
+                                 "that every node runs ddp-launch with the same --rdzv-id and "
+                                 "store address, and that the network between them is open",
+                                 conf_.join_timeout_s, count, nnodes_min_, nnodes_min_ == 1 ? "" : "s", who,
+                                 missing);
+      job_.set(JobKeys::plan(round), to_json(failed));
+      rendezvous_failed(failed.error);
+    }
+    auto next = last_call ? std::min(*last_call, join_deadline) : join_deadline;
+    wait_key(JobKeys::join(round, count + 1), next);
+  }
+  std::vector<std::string> keys;
+  for (long t = 1; t <= count; ++t) keys.push_back(JobKeys::join(round, t));
+  std::vector<NodeInfo> joined;
+  for (const auto& v : job_.multi_get(keys, std::chrono::duration_cast<store::Duration>(seconds(conf_.heartbeat_timeout_s))))
+    joined.push_back(node_info_from_json(v));
+  RoundPlan plan = make_plan(joined, round, restart_count);
+  job_.set(JobKeys::plan(round), to_json(plan));
+  if (!plan.error.empty()) {
+    // Keep the store up until the other nodes have read why, so they report it too.
+    const auto deadline = Clock::now() + seconds(conf_.heartbeat_timeout_s);
+    while (job_.add(JobKeys::plan_read(round), 0) < count - 1 && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    rendezvous_failed(plan.error);
+  }
+  return plan;
+}
+
+RoundPlan Rendezvous::follow(const NodeInfo& self, int round) {
+  const auto join_deadline = Clock::now() + seconds(conf_.join_timeout_s);
+  auto timed_out = [&](const std::string& what) {
+    rendezvous_failed(fmt::format("rendezvous timed out after {} s waiting for {}; is node 0's "
+                                  "ddp-launch running with the same --rdzv-id?",
+                                  conf_.join_timeout_s, what));
+  };
+  if (round < 0) {
+    if (!wait_key(JobKeys::current_round(), join_deadline)) timed_out("the first round to open");
+    round = std::stoi(job_.get(JobKeys::current_round(), store::Duration(5000)));
+  }
+  for (;;) {
+    if (!wait_key(JobKeys::open(round), join_deadline)) timed_out(fmt::format("round {} to open", round));
+    long ticket = job_.add(JobKeys::ticket(round), 1);
+    job_.set(JobKeys::join(round, ticket), to_json(self));
+    if (!wait_key(JobKeys::plan(round), join_deadline)) timed_out(fmt::format("the plan of round {}", round));
+    RoundPlan plan = plan_from_json(job_.get(JobKeys::plan(round), store::Duration(5000)));
+    job_.add(JobKeys::plan_read(round), 1);
+    if (!plan.error.empty()) rendezvous_failed(plan.error);
+    if (plan.find(self.name)) return plan;
+    if (static_cast<int>(plan.nodes.size()) >= nnodes_max_)
+      rendezvous_failed(fmt::format("the job already runs with its maximum of {} node{}; this node "
+                                    "is not needed (raise --nnodes MAX to add it)",
+                                    nnodes_max_, nnodes_max_ == 1 ? "" : "s"));
+    job_.add(JobKeys::waiting(round), 1);  // the running nodes restart to let us in
+    ++round;
+  }
+}
+
+}  // namespace ddp::launch::rdzv

@@ -1,0 +1,67 @@
+// The join protocol over a Store (the job's PrefixStore). The leader (the launcher hosting
+// the store) opens round N, waits for nodes until nnodes_max joined, or nnodes_min joined
+// and last_call_timeout passed, and publishes the plan; followers join the open round and
+// read the plan, waiting for the next round when they came too late. Blocks, waiting in
+// slices of at most the heartbeat interval (each wait also keeps the connection alive) and
+// asking `interrupted` between slices. Throws LaunchError(kRendezvousFailed) on timeout or
+// a failed plan, store::StoreError when the store is lost.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "launcher/cli/options.hpp"
+#include "launcher/multinode/round_plan.hpp"
+#include "launcher/store/store.hpp"
+
+namespace ddp::launch::rdzv {
+
+// Keys of one job, relative to its PrefixStore.
+struct JobKeys {
+  static std::string current_round() { return "current_round"; }
+  static std::string open(int r) { return "r" + std::to_string(r) + "/open"; }
+  static std::string ticket(int r) { return "r" + std::to_string(r) + "/ticket"; }
+  static std::string join(int r, long t) { return "r" + std::to_string(r) + "/join/" + std::to_string(t); }
+  static std::string plan(int r) { return "r" + std::to_string(r) + "/plan"; }
+  static std::string plan_read(int r) { return "r" + std::to_string(r) + "/plan_read"; }
+  static std::string abort(int r) { return "r" + std::to_string(r) + "/abort"; }
+  static std::string waiting(int r) { return "r" + std::to_string(r) + "/waiting"; }
+  static std::string done(int r, int g) { return "r" + std::to_string(r) + "/done/" + std::to_string(g); }
+  static std::string exited(int r, int g) { return "r" + std::to_string(r) + "/exited/" + std::to_string(g); }
+};
+
+// After a restart the leader knows who should come back: `expected` nodes (clamped to
+// nnodes_min..nnodes_max). The round closes as soon as they are there; with fewer (but at
+// least nnodes_min) it closes `wait_s` after nnodes_min joined instead of the last call.
+struct Regroup {
+  int expected = 0;  // 0: a first round, no expectation
+  double wait_s = 0;
+};
+
+class Rendezvous {
+ public:
+  // interrupted() returns a signal number (non-zero) to give up waiting.
+  Rendezvous(store::Store& job, const RendezvousConf& conf, bool leader, int nnodes_min, int nnodes_max,
+             std::function<int()> interrupted);
+
+  // Joins round `round` (a follower's first call passes -1: the round currently open).
+  // Returns a plan that contains `self`. `regroup` matters to the leader only.
+  RoundPlan join(const NodeInfo& self, int round, int restart_count, Regroup regroup = {});
+
+  // Waits until `key` exists or the deadline passes, in heartbeat-sized slices.
+  bool wait_key(const std::string& key, std::chrono::steady_clock::time_point deadline);
+
+ private:
+  RoundPlan lead(const NodeInfo& self, int round, int restart_count, Regroup regroup);
+  RoundPlan follow(const NodeInfo& self, int round);
+  void check_interrupted();
+
+  store::Store& job_;
+  RendezvousConf conf_;
+  bool leader_;
+  int nnodes_min_;
+  int nnodes_max_;
+  std::function<int()> interrupted_;
+};
+
+}  // namespace ddp::launch::rdzv

@@ -1,0 +1,194 @@
+#include "launcher/multinode/round_plan.hpp"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace ddp::launch::rdzv {
+namespace {
+
+using nlohmann::json;
+
+std::string describe(const NodeInfo& n) { return fmt::format("{} (pid {})", n.host, n.pid); }
+
+json info_json(const NodeInfo& n) {
+  return {{"name", n.name}, {"host", n.host}, {"addr", n.addr}, {"worker_port", n.worker_port},
+          {"nproc", n.nproc}, {"requested_rank", n.requested_rank}, {"previous_rank", n.previous_rank},
+          {"nnodes_min", n.nnodes_min}, {"nnodes_max", n.nnodes_max}, {"max_restarts", n.max_restarts},
+          {"pid", n.pid}};
+}
+
+NodeInfo info_from(const json& j) {
+  NodeInfo n;
+  n.name = j.at("name").get<std::string>();
+  n.host = j.at("host").get<std::string>();
+  n.addr = j.at("addr").get<std::string>();
+  n.worker_port = j.at("worker_port").get<int>();
+  n.nproc = j.at("nproc").get<int>();
+  n.requested_rank = j.at("requested_rank").get<int>();
+  n.previous_rank = j.at("previous_rank").get<int>();
+  n.nnodes_min = j.at("nnodes_min").get<int>();
+  n.nnodes_max = j.at("nnodes_max").get<int>();
+  n.max_restarts = j.at("max_restarts").get<int>();
+  n.pid = j.at("pid").get<long>();
+  return n;
+}
+
+json parse(const std::string& text, const char* what) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw std::runtime_error(fmt::format("malformed {} record", what));
+  return j;
+}
+
+}  // namespace
+
+const PlannedNode* RoundPlan::find(const std::string& name) const {
+  for (const auto& n : nodes)
+    if (n.info.name == name) return &n;
+  return nullptr;
+}
+
+RoundPlan make_plan(const std::vector<NodeInfo>& joined, int round, int restart_count) {
+  RoundPlan plan;
+  plan.round = round;
+  plan.restart_count = restart_count;
+  if (joined.empty()) {
+    plan.error = "no node joined the round";
+    return plan;
+  }
+  const NodeInfo& first = joined.front();
+  for (const auto& n : joined) {
+    if (n.nnodes_min != first.nnodes_min || n.nnodes_max != first.nnodes_max) {
+      plan.error = fmt::format("nodes disagree on --nnodes: {} says {}:{}, {} says {}:{}; give every "
+                               "node the same value",
+                               describe(first), first.nnodes_min, first.nnodes_max, describe(n),
+                               n.nnodes_min, n.nnodes_max);
+      return plan;
+    }
+    if (n.max_restarts != first.max_restarts) {
+      plan.error = fmt::format("nodes disagree on --max-restarts: {} says {}, {} says {}; give "
+                               "every node the same value",
+                               describe(first), first.max_restarts, describe(n), n.max_restarts);
+      return plan;
+    }
+  }
+  const int count = static_cast<int>(joined.size());
+  std::vector<const NodeInfo*> by_rank(count, nullptr);
+  std::vector<bool> placed(joined.size(), false);
+  // 1. Explicit --node-rank.
+  for (size_t i = 0; i < joined.size(); ++i) {
+    int r = joined[i].requested_rank;
+    if (r < 0) continue;
+    if (r >= count) {
+      plan.error = fmt::format("{} asks for --node-rank {}, but the round has {} node{} (ranks "
+                               "0..{}); is a node missing or --nnodes wrong?",
+                               describe(joined[i]), r, count, count == 1 ? "" : "s", count - 1);
+      return plan;
+    }
+    if (by_rank[r]) {
+      plan.error = fmt::format("node rank {} is claimed twice: by {} and by {}; give each node its "
+                               "own --node-rank",
+                               r, describe(*by_rank[r]), describe(joined[i]));
+      return plan;
+    }
+    by_rank[r] = &joined[i];
+    placed[i] = true;
+  }
+  // 2. A node's previous rank, when free; 3. the rest in join order.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < joined.size(); ++i) {
+      if (placed[i]) continue;
+      int want = joined[i].previous_rank;
+      if (pass == 0) {
+        if (want < 0 || want >= count || by_rank[want]) continue;
+      } else {
+        want = static_cast<int>(std::find(by_rank.begin(), by_rank.end(), nullptr) - by_rank.begin());
+      }
+      by_rank[want] = &joined[i];
+      placed[i] = true;
+    }
+  }
+  int base = 0;
+  for (int r = 0; r < count; ++r) {
+    plan.nodes.push_back(PlannedNode{*by_rank[r], r, base});
+    base += by_rank[r]->nproc;
+  }
+  plan.world_size = base;
+  plan.master_addr = plan.nodes[0].info.addr;
+  plan.master_port = plan.nodes[0].info.worker_port;
+  return plan;
+}
+
+std::string to_json(const NodeInfo& info) { return info_json(info).dump(); }
+
+std::string to_json(const RoundPlan& plan) {
+  json nodes = json::array();
+  for (const auto& n : plan.nodes)
+    nodes.push_back({{"info", info_json(n.info)}, {"group_rank", n.group_rank}, {"base_rank", n.base_rank}});
+  return json{{"round", plan.round}, {"restart_count", plan.restart_count}, {"nodes", nodes},
+              {"world_size", plan.world_size}, {"master_addr", plan.master_addr},
+              {"master_port", plan.master_port}, {"error", plan.error}}
+      .dump();
+}
+
+std::string to_json(const AbortRecord& r) {
+  return json{{"kind", static_cast<int>(r.kind)}, {"reason", r.reason}, {"node_rank", r.node_rank},
+              {"host", r.host}, {"rank", r.rank}, {"local_rank", r.local_rank}, {"pid", r.pid},
+              {"exit_code", r.exit_code}, {"status", r.status}, {"error", r.error},
+              {"traceback", r.traceback}, {"final", r.final}}
+      .dump();
+}
+
+NodeInfo node_info_from_json(const std::string& text) {
+  try {
+    return info_from(parse(text, "node"));
+  } catch (const json::exception& e) {
+    throw std::runtime_error(fmt::format("malformed node record: {}", e.what()));
+  }
+}
+
+RoundPlan plan_from_json(const std::string& text) {
+  try {
+    json j = parse(text, "plan");
+    RoundPlan plan;
+    plan.round = j.at("round").get<int>();
+    plan.restart_count = j.at("restart_count").get<int>();
+    for (const auto& n : j.at("nodes"))
+      plan.nodes.push_back(PlannedNode{info_from(n.at("info")), n.at("group_rank").get<int>(),
+                                       n.at("base_rank").get<int>()});
+    plan.world_size = j.at("world_size").get<int>();
+    plan.master_addr = j.at("master_addr").get<std::string>();
+    plan.master_port = j.at("master_port").get<int>();
+    plan.error = j.at("error").get<std::string>();
+    return plan;
+  } catch (const json::exception& e) {
+    throw std::runtime_error(fmt::format("malformed plan record: {}", e.what()));
+  }
+}
+
+AbortRecord abort_from_json(const std::string& text) {
+  try {
+    json j = parse(text, "abort");
+    AbortRecord r;
+    r.kind = static_cast<AbortRecord::Kind>(j.at("kind").get<int>());
+    r.reason = j.at("reason").get<std::string>();
+    r.node_rank = j.at("node_rank").get<int>();
+    r.host = j.at("host").get<std::string>();
+    r.rank = j.at("rank").get<int>();
+    r.local_rank = j.at("local_rank").get<int>();
+    r.pid = j.at("pid").get<long>();
+    r.exit_code = j.at("exit_code").get<int>();
+    r.status = j.at("status").get<std::string>();
+    r.error = j.at("error").get<std::string>();
+    r.traceback = j.at("traceback").get<std::string>();
+    r.final = j.at("final").get<bool>();
+    return r;
+  } catch (const json::exception& e) {
+    throw std::runtime_error(fmt::format("malformed abort record: {}", e.what()));
+  }
+}
+
+}  // namespace ddp::launch::rdzv

@@ -1,0 +1,98 @@
+#include "launcher/os/ports.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <fmt/format.h>
+
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
+
+namespace ddp::launch {
+namespace {
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+// Binds 0.0.0.0:port; returns the bound port, or 0 with ec set.
+int try_bind(int port, boost::system::error_code& ec) {
+  asio::io_context io;
+  tcp::acceptor acceptor(io);
+  acceptor.open(tcp::v4(), ec);
+  if (ec) return 0;
+  acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  acceptor.bind(tcp::endpoint(tcp::v4(), static_cast<unsigned short>(port)), ec);
+  if (ec) return 0;
+  return acceptor.local_endpoint().port();
+}
+
+}  // namespace
+
+int pick_free_port() {
+  boost::system::error_code ec;
+  int port = try_bind(0, ec);
+  if (ec || port == 0)
+    throw LaunchError(exit_code::kAddressInUse,
+                      fmt::format("cannot find a free TCP port for the workers' store: {}", ec.message()));
+  return port;
+}
+
+void ensure_port_free(const std::string& host, int port) {
+  boost::system::error_code ec;
+  try_bind(port, ec);
+  if (ec == asio::error::address_in_use)
+    throw LaunchError(exit_code::kAddressInUse,
+                      fmt::format("master port {}:{} is already in use (another job, or a stale "
+                                  "one?); pick another --master-port, or drop it to get a free port",
+                                  host, port));
+  if (ec == asio::error::access_denied)
+    throw LaunchError(exit_code::kAddressInUse,
+                      fmt::format("master port {}:{} needs privileges to bind; use a port above 1023",
+                                  host, port));
+}
+
+bool is_local_address(const std::string& host) {
+  asio::io_context io;
+  boost::system::error_code ec;
+  tcp::resolver resolver(io);
+  auto results = resolver.resolve(host, "0", ec);
+  if (ec) return false;
+  for (const auto& entry : results) {
+    tcp::acceptor acceptor(io);
+    auto endpoint = tcp::endpoint(entry.endpoint().address(), 0);
+    acceptor.open(endpoint.protocol(), ec);
+    if (ec) continue;
+    acceptor.bind(endpoint, ec);
+    if (!ec) return true;
+  }
+  return false;
+}
+
+HostPort parse_host_port(const std::string& text, int default_port, const std::string& flag) {
+  HostPort hp;
+  hp.port = default_port;
+  std::string rest = text;
+  if (!rest.empty() && rest[0] == '[') {
+    auto close = rest.find(']');
+    if (close == std::string::npos)
+      throw LaunchError(exit_code::kUsage, fmt::format("{} '{}': missing ']' after an IPv6 address", flag, text));
+    hp.host = rest.substr(1, close - 1);
+    rest = rest.substr(close + 1);
+    if (!rest.empty() && rest[0] == ':') rest = rest.substr(1);
+    else if (!rest.empty()) rest = "x";  // garbage after ']'
+  } else {
+    auto colon = rest.rfind(':');
+    hp.host = rest.substr(0, colon);
+    rest = colon == std::string::npos ? "" : rest.substr(colon + 1);
+  }
+  if (!rest.empty()) {
+    bool digits = rest.find_first_not_of("0123456789") == std::string::npos && rest.size() <= 5;
+    int port = digits ? std::stoi(rest) : -1;
+    if (port < 1 || port > 65535)
+      throw LaunchError(exit_code::kUsage, fmt::format("{} '{}': the port must be 1-65535", flag, text));
+    hp.port = port;
+  }
+  if (hp.host.empty())
+    throw LaunchError(exit_code::kUsage, fmt::format("{} '{}': expected HOST[:PORT]", flag, text));
+  return hp;
+}
+
+}  // namespace ddp::launch

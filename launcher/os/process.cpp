@@ -1,0 +1,272 @@
+// POSIX implementation of process.hpp: fork/exec with a CLOEXEC error pipe, sessions,
+// PDEATHSIG, wait-status decoding and the orphan watchdog.
+#include "launcher/os/process.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
+
+namespace ddp::launch {
+namespace {
+
+[[noreturn]] void throw_errno(const std::string& what) {
+  throw LaunchError(exit_code::kInternalError, fmt::format("{}: {}", what, std::strerror(errno)));
+}
+
+std::vector<char*> c_strings(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (const auto& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+bool is_executable_file(const std::string& path, int* why) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    *why = errno;
+    return false;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    *why = EISDIR;
+    return false;
+  }
+  if (::access(path.c_str(), X_OK) != 0) {
+    *why = errno;
+    return false;
+  }
+  return true;
+}
+
+// Runs in the forked child: only async-signal-safe calls until execve.
+[[noreturn]] void exec_child(const SpawnSpec& spec, char* const* argv, char* const* envp,
+                             pid_t parent, int error_fd) {
+  auto fail = [error_fd](int err) {
+    [[maybe_unused]] ssize_t n = ::write(error_fd, &err, sizeof err);
+    ::_exit(exit_code::kProgramNotExecutable);
+  };
+  if (::setsid() < 0) fail(errno);
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
+  if (::getppid() != parent) ::_exit(exit_code::kInternalError);  // launcher already gone
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int s = 1; s < NSIG; ++s) ::sigaction(s, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  int devnull = ::open("/dev/null", O_RDONLY);
+  if (devnull >= 0 && devnull != STDIN_FILENO) {
+    ::dup2(devnull, STDIN_FILENO);
+    ::close(devnull);
+  }
+  if (spec.stdout_fd >= 0 && ::dup2(spec.stdout_fd, STDOUT_FILENO) < 0) fail(errno);
+  if (spec.stderr_fd >= 0 && ::dup2(spec.stderr_fd, STDERR_FILENO) < 0) fail(errno);
+  ::execve(spec.executable.c_str(), argv, envp);
+  fail(errno);
+  ::_exit(exit_code::kInternalError);
+}
+
+}  // namespace
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
+  if (this != &other) reset(other.release());
+  return *this;
+}
+
+int UniqueFd::release() {
+  int fd = fd_;
+  fd_ = -1;
+  return fd;
+}
+
+void UniqueFd::reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+Pipe make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("cannot create a pipe");
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+int ExitStatus::launcher_exit_code() const {
+  return signaled ? exit_code::from_signal(signal) : code;
+}
+
+std::string ExitStatus::describe() const {
+  if (signaled) return fmt::format("signal {} ({})", signal, signal_name(signal));
+  return fmt::format("exit code {}", code);
+}
+
+ExitStatus decode_wait_status(int raw_status) {
+  ExitStatus s;
+  if (WIFSIGNALED(raw_status)) {
+    s.signaled = true;
+    s.signal = WTERMSIG(raw_status);
+  } else if (WIFEXITED(raw_status)) {
+    s.code = WEXITSTATUS(raw_status);
+  }
+  return s;
+}
+
+std::string resolve_program(const std::string& program, const std::string& path_env) {
+  int why = 0;
+  auto fail = [&](const std::string& shown) -> std::string {
+    if (why == ENOENT || why == ENOTDIR)
+      throw LaunchError(exit_code::kProgramNotFound,
+                        fmt::format("program '{}' not found{}; give a path to an executable "
+                                    "(e.g. ./{}) or put it on PATH",
+                                    program, shown, program));
+    throw LaunchError(exit_code::kProgramNotExecutable,
+                      fmt::format("program '{}' cannot be executed: {}; check it is a program "
+                                  "with the execute bit (chmod +x), or run a .py script with python",
+                                  program, std::strerror(why)));
+  };
+  if (program.find('/') != std::string::npos) {
+    if (is_executable_file(program, &why)) return program;
+    return fail("");
+  }
+  int first_error = ENOENT;
+  size_t start = 0;
+  while (start <= path_env.size()) {
+    size_t end = path_env.find(':', start);
+    if (end == std::string::npos) end = path_env.size();
+    std::string dir = path_env.substr(start, end - start);
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + program;
+    if (is_executable_file(candidate, &why)) return candidate;
+    if (why != ENOENT && why != ENOTDIR && first_error == ENOENT) first_error = why;
+    start = end + 1;
+  }
+  why = first_error;
+  return fail(" on PATH");
+}
+
+StartedWorker start_worker(const SpawnSpec& spec) {
+  auto argv = c_strings(spec.argv);
+  auto envp = c_strings(spec.env);
+  Pipe errors = make_pipe();
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) throw_errno("cannot fork a worker");
+  if (pid == 0) exec_child(spec, argv.data(), envp.data(), parent, errors.write_end.get());
+  return StartedWorker{pid, spec.executable, std::move(errors.read_end)};
+}
+
+pid_t confirm_exec(StartedWorker& started) {
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(started.exec_errors.get(), &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  started.exec_errors.reset();
+  if (n == static_cast<ssize_t>(sizeof child_errno)) {
+    wait_for(started.pid);
+    throw LaunchError(child_errno == ENOENT ? exit_code::kProgramNotFound
+                                            : exit_code::kProgramNotExecutable,
+                      fmt::format("cannot start '{}': {}", started.executable,
+                                  std::strerror(child_errno)));
+  }
+  return started.pid;
+}
+
+pid_t spawn_worker(const SpawnSpec& spec) {
+  StartedWorker started = start_worker(spec);
+  return confirm_exec(started);
+}
+
+void signal_group(pid_t pgid, int signo) {
+  if (pgid > 0) ::kill(-pgid, signo);
+}
+
+std::optional<ExitStatus> try_reap(pid_t pid) {
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid, &status, WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r == pid) return decode_wait_status(status);
+  if (r < 0 && errno == ECHILD) return ExitStatus{true, 0, SIGKILL};  // vanished
+  return std::nullopt;
+}
+
+ExitStatus wait_for(pid_t pid) {
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid, &status, 0);
+  } while (r < 0 && errno == EINTR);
+  return r == pid ? decode_wait_status(status) : ExitStatus{true, 0, SIGKILL};
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
+
+void ignore_sigpipe() { ::signal(SIGPIPE, SIG_IGN); }
+
+Watchdog::Watchdog() {
+  Pipe p = make_pipe();
+  pid_t pid = ::fork();
+  if (pid < 0) throw_errno("cannot fork the orphan watchdog");
+  if (pid == 0) {
+    // The watchdog: survive the launcher's terminal signals, read +pgid / -pgid messages,
+    // and on EOF (the launcher is gone) SIGKILL every group still registered.
+    ::setsid();
+    int devnull = ::open("/dev/null", O_RDWR);
+    for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) ::dup2(devnull, fd);
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2})
+      ::signal(s, SIG_IGN);
+    p.write_end.reset();
+    // No allocation after fork (another thread may have held the malloc lock): a fixed table.
+    static pid_t groups[kMaxWatched];
+    size_t count = 0;
+    int message = 0;
+    for (;;) {
+      ssize_t n = ::read(p.read_end.get(), &message, sizeof message);
+      if (n < 0 && errno == EINTR) continue;
+      if (n != static_cast<ssize_t>(sizeof message)) break;
+      if (message > 0 && count < kMaxWatched) {
+        groups[count++] = message;
+      } else if (message < 0) {
+        for (size_t i = 0; i < count; ++i)
+          if (groups[i] == -message) groups[i] = groups[--count];
+      }
+    }
+    for (size_t i = 0; i < count; ++i) ::kill(-groups[i], SIGKILL);
+    ::_exit(0);
+  }
+  pid_ = pid;
+  to_watchdog_ = std::move(p.write_end);
+}
+
+Watchdog::~Watchdog() {
+  // EOF: the watchdog kills what is still registered (nothing, after a clean run), then
+  // exits; init reaps it. Not waiting keeps the launcher's exit instant.
+  to_watchdog_.reset();
+}
+
+void Watchdog::watch(pid_t pgid) { send(pgid); }
+void Watchdog::forget(pid_t pgid) { send(-pgid); }
+
+void Watchdog::send(int message) {
+  ssize_t n;
+  do {
+    n = ::write(to_watchdog_.get(), &message, sizeof message);
+  } while (n < 0 && errno == EINTR);
+}
+
+}  // namespace ddp::launch

@@ -1,0 +1,119 @@
+// Every POSIX process detail of the launcher lives here and in process.cpp: starting a
+// worker in its own session with PR_SET_PDEATHSIG, signalling whole process groups,
+// decoding wait statuses, pipes, and the orphan watchdog. Nothing else includes
+// <sys/wait.h>. Functions here do not block except where noted; not thread-safe
+// (the launcher is single-threaded).
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "launcher/base/signal_names.hpp"
+
+namespace ddp::launch {
+
+// An owned file descriptor; closes on destruction. Move-only.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release();
+  void reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+struct Pipe {
+  UniqueFd read_end;
+  UniqueFd write_end;
+};
+Pipe make_pipe();  // both ends O_CLOEXEC; throws LaunchError on failure
+
+// How a process ended, decoded from a wait status.
+struct ExitStatus {
+  bool signaled = false;
+  int code = 0;    // exit code when !signaled
+  int signal = 0;  // signal number when signaled
+  bool success() const { return !signaled && code == 0; }
+  int launcher_exit_code() const;  // code, or 128 + signal
+  std::string describe() const;    // "exit code 3" / "signal 9 (SIGKILL)"
+};
+ExitStatus decode_wait_status(int raw_status);
+
+// Finds PROGRAM like execvp would (a name with '/' is used as is, else each PATH entry).
+// Throws LaunchError (127 not found, 126 not executable) with an actionable message.
+std::string resolve_program(const std::string& program, const std::string& path_env);
+
+struct SpawnSpec {
+  std::string executable;          // absolute or relative path (already resolved)
+  std::vector<std::string> argv;   // argv[0] included
+  std::vector<std::string> env;    // "KEY=VALUE" entries: the whole environment
+  int stdout_fd = -1;              // -1: inherit the launcher's
+  int stderr_fd = -1;
+};
+
+// Forks and execs a worker as the leader of a new session (so its pgid == pid), with
+// PR_SET_PDEATHSIG=SIGKILL, default signal dispositions and an empty signal mask, stdin
+// from /dev/null. Blocks only until exec succeeded or failed; throws LaunchError if exec failed.
+pid_t spawn_worker(const SpawnSpec& spec);
+
+// The same in two steps, so that many workers exec in parallel: start_worker forks and
+// returns at once; confirm_exec blocks until that child's exec succeeded (returns its
+// pid) or failed (reaps it, throws LaunchError).
+struct StartedWorker {
+  pid_t pid = -1;
+  std::string executable;
+  UniqueFd exec_errors;  // EOF on exec, or the child's errno
+};
+StartedWorker start_worker(const SpawnSpec& spec);
+pid_t confirm_exec(StartedWorker& started);
+
+// kill(-pgid, sig); a group that no longer exists is not an error.
+void signal_group(pid_t pgid, int signo);
+
+// waitpid(pid, WNOHANG): the decoded status if it has exited (and is now reaped).
+std::optional<ExitStatus> try_reap(pid_t pid);
+
+// Blocks until pid exits; used only for processes known to be dying.
+ExitStatus wait_for(pid_t pid);
+
+std::string host_name();
+
+// The orphan watchdog: a small forked process that outlives a SIGKILLed launcher just
+// long enough to SIGKILL every worker process group the launcher registered (workers'
+// own children included). It exits on its own when the launcher exits.
+class Watchdog {
+ public:
+  Watchdog();  // forks the watchdog; call before any worker starts
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+  ~Watchdog();  // closes the pipe; the watchdog exits on its own (not waited for)
+
+  void watch(pid_t pgid);    // a new worker group to kill if the launcher dies
+  void forget(pid_t pgid);   // that group is gone (reaped and cleaned up)
+
+ private:
+  static constexpr size_t kMaxWatched = 65536;
+  void send(int message);
+  UniqueFd to_watchdog_;
+  pid_t pid_ = -1;
+};
+
+// Ignores SIGPIPE in the launcher (a closed console must not kill it). Workers get the
+// default back in spawn_worker.
+void ignore_sigpipe();
+
+}  // namespace ddp::launch

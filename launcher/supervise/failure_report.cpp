@@ -1,0 +1,156 @@
+#include "launcher/supervise/failure_report.hpp"
+
+#include <csignal>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace ddp::launch {
+namespace {
+
+using nlohmann::json;
+
+std::optional<long long> as_timestamp(const json& value) {
+  if (value.is_number_integer()) return value.get<long long>();
+  if (value.is_string()) {
+    try {
+      return std::stoll(value.get<std::string>());
+    } catch (const std::exception&) {
+    }
+  }
+  return std::nullopt;
+}
+
+std::string format_time(std::chrono::system_clock::time_point t) {
+  std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  ::gmtime_r(&tt, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+std::string indent(const std::string& text, const std::string& pad) {
+  std::string out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out += pad + line + "\n";
+  return out;
+}
+
+std::string describe_exit(const WorkerOutcome& w) {
+  std::string hint = signal_hint(w.status, w.stopped_by_launcher);
+  return w.status.describe() + (hint.empty() ? "" : " - " + hint);
+}
+
+}  // namespace
+
+std::optional<ErrorRecord> parse_error_record(std::string_view json_text) {
+  json doc = json::parse(json_text.begin(), json_text.end(), nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("message")) return std::nullopt;
+  const json& message = doc["message"];
+  ErrorRecord record;
+  if (message.is_string()) {  // flat form: {"message": "...", "timestamp": N}
+    record.message = message.get<std::string>();
+    if (doc.contains("timestamp")) record.timestamp = as_timestamp(doc["timestamp"]);
+    return record;
+  }
+  if (!message.is_object() || !message.contains("message") || !message["message"].is_string())
+    return std::nullopt;
+  record.message = message["message"].get<std::string>();
+  if (message.contains("extraInfo") && message["extraInfo"].is_object()) {
+    const json& extra = message["extraInfo"];
+    if (extra.contains("py_callstack") && extra["py_callstack"].is_string())
+      record.traceback = extra["py_callstack"].get<std::string>();
+    if (extra.contains("timestamp")) record.timestamp = as_timestamp(extra["timestamp"]);
+  }
+  return record;
+}
+
+std::optional<ErrorRecord> read_error_file(const std::string& path) {
+  if (path.empty()) return std::nullopt;
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return parse_error_record(buf.str());
+}
+
+std::string signal_hint(const ExitStatus& status, bool stopped_by_launcher) {
+  if (stopped_by_launcher) return "stopped by ddp-launch after another worker failed";
+  if (!status.signaled) return "";
+  switch (status.signal) {
+    case SIGKILL: return "killed outright, often by the out-of-memory killer (check dmesg)";
+    case SIGSEGV: return "segmentation fault (a crash in native code)";
+    case SIGABRT: return "aborted (a failed assertion or an uncaught C++ exception)";
+    case SIGBUS: return "bus error (bad memory access; full /dev/shm?)";
+    case SIGFPE: return "arithmetic exception";
+    case SIGTERM: return "terminated by a signal from outside";
+    default: return "";
+  }
+}
+
+std::string format_failure_report(const ReportContext& ctx, const WorkerOutcome& root,
+                                  const std::vector<WorkerOutcome>& others) {
+  const std::string rule(72, '=');
+  const std::string thin(72, '-');
+  std::string out = rule + "\n";
+  out += fmt::format("ddp-launch: {} FAILED", ctx.program);
+  if (ctx.max_restarts > 0)
+    out += fmt::format(" (after {} restart{}, the most allowed)", ctx.restart_count,
+                       ctx.restart_count == 1 ? "" : "s");
+  out += "\n" + thin + "\nRoot cause (first failure):\n";
+  out += fmt::format("  rank      : {} (local_rank: {})\n", root.rank, root.local_rank);
+  out += fmt::format("  host      : {}\n", ctx.host);
+  out += fmt::format("  pid       : {}\n", root.pid);
+  out += fmt::format("  exit      : {}\n", describe_exit(root));
+  out += fmt::format("  time      : {}\n", format_time(root.time));
+  out += fmt::format("  error_file: {}\n",
+                     root.error ? root.error_file : std::string("<none written>"));
+  if (root.error) {
+    out += fmt::format("  error     : {}\n", root.error->message);
+    if (!root.error->traceback.empty())
+      out += "  traceback :\n" + indent(root.error->traceback, "    ");
+  } else if (!root.stderr_tail.empty()) {
+    out += "  last stderr lines:\n";
+    for (const auto& line : root.stderr_tail) out += "    " + line + "\n";
+  }
+  if (!root.error)
+    out += "  (C++ workers: wrap main in ddp::run; Python: decorate main with @record, to get the "
+           "error here)\n";
+  out += thin + "\n";
+  if (others.empty()) {
+    out += "Other workers: none\n";
+  } else {
+    out += "Other workers:\n";
+    for (const auto& w : others) {
+      out += fmt::format("  rank {} (local_rank: {}, pid {}): {}\n", w.rank, w.local_rank, w.pid,
+                         w.status.success() && !w.stopped_by_launcher ? "exited 0"
+                                                                      : describe_exit(w));
+      if (w.error && !w.stopped_by_launcher) out += fmt::format("      error: {}\n", w.error->message);
+    }
+  }
+  out += rule + "\n";
+  return out;
+}
+
+std::string launcher_error_record(const WorkerOutcome& root, const ReportContext& ctx) {
+  json extra = json::object();
+  extra["timestamp"] = std::to_string(
+      std::chrono::duration_cast<std::chrono::seconds>(root.time.time_since_epoch()).count());
+  std::string message;
+  if (root.error) {
+    message = root.error->message;
+    if (!root.error->traceback.empty()) extra["py_callstack"] = root.error->traceback;
+  } else {
+    message = fmt::format("{} rank {} (local_rank {}) on {} failed: {}", ctx.program, root.rank,
+                          root.local_rank, ctx.host, root.status.describe());
+  }
+  json doc = {{"message", {{"message", message}, {"extraInfo", extra},
+                           {"errorCode", root.status.launcher_exit_code()}}}};
+  return doc.dump(2);
+}
+
+}  // namespace ddp::launch

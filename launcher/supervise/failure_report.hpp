@@ -1,0 +1,55 @@
+// The failure report: reading workers' error files (PyTorch's @record JSON, both the
+// nested and the flat form) and formatting the summary that names the root cause first,
+// then every other worker. Pure except read_error_file (reads one small file).
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "launcher/os/process.hpp"
+
+namespace ddp::launch {
+
+struct ErrorRecord {
+  std::string message;    // e.g. "RuntimeError: boom"
+  std::string traceback;  // extraInfo.py_callstack, may be empty
+  std::optional<long long> timestamp;
+};
+
+// nullopt when the text is not an error record (malformed, foreign JSON).
+std::optional<ErrorRecord> parse_error_record(std::string_view json_text);
+std::optional<ErrorRecord> read_error_file(const std::string& path);
+
+struct WorkerOutcome {
+  int rank = 0;
+  int local_rank = 0;
+  long pid = 0;
+  ExitStatus status;
+  std::chrono::system_clock::time_point time;
+  std::string error_file;                 // "" if none was assigned
+  std::optional<ErrorRecord> error;       // what the worker wrote there
+  std::vector<std::string> stderr_tail;   // its last stderr lines
+  bool stopped_by_launcher = false;       // we sent it SIGTERM/SIGKILL after another failed
+};
+
+struct ReportContext {
+  std::string program;
+  std::string host;
+  int restart_count = 0;
+  int max_restarts = 0;
+};
+
+std::string format_failure_report(const ReportContext& ctx, const WorkerOutcome& root,
+                                  const std::vector<WorkerOutcome>& others);
+
+// A hint for well-known signals ("likely the out-of-memory killer"), or "".
+std::string signal_hint(const ExitStatus& status, bool stopped_by_launcher);
+
+// The launcher's own error record for a scheduler (written to the launcher's
+// TORCHELASTIC_ERROR_FILE if set): the root cause's record plus "errorCode".
+std::string launcher_error_record(const WorkerOutcome& root, const ReportContext& ctx);
+
+}  // namespace ddp::launch

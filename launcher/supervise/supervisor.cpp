@@ -1,0 +1,346 @@
+// Asio implementation of Supervisor: one io_context, a SIGCHLD signal_set, a signal_set
+// for the handled signals, a grace timer, and one stream_descriptor per worker pipe.
+#include "launcher/supervise/supervisor.hpp"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <fmt/format.h>
+
+#include "launcher/base/launch_error.hpp"
+#include "launcher/worker/output.hpp"
+
+namespace ddp::launch {
+namespace asio = boost::asio;
+using Clock = std::chrono::system_clock;
+
+namespace {
+
+// One pipe from a worker stream to its WorkerStream, read asynchronously.
+struct PipeReader {
+  asio::posix::stream_descriptor descriptor;
+  WorkerStream stream;
+  std::array<char, 65536> buffer{};
+  bool open = true;
+
+  PipeReader(asio::io_context& io, UniqueFd read_end, WorkerStream s)
+      : descriptor(io, read_end.release()), stream(std::move(s)) {}
+};
+
+struct Worker {
+  WorkerLaunch launch;
+  pid_t pid = -1;
+  std::unique_ptr<PipeReader> out;
+  std::unique_ptr<PipeReader> err;
+  std::optional<WorkerOutcome> outcome;
+};
+
+}  // namespace
+
+struct Supervisor::Impl {
+  explicit Impl(SupervisorConfig c)
+      : config(std::move(c)), child_signals(io, SIGCHLD), handled_signals(io), grace_timer(io),
+        tick_timer(io) {
+    for (int s : config.stop_signals) handled_signals.add(s);
+    for (int s : config.forward_signals) handled_signals.add(s);
+    wait_for_children();
+    wait_for_signals();
+  }
+
+  SupervisorConfig config;
+  asio::io_context io;
+  asio::signal_set child_signals;
+  asio::signal_set handled_signals;
+  asio::steady_timer grace_timer;
+  asio::steady_timer tick_timer;
+  Watchdog watchdog;
+  AttemptWatch watch;
+  std::optional<std::string> stop_reason;  // the watch stopped the workers
+
+  std::vector<Worker> workers;
+  bool attempt_running = false;
+  bool stopping = false;             // SIGTERM (or a forwarded stop signal) went out
+  int interrupt_signal = 0;          // a stop signal the launcher received
+  std::optional<size_t> root_cause;  // first worker that failed by itself
+  std::chrono::steady_clock::time_point drain_deadline{};
+
+  // --- events -------------------------------------------------------------------------
+  void wait_for_children() {
+    child_signals.async_wait([this](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      reap();
+      wait_for_children();
+    });
+  }
+
+  void wait_for_signals() {
+    handled_signals.async_wait([this](const boost::system::error_code& ec, int signo) {
+      if (ec) return;
+      on_signal(signo);
+      wait_for_signals();
+    });
+  }
+
+  void on_signal(int signo) {
+    bool is_stop = std::find(config.stop_signals.begin(), config.stop_signals.end(), signo) !=
+                   config.stop_signals.end();
+    if (!is_stop) {
+      launcher_notice(fmt::format("forwarding {} to the workers", signal_name(signo)));
+      signal_live(signo);
+      return;
+    }
+    if (interrupt_signal != 0) {
+      launcher_notice(fmt::format("second {}: killing the workers now", signal_name(signo)));
+      signal_live(SIGKILL);
+      return;
+    }
+    interrupt_signal = signo;
+    if (!attempt_running) return;
+    launcher_notice(fmt::format("received {}: forwarding it to the workers, SIGKILL after {} s (send it "
+                       "again to kill them now)",
+                       signal_name(signo), config.shutdown_timeout_s));
+    begin_stop(signo);
+  }
+
+  void reap() {
+    for (size_t i = 0; i < workers.size(); ++i) {
+      Worker& w = workers[i];
+      if (w.pid <= 0 || w.outcome) continue;
+      auto status = try_reap(w.pid);
+      if (!status) continue;
+      WorkerOutcome o;
+      o.rank = w.launch.rank;
+      o.local_rank = w.launch.local_rank;
+      o.pid = w.pid;
+      o.status = *status;
+      o.time = Clock::now();
+      o.error_file = w.launch.error_file;
+      o.error = read_error_file(w.launch.error_file);
+      o.stopped_by_launcher =
+          stopping && (status->signaled ? (status->signal == SIGTERM || status->signal == SIGKILL ||
+                                           status->signal == interrupt_signal)
+                                        : status->code == 0 || interrupt_signal != 0);
+      w.outcome = std::move(o);
+      if (!status->success() && !stopping && interrupt_signal == 0) {
+        root_cause = i;
+        size_t live = count_live();
+        launcher_notice(fmt::format("rank {} (local_rank {}, pid {}) failed with {}{}", w.launch.rank,
+                           w.launch.local_rank, w.pid, status->describe(),
+                           live ? fmt::format("; stopping the other {} worker{} (SIGTERM, SIGKILL "
+                                              "after {} s)",
+                                              live, live == 1 ? "" : "s", config.shutdown_timeout_s)
+                                : ""));
+        begin_stop(SIGTERM);
+      }
+    }
+    if (count_live() == 0) {
+      grace_timer.cancel();
+      drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      grace_timer.expires_at(drain_deadline);
+      grace_timer.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) close_pipes();  // a lingering grandchild keeps a pipe open: stop waiting
+      });
+    }
+  }
+
+  void begin_stop(int signo) {
+    stopping = true;
+    signal_live(signo);
+    grace_timer.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(config.shutdown_timeout_s)));
+    grace_timer.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || count_live() == 0) return;
+      launcher_notice(fmt::format("{} worker{} still running {} s after SIGTERM: sending SIGKILL",
+                         count_live(), count_live() == 1 ? "" : "s", config.shutdown_timeout_s));
+      signal_live(SIGKILL);
+    });
+  }
+
+  void schedule_tick() {
+    if (watch.interval.count() <= 0 || !watch.tick) return;
+    tick_timer.expires_after(watch.interval);
+    tick_timer.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || !attempt_running) return;
+      std::optional<std::string> reason = watch.tick();
+      if (reason && !stopping && interrupt_signal == 0 && count_live() > 0) {
+        stop_reason = reason;
+        launcher_notice(fmt::format("{}; stopping the {} local worker{} (SIGTERM, SIGKILL after {} s)", *reason,
+                           count_live(), count_live() == 1 ? "" : "s", config.shutdown_timeout_s));
+        begin_stop(SIGTERM);
+      }
+      schedule_tick();
+    });
+  }
+
+  void read_pipe(PipeReader& reader) {
+    reader.descriptor.async_read_some(
+        asio::buffer(reader.buffer), [this, &reader](const boost::system::error_code& ec, size_t n) {
+          if (n > 0) reader.stream.consume(std::string_view(reader.buffer.data(), n));
+          if (ec) {
+            reader.open = false;
+            reader.stream.finish();
+            return;
+          }
+          read_pipe(reader);
+        });
+  }
+
+  // --- helpers -------------------------------------------------------------------------
+  size_t count_live() const {
+    return static_cast<size_t>(std::count_if(workers.begin(), workers.end(), [](const Worker& w) {
+      return w.pid > 0 && !w.outcome;
+    }));
+  }
+
+  void signal_live(int signo) {
+    for (const Worker& w : workers)
+      if (w.pid > 0 && !w.outcome) signal_group(w.pid, signo);
+  }
+
+  bool pipes_open() const {
+    return std::any_of(workers.begin(), workers.end(), [](const Worker& w) {
+      return (w.out && w.out->open) || (w.err && w.err->open);
+    });
+  }
+
+  void close_pipes() {
+    for (Worker& w : workers)
+      for (PipeReader* r : {w.out.get(), w.err.get()})
+        if (r && r->open) r->descriptor.cancel();
+  }
+
+  std::unique_ptr<PipeReader> make_reader(const WorkerLaunch& l, Pipe& pipe, bool to_console,
+                                          int console_fd, const std::string& log) {
+    UniqueFd file = log.empty() ? UniqueFd() : open_log_file(log);
+    return std::make_unique<PipeReader>(io, std::move(pipe.read_end),
+                                        WorkerStream(l.prefix, to_console ? console_fd : -1,
+                                                     std::move(file)));
+  }
+
+  // Forks every worker first and only then waits for their execs, so they exec in parallel.
+  void start(std::vector<WorkerLaunch> launches) {
+    workers.clear();
+    workers.reserve(launches.size());
+    std::vector<StartedWorker> started;
+    started.reserve(launches.size());
+    for (auto& l : launches) {
+      Worker& w = workers.emplace_back();
+      w.launch = std::move(l);
+      Pipe out = make_pipe();
+      Pipe err = make_pipe();
+      w.launch.spawn.stdout_fd = out.write_end.get();
+      w.launch.spawn.stderr_fd = err.write_end.get();
+      w.out = make_reader(w.launch, out, w.launch.stdout_to_console, STDOUT_FILENO, w.launch.stdout_log);
+      w.err = make_reader(w.launch, err, w.launch.stderr_to_console, STDERR_FILENO, w.launch.stderr_log);
+      started.push_back(start_worker(w.launch.spawn));  // write ends close at the end of this scope
+      w.pid = started.back().pid;
+      watchdog.watch(w.pid);
+    }
+    for (auto& s : started) confirm_exec(s);
+    for (Worker& w : workers) {
+      read_pipe(*w.out);
+      read_pipe(*w.err);
+    }
+  }
+
+  AttemptResult finish() {
+    AttemptResult result;
+    if (stopping)
+      for (const Worker& w : workers) signal_group(w.pid, SIGKILL);  // stragglers in the groups
+    for (Worker& w : workers) {
+      watchdog.forget(w.pid);
+      WorkerOutcome o = std::move(*w.outcome);
+      const auto& tail = w.err->stream.tail();
+      o.stderr_tail.assign(tail.begin(), tail.end());
+      result.outcomes.push_back(std::move(o));
+    }
+    if (interrupt_signal != 0) {
+      result.kind = AttemptResult::Kind::kInterrupted;
+      result.signal = interrupt_signal;
+    } else if (root_cause) {
+      result.kind = AttemptResult::Kind::kFailed;
+      result.root_cause = root_cause;
+    } else if (stop_reason) {
+      result.kind = AttemptResult::Kind::kStopped;
+      result.stop_reason = *stop_reason;
+    }
+    workers.clear();
+    return result;
+  }
+};
+
+Supervisor::Supervisor(SupervisorConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+Supervisor::~Supervisor() = default;
+
+int Supervisor::interrupted_by() const { return impl_->interrupt_signal; }
+
+int Supervisor::poll_signals() {
+  impl_->io.poll();
+  return impl_->interrupt_signal;
+}
+
+AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const AttemptWatch& watch) {
+  Impl& s = *impl_;
+  s.io.poll();  // deliver a signal that arrived between attempts
+  s.stopping = false;
+  s.root_cause.reset();
+  s.stop_reason.reset();
+  s.watch = watch;
+  if (s.interrupt_signal != 0) {
+    AttemptResult r;
+    r.kind = AttemptResult::Kind::kInterrupted;
+    r.signal = s.interrupt_signal;
+    return r;
+  }
+  s.attempt_running = true;
+  try {
+    s.start(std::move(workers));
+  } catch (...) {
+    s.signal_live(SIGKILL);
+    for (Worker& w : s.workers)
+      if (w.pid > 0) {
+        wait_for(w.pid);
+        s.watchdog.forget(w.pid);
+      }
+    s.workers.clear();
+    s.attempt_running = false;
+    throw;
+  }
+  s.reap();  // a worker may have exited before the SIGCHLD wait was armed
+  s.schedule_tick();
+  while (s.count_live() > 0 || s.pipes_open()) s.io.run_one();
+  s.grace_timer.cancel();
+  s.tick_timer.cancel();
+  s.attempt_running = false;
+  return s.finish();
+}
+
+int Supervisor::wait_until(std::chrono::milliseconds interval, const std::function<bool()>& done) {
+  Impl& s = *impl_;
+  s.io.poll();
+  bool finished = false;
+  std::function<void()> arm = [&] {
+    s.tick_timer.expires_after(interval);
+    s.tick_timer.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (done()) finished = true;
+      else arm();
+    });
+  };
+  if (s.interrupt_signal == 0 && done()) return 0;
+  arm();
+  while (!finished && s.interrupt_signal == 0) s.io.run_one();
+  s.tick_timer.cancel();
+  s.io.poll();  // let the cancelled handler run while `arm` and `finished` are alive
+  return finished ? 0 : s.interrupt_signal;
+}
+
+}  // namespace ddp::launch

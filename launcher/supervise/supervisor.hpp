@@ -1,0 +1,80 @@
+// Supervisor: runs one attempt of a worker group on a single-threaded Asio loop. Child
+// exits (SIGCHLD), handled signals, pipe output and the SIGTERM->SIGKILL grace timer are
+// all events; nothing polls. The first worker to fail stops the rest (SIGTERM to each
+// process group, SIGKILL after the shutdown timeout). Stop signals (default INT, TERM,
+// HUP, QUIT) are forwarded and end the attempt; other handled signals (e.g. SIGUSR1) are
+// only forwarded. A second stop signal kills the workers at once. Blocks in run_attempt.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/supervise/failure_report.hpp"
+#include "launcher/os/process.hpp"
+
+namespace ddp::launch {
+
+struct WorkerLaunch {
+  int rank = 0;
+  int local_rank = 0;
+  SpawnSpec spawn;          // stdout_fd/stderr_fd are set by the supervisor (pipes)
+  std::string error_file;   // TORCHELASTIC_ERROR_FILE given to the worker
+  std::string prefix;       // console line prefix
+  bool stdout_to_console = true;
+  bool stderr_to_console = true;
+  std::string stdout_log;   // "" = no file
+  std::string stderr_log;
+};
+
+struct AttemptResult {
+  enum class Kind { kSucceeded, kFailed, kInterrupted, kStopped };
+  Kind kind = Kind::kSucceeded;
+  std::string stop_reason;              // when kStopped: why the watch stopped the workers
+  std::vector<WorkerOutcome> outcomes;  // one per worker, in local-rank order
+  std::optional<size_t> root_cause;     // index into outcomes when kFailed
+  int signal = 0;                       // when kInterrupted
+};
+
+struct SupervisorConfig {
+  double shutdown_timeout_s = 30.0;
+  std::vector<int> stop_signals;     // forwarded, then the attempt ends
+  std::vector<int> forward_signals;  // forwarded only
+};
+
+// A periodic check while workers run (multi-node: heartbeat and watch the peers). tick()
+// must not throw; it returns a reason to stop every worker, or nullopt to go on.
+struct AttemptWatch {
+  std::chrono::milliseconds interval{0};  // 0: no ticks
+  std::function<std::optional<std::string>()> tick;
+};
+
+class Supervisor {
+ public:
+  explicit Supervisor(SupervisorConfig config);
+  ~Supervisor();
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  // Starts the workers and returns when every one has exited. Throws LaunchError if a
+  // worker cannot be started (the ones already started are killed first).
+  AttemptResult run_attempt(std::vector<WorkerLaunch> workers, const AttemptWatch& watch = {});
+
+  // With no workers running: calls done() every interval until it returns true (0 is
+  // returned) or a stop signal arrives (that signal is returned). Used for barriers.
+  int wait_until(std::chrono::milliseconds interval, const std::function<bool()>& done);
+
+  // The stop signal received so far (0 if none): the agent stops restarting once set.
+  int interrupted_by() const;
+  // Delivers pending signals without blocking, then returns interrupted_by().
+  int poll_signals();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ddp::launch

@@ -1,0 +1,36 @@
+// Where a run's files go, in torchrun's layout: RUN/attempt_K/LOCAL_RANK/{stdout.log,
+// stderr.log,error.json}, RUN = LOG_DIR/<run_id>_<random>. Without --log-dir a temporary
+// RUN under $TMPDIR holds only the error files and is removed at exit (kept if output was
+// redirected there). --log-dir /dev/null disables every file, error files included.
+#pragma once
+
+#include <string>
+
+#include "launcher/cli/environment.hpp"
+#include "launcher/cli/options.hpp"
+
+namespace ddp::launch {
+
+class RunLayout {
+ public:
+  RunLayout() = default;  // disabled: no files at all
+  RunLayout(const LaunchOptions& options, const Environment& env, const std::string& run_id);
+  ~RunLayout();  // removes a temporary run directory
+  RunLayout(const RunLayout&) = delete;
+  RunLayout& operator=(const RunLayout&) = delete;
+
+  bool enabled() const { return !run_dir_.empty(); }
+  const std::string& run_dir() const { return run_dir_; }
+  bool keeps_all_logs() const { return keep_all_logs_; }  // --log-dir given
+  bool temporary() const { return temporary_; }
+
+  // Creates attempt_K/LOCAL_RANK and returns its path ("" if disabled).
+  std::string worker_dir(int restart_count, int local_rank) const;
+
+ private:
+  std::string run_dir_;
+  bool keep_all_logs_ = false;
+  bool temporary_ = false;
+};
+
+}  // namespace ddp::launch

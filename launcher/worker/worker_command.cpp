@@ -1,0 +1,58 @@
+#include "launcher/worker/worker_command.hpp"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
+#include "launcher/os/process.hpp"
+#include "launcher/worker/worker_env.hpp"
+
+namespace ddp::launch {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+std::vector<std::string> WorkerCommand::argv_for(int local_rank) const {
+  std::vector<std::string> argv = prefix;
+  if (legacy_local_rank_arg) argv.push_back("--local-rank=" + std::to_string(local_rank));
+  for (const auto& a : args) argv.push_back(substitute_local_rank(a, local_rank));
+  return argv;
+}
+
+WorkerCommand resolve_worker_command(const LaunchOptions& o, const Environment& env) {
+  WorkerCommand cmd;
+  cmd.args = o.program_args;
+  cmd.legacy_local_rank_arg = o.legacy_local_rank_arg;
+  const std::string path = lookup(env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
+  const bool python_script = !o.no_python && (o.module || ends_with(o.program, ".py"));
+  if (!python_script) {
+    cmd.executable = resolve_program(o.program, path);
+    cmd.prefix = {o.program};
+    return cmd;
+  }
+  const std::string python = lookup(env, "PYTHON_EXEC").value_or("python3");
+  try {
+    cmd.executable = resolve_program(python, path);
+  } catch (const LaunchError& e) {
+    throw LaunchError(e.exit_code(), fmt::format("{} (the Python interpreter for {}; set "
+                                                 "PYTHON_EXEC to choose another)",
+                                                 e.what(), o.program));
+  }
+  if (o.module) {
+    cmd.prefix = {python, "-u", "-m", o.program};
+    return cmd;
+  }
+  if (::access(o.program.c_str(), R_OK) != 0)
+    throw LaunchError(exit_code::kProgramNotFound,
+                      fmt::format("script '{}' not found or not readable; check the path", o.program));
+  cmd.prefix = {python, "-u", o.program};
+  return cmd;
+}
+
+}  // namespace ddp::launch

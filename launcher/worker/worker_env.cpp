@@ -1,0 +1,51 @@
+#include "launcher/worker/worker_env.hpp"
+
+namespace ddp::launch {
+
+const std::vector<std::string>& contract_variables() {
+  static const std::vector<std::string> kNames = {
+      "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
+      "ROLE_NAME", "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+      "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
+      "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE", "OMP_NUM_THREADS",
+      "TORCH_NCCL_ASYNC_ERROR_HANDLING", "CUDA_VISIBLE_DEVICES"};
+  return kNames;
+}
+
+Environment worker_environment(const Environment& base, const GroupPlan& plan, const WorkerSlot& slot) {
+  Environment env = base;
+  const int rank = global_rank(plan, slot.local_rank);
+  env["RANK"] = std::to_string(rank);
+  env["LOCAL_RANK"] = std::to_string(slot.local_rank_zero ? 0 : slot.local_rank);
+  env["WORLD_SIZE"] = std::to_string(plan.world_size);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(plan.local_world_size);
+  env["GROUP_RANK"] = std::to_string(plan.node_rank);
+  env["GROUP_WORLD_SIZE"] = std::to_string(plan.nnodes);
+  env["ROLE_NAME"] = plan.role;
+  env["ROLE_RANK"] = std::to_string(rank);
+  env["ROLE_WORLD_SIZE"] = std::to_string(plan.world_size);
+  env["MASTER_ADDR"] = plan.master_addr;
+  env["MASTER_PORT"] = std::to_string(plan.master_port);
+  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(plan.restart_count);
+  env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(plan.max_restarts);
+  env["TORCHELASTIC_RUN_ID"] = plan.run_id;
+  env["TORCHELASTIC_USE_AGENT_STORE"] = "False";  // worker rank 0 hosts the TCPStore
+  env["TORCHELASTIC_ERROR_FILE"] = slot.error_file;
+  env.emplace("OMP_NUM_THREADS", "1");                  // only if unset
+  env.emplace("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");  // only if unset
+  if (slot.visible_devices) env["CUDA_VISIBLE_DEVICES"] = *slot.visible_devices;
+  return env;
+}
+
+std::string substitute_local_rank(const std::string& arg, int local_rank) {
+  static const std::string kMacro = "${local_rank}";
+  std::string out = arg;
+  for (size_t pos = out.find(kMacro); pos != std::string::npos; pos = out.find(kMacro, pos)) {
+    std::string value = std::to_string(local_rank);
+    out.replace(pos, kMacro.size(), value);
+    pos += value.size();
+  }
+  return out;
+}
+
+}  // namespace ddp::launch

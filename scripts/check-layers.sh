@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Checks that launcher/ keeps its layers (docs/architecture.md): every #include "launcher/X/..."
+# in folder F must name a layer F may use. A layer may use the layers below it:
+#   base  <-  cli, os  <-  worker  <-  supervise  <-  multinode  ->  store
+# store uses nothing of the launcher's; the top-level agent and main may use everything.
+# Prints each violation (file: include) and exits 1 if there is one. Usage: check-layers.sh [ROOT]
+set -euo pipefail
+root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+declare -A allowed=(
+  [base]="base"
+  [cli]="base cli"
+  [os]="base os"
+  [worker]="base cli os worker"
+  [supervise]="base cli os worker supervise"
+  [multinode]="base cli os worker supervise multinode store"
+  [store]="store"
+)
+status=0
+cd "$root/launcher"
+for layer in "${!allowed[@]}"; do
+  [[ -d $layer ]] || { echo "check-layers: launcher/$layer is missing"; status=1; continue; }
+  while IFS= read -r hit; do
+    file=${hit%%:*}
+    used=$(sed -E 's#.*"launcher/([a-z_]+)/.*#\1#' <<<"$hit")
+    if [[ " ${allowed[$layer]} " != *" $used "* ]]; then
+      echo "check-layers: launcher/$file includes launcher/$used/ (a $layer file may use: ${allowed[$layer]})"
+      status=1
+    fi
+  done < <(grep -rHE '^#include "launcher/[a-z_]+/' "$layer" || true)
+  # A relative include could climb out of the layer; none may.
+  if grep -rHE '^#include "\.\./' "$layer"; then status=1; fi
+done
+for f in *; do
+  [[ -f $f || -n ${allowed[$f]+x} ]] || { echo "check-layers: launcher/$f is not a known layer; add it to this script and docs/architecture.md"; status=1; }
+done
+((status == 0)) && echo "check-layers: launcher/ layers are respected"
+exit $status
