@@ -1,8 +1,6 @@
-// The agent: turns validated options into a running job on this node. Multi-node jobs go
-// to the multi-node agent; a single node plans devices and ranks, picks or checks the
-// store port, prepares log files, then runs attempts on the Supervisor, restarting the
-// whole group up to --max-restarts times, and ends with the failure report. Returns the
-// launcher's exit code (exit_status.hpp). Blocks.
+// The agent: resolves the validated options once (resolve_job.hpp), then hands the job to
+// --dry-run's printout, the multi-node agent (more than one node, or elastic) or the
+// single-node agent. Returns the launcher's exit code (exit_status.hpp). Blocks.
 #pragma once
 
 #include "launcher/cli/environment.hpp"

@@ -6,13 +6,29 @@
 // cause. Returns the exit code. Blocks.
 #pragma once
 
+#include <optional>
 #include <string>
 
-#include "launcher/supervise/worker_launches.hpp"
+#include "launcher/cli/environment.hpp"
+#include "launcher/cli/options.hpp"  // RendezvousConf
+#include "launcher/supervise/job_config.hpp"
 
 namespace ddp::launch {
 
-int run_multi_node_agent(const LaunchOptions& options, const Environment& env, const JobSetup& job,
-                         const std::string& run_id);
+// How this node finds the others, from the command line.
+struct MultiNodeSpec {
+  std::string rdzv_backend = "static";  // static: node 0 hosts the store at master_addr:port
+  std::string rdzv_endpoint;            // otherwise: the store's host[:port]
+  RendezvousConf rdzv;
+  std::string master_addr = "127.0.0.1";
+  std::optional<int> master_port;
+  int node_rank = 0;
+  bool node_rank_given = false;  // explicit --node-rank: honoured in dynamic mode too
+  std::string local_addr;        // where this node's workers' store would listen
+  int nnodes_min = 1;
+  int nnodes_max = 1;
+};
+
+int run_multi_node_agent(const JobConfig& job, const MultiNodeSpec& spec, const Environment& env);
 
 }  // namespace ddp::launch

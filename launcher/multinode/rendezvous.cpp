@@ -14,12 +14,30 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How long to read a key that another launcher has written or is about to write.
+constexpr store::Duration kPublishedKeyTimeout{5000};
+// How often the leader of a failed round looks whether the others have read why.
+constexpr std::chrono::milliseconds kPlanReadPoll{20};
+
 [[noreturn]] void rendezvous_failed(const std::string& message) {
   throw LaunchError(exit_code::kRendezvousFailed, message);
 }
 
 Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+// A round number another launcher wrote (current_round).
+int round_number(const std::string& text) {
+  size_t used = 0;
+  int value = -1;
+  try {
+    value = std::stoi(text, &used);
+  } catch (const std::exception&) {  // invalid_argument, out_of_range: reported below
+  }
+  if (used != text.size() || value < 0)
+    malformed_record("round number", fmt::format("'{}' is not a round number", text));
+  return value;
 }
 
 }  // namespace
@@ -69,31 +87,7 @@ RoundPlan Rendezvous::lead(const NodeInfo& self, int round, int restart_count, R
       if (!last_call) last_call = Clock::now() + seconds(last_call_s);
       if (Clock::now() >= *last_call) break;
     }
-    if (Clock::now() >= join_deadline) {
-      std::vector<std::string> keys;
-      for (long t = 1; t <= count; ++t) keys.push_back(JobKeys::join(round, t));
-      std::string who;
-      std::vector<bool> present(static_cast<size_t>(nnodes_max_), false);
-      for (const auto& v : job_.multi_get(keys, store::Duration(5000))) {
-        NodeInfo n = node_info_from_json(v);
-        who += fmt::format("{}{} ({})", who.empty() ? "" : ", ",
-                           n.requested_rank >= 0 ? fmt::format("node {}", n.requested_rank) : "a node", n.host);
-        if (n.requested_rank >= 0 && n.requested_rank < nnodes_max_) present[n.requested_rank] = true;
-      }
-      std::string missing;
-      if (self.requested_rank >= 0)  // ranks are explicit: name the absent ones
-        for (int r = 0; r < nnodes_min_; ++r)
-          if (!present[r]) missing += fmt::format("{}{}", missing.empty() ? "; missing: node " : ", ", r);
-      RoundPlan failed;
-      failed.round = round;
-      failed.error = fmt::format("rendezvous timed out after {} s: {} of {} node{} joined: {}{}; check "
-                                 "that every node runs ddp-launch with the same --rdzv-id and "
-                                 "store address, and that the network between them is open",
-                                 conf_.join_timeout_s, count, nnodes_min_, nnodes_min_ == 1 ? "" : "s", who,
-                                 missing);
-      job_.set(JobKeys::plan(round), to_json(failed));
-      rendezvous_failed(failed.error);
-    }
+    if (Clock::now() >= join_deadline) fail_join_timeout(self, round, count);
     auto next = last_call ? std::min(*last_call, join_deadline) : join_deadline;
     wait_key(JobKeys::join(round, count + 1), next);
   }
@@ -108,10 +102,36 @@ RoundPlan Rendezvous::lead(const NodeInfo& self, int round, int restart_count, R
     // Keep the store up until the other nodes have read why, so they report it too.
     const auto deadline = Clock::now() + seconds(conf_.heartbeat_timeout_s);
     while (job_.add(JobKeys::plan_read(round), 0) < count - 1 && Clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(kPlanReadPoll);
     rendezvous_failed(plan.error);
   }
   return plan;
+}
+
+void Rendezvous::fail_join_timeout(const NodeInfo& self, int round, long count) {
+  std::vector<std::string> keys;
+  for (long t = 1; t <= count; ++t) keys.push_back(JobKeys::join(round, t));
+  std::string who;
+  std::vector<bool> present(static_cast<size_t>(nnodes_max_), false);
+  for (const auto& v : job_.multi_get(keys, kPublishedKeyTimeout)) {
+    NodeInfo n = node_info_from_json(v);
+    who += fmt::format("{}{} ({})", who.empty() ? "" : ", ",
+                       n.requested_rank >= 0 ? fmt::format("node {}", n.requested_rank) : "a node", n.host);
+    if (n.requested_rank >= 0 && n.requested_rank < nnodes_max_) present[n.requested_rank] = true;
+  }
+  std::string missing;
+  if (self.requested_rank >= 0)  // ranks are explicit: name the absent ones
+    for (int r = 0; r < nnodes_min_; ++r)
+      if (!present[r]) missing += fmt::format("{}{}", missing.empty() ? "; missing: node " : ", ", r);
+  RoundPlan failed;
+  failed.round = round;
+  failed.error = fmt::format("rendezvous timed out after {} s: {} of {} node{} joined: {}{}; check "
+                             "that every node runs ddp-launch with the same --rdzv-id and "
+                             "store address, and that the network between them is open",
+                             conf_.join_timeout_s, count, nnodes_min_, nnodes_min_ == 1 ? "" : "s", who,
+                             missing);
+  job_.set(JobKeys::plan(round), to_json(failed));
+  rendezvous_failed(failed.error);
 }
 
 RoundPlan Rendezvous::follow(const NodeInfo& self, int round) {
@@ -123,14 +143,14 @@ RoundPlan Rendezvous::follow(const NodeInfo& self, int round) {
   };
   if (round < 0) {
     if (!wait_key(JobKeys::current_round(), join_deadline)) timed_out("the first round to open");
-    round = std::stoi(job_.get(JobKeys::current_round(), store::Duration(5000)));
+    round = round_number(job_.get(JobKeys::current_round(), kPublishedKeyTimeout));
   }
   for (;;) {
     if (!wait_key(JobKeys::open(round), join_deadline)) timed_out(fmt::format("round {} to open", round));
     long ticket = job_.add(JobKeys::ticket(round), 1);
     job_.set(JobKeys::join(round, ticket), to_json(self));
     if (!wait_key(JobKeys::plan(round), join_deadline)) timed_out(fmt::format("the plan of round {}", round));
-    RoundPlan plan = plan_from_json(job_.get(JobKeys::plan(round), store::Duration(5000)));
+    RoundPlan plan = plan_from_json(job_.get(JobKeys::plan(round), kPublishedKeyTimeout));
     job_.add(JobKeys::plan_read(round), 1);
     if (!plan.error.empty()) rendezvous_failed(plan.error);
     if (plan.find(self.name)) return plan;

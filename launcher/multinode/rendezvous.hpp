@@ -3,8 +3,8 @@
 // and last_call_timeout passed, and publishes the plan; followers join the open round and
 // read the plan, waiting for the next round when they came too late. Blocks, waiting in
 // slices of at most the heartbeat interval (each wait also keeps the connection alive) and
-// asking `interrupted` between slices. Throws LaunchError(kRendezvousFailed) on timeout or
-// a failed plan, store::StoreError when the store is lost.
+// asking `interrupted` between slices. Throws LaunchError(kRendezvousFailed) on timeout, a
+// failed plan or a malformed record, store::StoreError when the store is lost.
 #pragma once
 
 #include <functional>
@@ -54,6 +54,8 @@ class Rendezvous {
  private:
   RoundPlan lead(const NodeInfo& self, int round, int restart_count, Regroup regroup);
   RoundPlan follow(const NodeInfo& self, int round);
+  // Publishes a failed plan naming who joined (and who is missing), then throws.
+  [[noreturn]] void fail_join_timeout(const NodeInfo& self, int round, long count);
   void check_interrupted();
 
   store::Store& job_;

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <map>
-#include <stdexcept>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
+#include "launcher/base/signal_names.hpp"
 
 namespace ddp::launch::rdzv {
 namespace {
@@ -39,11 +42,25 @@ NodeInfo info_from(const json& j) {
 
 json parse(const std::string& text, const char* what) {
   json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw std::runtime_error(fmt::format("malformed {} record", what));
+  if (j.is_discarded() || !j.is_object()) malformed_record(what, "not a JSON object");
   return j;
 }
 
+AbortRecord::Kind abort_kind(int value) {
+  using Kind = AbortRecord::Kind;
+  if (value < static_cast<int>(Kind::kFailure) || value > static_cast<int>(Kind::kMembership))
+    malformed_record("abort record", fmt::format("unknown kind {}", value));
+  return static_cast<Kind>(value);
+}
+
 }  // namespace
+
+void malformed_record(const std::string& what, const std::string& detail) {
+  throw LaunchError(exit_code::kRendezvousFailed,
+                    fmt::format("malformed {} in the agent store ({}); do all nodes run the same "
+                                "ddp-launch version?",
+                                what, detail));
+}
 
 const PlannedNode* RoundPlan::find(const std::string& name) const {
   for (const auto& n : nodes)
@@ -51,53 +68,49 @@ const PlannedNode* RoundPlan::find(const std::string& name) const {
   return nullptr;
 }
 
-RoundPlan make_plan(const std::vector<NodeInfo>& joined, int round, int restart_count) {
-  RoundPlan plan;
-  plan.round = round;
-  plan.restart_count = restart_count;
-  if (joined.empty()) {
-    plan.error = "no node joined the round";
-    return plan;
-  }
+namespace {
+
+// "" when every node agrees on --nnodes and --max-restarts, else what to fix.
+std::string disagreement(const std::vector<NodeInfo>& joined) {
   const NodeInfo& first = joined.front();
   for (const auto& n : joined) {
-    if (n.nnodes_min != first.nnodes_min || n.nnodes_max != first.nnodes_max) {
-      plan.error = fmt::format("nodes disagree on --nnodes: {} says {}:{}, {} says {}:{}; give every "
-                               "node the same value",
-                               describe(first), first.nnodes_min, first.nnodes_max, describe(n),
-                               n.nnodes_min, n.nnodes_max);
-      return plan;
-    }
-    if (n.max_restarts != first.max_restarts) {
-      plan.error = fmt::format("nodes disagree on --max-restarts: {} says {}, {} says {}; give "
-                               "every node the same value",
-                               describe(first), first.max_restarts, describe(n), n.max_restarts);
-      return plan;
-    }
+    if (n.nnodes_min != first.nnodes_min || n.nnodes_max != first.nnodes_max)
+      return fmt::format("nodes disagree on --nnodes: {} says {}:{}, {} says {}:{}; give every "
+                         "node the same value",
+                         describe(first), first.nnodes_min, first.nnodes_max, describe(n),
+                         n.nnodes_min, n.nnodes_max);
+    if (n.max_restarts != first.max_restarts)
+      return fmt::format("nodes disagree on --max-restarts: {} says {}, {} says {}; give "
+                         "every node the same value",
+                         describe(first), first.max_restarts, describe(n), n.max_restarts);
   }
+  return "";
+}
+
+// The node of each group rank: explicit --node-rank first, then a node's previous rank when
+// free, then the rest in join order. Sets `error` (and returns {}) when ranks conflict.
+std::vector<const NodeInfo*> assign_ranks(const std::vector<NodeInfo>& joined, std::string& error) {
   const int count = static_cast<int>(joined.size());
   std::vector<const NodeInfo*> by_rank(count, nullptr);
   std::vector<bool> placed(joined.size(), false);
-  // 1. Explicit --node-rank.
   for (size_t i = 0; i < joined.size(); ++i) {
     int r = joined[i].requested_rank;
     if (r < 0) continue;
     if (r >= count) {
-      plan.error = fmt::format("{} asks for --node-rank {}, but the round has {} node{} (ranks "
-                               "0..{}); is a node missing or --nnodes wrong?",
-                               describe(joined[i]), r, count, count == 1 ? "" : "s", count - 1);
-      return plan;
+      error = fmt::format("{} asks for --node-rank {}, but the round has {} node{} (ranks "
+                          "0..{}); is a node missing or --nnodes wrong?",
+                          describe(joined[i]), r, count, count == 1 ? "" : "s", count - 1);
+      return {};
     }
     if (by_rank[r]) {
-      plan.error = fmt::format("node rank {} is claimed twice: by {} and by {}; give each node its "
-                               "own --node-rank",
-                               r, describe(*by_rank[r]), describe(joined[i]));
-      return plan;
+      error = fmt::format("node rank {} is claimed twice: by {} and by {}; give each node its "
+                          "own --node-rank",
+                          r, describe(*by_rank[r]), describe(joined[i]));
+      return {};
     }
     by_rank[r] = &joined[i];
     placed[i] = true;
   }
-  // 2. A node's previous rank, when free; 3. the rest in join order.
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < joined.size(); ++i) {
       if (placed[i]) continue;
@@ -111,8 +124,25 @@ RoundPlan make_plan(const std::vector<NodeInfo>& joined, int round, int restart_
       placed[i] = true;
     }
   }
+  return by_rank;
+}
+
+}  // namespace
+
+RoundPlan make_plan(const std::vector<NodeInfo>& joined, int round, int restart_count) {
+  RoundPlan plan;
+  plan.round = round;
+  plan.restart_count = restart_count;
+  if (joined.empty()) {
+    plan.error = "no node joined the round";
+    return plan;
+  }
+  plan.error = disagreement(joined);
+  if (!plan.error.empty()) return plan;
+  const std::vector<const NodeInfo*> by_rank = assign_ranks(joined, plan.error);
+  if (!plan.error.empty()) return plan;
   int base = 0;
-  for (int r = 0; r < count; ++r) {
+  for (int r = 0; r < static_cast<int>(by_rank.size()); ++r) {
     plan.nodes.push_back(PlannedNode{*by_rank[r], r, base});
     base += by_rank[r]->nproc;
   }
@@ -120,6 +150,65 @@ RoundPlan make_plan(const std::vector<NodeInfo>& joined, int round, int restart_
   plan.master_addr = plan.nodes[0].info.addr;
   plan.master_port = plan.nodes[0].info.worker_port;
   return plan;
+}
+
+AbortRecord AbortRecord::worker_failure(const WorkerOutcome& root, int node_rank, const std::string& host,
+                                        bool final) {
+  AbortRecord r;
+  r.kind = Kind::kFailure;
+  r.reason = fmt::format("rank {} on node {} ({}) failed with {}", root.rank, node_rank, host,
+                         root.status.describe());
+  r.node_rank = node_rank;
+  r.host = host;
+  r.rank = root.rank;
+  r.local_rank = root.local_rank;
+  r.pid = root.pid;
+  r.exit_code = root.status.launcher_exit_code();
+  r.status = root.status.describe();
+  if (root.error) {
+    r.error = root.error->message;
+    r.traceback = root.error->traceback;
+  }
+  r.final = final;
+  return r;
+}
+
+AbortRecord AbortRecord::lost_node(int node_rank, const std::string& host, const std::string& why,
+                                   bool final) {
+  AbortRecord r;
+  r.kind = Kind::kLost;
+  r.reason = fmt::format("node {} ({}) was lost: {}", node_rank, host, why);
+  r.node_rank = node_rank;
+  r.host = host;
+  r.exit_code = exit_code::kRendezvousFailed;
+  r.final = final;
+  return r;
+}
+
+AbortRecord AbortRecord::membership_change(int node_rank, const std::string& host) {
+  AbortRecord r;
+  r.kind = Kind::kMembership;
+  r.reason = "a new node is waiting to join; all nodes restart in a new round";
+  r.node_rank = node_rank;
+  r.host = host;
+  return r;
+}
+
+AbortRecord AbortRecord::stopped_by_signal(int node_rank, const std::string& host, int signal) {
+  AbortRecord r;
+  r.kind = Kind::kFailure;
+  r.reason = fmt::format("node {} ({}) was stopped by {}", node_rank, host, signal_name(signal));
+  r.node_rank = node_rank;
+  r.host = host;
+  r.exit_code = exit_code::from_signal(signal);
+  r.status = r.reason;
+  r.final = true;
+  return r;
+}
+
+RemoteFailure AbortRecord::remote_failure() const {
+  return RemoteFailure{node_rank, host, rank, local_rank, pid, status.empty() ? reason : status,
+                       error, traceback};
 }
 
 std::string to_json(const NodeInfo& info) { return info_json(info).dump(); }
@@ -144,15 +233,15 @@ std::string to_json(const AbortRecord& r) {
 
 NodeInfo node_info_from_json(const std::string& text) {
   try {
-    return info_from(parse(text, "node"));
+    return info_from(parse(text, "node record"));
   } catch (const json::exception& e) {
-    throw std::runtime_error(fmt::format("malformed node record: {}", e.what()));
+    malformed_record("node record", e.what());
   }
 }
 
 RoundPlan plan_from_json(const std::string& text) {
   try {
-    json j = parse(text, "plan");
+    json j = parse(text, "plan record");
     RoundPlan plan;
     plan.round = j.at("round").get<int>();
     plan.restart_count = j.at("restart_count").get<int>();
@@ -165,15 +254,15 @@ RoundPlan plan_from_json(const std::string& text) {
     plan.error = j.at("error").get<std::string>();
     return plan;
   } catch (const json::exception& e) {
-    throw std::runtime_error(fmt::format("malformed plan record: {}", e.what()));
+    malformed_record("plan record", e.what());
   }
 }
 
 AbortRecord abort_from_json(const std::string& text) {
   try {
-    json j = parse(text, "abort");
+    json j = parse(text, "abort record");
     AbortRecord r;
-    r.kind = static_cast<AbortRecord::Kind>(j.at("kind").get<int>());
+    r.kind = abort_kind(j.at("kind").get<int>());
     r.reason = j.at("reason").get<std::string>();
     r.node_rank = j.at("node_rank").get<int>();
     r.host = j.at("host").get<std::string>();
@@ -187,7 +276,7 @@ AbortRecord abort_from_json(const std::string& text) {
     r.final = j.at("final").get<bool>();
     return r;
   } catch (const json::exception& e) {
-    throw std::runtime_error(fmt::format("malformed abort record: {}", e.what()));
+    malformed_record("abort record", e.what());
   }
 }
 

@@ -2,12 +2,16 @@
 // plan: group ranks (explicit --node-rank first, then a node's previous rank, then join
 // order), RANK bases as prefix sums of each node's nproc (heterogeneous nodes work), and
 // the workers' store at group rank 0's address and port. Also the abort record every node
-// reads to stop, restart or report together. JSON on the wire; no I/O here.
+// reads to stop, restart or report together. JSON on the wire; no I/O here. A record
+// that cannot be read throws LaunchError(kRendezvousFailed) asking whether every node runs
+// the same ddp-launch version.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "launcher/supervise/failure_report.hpp"
 
 namespace ddp::launch::rdzv {
 
@@ -51,7 +55,22 @@ RoundPlan make_plan(const std::vector<NodeInfo>& joined, int round, int restart_
 
 // Why a round ended early. Written once per round (compare-and-set: the first one wins).
 struct AbortRecord {
-  enum class Kind { kFailure, kLost, kMembership };
+  enum class Kind { kFailure, kLost, kMembership };  // the numbers are the wire format
+
+  // A worker of node `node_rank` failed; final: no restart left.
+  static AbortRecord worker_failure(const WorkerOutcome& root, int node_rank, const std::string& host,
+                                    bool final);
+  // The store lost node `node_rank` (`why`: the store's reason) while it had not finished.
+  static AbortRecord lost_node(int node_rank, const std::string& host, const std::string& why,
+                               bool final);
+  // A new node waits to join: every node restarts in a new round (not counted as a restart).
+  static AbortRecord membership_change(int node_rank, const std::string& host);
+  // Node `node_rank` got a stop signal: every node exits with 128+signal.
+  static AbortRecord stopped_by_signal(int node_rank, const std::string& host, int signal);
+
+  // The root cause as the other nodes report it.
+  RemoteFailure remote_failure() const;
+
   Kind kind = Kind::kFailure;
   std::string reason;        // one line for humans
   int node_rank = -1;        // the node where it happened
@@ -69,9 +88,13 @@ struct AbortRecord {
 std::string to_json(const NodeInfo& info);
 std::string to_json(const RoundPlan& plan);
 std::string to_json(const AbortRecord& record);
-// Parsers throw std::runtime_error on malformed input.
+// Parsers throw LaunchError(kRendezvousFailed) on malformed input (see malformed_record).
 NodeInfo node_info_from_json(const std::string& text);
 RoundPlan plan_from_json(const std::string& text);
 AbortRecord abort_from_json(const std::string& text);
+
+// Throws LaunchError(kRendezvousFailed): `what` (e.g. "plan record") read from the store
+// cannot be understood, with `detail` and the version hint.
+[[noreturn]] void malformed_record(const std::string& what, const std::string& detail);
 
 }  // namespace ddp::launch::rdzv

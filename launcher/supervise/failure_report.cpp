@@ -136,6 +136,33 @@ std::string format_failure_report(const ReportContext& ctx, const WorkerOutcome&
   return out;
 }
 
+std::string format_failure_report(const ReportContext& ctx, const std::vector<WorkerOutcome>& outcomes,
+                                  size_t root_cause) {
+  std::vector<WorkerOutcome> others;
+  for (size_t i = 0; i < outcomes.size(); ++i)
+    if (i != root_cause) others.push_back(outcomes[i]);
+  return format_failure_report(ctx, outcomes.at(root_cause), others);
+}
+
+std::string format_remote_failure_report(const std::string& program, const RemoteFailure& r,
+                                         int my_node, const std::string& my_host) {
+  const std::string rule(72, '='), thin(72, '-');
+  std::string out = rule + "\n" +
+                    fmt::format("ddp-launch: {} FAILED on node {} ({})\n", program, r.node_rank, r.host);
+  out += thin + "\nRoot cause (first failure):\n";
+  out += fmt::format("  node      : {} ({})\n", r.node_rank, r.host);
+  if (r.rank >= 0) {
+    out += fmt::format("  rank      : {} (local_rank: {})\n", r.rank, r.local_rank);
+    out += fmt::format("  pid       : {}\n", r.pid);
+  }
+  out += fmt::format("  exit      : {}\n", r.exit);
+  if (!r.error.empty()) out += fmt::format("  error     : {}\n", r.error);
+  if (!r.traceback.empty()) out += "  traceback :\n" + indent(r.traceback, "    ");
+  out += thin + "\n" +
+         fmt::format("This node ({}, {}): its workers were stopped by ddp-launch\n", my_node, my_host);
+  return out + rule + "\n";
+}
+
 std::string launcher_error_record(const WorkerOutcome& root, const ReportContext& ctx) {
   json extra = json::object();
   extra["timestamp"] = std::to_string(

@@ -1,6 +1,7 @@
 // The failure report: reading workers' error files (PyTorch's @record JSON, both the
 // nested and the flat form) and formatting the summary that names the root cause first,
-// then every other worker. Pure except read_error_file (reads one small file).
+// then every other worker; on the other nodes of a multi-node job, the remote report.
+// Pure except read_error_file (reads one small file).
 #pragma once
 
 #include <chrono>
@@ -44,6 +45,25 @@ struct ReportContext {
 
 std::string format_failure_report(const ReportContext& ctx, const WorkerOutcome& root,
                                   const std::vector<WorkerOutcome>& others);
+// The same for one attempt's outcomes: outcomes[root_cause] first, then all the others.
+std::string format_failure_report(const ReportContext& ctx, const std::vector<WorkerOutcome>& outcomes,
+                                  size_t root_cause);
+
+// The root cause as another node reported it (multi-node).
+struct RemoteFailure {
+  int node_rank = -1;
+  std::string host;
+  int rank = -1;  // the failed worker, or -1 (a lost node, a stop signal)
+  int local_rank = -1;
+  long pid = 0;
+  std::string exit;  // "exit code 3", or why the round ended
+  std::string error;
+  std::string traceback;
+};
+
+// The report on a node whose own workers did not cause the failure (they were stopped).
+std::string format_remote_failure_report(const std::string& program, const RemoteFailure& root,
+                                         int my_node, const std::string& my_host);
 
 // A hint for well-known signals ("likely the out-of-memory killer"), or "".
 std::string signal_hint(const ExitStatus& status, bool stopped_by_launcher);

@@ -74,17 +74,17 @@ std::vector<std::string> split_visible_devices(const std::string& value) {
   return out;
 }
 
-DevicePlan plan_devices(const LaunchOptions& options, const DeviceInputs& in) {
+DevicePlan plan_devices(const DeviceSpec& spec, const DeviceInputs& in) {
   using Kind = NprocSpec::Kind;
   DevicePlan plan;
-  const Kind kind = options.nproc.kind;
-  const bool gpu_requested = kind == Kind::kGpu || kind == Kind::kAuto || options.devices ||
-                             options.virtual_local_rank;
+  const Kind kind = spec.nproc.kind;
+  const bool gpu_requested = kind == Kind::kGpu || kind == Kind::kAuto || spec.devices ||
+                             spec.virtual_local_rank;
   std::vector<std::string> selected;
   if (gpu_requested) {
     auto visible = visible_devices(in);
-    if (options.devices) {
-      for (int index : *options.devices) {
+    if (spec.devices) {
+      for (int index : *spec.devices) {
         if (index >= static_cast<int>(visible.size()))
           device_error(fmt::format("--devices names GPU {}, but {}; use indices into the "
                                    "visible devices, counted from 0",
@@ -98,7 +98,7 @@ DevicePlan plan_devices(const LaunchOptions& options, const DeviceInputs& in) {
   const int gpus = static_cast<int>(selected.size());
 
   switch (kind) {
-    case Kind::kCount: plan.nproc = options.nproc.count; break;
+    case Kind::kCount: plan.nproc = spec.nproc.count; break;
     case Kind::kCpu: plan.nproc = std::max(1, in.cpu_count); break;
     case Kind::kGpu:
       if (gpus == 0)
@@ -108,21 +108,21 @@ DevicePlan plan_devices(const LaunchOptions& options, const DeviceInputs& in) {
       break;
     case Kind::kAuto: plan.nproc = gpus > 0 ? gpus : std::max(1, in.cpu_count); break;
   }
-  plan.uses_gpus = kind == Kind::kGpu || (kind == Kind::kAuto && gpus > 0) || options.devices ||
-                  options.virtual_local_rank;
+  plan.uses_gpus = kind == Kind::kGpu || (kind == Kind::kAuto && gpus > 0) || spec.devices ||
+                  spec.virtual_local_rank;
   if (plan.uses_gpus && plan.nproc > gpus)
     device_error(fmt::format("{} workers asked for, but {}; ask for at most {} workers",
                              plan.nproc,
-                             options.devices ? fmt::format("--devices selects only {} GPU{}", gpus,
+                             spec.devices ? fmt::format("--devices selects only {} GPU{}", gpus,
                                                            gpus == 1 ? "" : "s")
                                              : describe_visible(in, gpus),
                              gpus));
 
   plan.visible_devices.assign(plan.nproc, std::nullopt);
-  if (options.virtual_local_rank) {
+  if (spec.virtual_local_rank) {
     plan.local_rank_zero = true;
     for (int r = 0; r < plan.nproc; ++r) plan.visible_devices[r] = selected[r];
-  } else if (options.devices) {
+  } else if (spec.devices) {
     std::vector<std::string> used(selected.begin(), selected.begin() + plan.nproc);
     for (auto& v : plan.visible_devices) v = join(used);
   }

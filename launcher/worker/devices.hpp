@@ -1,6 +1,6 @@
 // GPU discovery and selection. count_cuda_devices() loads the CUDA driver with dlopen
 // (never linked) and honours CUDA_VISIBLE_DEVICES; plan_devices() is pure: from the
-// visible devices and the options it decides how many workers run and what each one's
+// visible devices and a DeviceSpec it decides how many workers run and what each one's
 // CUDA_VISIBLE_DEVICES is. Errors throw LaunchError(kBadDevices).
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/cli/options.hpp"
+#include "launcher/cli/options.hpp"  // NprocSpec
 
 namespace ddp::launch {
 
@@ -26,6 +26,13 @@ struct DeviceInputs {
   int cpu_count = 1;
 };
 
+// What the command line asks for (--nproc-per-node, --devices, --virtual-local-rank).
+struct DeviceSpec {
+  NprocSpec nproc;
+  std::optional<std::vector<int>> devices;  // indices into the visible devices
+  bool virtual_local_rank = false;
+};
+
 struct DevicePlan {
   int nproc = 1;
   bool uses_gpus = false;
@@ -34,6 +41,6 @@ struct DevicePlan {
   bool local_rank_zero = false;  // --virtual-local-rank: every worker gets LOCAL_RANK=0
 };
 
-DevicePlan plan_devices(const LaunchOptions& options, const DeviceInputs& inputs);
+DevicePlan plan_devices(const DeviceSpec& spec, const DeviceInputs& inputs);
 
 }  // namespace ddp::launch

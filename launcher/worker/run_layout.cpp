@@ -28,31 +28,24 @@ std::string make_unique_dir(const std::string& pattern_prefix) {
   return buf.data();
 }
 
-bool any_stream(const StreamSelection& s) {
-  if (s.all != 0) return true;
-  for (const auto& [rank, bits] : s.per_rank)
-    if (bits != 0) return true;
-  return false;
-}
-
 }  // namespace
 
-RunLayout::RunLayout(const LaunchOptions& o, const Environment& env, const std::string& run_id) {
-  if (o.log_dir == "/dev/null") return;
-  if (!o.log_dir.empty()) {
+RunLayout::RunLayout(const RunLayoutSpec& spec, const Environment& env) {
+  if (spec.log_dir == "/dev/null") return;
+  if (!spec.log_dir.empty()) {
     std::error_code ec;
-    fs::create_directories(o.log_dir, ec);
+    fs::create_directories(spec.log_dir, ec);
     if (ec)
-      throw LaunchError(exit_code::kUsage, fmt::format("cannot create --log-dir {}: {}", o.log_dir,
+      throw LaunchError(exit_code::kUsage, fmt::format("cannot create --log-dir {}: {}", spec.log_dir,
                                                        ec.message()));
-    run_dir_ = make_unique_dir((fs::path(o.log_dir) / (run_id + "_")).string());
+    run_dir_ = make_unique_dir((fs::path(spec.log_dir) / (spec.run_id + "_")).string());
     keep_all_logs_ = true;
     return;
   }
   std::string tmp = lookup(env, "TMPDIR").value_or("/tmp");
   if (tmp.empty()) tmp = "/tmp";
   run_dir_ = make_unique_dir((fs::path(tmp) / "ddp-launch-").string());
-  temporary_ = !any_stream(o.redirects) && !any_stream(o.tee);
+  temporary_ = !spec.output_redirected;
 }
 
 RunLayout::~RunLayout() {

@@ -7,14 +7,20 @@
 #include <string>
 
 #include "launcher/cli/environment.hpp"
-#include "launcher/cli/options.hpp"
 
 namespace ddp::launch {
+
+// What decides the layout: --log-dir, the run id, and whether any output is redirected.
+struct RunLayoutSpec {
+  std::string log_dir;             // "": a temporary RUN; "/dev/null": no files at all
+  std::string run_id;
+  bool output_redirected = false;  // --redirects/--tee name a stream: keep the temporary RUN
+};
 
 class RunLayout {
  public:
   RunLayout() = default;  // disabled: no files at all
-  RunLayout(const LaunchOptions& options, const Environment& env, const std::string& run_id);
+  RunLayout(const RunLayoutSpec& spec, const Environment& env);
   ~RunLayout();  // removes a temporary run directory
   RunLayout(const RunLayout&) = delete;
   RunLayout& operator=(const RunLayout&) = delete;

@@ -25,15 +25,15 @@ std::vector<std::string> WorkerCommand::argv_for(int local_rank) const {
   return argv;
 }
 
-WorkerCommand resolve_worker_command(const LaunchOptions& o, const Environment& env) {
+WorkerCommand resolve_worker_command(const WorkerCommandSpec& spec, const Environment& env) {
   WorkerCommand cmd;
-  cmd.args = o.program_args;
-  cmd.legacy_local_rank_arg = o.legacy_local_rank_arg;
+  cmd.args = spec.args;
+  cmd.legacy_local_rank_arg = spec.legacy_local_rank_arg;
   const std::string path = lookup(env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
-  const bool python_script = !o.no_python && (o.module || ends_with(o.program, ".py"));
+  const bool python_script = !spec.no_python && (spec.module || ends_with(spec.program, ".py"));
   if (!python_script) {
-    cmd.executable = resolve_program(o.program, path);
-    cmd.prefix = {o.program};
+    cmd.executable = resolve_program(spec.program, path);
+    cmd.prefix = {spec.program};
     return cmd;
   }
   const std::string python = lookup(env, "PYTHON_EXEC").value_or("python3");
@@ -42,16 +42,16 @@ WorkerCommand resolve_worker_command(const LaunchOptions& o, const Environment& 
   } catch (const LaunchError& e) {
     throw LaunchError(e.exit_code(), fmt::format("{} (the Python interpreter for {}; set "
                                                  "PYTHON_EXEC to choose another)",
-                                                 e.what(), o.program));
+                                                 e.what(), spec.program));
   }
-  if (o.module) {
-    cmd.prefix = {python, "-u", "-m", o.program};
+  if (spec.module) {
+    cmd.prefix = {python, "-u", "-m", spec.program};
     return cmd;
   }
-  if (::access(o.program.c_str(), R_OK) != 0)
+  if (::access(spec.program.c_str(), R_OK) != 0)
     throw LaunchError(exit_code::kProgramNotFound,
-                      fmt::format("script '{}' not found or not readable; check the path", o.program));
-  cmd.prefix = {python, "-u", o.program};
+                      fmt::format("script '{}' not found or not readable; check the path", spec.program));
+  cmd.prefix = {python, "-u", spec.program};
   return cmd;
 }
 

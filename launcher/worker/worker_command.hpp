@@ -8,9 +8,17 @@
 #include <vector>
 
 #include "launcher/cli/environment.hpp"
-#include "launcher/cli/options.hpp"
 
 namespace ddp::launch {
+
+// PROGRAM and how to run it, from the command line.
+struct WorkerCommandSpec {
+  std::string program;                 // script, module or executable
+  std::vector<std::string> args;       // everything after PROGRAM
+  bool module = false;                 // -m
+  bool no_python = false;              // --no-python
+  bool legacy_local_rank_arg = false;  // --use-env=false / --legacy-local-rank-arg
+};
 
 struct WorkerCommand {
   std::string executable;            // resolved path handed to execve
@@ -21,6 +29,6 @@ struct WorkerCommand {
   std::vector<std::string> argv_for(int local_rank) const;
 };
 
-WorkerCommand resolve_worker_command(const LaunchOptions& options, const Environment& env);
+WorkerCommand resolve_worker_command(const WorkerCommandSpec& spec, const Environment& env);
 
 }  // namespace ddp::launch

@@ -1,7 +1,6 @@
 // The worker environment contract and the worker command line.
 #include <catch2/catch.hpp>
 
-#include "launcher/cli/options.hpp"
 #include "launcher/worker/worker_command.hpp"
 #include "launcher/worker/worker_env.hpp"
 #include "tests/support/test_support.hpp"
@@ -75,9 +74,9 @@ TEST_CASE("worker commands: executables directly, .py through python, -m, legacy
   ddp::test::TempDir dir;
   ddp::test::write_file(dir / "train.py", "print(1)\n");
   Environment env{{"PATH", "/usr/bin:/bin"}, {"PYTHON_EXEC", "/bin/echo"}};
-  LaunchOptions o;
+  WorkerCommandSpec o;
   o.program = dir / "train.py";
-  o.program_args = {"--x", "${local_rank}"};
+  o.args = {"--x", "${local_rank}"};
   auto py = resolve_worker_command(o, env);
   CHECK(py.executable == "/bin/echo");
   CHECK(py.argv_for(2) == std::vector<std::string>{"/bin/echo", "-u", dir / "train.py", "--x", "2"});
@@ -86,19 +85,19 @@ TEST_CASE("worker commands: executables directly, .py through python, -m, legacy
   CHECK(resolve_worker_command(o, env).argv_for(1) ==
         std::vector<std::string>{"/bin/echo", "-u", dir / "train.py", "--local-rank=1", "--x", "1"});
 
-  LaunchOptions m;
+  WorkerCommandSpec m;
   m.program = "pkg.train";
   m.module = true;
   CHECK(resolve_worker_command(m, env).argv_for(0) ==
         std::vector<std::string>{"/bin/echo", "-u", "-m", "pkg.train"});
 
-  LaunchOptions exe;
+  WorkerCommandSpec exe;
   exe.program = "true";
   auto direct = resolve_worker_command(exe, env);
   CHECK((direct.executable == "/usr/bin/true" || direct.executable == "/bin/true"));
   CHECK(direct.argv_for(0) == std::vector<std::string>{"true"});
 
-  LaunchOptions nopy;
+  WorkerCommandSpec nopy;
   nopy.program = dir / "train.py";
   nopy.no_python = true;  // not executable: a clear error
   CHECK_THROWS_WITH(resolve_worker_command(nopy, env), Catch::Contains("cannot be executed"));

@@ -1,0 +1,41 @@
+// The check a multi-node agent runs every heartbeat while its workers run (and while it
+// waits for the others after its own succeeded): has the round been aborted? The leader
+// also looks for lost peers and nodes waiting to join, and publishes the abort. The store
+// request itself is the heartbeat. watch_round never throws (it runs inside the
+// Supervisor's tick): a lost store or an unreadable record becomes a reason to stop, noted
+// in WatchTrouble. Blocks for one store round trip at most per request.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "launcher/multinode/round_plan.hpp"
+#include "launcher/store/store.hpp"
+
+namespace ddp::launch::rdzv {
+
+struct PeerWatch {
+  store::Store& job;   // the job's PrefixStore
+  store::Store& root;  // the unprefixed store, where the server sets kDroppedPrefix keys
+  bool leader = false;
+  int max_restarts = 0;  // a lost node is final once the round's restart_count reaches it
+  int nnodes_max = 1;
+  std::string host;           // this node's host name, for the records
+  std::string store_address;  // "host:port", for messages
+};
+
+// What went wrong while watching ("" = nothing).
+struct WatchTrouble {
+  std::string store_lost;  // the store stopped answering
+  std::string bad_record;  // a record from another node could not be read (has the hint)
+};
+
+// The reason to stop this round's workers, or nullopt to go on. Never throws.
+std::optional<std::string> watch_round(const PeerWatch& watch, const RoundPlan& plan, int my_rank,
+                                       WatchTrouble& trouble) noexcept;
+
+// Publishes `record` as round `round`'s abort unless one is there; returns the one that
+// won. Throws store::StoreError, LaunchError(kRendezvousFailed) on a malformed record.
+AbortRecord publish_abort(store::Store& job, int round, const AbortRecord& record);
+
+}  // namespace ddp::launch::rdzv

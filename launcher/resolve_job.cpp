@@ -1,0 +1,94 @@
+#include "launcher/resolve_job.hpp"
+
+#include <algorithm>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace ddp::launch {
+namespace {
+
+// A random hex id (for --standalone run ids).
+std::string random_id() {
+  std::random_device rd;
+  return fmt::format("{:08x}", rd());
+}
+
+bool any_stream(const StreamSelection& s) {
+  if (s.all != 0) return true;
+  for (const auto& [rank, bits] : s.per_rank)
+    if (bits != 0) return true;
+  return false;
+}
+
+DevicePlan plan_this_node_devices(const LaunchOptions& o, const Environment& env) {
+  DeviceInputs inputs;
+  inputs.cuda_visible_devices = lookup(env, "CUDA_VISIBLE_DEVICES");
+  inputs.driver_count = count_cuda_devices;
+  inputs.cpu_count = static_cast<int>(std::thread::hardware_concurrency());
+  return plan_devices(device_spec(o), inputs);
+}
+
+SingleNodeSpec single_node_spec(const LaunchOptions& o) {
+  SingleNodeSpec s;
+  s.node_rank = o.node_rank;
+  s.nnodes = o.nnodes_max;
+  s.master_addr = o.master_addr;
+  if (o.master_port && *o.master_port != 0 && !o.standalone) s.master_port = *o.master_port;
+  return s;
+}
+
+MultiNodeSpec multi_node_spec(const LaunchOptions& o) {
+  MultiNodeSpec s;
+  s.rdzv_backend = o.rdzv_backend;
+  s.rdzv_endpoint = o.rdzv_endpoint;
+  s.rdzv = o.rdzv;
+  s.master_addr = o.master_addr;
+  s.master_port = o.master_port;
+  s.node_rank = o.node_rank;
+  s.node_rank_given = o.node_rank_given;
+  s.local_addr = o.local_addr;
+  s.nnodes_min = o.nnodes_min;
+  s.nnodes_max = o.nnodes_max;
+  return s;
+}
+
+}  // namespace
+
+DeviceSpec device_spec(const LaunchOptions& o) { return DeviceSpec{o.nproc, o.devices, o.virtual_local_rank}; }
+
+WorkerCommandSpec worker_command_spec(const LaunchOptions& o) {
+  return WorkerCommandSpec{o.program, o.program_args, o.module, o.no_python, o.legacy_local_rank_arg};
+}
+
+SupervisorConfig supervisor_config(const LaunchOptions& o) {
+  SupervisorConfig config;
+  config.shutdown_timeout_s = o.shutdown_timeout_s;
+  const auto& stops = default_stop_signals();
+  for (int s : o.signals_to_handle)
+    (std::find(stops.begin(), stops.end(), s) != stops.end() ? config.stop_signals : config.forward_signals)
+        .push_back(s);
+  return config;
+}
+
+ResolvedJob resolve_job(const LaunchOptions& o, const Environment& env) {
+  ResolvedJob r;
+  JobConfig& job = r.job;
+  job.devices = plan_this_node_devices(o, env);
+  job.command = resolve_worker_command(worker_command_spec(o), env);
+  job.program = o.program;
+  job.run_id = o.standalone ? random_id() : o.rdzv_id;
+  job.role = o.role;
+  job.max_restarts = o.max_restarts;
+  job.layout = RunLayoutSpec{o.log_dir, job.run_id, any_stream(o.redirects) || any_stream(o.tee)};
+  job.output = OutputSpec{o.redirects, o.tee, o.local_ranks_filter, o.log_line_prefix_template};
+  job.supervisor = supervisor_config(o);
+  r.single_node = single_node_spec(o);
+  r.multi_node = multi_node_spec(o);
+  r.multi_node_job = is_multi_node(o);
+  r.dry_run = o.dry_run;
+  return r;
+}
+
+}  // namespace ddp::launch

@@ -1,0 +1,57 @@
+#include "launcher/supervise/dry_run.hpp"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "launcher/base/exit_status.hpp"
+#include "launcher/supervise/worker_launches.hpp"
+#include "launcher/worker/output.hpp"
+
+namespace ddp::launch {
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789_-./=:,@%+") == std::string::npos)
+    return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// "rank R (local_rank L):", its command line, then its contract variables.
+std::string describe_worker(const WorkerLaunch& w, const Environment& base) {
+  std::string out = fmt::format("rank {} (local_rank {}):\n  command:", w.rank, w.local_rank);
+  for (const auto& a : w.spawn.argv) out += " " + shell_quote(a);
+  out += "\n";
+  std::vector<char*> entries;
+  for (const auto& e : w.spawn.env) entries.push_back(const_cast<char*>(e.c_str()));
+  entries.push_back(nullptr);
+  const Environment env = environment_from(entries.data());
+  for (const auto& name : contract_variables()) {
+    auto value = lookup(env, name);
+    if (!value) continue;
+    bool inherited = lookup(base, name) == value && name != "RANK";
+    out += fmt::format("  {}={}{}\n", name, shell_quote(*value), inherited ? "  (inherited)" : "");
+  }
+  return out;
+}
+
+}  // namespace
+
+int print_dry_run(const JobConfig& job, const GroupPlan& plan, const Environment& base) {
+  const RunLayout no_files;
+  const std::vector<WorkerLaunch> launches = prepare_attempt(job, base, plan, no_files);
+  std::string out = fmt::format(
+      "ddp-launch: dry run: {} worker{} on node {} of {} (world size {}); nothing is started\n",
+      launches.size(), launches.size() == 1 ? "" : "s", plan.node_rank, plan.nnodes, plan.world_size);
+  if (plan.nnodes > 1)
+    out += "(multi-node: the rendezvous settles the ranks of heterogeneous nodes, and MASTER_ADDR/"
+           "MASTER_PORT point at group rank 0's node and a port it picks)\n";
+  for (const auto& w : launches) out += describe_worker(w, base);
+  write_all(STDOUT_FILENO, out);
+  return exit_code::kSuccess;
+}
+
+}  // namespace ddp::launch

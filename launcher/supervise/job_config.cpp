@@ -1,0 +1,21 @@
+#include "launcher/supervise/job_config.hpp"
+
+namespace ddp::launch {
+
+GroupPlan group_plan(const JobConfig& job, const NodePlacement& where) {
+  GroupPlan plan;
+  plan.node_rank = where.node_rank;
+  plan.nnodes = where.nnodes;
+  plan.base_rank = where.base_rank;
+  plan.world_size = where.world_size;
+  plan.local_world_size = job.devices.nproc;
+  plan.master_addr = where.master_addr;
+  plan.master_port = where.master_port;
+  plan.run_id = job.run_id;
+  plan.role = job.role;
+  plan.max_restarts = job.max_restarts;
+  plan.restart_count = where.restart_count;
+  return plan;
+}
+
+}  // namespace ddp::launch

@@ -1,0 +1,55 @@
+// What every agent (single- or multi-node) runs, resolved once from the command line by
+// resolve_job (launcher/resolve_job.hpp): the planned devices, the worker command, where
+// files and output go, how to supervise, and the job's constants for the worker group.
+// group_plan() is the one GroupPlan builder: an agent only says where its node sits.
+// Plain data; no I/O.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+
+#include "launcher/cli/options.hpp"  // StreamSelection
+#include "launcher/supervise/supervisor.hpp"
+#include "launcher/worker/devices.hpp"
+#include "launcher/worker/run_layout.hpp"
+#include "launcher/worker/worker_command.hpp"
+#include "launcher/worker/worker_env.hpp"
+
+namespace ddp::launch {
+
+// Where each worker's output goes: -r/--redirects, -t/--tee, --local-ranks-filter and
+// --log-line-prefix-template (expanded per worker with the group's role).
+struct OutputSpec {
+  StreamSelection redirects;
+  StreamSelection tee;
+  std::optional<std::set<int>> local_ranks_filter;  // absent: every rank on the console
+  std::string prefix_template = "[rank${rank}]: ";
+};
+
+struct JobConfig {
+  std::string program;    // PROGRAM as given, for reports
+  std::string run_id;     // --rdzv-id, or a random one with --standalone
+  std::string role = "default";
+  int max_restarts = 0;
+  DevicePlan devices;     // how many workers, and their CUDA_VISIBLE_DEVICES
+  WorkerCommand command;  // checked: the program exists and can run
+  RunLayoutSpec layout;
+  OutputSpec output;
+  SupervisorConfig supervisor;
+};
+
+// Where this node sits in one attempt: from the options (single node) or a round plan.
+struct NodePlacement {
+  int node_rank = 0;
+  int nnodes = 1;
+  int base_rank = 0;   // RANK of this node's local rank 0
+  int world_size = 1;
+  std::string master_addr;
+  int master_port = 0;
+  int restart_count = 0;
+};
+
+GroupPlan group_plan(const JobConfig& job, const NodePlacement& where);
+
+}  // namespace ddp::launch
