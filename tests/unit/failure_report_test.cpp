@@ -88,3 +88,37 @@ TEST_CASE("the launcher's own error record carries errorCode") {
   CHECK(back->traceback == "tb");
   CHECK_THAT(json, Catch::Contains("\"errorCode\": 7"));
 }
+
+TEST_CASE("a failed attempt's outcomes: the root cause first, every other worker after") {
+  std::vector<WorkerOutcome> outcomes(3);
+  for (int i = 0; i < 3; ++i) outcomes[i].rank = i;
+  outcomes[1].status = ExitStatus{false, 2, 0};
+  std::string text = format_failure_report({"p", "h", 0, 0}, outcomes, 1);
+  CHECK_THAT(text, Catch::Contains("rank      : 1 (local_rank: 0)"));
+  CHECK_THAT(text, Catch::Contains("rank 0 (local_rank: 0, pid 0): exited 0"));
+  CHECK_THAT(text, Catch::Contains("rank 2 (local_rank: 0, pid 0): exited 0"));
+  CHECK(text.find("rank 1 (local_rank") == std::string::npos);  // not among the others
+}
+
+TEST_CASE("the remote report names the failed node and this node's stopped workers") {
+  RemoteFailure r;
+  r.node_rank = 2;
+  r.host = "gpu2";
+  r.rank = 9;
+  r.local_rank = 1;
+  r.pid = 77;
+  r.exit = "exit code 3";
+  r.error = "ValueError: x";
+  r.traceback = "Traceback:\n  line 1";
+  std::string text = format_remote_failure_report("train.py", r, 0, "gpu0");
+  CHECK_THAT(text, Catch::Contains("train.py FAILED on node 2 (gpu2)"));
+  CHECK_THAT(text, Catch::Contains("rank      : 9 (local_rank: 1)"));
+  CHECK_THAT(text, Catch::Contains("pid       : 77"));
+  CHECK_THAT(text, Catch::Contains("exit      : exit code 3"));
+  CHECK_THAT(text, Catch::Contains("traceback :\n    Traceback:\n      line 1\n"));
+  CHECK_THAT(text, Catch::Contains("This node (0, gpu0): its workers were stopped by ddp-launch"));
+  RemoteFailure lost;
+  lost.node_rank = 1;
+  lost.exit = "node 1 (h1) was lost";
+  CHECK(format_remote_failure_report("p", lost, 0, "h0").find("rank      :") == std::string::npos);
+}

@@ -6,8 +6,10 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/multinode/peer_watch.hpp"
 #include "launcher/multinode/rendezvous.hpp"
 #include "launcher/store/memory_store.hpp"
+#include "launcher/store/protocol.hpp"
 
 using namespace ddp::launch;
 using namespace ddp::launch::rdzv;
@@ -161,4 +163,92 @@ TEST_CASE("after a restart the leader closes the round once the expected nodes a
   CHECK(plan.restart_count == 1);
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
   CHECK(follower.get().round == 4);
+}
+
+namespace {
+
+constexpr const char* kVersionHint = "do all nodes run the same ddp-launch version?";
+
+// The exit code and message of the LaunchError a follower's join throws.
+std::pair<int, std::string> join_failure(store::Store& store) {
+  Rendezvous follower(store, fast_conf(), false, 2, 2, {});
+  try {
+    follower.join(node("x", 1, 1, 2, 2), -1, 0);
+  } catch (const LaunchError& e) {
+    return {e.exit_code(), e.what()};
+  }
+  return {0, ""};
+}
+
+// A two-node round as node 0 sees it.
+RoundPlan two_nodes() { return make_plan({node("n0", 1, 0, 2, 2), node("n1", 1, 1, 2, 2)}, 0, 0); }
+
+// A store whose connection is gone.
+class LostStore : public store::MemoryStore {
+ public:
+  std::optional<std::string> try_get(const std::string&) override {
+    throw store::StoreUnavailable("connection reset by peer");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("garbage in the store is a rendezvous error naming the version, not an internal one") {
+  store::MemoryStore bad_round;
+  bad_round.set(JobKeys::current_round(), "seven");
+  auto [code, message] = join_failure(bad_round);
+  CHECK(code == exit_code::kRendezvousFailed);
+  CHECK_THAT(message, Catch::Contains("'seven' is not a round number") && Catch::Contains(kVersionHint));
+
+  store::MemoryStore bad_plan;
+  bad_plan.set(JobKeys::current_round(), "0");
+  bad_plan.set(JobKeys::open(0), "1");
+  bad_plan.set(JobKeys::plan(0), R"({"round": "zero"})");
+  std::tie(code, message) = join_failure(bad_plan);
+  CHECK(code == exit_code::kRendezvousFailed);
+  CHECK_THAT(message, Catch::Contains("malformed plan record") && Catch::Contains(kVersionHint));
+}
+
+TEST_CASE("the peer watch turns a malformed abort record into a stop reason, never a throw") {
+  store::MemoryStore store;
+  store.set(JobKeys::abort(0), "{garbage");
+  PeerWatch watch{store, store, false, 0, 2, "h0", "h0:29400"};
+  WatchTrouble trouble;
+  auto reason = watch_round(watch, two_nodes(), 0, trouble);
+  REQUIRE(reason);
+  CHECK_THAT(*reason, Catch::Contains("malformed abort record") && Catch::Contains(kVersionHint));
+  CHECK(trouble.bad_record == *reason);
+  CHECK(trouble.store_lost.empty());
+}
+
+TEST_CASE("the peer watch turns a lost store into a stop reason, never a throw") {
+  LostStore store;
+  PeerWatch watch{store, store, true, 0, 2, "h0", "h0:29400"};
+  WatchTrouble trouble;
+  auto reason = watch_round(watch, two_nodes(), 0, trouble);
+  REQUIRE(reason);
+  CHECK(*reason == "lost the agent store at h0:29400 (connection reset by peer)");
+  CHECK(trouble.store_lost == "connection reset by peer");
+}
+
+TEST_CASE("the leader's watch publishes a lost peer and a waiting node") {
+  store::MemoryStore store;
+  PeerWatch watch{store, store, true, 1, 3, "h0", "h0:29400"};
+  WatchTrouble trouble;
+  CHECK_FALSE(watch_round(watch, two_nodes(), 0, trouble));
+  store.set(std::string(store::kDroppedPrefix) + "n1", "heartbeat timeout");
+  auto reason = watch_round(watch, two_nodes(), 0, trouble);
+  CHECK(reason == std::optional<std::string>("node 1 (n1) was lost: heartbeat timeout"));
+  AbortRecord lost = abort_from_json(store.get(JobKeys::abort(0), store::Duration(100)));
+  CHECK(lost.kind == AbortRecord::Kind::kLost);
+  CHECK_FALSE(lost.final);  // restart_count 0 < max_restarts 1
+
+  store::MemoryStore grow;
+  PeerWatch leader{grow, grow, true, 0, 3, "h0", "h0:29400"};
+  grow.add(JobKeys::waiting(0), 1);
+  reason = watch_round(leader, two_nodes(), 0, trouble);
+  REQUIRE(reason);
+  CHECK_THAT(*reason, Catch::Contains("a new node is waiting to join"));
+  CHECK(trouble.bad_record.empty());
+  CHECK(trouble.store_lost.empty());
 }

@@ -1,8 +1,13 @@
 // Rank assignment for a rendezvous round, and the records' JSON round trips.
 #include <catch2/catch.hpp>
 
+#include <csignal>
+
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
 #include "launcher/multinode/round_plan.hpp"
 
+using namespace ddp::launch;
 using namespace ddp::launch::rdzv;
 
 namespace {
@@ -80,4 +85,75 @@ TEST_CASE("records survive JSON round trips, garbage is rejected") {
   CHECK_THROWS(plan_from_json("{}"));
   CHECK_THROWS(abort_from_json("not json"));
   CHECK_THROWS(node_info_from_json(R"({"name": 1})"));
+}
+
+namespace {
+
+// The exit code and message of what `parse` throws ("" if it does not throw).
+template <typename Parse>
+std::pair<int, std::string> failure_of(Parse parse) {
+  try {
+    parse();
+  } catch (const LaunchError& e) {
+    return {e.exit_code(), e.what()};
+  }
+  return {0, ""};
+}
+
+}  // namespace
+
+TEST_CASE("a malformed record from another node is a rendezvous error with the version hint") {
+  const std::vector<std::pair<int, std::string>> failures = {
+      failure_of([] { plan_from_json("{}"); }),
+      failure_of([] { plan_from_json("[1, 2]"); }),
+      failure_of([] { abort_from_json("not json"); }),
+      failure_of([] { node_info_from_json(R"({"name": 1})"); }),
+  };
+  for (const auto& [code, message] : failures) {
+    CHECK(code == exit_code::kRendezvousFailed);
+    CHECK_THAT(message, Catch::Contains("malformed") &&
+                            Catch::Contains("do all nodes run the same ddp-launch version?"));
+  }
+  AbortRecord a;
+  std::string text = to_json(a);
+  text.replace(text.find("\"kind\":0"), 8, "\"kind\":7");  // a kind this version does not know
+  auto [code, message] = failure_of([&] { abort_from_json(text); });
+  CHECK(code == exit_code::kRendezvousFailed);
+  CHECK_THAT(message, Catch::Contains("unknown kind 7"));
+}
+
+TEST_CASE("abort records come from named factories") {
+  WorkerOutcome root;
+  root.rank = 5;
+  root.local_rank = 1;
+  root.pid = 99;
+  root.status = ExitStatus{false, 3, 0};
+  root.error = ErrorRecord{"E: boom", "tb", std::nullopt};
+  auto failure = AbortRecord::worker_failure(root, 2, "h2", true);
+  CHECK(failure.kind == AbortRecord::Kind::kFailure);
+  CHECK(failure.reason == "rank 5 on node 2 (h2) failed with exit code 3");
+  CHECK(failure.exit_code == 3);
+  CHECK(failure.error == "E: boom");
+  CHECK(failure.final);
+  auto remote = failure.remote_failure();
+  CHECK(remote.exit == "exit code 3");
+  CHECK(remote.rank == 5);
+  CHECK(remote.pid == 99);
+
+  auto lost = AbortRecord::lost_node(1, "h1", "connection lost", false);
+  CHECK(lost.kind == AbortRecord::Kind::kLost);
+  CHECK(lost.reason == "node 1 (h1) was lost: connection lost");
+  CHECK(lost.exit_code == exit_code::kRendezvousFailed);
+  CHECK(lost.remote_failure().exit == lost.reason);
+  CHECK(lost.remote_failure().rank == -1);
+
+  auto grow = AbortRecord::membership_change(0, "h0");
+  CHECK(grow.kind == AbortRecord::Kind::kMembership);
+  CHECK_FALSE(grow.final);
+
+  auto stop = AbortRecord::stopped_by_signal(3, "h3", SIGTERM);
+  CHECK(stop.reason == "node 3 (h3) was stopped by SIGTERM");
+  CHECK(stop.exit_code == 128 + SIGTERM);
+  CHECK(stop.final);
+  CHECK(abort_from_json(to_json(stop)).status == stop.reason);
 }
