@@ -217,7 +217,7 @@ Settled MultiNodeAgent::after_success(const Round& r) {
     if (reason) return true;
     try {
       return job_store_->check(done_keys);
-    } catch (const store::StoreError& e) {
+    } catch (const store::StoreError& e) {  // the store is gone: stop waiting; conclude() reports it
       trouble_.store_lost = e.what();
       reason = trouble_.store_lost;
       return true;
@@ -240,7 +240,7 @@ Settled MultiNodeAgent::after_failure(const Round& r, const AttemptResult& resul
   AbortRecord abort = mine;
   try {
     abort = rdzv::publish_abort(*job_store_, r.number(), mine);
-  } catch (const store::StoreError& e) {
+  } catch (const store::StoreError& e) {  // the others cannot hear us: report our own failure
     trouble_.store_lost = e.what();
   }
   if (!(abort.final && abort.node_rank == r.rank() && abort.pid == mine.pid)) return {std::nullopt, abort};

@@ -37,7 +37,7 @@ std::optional<std::string> watch_round(const PeerWatch& w, const RoundPlan& plan
     if (auto a = w.job.try_get(JobKeys::abort(plan.round))) return abort_from_json(*a).reason;
     if (!w.leader) return std::nullopt;
     return leader_checks(w, plan, my_rank);
-  } catch (const store::StoreError& e) {
+  } catch (const store::StoreError& e) {  // tick() must not throw: the agent ends the round on it
     trouble.store_lost = e.what();
     return fmt::format("lost the agent store at {} ({})", w.store_address, e.what());
   } catch (const std::exception& e) {  // a malformed record (LaunchError) or worse: stop, say why

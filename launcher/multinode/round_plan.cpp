@@ -234,7 +234,7 @@ std::string to_json(const AbortRecord& r) {
 NodeInfo node_info_from_json(const std::string& text) {
   try {
     return info_from(parse(text, "node record"));
-  } catch (const json::exception& e) {
+  } catch (const json::exception& e) {  // a field missing or of the wrong type
     malformed_record("node record", e.what());
   }
 }
@@ -253,7 +253,7 @@ RoundPlan plan_from_json(const std::string& text) {
     plan.master_port = j.at("master_port").get<int>();
     plan.error = j.at("error").get<std::string>();
     return plan;
-  } catch (const json::exception& e) {
+  } catch (const json::exception& e) {  // a field missing or of the wrong type
     malformed_record("plan record", e.what());
   }
 }
@@ -275,7 +275,7 @@ AbortRecord abort_from_json(const std::string& text) {
     r.traceback = j.at("traceback").get<std::string>();
     r.final = j.at("final").get<bool>();
     return r;
-  } catch (const json::exception& e) {
+  } catch (const json::exception& e) {  // a field missing or of the wrong type
     malformed_record("abort record", e.what());
   }
 }
