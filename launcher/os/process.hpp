@@ -1,8 +1,8 @@
-// Every POSIX process detail of the launcher lives here and in process.cpp: starting a
-// worker in its own session with PR_SET_PDEATHSIG, signalling whole process groups,
-// decoding wait statuses, pipes, and the orphan watchdog. Nothing else includes
-// <sys/wait.h>. Functions here do not block except where noted; not thread-safe
-// (the launcher is single-threaded).
+// Every POSIX process detail of the launcher lives in os/: here, starting a worker in its
+// own session with PR_SET_PDEATHSIG, signalling whole process groups, waiting for and
+// decoding wait statuses, and pipes (the orphan watchdog is in watchdog.hpp). Nothing
+// outside os/ includes <sys/wait.h>. Functions here do not block except where noted;
+// not thread-safe (the launcher is single-threaded).
 #pragma once
 
 #include <sys/types.h>
@@ -91,26 +91,6 @@ std::optional<ExitStatus> try_reap(pid_t pid);
 ExitStatus wait_for(pid_t pid);
 
 std::string host_name();
-
-// The orphan watchdog: a small forked process that outlives a SIGKILLed launcher just
-// long enough to SIGKILL every worker process group the launcher registered (workers'
-// own children included). It exits on its own when the launcher exits.
-class Watchdog {
- public:
-  Watchdog();  // forks the watchdog; call before any worker starts
-  Watchdog(const Watchdog&) = delete;
-  Watchdog& operator=(const Watchdog&) = delete;
-  ~Watchdog();  // closes the pipe; the watchdog exits on its own (not waited for)
-
-  void watch(pid_t pgid);    // a new worker group to kill if the launcher dies
-  void forget(pid_t pgid);   // that group is gone (reaped and cleaned up)
-
- private:
-  static constexpr size_t kMaxWatched = 65536;
-  void send(int message);
-  UniqueFd to_watchdog_;
-  pid_t pid_ = -1;
-};
 
 // Ignores SIGPIPE in the launcher (a closed console must not kill it). Workers get the
 // default back in spawn_worker.

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "launcher/base/launch_error.hpp"
+#include "launcher/os/watchdog.hpp"
 #include "launcher/worker/output.hpp"
 
 namespace ddp::launch {
