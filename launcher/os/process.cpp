@@ -102,12 +102,20 @@ Pipe make_pipe() {
 }
 
 int ExitStatus::launcher_exit_code() const {
+  if (vanished) return exit_code::kInternalError;
   return signaled ? exit_code::from_signal(signal) : code;
 }
 
 std::string ExitStatus::describe() const {
+  if (vanished) return "exit status unknown: the process vanished (ECHILD)";
   if (signaled) return fmt::format("signal {} ({})", signal, signal_name(signal));
   return fmt::format("exit code {}", code);
+}
+
+ExitStatus ExitStatus::unknown() {
+  ExitStatus s;
+  s.vanished = true;
+  return s;
 }
 
 ExitStatus decode_wait_status(int raw_status) {
@@ -197,7 +205,7 @@ std::optional<ExitStatus> try_reap(pid_t pid) {
     r = ::waitpid(pid, &status, WNOHANG);
   } while (r < 0 && errno == EINTR);
   if (r == pid) return decode_wait_status(status);
-  if (r < 0 && errno == ECHILD) return ExitStatus{true, 0, SIGKILL};  // vanished
+  if (r < 0 && errno == ECHILD) return ExitStatus::unknown();
   return std::nullopt;
 }
 
@@ -207,7 +215,7 @@ ExitStatus wait_for(pid_t pid) {
   do {
     r = ::waitpid(pid, &status, 0);
   } while (r < 0 && errno == EINTR);
-  return r == pid ? decode_wait_status(status) : ExitStatus{true, 0, SIGKILL};
+  return r == pid ? decode_wait_status(status) : ExitStatus::unknown();
 }
 
 std::string host_name() {

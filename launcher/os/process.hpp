@@ -42,14 +42,20 @@ struct Pipe {
 };
 Pipe make_pipe();  // both ends O_CLOEXEC; throws LaunchError on failure
 
-// How a process ended, decoded from a wait status.
+// How a process ended, decoded from a wait status; or, when waitpid failed with ECHILD
+// (the child was reaped behind our back, e.g. by a library's wait), `vanished`: how it
+// ended is unknown, and it must not read as a signal or as success.
 struct ExitStatus {
   bool signaled = false;
   int code = 0;    // exit code when !signaled
   int signal = 0;  // signal number when signaled
-  bool success() const { return !signaled && code == 0; }
-  int launcher_exit_code() const;  // code, or 128 + signal
-  std::string describe() const;    // "exit code 3" / "signal 9 (SIGKILL)"
+  bool vanished = false;  // waitpid: ECHILD; signaled, code and signal mean nothing
+  bool success() const { return !vanished && !signaled && code == 0; }
+  // code, 128 + signal, or exit_code::kInternalError (120) when vanished.
+  int launcher_exit_code() const;
+  // "exit code 3" / "signal 9 (SIGKILL)" / "exit status unknown: the process vanished (ECHILD)"
+  std::string describe() const;
+  static ExitStatus unknown();  // the vanished status
 };
 ExitStatus decode_wait_status(int raw_status);
 
@@ -84,10 +90,12 @@ pid_t confirm_exec(StartedWorker& started);
 // kill(-pgid, sig); a group that no longer exists is not an error.
 void signal_group(pid_t pgid, int signo);
 
-// waitpid(pid, WNOHANG): the decoded status if it has exited (and is now reaped).
+// waitpid(pid, WNOHANG): the decoded status if it has exited (and is now reaped), a
+// vanished status if it is no child of ours (ECHILD), nullopt while it runs.
 std::optional<ExitStatus> try_reap(pid_t pid);
 
-// Blocks until pid exits; used only for processes known to be dying.
+// Blocks until pid exits; used only for processes known to be dying. A vanished status
+// if it is no child of ours (ECHILD).
 ExitStatus wait_for(pid_t pid);
 
 std::string host_name();
