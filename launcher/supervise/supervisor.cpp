@@ -306,7 +306,7 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   s.attempt_running = true;
   try {
     s.start(std::move(workers));
-  } catch (...) {
+  } catch (...) {  // not swallowed: kill and reap what did start, then rethrow
     s.signal_live(SIGKILL);
     for (Worker& w : s.workers)
       if (w.pid > 0) {
