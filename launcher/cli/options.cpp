@@ -246,7 +246,7 @@ RendezvousConf parse_rdzv_conf(const std::string& value, const Environment& env)
       size_t used = 0;
       double d = std::stod(v, &used);
       if (used == v.size() && d > 0) return d;
-    } catch (const std::exception&) {
+    } catch (const std::exception&) {  // not a number: the usage error below says so
     }
     usage_error(fmt::format("--rdzv-conf {}={}: expected a number of seconds > 0", key, v));
   };

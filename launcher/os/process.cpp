@@ -1,5 +1,5 @@
 // POSIX implementation of process.hpp: fork/exec with a CLOEXEC error pipe, sessions,
-// PDEATHSIG, wait-status decoding and the orphan watchdog.
+// PDEATHSIG, waiting and wait-status decoding.
 #include "launcher/os/process.hpp"
 
 #include <fcntl.h>
@@ -102,12 +102,20 @@ Pipe make_pipe() {
 }
 
 int ExitStatus::launcher_exit_code() const {
+  if (vanished) return exit_code::kInternalError;
   return signaled ? exit_code::from_signal(signal) : code;
 }
 
 std::string ExitStatus::describe() const {
+  if (vanished) return "exit status unknown: the process vanished (ECHILD)";
   if (signaled) return fmt::format("signal {} ({})", signal, signal_name(signal));
   return fmt::format("exit code {}", code);
+}
+
+ExitStatus ExitStatus::unknown() {
+  ExitStatus s;
+  s.vanished = true;
+  return s;
 }
 
 ExitStatus decode_wait_status(int raw_status) {
@@ -197,7 +205,7 @@ std::optional<ExitStatus> try_reap(pid_t pid) {
     r = ::waitpid(pid, &status, WNOHANG);
   } while (r < 0 && errno == EINTR);
   if (r == pid) return decode_wait_status(status);
-  if (r < 0 && errno == ECHILD) return ExitStatus{true, 0, SIGKILL};  // vanished
+  if (r < 0 && errno == ECHILD) return ExitStatus::unknown();
   return std::nullopt;
 }
 
@@ -207,7 +215,7 @@ ExitStatus wait_for(pid_t pid) {
   do {
     r = ::waitpid(pid, &status, 0);
   } while (r < 0 && errno == EINTR);
-  return r == pid ? decode_wait_status(status) : ExitStatus{true, 0, SIGKILL};
+  return r == pid ? decode_wait_status(status) : ExitStatus::unknown();
 }
 
 std::string host_name() {
@@ -217,56 +225,5 @@ std::string host_name() {
 }
 
 void ignore_sigpipe() { ::signal(SIGPIPE, SIG_IGN); }
-
-Watchdog::Watchdog() {
-  Pipe p = make_pipe();
-  pid_t pid = ::fork();
-  if (pid < 0) throw_errno("cannot fork the orphan watchdog");
-  if (pid == 0) {
-    // The watchdog: survive the launcher's terminal signals, read +pgid / -pgid messages,
-    // and on EOF (the launcher is gone) SIGKILL every group still registered.
-    ::setsid();
-    int devnull = ::open("/dev/null", O_RDWR);
-    for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) ::dup2(devnull, fd);
-    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2})
-      ::signal(s, SIG_IGN);
-    p.write_end.reset();
-    // No allocation after fork (another thread may have held the malloc lock): a fixed table.
-    static pid_t groups[kMaxWatched];
-    size_t count = 0;
-    int message = 0;
-    for (;;) {
-      ssize_t n = ::read(p.read_end.get(), &message, sizeof message);
-      if (n < 0 && errno == EINTR) continue;
-      if (n != static_cast<ssize_t>(sizeof message)) break;
-      if (message > 0 && count < kMaxWatched) {
-        groups[count++] = message;
-      } else if (message < 0) {
-        for (size_t i = 0; i < count; ++i)
-          if (groups[i] == -message) groups[i] = groups[--count];
-      }
-    }
-    for (size_t i = 0; i < count; ++i) ::kill(-groups[i], SIGKILL);
-    ::_exit(0);
-  }
-  pid_ = pid;
-  to_watchdog_ = std::move(p.write_end);
-}
-
-Watchdog::~Watchdog() {
-  // EOF: the watchdog kills what is still registered (nothing, after a clean run), then
-  // exits; init reaps it. Not waiting keeps the launcher's exit instant.
-  to_watchdog_.reset();
-}
-
-void Watchdog::watch(pid_t pgid) { send(pgid); }
-void Watchdog::forget(pid_t pgid) { send(-pgid); }
-
-void Watchdog::send(int message) {
-  ssize_t n;
-  do {
-    n = ::write(to_watchdog_.get(), &message, sizeof message);
-  } while (n < 0 && errno == EINTR);
-}
 
 }  // namespace ddp::launch

@@ -1,8 +1,8 @@
-// Every POSIX process detail of the launcher lives here and in process.cpp: starting a
-// worker in its own session with PR_SET_PDEATHSIG, signalling whole process groups,
-// decoding wait statuses, pipes, and the orphan watchdog. Nothing else includes
-// <sys/wait.h>. Functions here do not block except where noted; not thread-safe
-// (the launcher is single-threaded).
+// Every POSIX process detail of the launcher lives in os/: here, starting a worker in its
+// own session with PR_SET_PDEATHSIG, signalling whole process groups, waiting for and
+// decoding wait statuses, and pipes (the orphan watchdog is in watchdog.hpp). Nothing
+// outside os/ includes <sys/wait.h>. Functions here do not block except where noted;
+// not thread-safe (the launcher is single-threaded).
 #pragma once
 
 #include <sys/types.h>
@@ -42,14 +42,20 @@ struct Pipe {
 };
 Pipe make_pipe();  // both ends O_CLOEXEC; throws LaunchError on failure
 
-// How a process ended, decoded from a wait status.
+// How a process ended, decoded from a wait status; or, when waitpid failed with ECHILD
+// (the child was reaped behind our back, e.g. by a library's wait), `vanished`: how it
+// ended is unknown, and it must not read as a signal or as success.
 struct ExitStatus {
   bool signaled = false;
   int code = 0;    // exit code when !signaled
   int signal = 0;  // signal number when signaled
-  bool success() const { return !signaled && code == 0; }
-  int launcher_exit_code() const;  // code, or 128 + signal
-  std::string describe() const;    // "exit code 3" / "signal 9 (SIGKILL)"
+  bool vanished = false;  // waitpid: ECHILD; signaled, code and signal mean nothing
+  bool success() const { return !vanished && !signaled && code == 0; }
+  // code, 128 + signal, or exit_code::kInternalError (120) when vanished.
+  int launcher_exit_code() const;
+  // "exit code 3" / "signal 9 (SIGKILL)" / "exit status unknown: the process vanished (ECHILD)"
+  std::string describe() const;
+  static ExitStatus unknown();  // the vanished status
 };
 ExitStatus decode_wait_status(int raw_status);
 
@@ -84,33 +90,15 @@ pid_t confirm_exec(StartedWorker& started);
 // kill(-pgid, sig); a group that no longer exists is not an error.
 void signal_group(pid_t pgid, int signo);
 
-// waitpid(pid, WNOHANG): the decoded status if it has exited (and is now reaped).
+// waitpid(pid, WNOHANG): the decoded status if it has exited (and is now reaped), a
+// vanished status if it is no child of ours (ECHILD), nullopt while it runs.
 std::optional<ExitStatus> try_reap(pid_t pid);
 
-// Blocks until pid exits; used only for processes known to be dying.
+// Blocks until pid exits; used only for processes known to be dying. A vanished status
+// if it is no child of ours (ECHILD).
 ExitStatus wait_for(pid_t pid);
 
 std::string host_name();
-
-// The orphan watchdog: a small forked process that outlives a SIGKILLed launcher just
-// long enough to SIGKILL every worker process group the launcher registered (workers'
-// own children included). It exits on its own when the launcher exits.
-class Watchdog {
- public:
-  Watchdog();  // forks the watchdog; call before any worker starts
-  Watchdog(const Watchdog&) = delete;
-  Watchdog& operator=(const Watchdog&) = delete;
-  ~Watchdog();  // closes the pipe; the watchdog exits on its own (not waited for)
-
-  void watch(pid_t pgid);    // a new worker group to kill if the launcher dies
-  void forget(pid_t pgid);   // that group is gone (reaped and cleaned up)
-
- private:
-  static constexpr size_t kMaxWatched = 65536;
-  void send(int message);
-  UniqueFd to_watchdog_;
-  pid_t pid_ = -1;
-};
 
 // Ignores SIGPIPE in the launcher (a closed console must not kill it). Workers get the
 // default back in spawn_worker.

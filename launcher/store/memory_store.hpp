@@ -41,7 +41,4 @@ class MemoryStore : public Store {
   std::map<std::string, std::string> data_;
 };
 
-// "key 'a'" / "keys 'a', 'b' (2 of 5 missing)" for timeout messages; shared by the stores.
-std::string describe_missing(const std::vector<std::string>& missing, size_t asked);
-
 }  // namespace ddp::launch::store

@@ -59,4 +59,8 @@ class Store {
   virtual std::optional<std::string> try_get(const std::string& key) = 0;
 };
 
+// "key 'a'" / "keys 'a', 'b' (2 of 5 missing)": how a StoreTimeout names what it waited
+// for (the first few keys); every implementation's timeout message uses it.
+std::string describe_missing(const std::vector<std::string>& missing, size_t asked);
+
 }  // namespace ddp::launch::store

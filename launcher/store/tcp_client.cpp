@@ -15,7 +15,6 @@
 
 #include "launcher/store/codec.hpp"
 #include "launcher/store/hmac.hpp"
-#include "launcher/store/memory_store.hpp"
 
 namespace ddp::launch::store {
 
@@ -31,8 +30,12 @@ uint32_t to_wire_ms(Duration d) {
   return static_cast<uint32_t>(std::clamp<int64_t>(d.count(), 0, std::numeric_limits<uint32_t>::max()));
 }
 
-// Thrown inside the connection when the handshake should be retried (reset, EOF).
-struct Retryable : StoreUnavailable {
+// The connection dropped (reset, EOF, a send or read that missed its deadline, bytes
+// that are not our protocol). During connect() it is retried until connect_timeout: a
+// store that is starting up or whose accept backlog is full resets new connections, and
+// nothing was asked of it yet. After the handshake it reaches the caller as the
+// StoreUnavailable it is: a request may have been applied, so it is never replayed.
+struct ConnectionLost : StoreUnavailable {
   using StoreUnavailable::StoreUnavailable;
 };
 
@@ -71,7 +74,7 @@ class TcpStoreClient::Connection {
         Request bye;
         bye.op = Op::kGoodbye;
         call(bye);
-      } catch (const StoreError&) {
+      } catch (const StoreError&) {  // best effort: closing anyway, the server notices EOF too
       }
     }
     broken_ = true;
@@ -95,7 +98,7 @@ class TcpStoreClient::Connection {
           handshake();
           return;
         }
-      } catch (const Retryable& e) {
+      } catch (const ConnectionLost& e) {  // retried: see ConnectionLost
         last = e.what();
       }
       boost::system::error_code ignored;
@@ -245,7 +248,7 @@ class TcpStoreClient::Connection {
       }
       try {
         decoder_.feed(buf_.data(), n);
-      } catch (const ProtocolError& e) {
+      } catch (const ProtocolError& e) {  // kept for receive_frame, which calls lost() with it
         read_error_ = e.what();
       }
     });
@@ -258,7 +261,7 @@ class TcpStoreClient::Connection {
     broken_ = true;
     broken_why_ = fmt::format("lost the connection to the rendezvous store at {}: {}; is node 0's ddp-launch "
                               "still running?", endpoint_, why);
-    throw Retryable(broken_why_);
+    throw ConnectionLost(broken_why_);
   }
 
   std::string host_;

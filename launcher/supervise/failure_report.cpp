@@ -18,7 +18,7 @@ std::optional<long long> as_timestamp(const json& value) {
   if (value.is_string()) {
     try {
       return std::stoll(value.get<std::string>());
-    } catch (const std::exception&) {
+    } catch (const std::exception&) {  // a worker's odd timestamp: the report just omits it
     }
   }
   return std::nullopt;

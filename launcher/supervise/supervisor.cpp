@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "launcher/base/launch_error.hpp"
+#include "launcher/os/watchdog.hpp"
 #include "launcher/worker/output.hpp"
 
 namespace ddp::launch {
@@ -124,10 +125,12 @@ struct Supervisor::Impl {
       o.time = Clock::now();
       o.error_file = w.launch.error_file;
       o.error = read_error_file(w.launch.error_file);
+      // A vanished worker's end is unknown (ECHILD): never claim the launcher stopped it.
       o.stopped_by_launcher =
-          stopping && (status->signaled ? (status->signal == SIGTERM || status->signal == SIGKILL ||
-                                           status->signal == interrupt_signal)
-                                        : status->code == 0 || interrupt_signal != 0);
+          stopping && !status->vanished &&
+          (status->signaled ? (status->signal == SIGTERM || status->signal == SIGKILL ||
+                               status->signal == interrupt_signal)
+                            : status->code == 0 || interrupt_signal != 0);
       w.outcome = std::move(o);
       if (!status->success() && !stopping && interrupt_signal == 0) {
         root_cause = i;
@@ -303,7 +306,7 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   s.attempt_running = true;
   try {
     s.start(std::move(workers));
-  } catch (...) {
+  } catch (...) {  // not swallowed: kill and reap what did start, then rethrow
     s.signal_live(SIGKILL);
     for (Worker& w : s.workers)
       if (w.pid > 0) {

@@ -103,12 +103,14 @@ void write_all(int fd, std::string_view data) {
 void launcher_notice(const std::string& text) { write_all(STDERR_FILENO, "ddp-launch: " + text + "\n"); }
 
 UniqueFd open_log_file(const std::string& path) {
-  std::error_code ec;
+  std::error_code ec;  // a directory that cannot be made makes open() fail, which says why
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
-    throw LaunchError(exit_code::kUsage, fmt::format("cannot write log file {}: {}; check --log-dir",
-                                                     path, std::strerror(errno)));
+    throw LaunchError(exit_code::kIoError,
+                      fmt::format("cannot write log file {}: {}; check that --log-dir (or TMPDIR) "
+                                  "is a writable directory with free space",
+                                  path, std::strerror(errno)));
   return UniqueFd(fd);
 }
 

@@ -56,7 +56,8 @@ void write_all(int fd, std::string_view data);
 // "ddp-launch: TEXT\n" on stderr: the launcher's own messages.
 void launcher_notice(const std::string& text);
 
-// Opens (creates, truncates) a log file, making parent directories; LaunchError on failure.
+// Opens (creates, truncates) a log file, making parent directories; LaunchError
+// (exit_code::kIoError) naming the path and the reason on failure.
 UniqueFd open_log_file(const std::string& path);
 
 }  // namespace ddp::launch

@@ -22,9 +22,9 @@ std::string make_unique_dir(const std::string& pattern_prefix) {
   std::vector<char> buf(pattern.begin(), pattern.end());
   buf.push_back('\0');
   if (!::mkdtemp(buf.data()))
-    throw LaunchError(exit_code::kUsage, fmt::format("cannot create the log directory {}: {}; "
-                                                     "check --log-dir or TMPDIR",
-                                                     pattern, std::strerror(errno)));
+    throw LaunchError(exit_code::kIoError, fmt::format("cannot create the log directory {}: {}; "
+                                                       "check that --log-dir or TMPDIR is writable",
+                                                       pattern, std::strerror(errno)));
   return buf.data();
 }
 
@@ -36,8 +36,8 @@ RunLayout::RunLayout(const RunLayoutSpec& spec, const Environment& env) {
     std::error_code ec;
     fs::create_directories(spec.log_dir, ec);
     if (ec)
-      throw LaunchError(exit_code::kUsage, fmt::format("cannot create --log-dir {}: {}", spec.log_dir,
-                                                       ec.message()));
+      throw LaunchError(exit_code::kIoError, fmt::format("cannot create --log-dir {}: {}; give a "
+                                                         "writable directory", spec.log_dir, ec.message()));
     run_dir_ = make_unique_dir((fs::path(spec.log_dir) / (spec.run_id + "_")).string());
     keep_all_logs_ = true;
     return;
@@ -60,7 +60,9 @@ std::string RunLayout::worker_dir(int restart_count, int local_rank) const {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec)
-    throw LaunchError(exit_code::kUsage, fmt::format("cannot create {}: {}", dir.string(), ec.message()));
+    throw LaunchError(exit_code::kIoError,
+                      fmt::format("cannot create {}: {}; check free space and permissions there",
+                                  dir.string(), ec.message()));
   return dir.string();
 }
 

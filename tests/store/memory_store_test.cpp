@@ -1,10 +1,12 @@
-// MemoryStore semantics (shared with the TCP store) and PrefixStore namespacing.
+// MemoryStore semantics (shared with the TCP store), PrefixStore namespacing, and how
+// every store names missing keys (describe_missing).
 #include <catch2/catch.hpp>
 
 #include <thread>
 
 #include "launcher/store/memory_store.hpp"
 #include "launcher/store/prefix_store.hpp"
+#include "launcher/store/store.hpp"
 #include "tests/store/fixture.hpp"
 
 using namespace ddp::launch::store;
@@ -66,4 +68,13 @@ TEST_CASE("prefix store: every key gets prefix/ and nothing leaks between prefix
   PrefixStore nested("attempt/0", round1);
   nested.set("z", "1");
   CHECK(inner.check({"job/1/attempt/0/z"}));
+}
+
+TEST_CASE("describe_missing names one key, several, and at most eight") {
+  CHECK(describe_missing({"a"}, 1) == "key 'a'");
+  CHECK(describe_missing({"a", "b"}, 5) == "keys 'a', 'b' (2 of 5 missing)");
+  std::vector<std::string> many;
+  for (int i = 0; i < 10; ++i) many.push_back("k" + std::to_string(i));
+  CHECK(describe_missing(many, 10) ==
+        "keys 'k0', 'k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7', ... (10 of 10 missing)");
 }

@@ -1,5 +1,5 @@
 // process.hpp on real children: wait-status decoding, signal names, program lookup,
-// sessions and PDEATHSIG.
+// sessions and PDEATHSIG, and a child that vanished (ECHILD).
 #include <catch2/catch.hpp>
 
 #include <csignal>
@@ -10,6 +10,7 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/os/process.hpp"
+#include "launcher/supervise/failure_report.hpp"
 #include "tests/support/test_support.hpp"
 
 using namespace ddp::launch;
@@ -106,4 +107,28 @@ TEST_CASE("a process group is signalled as a whole") {
   auto status = wait_for(pid);
   CHECK(status.signaled);
   CHECK(ddp::test::wait_until([&] { return !ddp::test::process_alive(child); }, std::chrono::seconds(10)));
+}
+
+TEST_CASE("a child reaped behind the launcher's back is unknown, not SIGKILL") {
+  SpawnSpec spec;
+  spec.executable = "/bin/sh";
+  spec.argv = {"sh", "-c", "exit 0"};
+  pid_t pid = spawn_worker(spec);
+  REQUIRE(wait_for(pid).success());  // someone else reaps it first
+  auto reaped = try_reap(pid);       // then the launcher asks: waitpid fails with ECHILD
+  REQUIRE(reaped);
+  for (const ExitStatus& status : {*reaped, wait_for(pid)}) {
+    CHECK(status.vanished);
+    CHECK_FALSE(status.signaled);
+    CHECK_FALSE(status.success());
+    CHECK(status.launcher_exit_code() == exit_code::kInternalError);
+    CHECK(status.describe() == "exit status unknown: the process vanished (ECHILD)");
+    CHECK(signal_hint(status, false).empty());
+  }
+  WorkerOutcome root;
+  root.pid = pid;
+  root.status = *reaped;
+  std::string report = format_failure_report(ReportContext{"prog", "host", 0, 0}, root, {});
+  CHECK_THAT(report, Catch::Contains("exit      : exit status unknown: the process vanished (ECHILD)\n"));
+  CHECK_THAT(report, !Catch::Contains("SIGKILL") && !Catch::Contains("out-of-memory"));
 }
