@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "launcher/base/text.hpp"
+
 namespace ddp::launch {
 namespace {
 
@@ -34,11 +36,8 @@ std::string signal_name(int signo) {
 
 int signal_number(std::string_view name) {
   if (name.empty()) return -1;
-  if (name.find_first_not_of("0123456789") == std::string_view::npos) {
-    if (name.size() > 3) return -1;
-    int n = std::stoi(std::string(name));
-    return (n > 0 && n < NSIG) ? n : -1;
-  }
+  if (auto n = parse_natural(name))  // a number: at most 3 digits, as in "15"
+    return (name.size() <= 3 && *n > 0 && *n < NSIG) ? static_cast<int>(*n) : -1;
   std::string full(name);
   for (auto& c : full) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (full.rfind("SIG", 0) != 0) full = "SIG" + full;

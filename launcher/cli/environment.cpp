@@ -1,14 +1,15 @@
 #include "launcher/cli/environment.hpp"
 
+#include <utility>
+
+#include "launcher/base/text.hpp"
+
 namespace ddp::launch {
 
 Environment environment_from(char** envp) {
   Environment env;
   for (char** e = envp; e && *e; ++e) {
-    std::string entry(*e);
-    auto eq = entry.find('=');
-    if (eq == std::string::npos) continue;
-    env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+    if (auto kv = split_once(*e, '=')) env.emplace(std::move(kv->first), std::move(kv->second));
   }
   return env;
 }

@@ -1,75 +1,27 @@
-// CLI11 definition of ddp-launch's flags (prefix-command mode: parsing stops at PROGRAM),
-// PET_* defaults, and the validators that turn strings into LaunchOptions.
+// CLI11 definition of ddp-launch's flags (prefix-command mode: parsing stops at PROGRAM)
+// and parse_command_line's steps: environment defaults, CLI11, Slurm defaults, conversion
+// of the raw strings into LaunchOptions, cross-checks.
 #include "launcher/cli/options.hpp"
 
 #include <algorithm>
 #include <cctype>
-#include <csignal>
-#include <limits>
+#include <tuple>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
-#include "launcher/base/launch_error.hpp"
-#include "launcher/base/signal_names.hpp"
 #include "launcher/cli/slurm.hpp"
+#include "launcher/cli/usage_error.hpp"
 
 namespace ddp::launch {
 namespace {
 
 constexpr const char* kVersion = "ddp-launch 0.1.0";
-
-[[noreturn]] void usage_error(const std::string& message) {
-  throw LaunchError(exit_code::kUsage, message);
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (true) {
-    size_t end = s.find(sep, start);
-    out.push_back(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return out;
-}
-
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t");
-  return s.substr(b, e - b + 1);
-}
-
-// A whole-string non-negative integer (no sign, no spaces); nullopt otherwise.
-std::optional<long long> parse_natural(const std::string& s) {
-  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
-  return std::stoll(s);
-}
-
-int parse_int_flag(const std::string& flag, const std::string& value, long long min, long long max,
-                   const std::string& hint) {
-  std::string v = trim(value);
-  bool negative = !v.empty() && v[0] == '-';
-  auto n = parse_natural(negative ? v.substr(1) : v);
-  if (!n || (negative ? -*n : *n) < min || (negative ? -*n : *n) > max)
-    usage_error(fmt::format("{} must be {}, got '{}'", flag, hint, value));
-  return static_cast<int>(negative ? -*n : *n);
-}
-
-// "0,2,5" -> {0,2,5}; any item that is not a number in [0, max] -> usage_error(error).
-std::vector<int> parse_number_list(const std::string& value, long long max, const std::string& error) {
-  std::vector<int> out;
-  for (const auto& item : split(trim(value), ',')) {
-    auto n = parse_natural(trim(item));
-    if (!n || *n > max) usage_error(error);
-    out.push_back(static_cast<int>(*n));
-  }
-  return out;
-}
+constexpr const char* kDescription =
+    "Launch a distributed PyTorch / LibTorch job: one worker process per local rank, "
+    "torchrun-compatible environment, fail-fast supervision.";
+constexpr int kStaticMasterPort = 29500;  // torchrun's default
 
 std::string pet_name(const std::string& long_name) {
   std::string out = "PET_";
@@ -93,6 +45,7 @@ struct RawOptions {
   std::string monitor_interval, start_method;
   std::string log_line_prefix_template, rdzv_conf;
   bool use_env = true, legacy_local_rank_arg = false, version = false;
+  bool log_line_prefix_template_set = false;  // by TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE, even to ""
 };
 
 void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
@@ -147,140 +100,8 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.add_flag("--version", raw.version, "Print the version and exit");
 }
 
-}  // namespace
-
-int StreamSelection::for_rank(int local_rank) const {
-  for (const auto& [rank, bits] : per_rank)
-    if (rank == local_rank) return bits;
-  return all;
-}
-
-const std::vector<int>& default_stop_signals() {
-  static const std::vector<int> kDefault = parse_signal_list("SIGTERM,SIGINT,SIGHUP,SIGQUIT");
-  return kDefault;
-}
-
-NprocSpec parse_nproc(const std::string& value) {
-  std::string v = trim(value);
-  if (v == "gpu") return {NprocSpec::Kind::kGpu, 0};
-  if (v == "cpu") return {NprocSpec::Kind::kCpu, 0};
-  if (v == "auto") return {NprocSpec::Kind::kAuto, 0};
-  auto n = parse_natural(v);
-  if (!n || *n < 1 || *n > 4096)
-    usage_error(fmt::format("--nproc-per-node must be a positive number of workers, gpu, cpu "
-                            "or auto; got '{}'",
-                            value));
-  return {NprocSpec::Kind::kCount, static_cast<int>(*n)};
-}
-
-std::pair<int, int> parse_nnodes(const std::string& value) {
-  auto parts = split(trim(value), ':');
-  if (parts.size() > 2) usage_error(fmt::format("--nnodes must be N or MIN:MAX, got '{}'", value));
-  auto lo = parse_natural(parts[0]);
-  auto hi = parse_natural(parts.back());
-  if (!lo || !hi || *lo < 1 || *lo > *hi || *hi > 100000)
-    usage_error(fmt::format("--nnodes must be N or MIN:MAX with 0 < MIN <= MAX, got '{}'", value));
-  return {static_cast<int>(*lo), static_cast<int>(*hi)};
-}
-
-StreamSelection parse_stream_selection(const std::string& flag, const std::string& value) {
-  auto bad = [&] {
-    usage_error(fmt::format("{} must be 0 (none), 1 (stdout), 2 (stderr), 3 (both) or a per-rank "
-                            "list like 0:3,1:1; got '{}'",
-                            flag, value));
-  };
-  StreamSelection sel;
-  std::string v = trim(value);
-  if (v.empty()) return sel;
-  if (v.find(':') == std::string::npos) {
-    auto n = parse_natural(v);
-    if (!n || *n > 3) bad();
-    sel.all = static_cast<int>(*n);
-    return sel;
-  }
-  for (const auto& item : split(v, ',')) {
-    auto kv = split(trim(item), ':');
-    if (kv.size() != 2) bad();
-    auto rank = parse_natural(kv[0]);
-    auto bits = parse_natural(kv[1]);
-    if (!rank || !bits || *bits > 3 || *rank > 100000) bad();
-    sel.per_rank.emplace_back(static_cast<int>(*rank), static_cast<int>(*bits));
-  }
-  return sel;
-}
-
-std::vector<int> parse_device_indices(const std::string& value) {
-  std::vector<int> out = parse_number_list(
-      value, 1023, fmt::format("--devices must be a comma-separated list of GPU indices like 0,2,5; got '{}'", value));
-  for (size_t i = 0; i < out.size(); ++i)
-    if (std::find(out.begin(), out.begin() + static_cast<long>(i), out[i]) != out.begin() + static_cast<long>(i))
-      usage_error(fmt::format("--devices lists GPU {} twice in '{}'; give each GPU once", out[i], value));
-  return out;
-}
-
-std::set<int> parse_rank_filter(const std::string& value) {
-  auto ranks = parse_number_list(
-      value, 100000, fmt::format("--local-ranks-filter must be local ranks like 0,1; got '{}'", value));
-  return {ranks.begin(), ranks.end()};
-}
-
-std::vector<int> parse_signal_list(const std::string& value) {
-  std::vector<int> out;
-  for (const auto& item : split(trim(value), ',')) {
-    int n = signal_number(trim(item));
-    if (n < 0 || n == SIGKILL || n == SIGSTOP)
-      usage_error(fmt::format("--signals-to-handle: '{}' is not a signal that can be handled; use "
-                              "names like SIGTERM,SIGUSR1",
-                              trim(item)));
-    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
-  }
-  return out;
-}
-
-RendezvousConf parse_rdzv_conf(const std::string& value, const Environment& env) {
-  RendezvousConf conf;
-  if (auto token = lookup(env, "DDP_LAUNCH_RDZV_TOKEN")) conf.token = *token;
-  if (trim(value).empty()) return conf;
-  auto seconds = [&](const std::string& key, const std::string& v) {
-    try {
-      size_t used = 0;
-      double d = std::stod(v, &used);
-      if (used == v.size() && d > 0) return d;
-    } catch (const std::exception&) {  // not a number: the usage error below says so
-    }
-    usage_error(fmt::format("--rdzv-conf {}={}: expected a number of seconds > 0", key, v));
-  };
-  for (const auto& item : split(trim(value), ',')) {
-    auto eq = item.find('=');
-    if (eq == std::string::npos)
-      usage_error(fmt::format("--rdzv-conf expects key=value items, got '{}'", item));
-    std::string key = trim(item.substr(0, eq));
-    std::string v = trim(item.substr(eq + 1));
-    if (key == "join_timeout" || key == "timeout") conf.join_timeout_s = seconds(key, v);
-    else if (key == "last_call_timeout") conf.last_call_timeout_s = seconds(key, v);
-    else if (key == "heartbeat_interval" || key == "keep_alive_interval") conf.heartbeat_interval_s = seconds(key, v);
-    else if (key == "heartbeat_timeout") conf.heartbeat_timeout_s = seconds(key, v);
-    else if (key == "token") conf.token = v;
-    else if (key == "is_host") conf.is_host = (v == "1" || v == "true" || v == "True");
-    else if (key == "close_timeout" || key == "keep_alive_max_attempt" || key == "read_timeout" ||
-             key == "store_type" || key == "use_libuv")
-      continue;  // torchrun keys with no meaning here
-    else
-      usage_error(fmt::format("--rdzv-conf: unknown key '{}'; known: join_timeout, "
-                              "last_call_timeout, heartbeat_interval, heartbeat_timeout, token, is_host",
-                              key));
-  }
-  if (conf.heartbeat_timeout_s <= conf.heartbeat_interval_s)
-    usage_error("--rdzv-conf heartbeat_timeout must be longer than heartbeat_interval");
-  return conf;
-}
-
-ParsedCommandLine parse_command_line(const std::vector<std::string>& args, const Environment& env) {
-  LaunchOptions o;
-  RawOptions raw;
-  CLI::App app{"Launch a distributed PyTorch / LibTorch job: one worker process per local "
-               "rank, torchrun-compatible environment, fail-fast supervision.",
-               "ddp-launch"};
+// The whole CLI11 application: flags, usage line, footer; the last value of a flag wins.
+void describe_app(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.prefix_command();
   app.formatter(std::make_shared<UsageFormatter>());
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -288,29 +109,43 @@ ParsedCommandLine parse_command_line(const std::vector<std::string>& args, const
   app.footer("Every flag also reads PET_<NAME> from the environment (e.g. PET_NPROC_PER_NODE=4); "
              "the command line wins.\nExit status: the failed worker's code (128+N if killed by "
              "signal N), 130 on Ctrl-C, 120-127 for the launcher's own errors.");
+}
 
-  // PET_<NAME> defaults go first so that the command line (later) wins.
-  std::vector<std::string> full;
+// Environment defaults: PET_<NAME> of each flag as "--name=value" arguments, to be parsed
+// before the command line (which therefore wins); TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE and
+// TORCH_ELASTIC_SHUTDOWN_TIMEOUT straight into raw (any flag, PET_* included, wins).
+std::vector<std::string> environment_defaults(const CLI::App& app, const Environment& env, RawOptions& raw) {
+  std::vector<std::string> args;
   for (const CLI::Option* opt : app.get_options()) {
     const auto& names = opt->get_lnames();
     if (names.empty() || names[0] == "help" || names[0] == "version") continue;
-    if (auto value = lookup(env, pet_name(names[0]))) full.push_back("--" + names[0] + "=" + *value);
+    if (auto value = lookup(env, pet_name(names[0]))) args.push_back("--" + names[0] + "=" + *value);
   }
-  if (auto tmpl = lookup(env, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE")) raw.log_line_prefix_template = *tmpl;
+  if (auto tmpl = lookup(env, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE")) {
+    raw.log_line_prefix_template = *tmpl;
+    raw.log_line_prefix_template_set = true;
+  }
   if (auto t = lookup(env, "TORCH_ELASTIC_SHUTDOWN_TIMEOUT")) raw.shutdown_timeout = *t;
-  full.insert(full.end(), args.begin(), args.end());
-  std::reverse(full.begin(), full.end());  // CLI11 consumes a reversed vector
+  return args;
+}
 
+// Runs CLI11 over args. Returns what --help or --version prints; nullopt when the launch
+// goes on. A parse error becomes a usage error.
+std::optional<ParsedCommandLine> run_cli11(CLI::App& app, std::vector<std::string> args, const RawOptions& raw) {
+  std::reverse(args.begin(), args.end());  // CLI11 consumes a reversed vector
   try {
-    app.parse(full);
+    app.parse(args);
   } catch (const CLI::CallForHelp&) {
-    return {std::nullopt, app.help(), exit_code::kSuccess};
+    return ParsedCommandLine{std::nullopt, app.help(), exit_code::kSuccess};
   } catch (const CLI::ParseError& e) {
     usage_error(fmt::format("{}; see ddp-launch --help", e.what()));
   }
-  if (raw.version) return {std::nullopt, std::string(kVersion) + "\n", exit_code::kSuccess};
+  if (raw.version) return ParsedCommandLine{std::nullopt, std::string(kVersion) + "\n", exit_code::kSuccess};
+  return std::nullopt;
+}
 
-  std::vector<std::string> rest = app.remaining();
+// PROGRAM and its arguments: what CLI11 left after the launcher's own flags.
+void take_program(std::vector<std::string> rest, LaunchOptions& o) {
   if (!rest.empty() && rest[0] == "--") rest.erase(rest.begin());
   if (rest.empty())
     usage_error("no program given; usage: ddp-launch [OPTIONS] PROGRAM [ARGS...] (see --help)");
@@ -318,66 +153,101 @@ ParsedCommandLine parse_command_line(const std::vector<std::string>& args, const
     usage_error(fmt::format("unknown option '{}'; see ddp-launch --help for the flags", rest[0]));
   o.program = rest[0];
   o.program_args.assign(rest.begin() + 1, rest.end());
+}
 
+// Placement flags given explicitly (on the command line or as PET_*), or by Slurm.
+struct GivenFlags {
+  bool nnodes = false;
+  bool node_rank = false;
+  bool master_addr = false;
+};
+
+GivenFlags given_flags(const CLI::App& app) {
+  return {app.count("--nnodes") > 0, app.count("--node-rank") > 0, app.count("--master-addr") > 0};
+}
+
+// Slurm defaults: under srun with no --nnodes (and not --standalone), one launcher per
+// node, placed by the job's node count, node id and first host; explicit flags still win.
+void apply_slurm_defaults(const Environment& env, GivenFlags& given, RawOptions& raw, LaunchOptions& o) {
+  if (given.nnodes || o.standalone) return;
+  auto job = slurm_job(env);
+  if (!job) return;
+  raw.nnodes = std::to_string(job->nnodes);
+  if (!given.node_rank) raw.node_rank = std::to_string(job->node_rank);
+  if (!given.master_addr) o.master_addr = job->first_host;
+  given.node_rank = given.master_addr = true;
+}
+
+// The raw strings into LaunchOptions, each through its validator.
+void convert_raw_options(const RawOptions& raw, const Environment& env, const GivenFlags& given,
+                         LaunchOptions& o) {
   o.nproc = parse_nproc(raw.nproc);
   std::tie(o.nnodes_min, o.nnodes_max) = parse_nnodes(raw.nnodes);
-  o.node_rank_given = app.count("--node-rank") > 0;
-  bool master_addr_given = app.count("--master-addr") > 0;
-  if (app.count("--nnodes") == 0 && !o.standalone) {
-    if (auto job = slurm_job(env)) {  // under srun: one launcher per node
-      o.nnodes_min = o.nnodes_max = job->nnodes;
-      if (!o.node_rank_given) raw.node_rank = std::to_string(job->node_rank);
-      o.node_rank_given = true;
-      if (!master_addr_given) o.master_addr = job->first_host;
-      master_addr_given = true;
-    }
-  }
+  o.node_rank_given = given.node_rank;
   o.node_rank = parse_int_flag("--node-rank", raw.node_rank, 0, o.nnodes_max - 1,
                                fmt::format("between 0 and nnodes-1 ({})", o.nnodes_max - 1));
   if (!raw.master_port.empty())
     o.master_port = parse_int_flag("--master-port", raw.master_port, 0, 65535, "a port from 0 to 65535");
   o.max_restarts = parse_int_flag("--max-restarts", raw.max_restarts, 0, 1000000, "0 or more");
-  if (!raw.shutdown_timeout.empty()) {
-    try {
-      size_t used = 0;
-      o.shutdown_timeout_s = std::stod(raw.shutdown_timeout, &used);
-      if (used != raw.shutdown_timeout.size() || !(o.shutdown_timeout_s >= 0)) throw std::invalid_argument("");
-    } catch (const std::exception&) {
-      usage_error(fmt::format("--shutdown-timeout must be a number of seconds >= 0, got '{}'",
-                              raw.shutdown_timeout));
-    }
-  }
+  if (!raw.shutdown_timeout.empty()) o.shutdown_timeout_s = parse_shutdown_timeout(raw.shutdown_timeout);
   o.signals_to_handle = parse_signal_list(raw.signals);
   o.redirects = parse_stream_selection("--redirects", raw.redirects);
   o.tee = parse_stream_selection("--tee", raw.tee);
   if (!raw.local_ranks_filter.empty()) o.local_ranks_filter = parse_rank_filter(raw.local_ranks_filter);
   if (!raw.devices.empty()) o.devices = parse_device_indices(raw.devices);
-  if (!raw.log_line_prefix_template.empty() || lookup(env, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"))
+  if (!raw.log_line_prefix_template.empty() || raw.log_line_prefix_template_set)
     o.log_line_prefix_template = raw.log_line_prefix_template;
   o.legacy_local_rank_arg = raw.legacy_local_rank_arg || !raw.use_env;
   o.rdzv = parse_rdzv_conf(raw.rdzv_conf, env);
+}
 
+// Flags that contradict each other; each error says which one to drop or add.
+void check_contradictions(const GivenFlags& given, const LaunchOptions& o) {
   if (o.module && o.no_python)
     usage_error("-m/--module and --no-python contradict each other; a module needs python");
   if (o.rdzv_backend != "static" && o.rdzv_backend != "c10d")
     usage_error(fmt::format("--rdzv-backend '{}' is not supported; use static or c10d", o.rdzv_backend));
   if (o.standalone && o.nnodes_max > 1)
     usage_error("--standalone runs a single node; drop --nnodes or --standalone");
-  if (o.standalone) o.rdzv_backend = "c10d";
   if (is_multi_node(o)) {
     if (o.rdzv_backend == "static") {
       if (o.nnodes_min != o.nnodes_max)
         usage_error("--nnodes MIN:MAX needs --rdzv-backend=c10d with --rdzv-endpoint; the static "
                     "backend takes a fixed --nnodes=N");
-      if (!master_addr_given)
+      if (!given.master_addr)
         usage_error("a multi-node job needs --master-addr: the address of node 0, reachable from "
                     "every node");
-      if (!o.master_port || *o.master_port == 0) o.master_port = 29500;  // torchrun's default
     } else if (o.rdzv_endpoint.empty()) {
       usage_error("--rdzv-backend=c10d needs --rdzv-endpoint=HOST[:PORT], the same on every node");
     }
   }
   if (o.rdzv_id.empty()) usage_error("--rdzv-id must not be empty");
+}
+
+// What consistent flags imply: --standalone rendezvous through c10d (it is single-node, so
+// never multi-node below); a static multi-node job without a port uses torchrun's.
+void settle_implied_options(LaunchOptions& o) {
+  if (o.standalone) o.rdzv_backend = "c10d";
+  if (is_multi_node(o) && o.rdzv_backend == "static" && (!o.master_port || *o.master_port == 0))
+    o.master_port = kStaticMasterPort;
+}
+
+}  // namespace
+
+ParsedCommandLine parse_command_line(const std::vector<std::string>& args, const Environment& env) {
+  LaunchOptions o;
+  RawOptions raw;
+  CLI::App app{kDescription, "ddp-launch"};
+  describe_app(app, o, raw);
+  std::vector<std::string> full = environment_defaults(app, env, raw);
+  full.insert(full.end(), args.begin(), args.end());
+  if (auto help_or_version = run_cli11(app, std::move(full), raw)) return std::move(*help_or_version);
+  take_program(app.remaining(), o);
+  GivenFlags given = given_flags(app);
+  apply_slurm_defaults(env, given, raw, o);
+  convert_raw_options(raw, env, given, o);
+  check_contradictions(given, o);
+  settle_implied_options(o);
   return {std::move(o), "", exit_code::kSuccess};
 }
 

@@ -1,17 +1,17 @@
 #include "launcher/cli/slurm.hpp"
 
+#include <limits>
+
 #include <fmt/format.h>
 
-#include "launcher/base/exit_status.hpp"
-#include "launcher/base/launch_error.hpp"
+#include "launcher/base/text.hpp"
+#include "launcher/cli/usage_error.hpp"
 
 namespace ddp::launch {
 namespace {
 
 [[noreturn]] void bad_list(const std::string& list) {
-  throw LaunchError(exit_code::kUsage, fmt::format("cannot read the Slurm node list '{}'; pass "
-                                                   "--master-addr explicitly",
-                                                   list));
+  usage_error(fmt::format("cannot read the Slurm node list '{}'; pass --master-addr explicitly", list));
 }
 
 // Splits on commas that are not inside brackets.
@@ -33,8 +33,12 @@ std::vector<std::string> split_top_level(const std::string& s) {
   return out;
 }
 
-bool all_digits(const std::string& s) {
-  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+// A Slurm count variable (SLURM_NNODES, SLURM_NODEID) as an int; nullopt if unset or not one.
+std::optional<int> slurm_count(const Environment& env, const std::string& key) {
+  auto value = lookup(env, key);
+  auto n = value ? parse_natural(*value) : std::nullopt;
+  if (!n || *n > std::numeric_limits<int>::max()) return std::nullopt;
+  return static_cast<int>(*n);
 }
 
 }  // namespace
@@ -53,20 +57,13 @@ std::vector<std::string> expand_nodelist(const std::string& nodelist) {
     std::string prefix = item.substr(0, open);
     std::string suffix = item.substr(close + 1);
     std::string ranges = item.substr(open + 1, close - open - 1);
-    size_t start = 0;
-    while (start <= ranges.size()) {
-      size_t end = ranges.find(',', start);
-      if (end == std::string::npos) end = ranges.size();
-      std::string range = ranges.substr(start, end - start);
-      auto dash = range.find('-');
-      std::string lo = range.substr(0, dash);
-      std::string hi = dash == std::string::npos ? lo : range.substr(dash + 1);
-      if (!all_digits(lo) || !all_digits(hi) || std::stoll(lo) > std::stoll(hi) ||
-          std::stoll(hi) - std::stoll(lo) > 100000)
-        bad_list(nodelist);
-      for (long long n = std::stoll(lo); n <= std::stoll(hi); ++n)
-        hosts.push_back(prefix + fmt::format("{:0{}}", n, lo.size()) + suffix);
-      start = end + 1;
+    for (const auto& range : split(ranges, ',')) {
+      auto bounds = split(range, '-');  // "7" or "01-03"
+      auto lo = parse_natural(bounds.front());
+      auto hi = parse_natural(bounds.back());
+      if (bounds.size() > 2 || !lo || !hi || *lo > *hi || *hi - *lo > 100000) bad_list(nodelist);
+      for (long long n = *lo; n <= *hi; ++n)
+        hosts.push_back(prefix + fmt::format("{:0{}}", n, bounds.front().size()) + suffix);
     }
   }
   if (hosts.empty()) bad_list(nodelist);
@@ -74,14 +71,14 @@ std::vector<std::string> expand_nodelist(const std::string& nodelist) {
 }
 
 std::optional<SlurmJob> slurm_job(const Environment& env) {
-  auto nnodes = lookup(env, "SLURM_NNODES");
-  auto node_id = lookup(env, "SLURM_NODEID");
+  auto nnodes = slurm_count(env, "SLURM_NNODES");
+  auto node_id = slurm_count(env, "SLURM_NODEID");
   auto list = lookup(env, "SLURM_JOB_NODELIST");
   if (!list) list = lookup(env, "SLURM_NODELIST");
-  if (!nnodes || !node_id || !list || !all_digits(*nnodes) || !all_digits(*node_id)) return std::nullopt;
+  if (!nnodes || !node_id || !list) return std::nullopt;
   SlurmJob job;
-  job.nnodes = std::stoi(*nnodes);
-  job.node_rank = std::stoi(*node_id);
+  job.nnodes = *nnodes;
+  job.node_rank = *node_id;
   job.first_host = expand_nodelist(*list).front();
   return job;
 }

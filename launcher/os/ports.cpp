@@ -6,6 +6,7 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/base/text.hpp"
 
 namespace ddp::launch {
 namespace {
@@ -84,11 +85,10 @@ HostPort parse_host_port(const std::string& text, int default_port, const std::s
     rest = colon == std::string::npos ? "" : rest.substr(colon + 1);
   }
   if (!rest.empty()) {
-    bool digits = rest.find_first_not_of("0123456789") == std::string::npos && rest.size() <= 5;
-    int port = digits ? std::stoi(rest) : -1;
-    if (port < 1 || port > 65535)
+    auto port = parse_natural(rest);
+    if (!port || *port < 1 || *port > 65535)
       throw LaunchError(exit_code::kUsage, fmt::format("{} '{}': the port must be 1-65535", flag, text));
-    hp.port = port;
+    hp.port = static_cast<int>(*port);
   }
   if (hp.host.empty())
     throw LaunchError(exit_code::kUsage, fmt::format("{} '{}': expected HOST[:PORT]", flag, text));

@@ -16,6 +16,7 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/base/text.hpp"
 
 namespace ddp::launch {
 namespace {
@@ -147,15 +148,10 @@ std::string resolve_program(const std::string& program, const std::string& path_
     return fail("");
   }
   int first_error = ENOENT;
-  size_t start = 0;
-  while (start <= path_env.size()) {
-    size_t end = path_env.find(':', start);
-    if (end == std::string::npos) end = path_env.size();
-    std::string dir = path_env.substr(start, end - start);
+  for (const auto& dir : split(path_env, ':')) {  // an empty entry means "."
     std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + program;
     if (is_executable_file(candidate, &why)) return candidate;
     if (why != ENOENT && why != ENOTDIR && first_error == ENOENT) first_error = why;
-    start = end + 1;
   }
   why = first_error;
   return fail(" on PATH");

@@ -6,6 +6,7 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/base/text.hpp"
 
 namespace ddp::launch {
 namespace {
@@ -62,16 +63,7 @@ std::optional<int> count_cuda_devices() {
 }
 
 std::vector<std::string> split_visible_devices(const std::string& value) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start < value.size()) {
-    size_t end = value.find(',', start);
-    if (end == std::string::npos) end = value.size();
-    std::string item = value.substr(start, end - start);
-    if (!item.empty()) out.push_back(item);
-    start = end + 1;
-  }
-  return out;
+  return split(value, ',', EmptyItems::kSkip);
 }
 
 DevicePlan plan_devices(const DeviceSpec& spec, const DeviceInputs& in) {

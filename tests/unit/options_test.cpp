@@ -3,7 +3,9 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/cli/option_parsers.hpp"
 #include "launcher/cli/options.hpp"
+#include "launcher/cli/rendezvous_conf.hpp"
 
 using namespace ddp::launch;
 

@@ -1,0 +1,50 @@
+#include "launcher/cli/rendezvous_conf.hpp"
+
+#include <fmt/format.h>
+
+#include "launcher/base/text.hpp"
+#include "launcher/cli/usage_error.hpp"
+
+namespace ddp::launch {
+namespace {
+
+double seconds(const std::string& key, const std::string& value) {
+  auto s = parse_seconds(value, SecondsFloor::kPositive);
+  if (!s) usage_error(fmt::format("--rdzv-conf {}={}: expected a number of seconds > 0", key, value));
+  return *s;
+}
+
+// Applies one key=value item to conf.
+void apply_item(const std::string& key, const std::string& v, RendezvousConf& conf) {
+  if (key == "join_timeout" || key == "timeout") conf.join_timeout_s = seconds(key, v);
+  else if (key == "last_call_timeout") conf.last_call_timeout_s = seconds(key, v);
+  else if (key == "heartbeat_interval" || key == "keep_alive_interval") conf.heartbeat_interval_s = seconds(key, v);
+  else if (key == "heartbeat_timeout") conf.heartbeat_timeout_s = seconds(key, v);
+  else if (key == "token") conf.token = v;
+  else if (key == "is_host") conf.is_host = (v == "1" || v == "true" || v == "True");
+  else if (key == "close_timeout" || key == "keep_alive_max_attempt" || key == "read_timeout" ||
+           key == "store_type" || key == "use_libuv")
+    return;  // torchrun keys with no meaning here
+  else
+    usage_error(fmt::format("--rdzv-conf: unknown key '{}'; known: join_timeout, "
+                            "last_call_timeout, heartbeat_interval, heartbeat_timeout, token, is_host",
+                            key));
+}
+
+}  // namespace
+
+RendezvousConf parse_rdzv_conf(const std::string& value, const Environment& env) {
+  RendezvousConf conf;
+  if (auto token = lookup(env, "DDP_LAUNCH_RDZV_TOKEN")) conf.token = *token;
+  if (trim(value).empty()) return conf;
+  for (const auto& item : split(trim(value), ',')) {
+    auto kv = split_once(item, '=');
+    if (!kv) usage_error(fmt::format("--rdzv-conf expects key=value items, got '{}'", item));
+    apply_item(trim(kv->first), trim(kv->second), conf);
+  }
+  if (conf.heartbeat_timeout_s <= conf.heartbeat_interval_s)
+    usage_error("--rdzv-conf heartbeat_timeout must be longer than heartbeat_interval");
+  return conf;
+}
+
+}  // namespace ddp::launch

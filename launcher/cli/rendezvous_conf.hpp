@@ -1,0 +1,25 @@
+// --rdzv-conf k=v,...: the rendezvous settings of a multi-node run (torchrun's keys where
+// they exist), with DDP_LAUNCH_RDZV_TOKEN as the token's default. Pure; errors throw
+// LaunchError(kUsage) naming the key.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "launcher/cli/environment.hpp"
+
+namespace ddp::launch {
+
+// Seconds throughout.
+struct RendezvousConf {
+  double join_timeout_s = 600;        // join_timeout (static: also `timeout`)
+  double last_call_timeout_s = 30;    // last_call_timeout: wait for more nodes once MIN joined
+  double heartbeat_interval_s = 1;    // heartbeat_interval (alias keep_alive_interval)
+  double heartbeat_timeout_s = 3;     // heartbeat_timeout: silence before a node counts as lost
+  std::string token;                  // token (or env DDP_LAUNCH_RDZV_TOKEN): shared secret
+  std::optional<bool> is_host;        // is_host: force hosting (or not) the agent store
+};
+
+RendezvousConf parse_rdzv_conf(const std::string& value, const Environment& env);
+
+}  // namespace ddp::launch
