@@ -10,7 +10,7 @@
 #include <string>
 
 #include "launcher/cli/environment.hpp"
-#include "launcher/cli/options.hpp"  // RendezvousConf
+#include "launcher/cli/rendezvous_conf.hpp"  // RendezvousConf
 #include "launcher/supervise/job_config.hpp"
 
 namespace ddp::launch {

@@ -1,12 +1,14 @@
 #include "launcher/multinode/rendezvous.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/base/text.hpp"
 #include "launcher/os/process.hpp"
 
 namespace ddp::launch::rdzv {
@@ -29,15 +31,10 @@ Clock::duration seconds(double s) {
 
 // A round number another launcher wrote (current_round).
 int round_number(const std::string& text) {
-  size_t used = 0;
-  int value = -1;
-  try {
-    value = std::stoi(text, &used);
-  } catch (const std::exception&) {  // invalid_argument, out_of_range: reported below
-  }
-  if (used != text.size() || value < 0)
+  const auto value = parse_natural(text);
+  if (!value || *value > std::numeric_limits<int>::max())
     malformed_record("round number", fmt::format("'{}' is not a round number", text));
-  return value;
+  return static_cast<int>(*value);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include <functional>
 #include <string>
 
-#include "launcher/cli/options.hpp"
+#include "launcher/cli/rendezvous_conf.hpp"
 #include "launcher/multinode/round_plan.hpp"
 #include "launcher/store/store.hpp"
 

@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "launcher/cli/options.hpp"  // StreamSelection
+#include "launcher/cli/option_parsers.hpp"  // StreamSelection
 #include "launcher/supervise/supervisor.hpp"
 #include "launcher/worker/devices.hpp"
 #include "launcher/worker/run_layout.hpp"

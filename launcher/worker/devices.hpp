@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/cli/options.hpp"  // NprocSpec
+#include "launcher/cli/option_parsers.hpp"  // NprocSpec
 
 namespace ddp::launch {
 
