@@ -11,7 +11,8 @@
 #       dependencies), 77 no GPU here (CTest's skip code; the plan is printed).
 # Env: PYTHON (python3 with CUDA torch), Torch_DIR / CMAKE_PREFIX_PATH (a CUDA LibTorch; default
 #      torch.utils.cmake_prefix_path), GPU_BUILD_DIR (build-gpu), GPU_CHECK_DEPS (a --pack-deps
-#      DIR; default build-gpu-deps if present), JOBS (all cores).
+#      DIR; default build-gpu-deps if present), JOBS (all cores), GPU_CHECK_DEADLINE (480: checks
+#      that would start later are skipped).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 repo=$(pwd)
@@ -42,7 +43,7 @@ EOF
 case ${1:-} in
   --plan) plan; exit 0 ;;
   --pack-deps) exec "$gpu_tests/pack_deps.sh" "${2:?--pack-deps needs a directory}" ;;
-  -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+  -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
 esac
 out=${1:-${OUT:-$repo/out/gpu-check}}
 mkdir -p "$out" || exit 1

@@ -3,6 +3,7 @@
 // plain model first, then the same model wrapped in DDP, so one run gives DDP's overhead.
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 
 #include "checks.hpp"
@@ -75,19 +76,21 @@ void bench(const Args& args) {
   auto y = torch::randint(0, classes, {batch});
   x = x.to(device);
   y = y.to(device);
-  auto step_with = [&](auto& model) {
-    return [&, m = &model] {
+  auto step_with = [&](std::function<torch::Tensor(const torch::Tensor&)> forward) {
+    return [&, forward] {
       for (auto& p : net->parameters()) p.mutable_grad() = torch::Tensor();  // zero_grad(set_to_none=True)
-      torch::nn::functional::cross_entropy((*m)(x), y).backward();
+      torch::nn::functional::cross_entropy(forward(x), y).backward();
       opt.step();
     };
   };
   const int64_t warmup = int_arg(args, "warmup", 10), steps = int_arg(args, "steps", 100);
-  const double plain_ms = time_steps(step_with(net), warmup, steps, device);
+  const double plain_ms =
+      time_steps(step_with([&](const torch::Tensor& in) { return net->forward(in); }), warmup, steps, device);
   DdpOptions options;
   options.bucket_cap_mb = std::stod(arg(args, "bucket-mb", "25"));
   auto model = DistributedDataParallel(net, options);
-  const double ddp_ms = time_steps(step_with(model), warmup, steps, device);
+  const double ddp_ms =
+      time_steps(step_with([&](const torch::Tensor& in) { return model(in); }), warmup, steps, device);
   if (rank == 0) {
     int64_t nparams = 0;
     for (const auto& p : net->parameters()) nparams += p.numel();

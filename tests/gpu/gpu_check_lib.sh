@@ -7,8 +7,10 @@
 work=$repo/$build/gpu-check-work  # per-check logs and checkpoints (not sent back: $out holds few files)
 names=() statuses=() seconds=() details=()
 launcher=$repo/$build/launcher/ddp-launch
+cxx=${CXX:-$(command -v c++ || command -v g++ || echo c++)}
 check_bin=$repo/$build/tests/gpu/ddp_gpu_check
 build_mode=none  # full | standalone | none
+deadline=${GPU_CHECK_DEADLINE:-480}  # seconds since the start: later checks are skipped, not started
 
 record() {  # name status seconds detail
   names+=("$1") statuses+=("$2") seconds+=("$3") details+=("$4")
@@ -36,6 +38,11 @@ run_check() {
   local name=$1 limit=$2 expect=$3
   shift 3
   local log=$work/$name.log start=$SECONDS rc detail
+  if ((deadline - SECONDS < 10)); then
+    record "$name" SKIP 0 "not started: the script's ${deadline}s budget (GPU_CHECK_DEADLINE) is spent"
+    return 1
+  fi
+  ((limit > deadline - SECONDS)) && limit=$((deadline - SECONDS))
   timeout -k 10 "$limit" bash -c '"$@"' _ "$@" >"$log" 2>&1
   rc=$?
   { echo "=== $name (exit $rc): $*"; cat "$log"; } >>"$out/checks.log"
@@ -60,9 +67,12 @@ collect_versions() {
   versions_torch=$("$python" -c 'import torch; print("torch", torch.__version__, "| CUDA", torch.version.cuda,
 "| NCCL", ".".join(map(str, torch.cuda.nccl.version())), "| cuDNN", torch.backends.cudnn.version(),
 "| device", torch.cuda.get_device_name(0), "| cmake_prefix_path", torch.utils.cmake_prefix_path)' 2>&1 | tail -1)
-  versions_tools="$(cmake --version | head -1) | ninja $(ninja --version 2>/dev/null || echo missing) | $(c++ --version 2>/dev/null | head -1) | nvcc $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo missing)"
+  versions_tools="$(cmake --version | head -1) | ninja $(ninja --version 2>/dev/null || echo missing) | $("$cxx" --version 2>/dev/null | head -1) | nvcc $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo missing)"
   versions_gpus=$smi
   record versions PASS 0 "$versions_torch"
+  local tool missing=()
+  for tool in cmake ctest ninja "$cxx" timeout "$python"; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+  if ((${#missing[@]} > 0)); then record tools FAIL 0 "not found: ${missing[*]}"; else record tools PASS 0 "cmake ctest ninja $cxx timeout $python"; fi
 }
 
 # Which of the launcher's/tests' header-only dependencies the compiler finds.
@@ -72,7 +82,7 @@ probe_deps() {
   [[ -d $deps_dir/include ]] && inc=(-isystem "$deps_dir/include")
   missing_deps=()
   for header in boost/asio.hpp CLI/CLI.hpp fmt/format.h nlohmann/json.hpp catch2/catch.hpp; do
-    echo "#include <$header>" | c++ -std=c++17 -E -x c++ - "${inc[@]}" -o /dev/null 2>/dev/null ||
+    echo "#include <$header>" | "$cxx" -std=c++17 -E -x c++ - "${inc[@]}" -o /dev/null 2>/dev/null ||
       missing_deps+=("$header")
   done
   if ((${#missing_deps[@]} == 0)); then
@@ -104,10 +114,10 @@ configure_and_build() {
   local start=$SECONDS
   {
     echo "=== cmake -S $source -B $build (CMAKE_PREFIX_PATH=$prefix)"
-    timeout 180 cmake -S "$source" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDDP_BUILD_TESTS=ON \
+    timeout 120 cmake -S "$source" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDDP_BUILD_TESTS=ON \
       -DDDP_BUILD_GPU_CHECK=ON "-DCMAKE_PREFIX_PATH=$prefix" "-DDDP_TEST_PYTHON=$(command -v "$python")" "${extra[@]}" &&
       echo "=== ninja ${targets[*]}" &&
-      timeout 420 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
+      timeout 330 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
   } >"$out/build.log" 2>&1
   local rc=$?
   if ((rc == 0)); then
@@ -122,8 +132,8 @@ configure_and_build() {
 # --- checks -------------------------------------------------------------------------------
 check_runtime_tests() {
   if [[ $build_mode != full ]]; then skip runtime-tests "needs the full build (Catch2)"; return; fi
-  run_check runtime-tests 240 '(tests passed|tests failed)' \
-    ctest --test-dir "$repo/$build" -R '^runtime: ' -j "$jobs" --timeout 120 --output-on-failure
+  run_check runtime-tests 180 '(tests passed|tests failed)' \
+    ctest --test-dir "$repo/$build" -R '^runtime: ' -j "$jobs" --timeout 60 --output-on-failure
 }
 
 check_libddp() {
