@@ -1,5 +1,6 @@
 // Correctness checks on the device: collectives, DDP vs single-process training, checkpoints.
 // Reuses the runtime tests' model and reference training (tests/runtime/model.hpp).
+#include <cstdio>
 #include <iostream>
 #include <stdexcept>
 #include <string>
@@ -99,8 +100,9 @@ void ddp_matches_single(const Args& args) {
   }
   const double tolerance = std::stod(arg(args, "tolerance", "1e-4"));
   expect(worst <= tolerance, "max |ddp - single| = " + std::to_string(worst) + " > " + std::to_string(tolerance));
-  report("ok ddp-matches-single " + where(device) + " steps=" + std::to_string(c.steps) +
-         " max_abs_diff=" + std::to_string(worst));
+  char diff[32];
+  std::snprintf(diff, sizeof(diff), "%.2e", worst);
+  report("ok ddp-matches-single " + where(device) + " steps=" + std::to_string(c.steps) + " max_abs_diff=" + diff);
   destroy_process_group();
 }
 
