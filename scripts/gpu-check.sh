@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# GPU check: builds the project against a CUDA LibTorch and verifies the CUDA/NCCL path on a
+# real GPU (libddp's collectives, DDP vs single-process training, checkpoints, the launcher's
+# device flags, a plain Python NCCL script, libddp vs Python DDP step times). Writes
+# OUTDIR/gpu-check-summary.md (+ .json), build.log and checks.log; each check has its own timeout.
+# Usage: scripts/gpu-check.sh [OUTDIR]      (default $OUT, else out/gpu-check); run from anywhere
+#        scripts/gpu-check.sh --plan        print the checks and exit 0
+#        scripts/gpu-check.sh --pack-deps DIR   copy the launcher's header-only build deps from
+#                                           this machine into DIR, for a GPU machine without them
+# Exit: 0 all passed, 1 a check failed, 3 nothing failed but checks were skipped (missing build
+#       dependencies), 77 no GPU here (CTest's skip code; the plan is printed).
+# Env: PYTHON (python3 with CUDA torch), Torch_DIR / CMAKE_PREFIX_PATH (a CUDA LibTorch; default
+#      torch.utils.cmake_prefix_path), GPU_BUILD_DIR (build-gpu), GPU_CHECK_DEPS (a --pack-deps
+#      DIR; default build-gpu-deps if present), JOBS (all cores), GPU_CHECK_DEADLINE (480: checks
+#      that would start later are skipped).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+repo=$(pwd)
+python=${PYTHON:-python3}
+build=${GPU_BUILD_DIR:-build-gpu}
+jobs=${JOBS:-$(nproc)}
+deps_dir=${GPU_CHECK_DEPS:-$repo/build-gpu-deps}
+gpu_tests=$repo/tests/gpu
+
+plan() {
+  cat <<'EOF'
+gpu-check plan (each line is one check with its own timeout; results in OUTDIR/gpu-check-summary.md):
+  versions        nvidia-smi (driver, GPUs, PCI bus ids), torch, CUDA, NCCL, cmake, c++
+  deps            Boost/CLI11/fmt/nlohmann-json/Catch2 headers; without them: standalone libddp build
+  build           configure + build ddp-launch, ddp_runtime_tests, ddp_gpu_check in build-gpu/ (all cores)
+  runtime-tests   ctest -R '^runtime: ' (libddp over gloo, built against this LibTorch 2.x)
+  collectives     NCCL world 1 and gloo world 2 on CUDA tensors (ddp_gpu_check collectives)
+  ddp             DDP on cuda == single process on the combined batch: NCCL world 1, gloo world 2
+  checkpoint      saved from cuda:0, loaded mapped to CPU, saved, loaded back on cuda:0
+  launcher        --nproc-per-node=gpu, CUDA_VISIBLE_DEVICES pass-through (index, UUID, empty),
+                  --devices, --virtual-local-rank: what each worker sees (count, PCI bus id, UUID)
+  python-nccl     tests/gpu/nccl_allreduce.py (plain PyTorch NCCL) under ddp-launch, world 1
+  bench           libddp vs Python DDP, MLP and conv net on cuda:0, NCCL world 1: step time
+                  without and with DDP (DDP's overhead), side by side
+EOF
+}
+
+case ${1:-} in
+  --plan) plan; exit 0 ;;
+  --pack-deps) exec "$gpu_tests/pack_deps.sh" "${2:?--pack-deps needs a directory}" ;;
+  -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+esac
+out=${1:-${OUT:-$repo/out/gpu-check}}
+mkdir -p "$out" || exit 1
+out=$(cd "$out" && pwd)
+
+# --- no GPU: say what would run and skip ---------------------------------------------------
+gpu_count=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | grep -c . || true)
+torch_cuda=$("$python" -c 'import torch; print(int(torch.cuda.is_available()))' 2>/dev/null || echo 0)
+if [[ ${gpu_count:-0} -eq 0 || $torch_cuda != 1 ]]; then
+  smi=$(command -v nvidia-smi >/dev/null && echo "${gpu_count:-0} GPU(s)" || echo "not found")
+  echo "gpu-check: no usable GPU here (nvidia-smi: $smi; $python torch.cuda.is_available(): $torch_cuda); skipping."
+  plan
+  exit 77
+fi
+
+# shellcheck source=tests/gpu/gpu_check_lib.sh
+source "$gpu_tests/gpu_check_lib.sh"
+main_gpu
