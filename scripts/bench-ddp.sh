@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
-# C++ DDP (libddp, tests/runtime/bench.cpp) vs PyTorch's Python DDP (shared/peers/python_ddp_bench.py)
+# C++ DDP (libddp, tests/runtime/bench.cpp) vs PyTorch's Python DDP (bench/peers/python_ddp_bench.py)
 # on gloo/CPU: the MLP 784-1024-1024-1024-10 (batch 32) and the tiny 10-10-5 model (batch 20),
 # world 1 and 2, runs alternating C++/Python, medians and ratios. Both are started by the same
-# launcher (PyTorch 1.13's torchrun via shared/peers/torchrun_fixed.py), OMP_NUM_THREADS=1.
+# launcher (PyTorch 1.13's torchrun via bench/peers/torchrun_fixed.py), OMP_NUM_THREADS=1.
 # Env: BUILD_DIR (default build; ddp_bench is built there if missing), REPEATS (default 3),
-#      PEERS (default ../shared/peers), WORLDS (default "1 2"), CASES (default "mlp tiny").
+#      PEERS (default bench/peers), WORLDS (default "1 2"), CASES (default "mlp tiny").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
 repeats=${REPEATS:-3}
-peers=${PEERS:-$(cd .. && pwd)/shared/peers}
-[[ -d $peers ]] || peers=/work/shared/peers
+peers=${PEERS:-$PWD/bench/peers}
 bench=$build/tests/runtime/ddp_bench
 if [[ ! -x $bench ]]; then
   cmake -S . -B "$build" -G Ninja >/dev/null

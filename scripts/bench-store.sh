@@ -11,10 +11,10 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BUILD_DIR:-$root/build-bench}"
 jobs="${JOBS:-2}"
 
-cmake -S "$root" -B "$build" -G Ninja -DDDP_BUILD_RUNTIME=ON -DDDP_BUILD_TESTS=OFF \
+cmake -S "$root" -B "$build" -G Ninja -DDDP_BUILD_RUNTIME=ON -DDDP_BUILD_BENCH=ON -DDDP_BUILD_TESTS=OFF \
   -DCMAKE_BUILD_TYPE=Release >/dev/null
 if ! cmake --build "$build" --target store_bench -j "$jobs"; then
-  echo "bench-store.sh: cannot build store_bench (is add_subdirectory(bench) in the top-level CMakeLists.txt, and LibTorch installed?)" >&2
+  echo "bench-store.sh: cannot build store_bench (is LibTorch installed? see scripts/install-deps.sh)" >&2
   exit 1
 fi
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, $(uname -r)"

@@ -6,21 +6,12 @@
 #include <map>
 #include <memory>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-
 #include "tests/support/test_support.hpp"
 
 using namespace ddp::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-int free_port() {
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::tcp::v4(), 0});
-  return a.local_endpoint().port();
-}
 
 std::vector<std::string> static_node(int nnodes, int node_rank, int port, int nproc) {
   return {launcher_path(), "--nnodes=" + std::to_string(nnodes), "--node-rank=" + std::to_string(node_rank),

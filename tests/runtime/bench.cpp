@@ -1,4 +1,4 @@
-// ddp_bench: the C++ twin of shared/peers/python_ddp_bench.py (same MLP, synthetic data,
+// ddp_bench: the C++ twin of bench/peers/python_ddp_bench.py (same MLP, synthetic data,
 // SGD momentum, same flags and output line) for scripts/bench-ddp.sh. Run under a launcher.
 #include <chrono>
 #include <cstdlib>

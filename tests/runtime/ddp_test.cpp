@@ -14,7 +14,8 @@ Workers check_training(Env env, TrainConfig c, double tolerance, int processes =
   env["DDP_TEST_STEPS"] = std::to_string(c.steps);
   env["DDP_TEST_ACCUM"] = std::to_string(c.accumulate);
   env["DDP_TEST_UNUSED"] = c.with_unused ? "1" : "0";
-  const std::string dir = make_temp_dir();
+  const TempDir scratch;
+  const std::string& dir = scratch.path();
   env["DDP_TEST_OUT"] = dir;
   const int procs = processes > 0 ? processes : c.world;
   Workers w = run_workers("train", procs, env, std::chrono::seconds(90));
@@ -62,7 +63,8 @@ TEST_CASE("DDP bucket layout: small cap gives several buckets, large cap one", "
   c.steps = 2;
   for (auto [cap, several] : {std::pair<const char*, bool>{"0.0005", true}, {"25", false}}) {
     Env env{{"DDP_TEST_BUCKET_MB", cap}, {"DDP_TEST_STEPS", "2"}};
-    const std::string dir = make_temp_dir();
+    const TempDir scratch;
+    const std::string& dir = scratch.path();
     env["DDP_TEST_OUT"] = dir;
     Workers w = run_workers("train", 2, env, std::chrono::seconds(60));
     INFO(w.describe());

@@ -4,9 +4,12 @@
 #pragma once
 
 #include <chrono>
-#include <map>
 #include <string>
 #include <vector>
+
+#include "tests/support/files.hpp"
+#include "tests/support/ports.hpp"
+#include "tests/support/processes.hpp"
 
 namespace ddp::test {
 
@@ -22,11 +25,7 @@ struct Workers {
   std::string describe() const;  // every rank's exit code and output, for failure messages
 };
 
-using Env = std::map<std::string, std::string>;
-
-// A fresh temporary directory, removed at process exit.
-std::string make_temp_dir();
-std::string read_file(const std::string& path);
+using Env = EnvOverrides;
 
 // Starts `world` workers running SCENARIO with RANK/WORLD_SIZE/MASTER_* set; `env` adds
 // variables for all of them. Kills everything still running after `timeout`.
@@ -37,13 +36,9 @@ Workers run_workers(const std::string& scenario, int world, const Env& env = {},
 Workers run_some_workers(const std::string& scenario, int world, const std::vector<int>& ranks, const Env& env,
                          std::chrono::seconds timeout);
 
-// One background process running SCENARIO (single worker); kill it with kill_process.
+// One background process running SCENARIO (single worker); kill it with kill_process, reap
+// it with wait_exit_code (processes.hpp).
 int start_process(const std::string& scenario, const Env& env, const std::string& output_path);
 void kill_process(int pid, int signo);
-int wait_process(int pid, std::chrono::seconds timeout);
-
-// argv[0] saved by main() so workers can re-execute the binary.
-void set_self_path(const std::string& path);
-int free_port();
 
 }  // namespace ddp::test

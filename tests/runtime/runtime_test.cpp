@@ -113,7 +113,8 @@ TEST_CASE("Collectives and subgroups over gloo with 4 processes", "[pg]") {
 }
 
 TEST_CASE("tcp:// and file:// init methods work", "[pg]") {
-  const std::string dir = make_temp_dir();
+  const TempDir scratch;
+  const std::string& dir = scratch.path();
   Workers file = run_workers("collectives", 2, {{"DDP_TEST_INIT_METHOD", "file://" + dir + "/store"}});
   INFO(file.describe());
   CHECK(file.all_ok());
@@ -147,7 +148,8 @@ TEST_CASE("Checkpoint round trip, resume, and clear errors for foreign/truncated
 }
 
 TEST_CASE("kill -9 during save leaves the previous checkpoint loadable", "[checkpoint]") {
-  const std::string dir = make_temp_dir();
+  const TempDir scratch;
+  const std::string& dir = scratch.path();
   const std::string path = dir + "/ckpt.pt";
   for (int round = 0; round < 3; ++round) {
     int pid = start_process("save-loop", {{"DDP_TEST_CKPT", path}}, dir + "/out.txt");
@@ -160,7 +162,7 @@ TEST_CASE("kill -9 during save leaves the previous checkpoint loadable", "[check
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5 * round));
     kill_process(pid, SIGKILL);
-    CHECK(wait_process(pid, std::chrono::seconds(10)) == 128 + SIGKILL);
+    CHECK(wait_exit_code(pid, std::chrono::seconds(10)) == 128 + SIGKILL);
     auto net = torch::nn::Sequential(torch::nn::Linear(1024, 1024), torch::nn::Linear(1024, 1024),
                                      torch::nn::Linear(1024, 1024));
     CheckpointExtra extra;
@@ -211,7 +213,8 @@ TEST_CASE("ddp::spawn runs a working group and propagates the first failure", "[
 
 namespace ddp::test {
 TEST_CASE("Checkpoint resume in one process without a group", "[checkpoint]") {
-  const std::string dir = make_temp_dir();
+  const TempDir scratch;
+  const std::string& dir = scratch.path();
   auto make = [](int seed) {
     torch::manual_seed(seed);
     return torch::nn::Sequential(torch::nn::Linear(4, 8), torch::nn::Tanh(), torch::nn::Linear(8, 2));
@@ -267,7 +270,8 @@ TEST_CASE("A peer that dies makes the next collective fail fast with CommError",
 
 namespace ddp::test {
 TEST_CASE("A restarted group ignores the keys a crashed attempt left in the store", "[pg]") {
-  const std::string dir = make_temp_dir();
+  const TempDir scratch;
+  const std::string& dir = scratch.path();
   const Env file{{"DDP_TEST_INIT_METHOD", "file://" + dir + "/store"}};
   Env first = file;
   first["TORCHELASTIC_RESTART_COUNT"] = "0";

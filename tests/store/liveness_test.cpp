@@ -20,11 +20,6 @@ ClientOptions named(const std::string& name, uint32_t heartbeat_ms) {
   o.heartbeat_timeout_ms = heartbeat_ms;
   return o;
 }
-std::string self_exe() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  return std::string(buf, n > 0 ? static_cast<size_t>(n) : 0);
-}
 }  // namespace
 
 TEST_CASE("liveness: an abrupt close sets __dropped__/<name> = connection lost") {
@@ -41,7 +36,8 @@ TEST_CASE("liveness: an abrupt close sets __dropped__/<name> = connection lost")
 TEST_CASE("liveness: a SIGKILLed client process is reported within a second") {
   LocalServer srv;
   auto watcher = srv.client();
-  ddp::test::Background helper({self_exe(), "--client-helper", std::to_string(srv.server.port()), "node2", "10000"});
+  ddp::test::Background helper(
+      {ddp::test::self_exe(), "--client-helper", std::to_string(srv.server.port()), "node2", "10000"});
   REQUIRE(watcher->get("helper/node2", 10s) == "up");
   Stopwatch sw;
   helper.signal(SIGKILL);

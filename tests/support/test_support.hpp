@@ -1,15 +1,18 @@
-// Test helpers: run a program (the real ddp-launch, usually) with a timeout and capture
-// its exit code and output; start one in the background to signal it; temporary
-// directories; wait for a condition. Blocking; for tests only.
+// Test helpers that spawn through the launcher's own process code: run a program (the real
+// ddp-launch, usually) with a timeout and capture its exit code and output; start one in the
+// background (its own session) to signal it. Blocking; for tests only. Also brings in the
+// torch-free basics (files, temp dirs, ports, waiting) that need no launcher code.
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
-#include <functional>
-#include <map>
 #include <string>
 #include <vector>
+
+#include "tests/support/files.hpp"
+#include "tests/support/ports.hpp"
+#include "tests/support/processes.hpp"
 
 namespace ddp::test {
 
@@ -19,9 +22,6 @@ struct RunResult {
   std::string err;
   double seconds = 0;
 };
-
-using EnvOverrides = std::map<std::string, std::string>;  // value "\x01" removes the variable
-inline const std::string kUnset = "\x01";
 
 // Runs argv with the test's environment plus overrides; kills it after timeout.
 RunResult run(const std::vector<std::string>& argv, const EnvOverrides& env = {},
@@ -45,31 +45,9 @@ class Background {
   RunResult wait(std::chrono::seconds timeout = std::chrono::seconds(60));  // then reads output
 
  private:
+  TempDir dir_;  // its out and err files
   pid_t pid_ = -1;
   bool done_ = false;
-  std::string out_path_, err_path_;
 };
-
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-std::string read_file(const std::string& path);  // "" if missing
-void write_file(const std::string& path, const std::string& text);
-bool file_exists(const std::string& path);
-std::vector<std::string> lines_of(const std::string& text);
-bool process_alive(pid_t pid);  // exists and is not a zombie
-// Polls pred every 20 ms until true or timeout; returns pred's last value.
-bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
-int count_matching(const std::string& text, const std::string& needle);
 
 }  // namespace ddp::test

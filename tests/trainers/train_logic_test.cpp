@@ -1,7 +1,6 @@
 // Unit tests for the torch-free logic of `train`: option parsing and validation, CSV
 // parsing errors, progress formatting, metrics resume, checkpoint naming/discovery, and
 // the benchmark line. No processes, no torch.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -16,6 +15,7 @@
 #include "metrics_csv.hpp"
 #include "progress.hpp"
 #include "train_options.hpp"
+#include "tests/support/files.hpp"
 
 using namespace ddp::train;
 namespace fs = std::filesystem;
@@ -36,20 +36,6 @@ Parse parse(std::vector<std::string> args) {
   p.out = out.str();
   p.err = err.str();
   return p;
-}
-
-fs::path temp_dir(const std::string& name) {
-  auto dir = fs::temp_directory_path() / ("ddp_train_logic_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string read_all(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace
@@ -214,7 +200,8 @@ TEST_CASE("progress: plain mode prints every log_every steps, bar mode redraws i
 }
 
 TEST_CASE("metrics: header and rows, resume drops rows past the checkpoint step") {
-  auto dir = temp_dir("metrics");
+  const ddp::test::TempDir scratch;
+  const fs::path dir = scratch.path();
   const auto path = (dir / "sub" / "metrics.csv").string();
   {
     MetricsWriter w(path, std::nullopt);
@@ -222,20 +209,19 @@ TEST_CASE("metrics: header and rows, resume drops rows past the checkpoint step"
     w.write({2, 200, 0.25, 0.9, 1100});
     w.write({3, 300, 0.125, 0.95, 1200});
   }
-  CHECK(read_all(path) ==
+  CHECK(ddp::test::read_file(path) ==
         "epoch,step,loss,accuracy,samples_per_s\n1,100,0.500000,0.800000,1000.0\n"
         "2,200,0.250000,0.900000,1100.0\n3,300,0.125000,0.950000,1200.0\n");
   {
     MetricsWriter w(path, int64_t{200});
     w.write({3, 300, 0.1, 0.96, 900});
   }
-  CHECK(read_all(path) ==
+  CHECK(ddp::test::read_file(path) ==
         "epoch,step,loss,accuracy,samples_per_s\n1,100,0.500000,0.800000,1000.0\n"
         "2,200,0.250000,0.900000,1100.0\n3,300,0.100000,0.960000,900.0\n");
   { MetricsWriter w(path, std::nullopt); }
-  CHECK(read_all(path) == "epoch,step,loss,accuracy,samples_per_s\n");
+  CHECK(ddp::test::read_file(path) == "epoch,step,loss,accuracy,samples_per_s\n");
   CHECK_THROWS_WITH(MetricsWriter("/proc/nope/metrics.csv", std::nullopt), Catch::Contains("cannot write metrics"));
-  fs::remove_all(dir);
 }
 
 TEST_CASE("checkpoint files: names, latest, stale removal, temp files ignored") {
@@ -246,7 +232,8 @@ TEST_CASE("checkpoint files: names, latest, stale removal, temp files ignored") 
   CHECK_FALSE(checkpoint_step("ckpt_12a.pt"));
   CHECK_FALSE(checkpoint_step("metrics.csv"));
 
-  auto dir = temp_dir("ckpt");
+  const ddp::test::TempDir scratch;
+  const fs::path dir = scratch.path();
   CHECK_FALSE(latest_checkpoint(dir.string()));
   CHECK_FALSE(latest_checkpoint((dir / "missing").string()));
   for (int step : {5, 100, 20}) std::ofstream(dir / checkpoint_name(step)) << "x";
@@ -256,7 +243,6 @@ TEST_CASE("checkpoint files: names, latest, stale removal, temp files ignored") 
   CHECK(removed == std::vector<std::string>{(dir / checkpoint_name(5)).string()});
   CHECK(list_checkpoints(dir.string()) ==
         std::vector<std::string>{(dir / checkpoint_name(20)).string(), (dir / checkpoint_name(100)).string()});
-  fs::remove_all(dir);
 }
 
 TEST_CASE("bench line: same format as python_ddp_bench.py") {

@@ -1,4 +1,4 @@
-// The benchmark summary line shared with ../shared/peers/python_ddp_bench.py:
+// The benchmark summary line shared with bench/peers/python_ddp_bench.py:
 //   peer=cpp-ddp world=W steps=S batch=B params=P samples_per_s=X step_ms=Y
 // Pure formatting.
 #pragma once
