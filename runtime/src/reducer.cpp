@@ -7,7 +7,6 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "bucket_assignment.hpp"
 #include "group_impl.hpp"
 
 namespace ddp::detail {
@@ -31,10 +30,20 @@ torch::Tensor result_tensor(const Future& future) {
                  value.tagKind());
 }
 
+std::vector<BucketInput> bucket_inputs_of(const std::vector<torch::Tensor>& params) {
+  std::vector<BucketInput> inputs;
+  for (const auto& p : params) {
+    inputs.push_back({static_cast<size_t>(p.numel()) * p.element_size(),
+                      std::string(c10::toString(p.scalar_type())) + "@" + p.device().str()});
+  }
+  return inputs;
+}
+
 }  // namespace
 
 Reducer::Reducer(std::vector<torch::Tensor> params, std::vector<std::string> names, const DdpOptions& options)
-    : params_(std::move(params)), names_(std::move(names)), options_(options), group_(options.group),
+    : params_(std::move(params)), names_(std::move(names)), bucket_inputs_(bucket_inputs_of(params_)),
+      options_(options), group_(options.group),
       world_size_(options.group.size()) {
   const size_t count = params_.size();
   accumulators_.resize(count);
@@ -44,20 +53,16 @@ Reducer::Reducer(std::vector<torch::Tensor> params, std::vector<std::string> nam
   unused_.assign(count, 0);
   scale_ = torch::scalar_tensor(1.0 / world_size_, torch::kDouble);
   if (options_.find_unused_parameters) local_used_ = torch::zeros({static_cast<int64_t>(count)}, torch::kInt);
-  std::vector<BucketInput> inputs;
   std::vector<size_t> order;
-  for (size_t i = 0; i < count; ++i) {
-    inputs.push_back({static_cast<size_t>(params_[i].numel()) * params_[i].element_size(),
-                      std::string(c10::toString(params_[i].scalar_type())) + "@" + params_[i].device().str()});
-    order.push_back(count - 1 - i);  // reverse registration order ~ gradient-ready order
-  }
+  for (size_t i = 0; i < count; ++i) order.push_back(count - 1 - i);  // reverse registration ~ ready order
   const bool one_bucket_first = options_.rebuild_buckets && !options_.find_unused_parameters;
-  std::vector<size_t> limits =
-      one_bucket_first ? std::vector<size_t>{SIZE_MAX}
-                       : std::vector<size_t>{static_cast<size_t>(options_.first_bucket_cap_mb * kMiB),
-                                             static_cast<size_t>(options_.bucket_cap_mb * kMiB)};
   rebuilt_ = !one_bucket_first;
-  build_buckets(assign_buckets(inputs, order, limits));
+  const auto limits = one_bucket_first ? std::vector<size_t>{SIZE_MAX} : bucket_limits();
+  build_buckets(assign_buckets(bucket_inputs_, order, limits));
+}
+
+std::vector<size_t> Reducer::bucket_limits() const {
+  return {static_cast<size_t>(options_.first_bucket_cap_mb * kMiB), static_cast<size_t>(options_.bucket_cap_mb * kMiB)};
 }
 
 void Reducer::install_hook(size_t i, compat::NodePtr acc) {
@@ -91,7 +96,10 @@ void Reducer::build_buckets(const std::vector<std::vector<size_t>>& assignment) 
     Bucket bucket;
     bucket.params = indices;
     int64_t total = 0;
-    for (size_t i : indices) total += params_[i].numel();
+    for (size_t i : indices) {
+      bucket.param_tensors.push_back(params_[i]);  // built once per (re)build, reused by every launch
+      total += params_[i].numel();
+    }
     bucket.flat = torch::zeros({total}, params_[indices.front()].options().requires_grad(false));
     int64_t offset = 0;
     for (size_t slot = 0; slot < indices.size(); ++slot) {
@@ -159,15 +167,8 @@ void Reducer::prepare_for_forward() {
   std::vector<size_t> new_order(params_.size());
   auto acc = order.accessor<int64_t, 1>();
   for (size_t i = 0; i < new_order.size(); ++i) new_order[i] = static_cast<size_t>(acc[static_cast<int64_t>(i)]);
-  std::vector<BucketInput> inputs;
-  for (const auto& p : params_) {
-    inputs.push_back({static_cast<size_t>(p.numel()) * p.element_size(),
-                      std::string(c10::toString(p.scalar_type())) + "@" + p.device().str()});
-  }
   std::lock_guard<std::mutex> lock(mutex_);
-  build_buckets(assign_buckets(inputs, new_order,
-                               {static_cast<size_t>(options_.first_bucket_cap_mb * kMiB),
-                                static_cast<size_t>(options_.bucket_cap_mb * kMiB)}));
+  build_buckets(assign_buckets(bucket_inputs_, new_order, bucket_limits()));
   rebuilt_ = true;
 }
 
@@ -260,9 +261,8 @@ void Reducer::mark_ready(size_t index) {
 
 Future Reducer::launch(Bucket& bucket, size_t index) {
   if (comm_hook_) {
-    std::vector<torch::Tensor> params;
-    for (size_t i : bucket.params) params.push_back(params_[i]);
-    GradBucket grad_bucket(index, index + 1 == buckets_.size(), bucket.flat, bucket.views, params, group_);
+    GradBucket grad_bucket(index, index + 1 == buckets_.size(), bucket.flat, bucket.views, bucket.param_tensors,
+                           group_);
     return comm_hook_(grad_bucket);
   }
   return all_reduce_async(bucket.flat, group_);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bucket_assignment.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 #include "torch_compat.hpp"
 
@@ -34,14 +35,16 @@ class Reducer {
  private:
   struct Bucket {
     torch::Tensor flat;
-    std::vector<size_t> params;       // parameter indices
-    std::vector<torch::Tensor> views;  // views of flat shaped like the params
+    std::vector<size_t> params;               // parameter indices
+    std::vector<torch::Tensor> param_tensors;  // params_[i] for i in params (handed to a comm hook)
+    std::vector<torch::Tensor> views;          // views of flat shaped like the params
     size_t pending = 0;
     Future future;
   };
 
   void install_hook(size_t index, compat::NodePtr accumulator);
   void refresh_hooks();
+  std::vector<size_t> bucket_limits() const;
   void build_buckets(const std::vector<std::vector<size_t>>& assignment);
   void autograd_hook(size_t index);
   void mark_ready(size_t index);
@@ -53,6 +56,7 @@ class Reducer {
 
   std::vector<torch::Tensor> params_;
   std::vector<std::string> names_;
+  std::vector<BucketInput> bucket_inputs_;  // size and dtype@device per param; fixed after construction
   DdpOptions options_;
   Group group_;
   int world_size_;

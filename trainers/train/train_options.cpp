@@ -48,23 +48,28 @@ std::string validate(const TrainOptions& o) {
   return "";
 }
 
-ParsedOptions parse_train_options(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
-  ParsedOptions parsed;
-  TrainOptions& o = parsed.options;
-  CLI::App app{
-      "train: distributed MLP classifier on libddp (synthetic teacher task or a CSV), with checkpoints, "
-      "elastic resume, metrics and a benchmark mode.\nRun under a launcher: ddp-launch --nproc_per_node=4 train"};
-  app.get_formatter()->column_width(34);
+namespace {
 
-  auto* hidden = app.add_option("--hidden", o.hidden, "MLP hidden layer sizes, comma separated")
+// The options --bench gives the Python peer's defaults to when the user did not set them.
+struct BenchDefaulted {
+  CLI::Option* hidden = nullptr;
+  CLI::Option* in_dim = nullptr;
+  CLI::Option* classes = nullptr;
+  CLI::Option* batch = nullptr;
+  CLI::Option* lr = nullptr;
+};
+
+// The option tables, by help group, in help order.
+void add_model_and_data_options(CLI::App& app, TrainOptions& o, BenchDefaulted& given) {
+  given.hidden = app.add_option("--hidden", o.hidden, "MLP hidden layer sizes, comma separated")
                      ->delimiter(',')
                      ->capture_default_str()
                      ->group("Model");
   app.add_option("--data", o.data, "'synthetic' or a CSV file of f1,...,fn,label rows")
       ->capture_default_str()
       ->group("Data");
-  auto* in_dim = app.add_option("--in-dim", o.in_dim, "synthetic input size")->capture_default_str()->group("Data");
-  auto* classes = app.add_option("--classes", o.classes, "synthetic classes")->capture_default_str()->group("Data");
+  given.in_dim = app.add_option("--in-dim", o.in_dim, "synthetic input size")->capture_default_str()->group("Data");
+  given.classes = app.add_option("--classes", o.classes, "synthetic classes")->capture_default_str()->group("Data");
   app.add_option("--train-samples", o.train_samples, "synthetic training samples")
       ->capture_default_str()
       ->group("Data");
@@ -75,12 +80,14 @@ ParsedOptions parse_train_options(int argc, const char* const* argv, std::ostrea
   app.add_option("--data-seed", o.data_seed, "seed of the synthetic teacher and samples")
       ->capture_default_str()
       ->group("Data");
+}
 
+void add_optimisation_options(CLI::App& app, TrainOptions& o, BenchDefaulted& given) {
   app.add_option("--epochs", o.epochs, "training epochs")->capture_default_str()->group("Optimisation");
-  auto* batch = app.add_option("--batch-size,--batch", o.batch_size, "samples per rank per micro-batch")
+  given.batch = app.add_option("--batch-size,--batch", o.batch_size, "samples per rank per micro-batch")
                     ->capture_default_str()
                     ->group("Optimisation");
-  auto* lr = app.add_option("--lr", o.lr, "SGD learning rate")->capture_default_str()->group("Optimisation");
+  given.lr = app.add_option("--lr", o.lr, "SGD learning rate")->capture_default_str()->group("Optimisation");
   app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str()->group("Optimisation");
   app.add_option("--schedule", o.schedule, "learning-rate schedule: cosine (to 0 at the last step) or constant")
       ->capture_default_str()
@@ -94,7 +101,9 @@ ParsedOptions parse_train_options(int argc, const char* const* argv, std::ostrea
   app.add_option("--comm-hook", o.comm_hook, "gradient reduction: allreduce, fp16 or bf16")
       ->capture_default_str()
       ->group("DDP");
+}
 
+void add_run_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--checkpoint-dir", o.checkpoint_dir, "where checkpoints (and by default metrics.csv) go")
       ->capture_default_str()
       ->group("Checkpoints");
@@ -129,6 +138,30 @@ ParsedOptions parse_train_options(int argc, const char* const* argv, std::ostrea
   app.add_option("--fail-rank", o.fail_rank, "testing: the rank that --fail-at-step kills")
       ->capture_default_str()
       ->group("Testing");
+}
+
+// The Python peer's model and optimizer (784-1024-1024-1024-10, batch 32, lr 0.01), unless given.
+void apply_bench_defaults(TrainOptions& o, const BenchDefaulted& given) {
+  if (given.hidden->count() == 0) o.hidden = {1024, 1024, 1024};
+  if (given.in_dim->count() == 0) o.in_dim = 784;
+  if (given.classes->count() == 0) o.classes = 10;
+  if (given.batch->count() == 0) o.batch_size = 32;
+  if (given.lr->count() == 0) o.lr = 0.01;
+}
+
+}  // namespace
+
+ParsedOptions parse_train_options(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  ParsedOptions parsed;
+  TrainOptions& o = parsed.options;
+  CLI::App app{
+      "train: distributed MLP classifier on libddp (synthetic teacher task or a CSV), with checkpoints, "
+      "elastic resume, metrics and a benchmark mode.\nRun under a launcher: ddp-launch --nproc_per_node=4 train"};
+  app.get_formatter()->column_width(34);
+  BenchDefaulted given;
+  add_model_and_data_options(app, o, given);
+  add_optimisation_options(app, o, given);
+  add_run_options(app, o);
 
   try {
     app.parse(argc, argv);
@@ -142,13 +175,7 @@ ParsedOptions parse_train_options(int argc, const char* const* argv, std::ostrea
     return parsed;
   }
 
-  if (o.bench) {  // the Python peer's model and optimizer, unless given explicitly
-    if (hidden->count() == 0) o.hidden = {1024, 1024, 1024};
-    if (in_dim->count() == 0) o.in_dim = 784;
-    if (classes->count() == 0) o.classes = 10;
-    if (batch->count() == 0) o.batch_size = 32;
-    if (lr->count() == 0) o.lr = 0.01;
-  }
+  if (o.bench) apply_bench_defaults(o, given);
   if (const std::string problem = validate(o); !problem.empty()) {
     err << "train: error: " << problem << '\n';
     parsed.exit_code = 2;

@@ -1,12 +1,13 @@
-// The training half of `train`: the MLP under DDP, the epoch loop with DistributedRandomSampler
-// and set_epoch, no_sync accumulation, cosine schedule, all-reduced validation, checkpoints +
-// resume, rank-0 progress and metrics, and the --bench mode. Data comes from data.hpp.
+// The training half of `train`: the epoch loop with DistributedRandomSampler and set_epoch,
+// no_sync accumulation, periodic and epoch-end checkpoints, resume, rank-0 progress and
+// metrics, the test-only fault injection, and the --bench mode. The model and its collective
+// helpers come from model.hpp, checkpoints from resume.hpp, data from data.hpp.
 #include "trainer.hpp"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <csignal>
 #include <cstdarg>
 #include <cstdio>
@@ -21,7 +22,9 @@
 #include "checkpoint_files.hpp"
 #include "data.hpp"
 #include "metrics_csv.hpp"
+#include "model.hpp"
 #include "progress.hpp"
+#include "resume.hpp"
 
 namespace ddp::train {
 namespace {
@@ -42,38 +45,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// ---- model --------------------------------------------------------------------------------
-
-torch::nn::Sequential make_mlp(int in_dim, const std::vector<int>& hidden, int classes) {
-  torch::nn::Sequential net;
-  int64_t width = in_dim;
-  for (int h : hidden) {
-    net->push_back(torch::nn::Linear(width, h));
-    net->push_back(torch::nn::ReLU());
-    width = h;
-  }
-  net->push_back(torch::nn::Linear(width, classes));
-  return net;
-}
-
-std::string shape_of(int in_dim, const std::vector<int>& hidden, int classes) {
-  std::string s = std::to_string(in_dim);
-  for (int h : hidden) s += "-" + std::to_string(h);
-  return s + "-" + std::to_string(classes);
-}
-
-int64_t parameter_count(torch::nn::Module& module) {
-  int64_t n = 0;
-  for (const auto& p : module.parameters()) n += p.numel();
-  return n;
-}
-
-template <typename Model>
-void apply_comm_hook(Model& model, const std::string& hook) {
-  if (hook == "fp16") model.register_comm_hook(ddp::hooks::fp16_compress());
-  if (hook == "bf16") model.register_comm_hook(ddp::hooks::bf16_compress());
-}
-
 void set_threads(int requested) {
   int n = requested;
   if (n == 0) {
@@ -83,102 +54,7 @@ void set_threads(int requested) {
   torch::set_num_threads(std::max(1, n));
 }
 
-// Cosine decay from --lr to 0 over the run (a function of the step, so resume-safe).
-void set_learning_rate(torch::optim::SGD& optimizer, const TrainOptions& o, int64_t step, int64_t total_steps) {
-  double lr = o.lr;
-  if (o.schedule == "cosine") lr *= 0.5 * (1.0 + std::cos(M_PI * double(step) / double(std::max<int64_t>(1, total_steps))));
-  for (auto& group : optimizer.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
-}
-
-// Mean over ranks of a per-rank value (collective).
-double mean_over_ranks(double value) {
-  auto t = torch::tensor({value}, torch::kDouble).to(ddp::device());
-  ddp::all_reduce(t);
-  return t.item<double>() / ddp::get_world_size();
-}
-
-// Accuracy over the whole validation set: each rank scores a contiguous slice, then the
-// correct/total counts are all-reduced.
-double evaluate(torch::nn::Sequential& net, const Data& data) {
-  torch::NoGradGuard no_grad;
-  net->eval();
-  const int64_t n = data.val_x.size(0);
-  const int rank = ddp::get_rank(), world = ddp::get_world_size();
-  const int64_t lo = n * rank / world, hi = n * (rank + 1) / world;
-  double correct = 0;
-  if (hi > lo) {
-    const auto logits = net->forward(data.val_x.slice(0, lo, hi));
-    correct = logits.argmax(1).eq(data.val_y.slice(0, lo, hi)).sum().item<double>();
-  }
-  auto counts = torch::tensor({correct, double(hi - lo)}, torch::kDouble).to(ddp::device());
-  ddp::all_reduce(counts);
-  net->train();
-  return counts[0].item<double>() / counts[1].item<double>();
-}
-
-// ---- checkpoints --------------------------------------------------------------------------
-
-// Where training stands; saved in each checkpoint's extra values.
-struct Position {
-  int64_t epoch = 0;       // current epoch (0-based)
-  int64_t batch = 0;       // optimizer steps done in this epoch
-  int64_t step = 0;        // optimizer steps done in total
-  double loss_sum = 0;     // sum of step losses this epoch (mean over ranks)
-  int64_t loss_count = 0;  // steps in loss_sum
-};
-
-int64_t extra_int(const ddp::CheckpointExtra& extra, const std::string& key, const std::string& path) {
-  const auto it = extra.find(key);
-  if (it == extra.end() || !it->second.isInt()) {
-    throw ddp::CheckpointError("checkpoint " + path + " has no '" + key +
-                               "' entry: it was not written by train; remove it or pass --no-resume");
-  }
-  return it->second.toInt();
-}
-
-void save(const TrainOptions& o, torch::nn::Sequential& net, torch::optim::SGD& optimizer, Position pos) {
-  pos.loss_sum = mean_over_ranks(pos.loss_sum);
-  const ddp::CheckpointExtra extra{{"epoch", pos.epoch},       {"batch", pos.batch},
-                                   {"step", pos.step},         {"loss_sum", pos.loss_sum},
-                                   {"loss_count", pos.loss_count}, {"world_size", int64_t(ddp::get_world_size())}};
-  ddp::save_checkpoint((fs::path(o.checkpoint_dir) / checkpoint_name(pos.step)).string(), *net, &optimizer, extra);
-  if (ddp::get_rank() == 0) remove_stale_checkpoints(o.checkpoint_dir, o.keep_checkpoints);
-}
-
-// Rank 0 picks the latest checkpoint; every rank loads that same file. nullopt: none found.
-std::optional<Position> resume(const TrainOptions& o, torch::nn::Sequential& net, torch::optim::SGD& optimizer,
-                               std::string& path) {
-  int64_t step = -1;
-  if (ddp::get_rank() == 0) {
-    if (auto latest = latest_checkpoint(o.checkpoint_dir)) step = *checkpoint_step(fs::path(*latest).filename());
-  }
-  auto t = torch::tensor({step}, torch::kLong).to(ddp::device());
-  ddp::broadcast(t, 0);
-  step = t.item<int64_t>();
-  if (step < 0) return std::nullopt;
-  path = (fs::path(o.checkpoint_dir) / checkpoint_name(step)).string();
-  ddp::CheckpointExtra extra;
-  try {
-    extra = ddp::load_checkpoint(path, *net, &optimizer);
-  } catch (const ddp::CheckpointError& e) {
-    throw ddp::CheckpointError(std::string(e.what()) + " (resuming from " + o.checkpoint_dir +
-                               "; pass --no-resume or another --checkpoint-dir to start fresh)");
-  }
-  Position pos;
-  pos.epoch = extra_int(extra, "epoch", path);
-  pos.batch = extra_int(extra, "batch", path);
-  pos.step = extra_int(extra, "step", path);
-  pos.loss_count = extra_int(extra, "loss_count", path);
-  const auto loss = extra.find("loss_sum");
-  pos.loss_sum = loss != extra.end() && loss->second.isDouble() ? loss->second.toDouble() : 0.0;
-  if (extra_int(extra, "world_size", path) != ddp::get_world_size() && pos.batch > 0) {
-    pos.batch = pos.loss_count = 0;  // another world size shards the epoch differently: redo it
-    pos.loss_sum = 0;
-  }
-  return pos;
-}
-
-// ---- modes --------------------------------------------------------------------------------
+// ---- bench --------------------------------------------------------------------------------
 
 int run_bench(const TrainOptions& o) {
   ddp::init_process_group();
@@ -187,10 +63,7 @@ int run_bench(const TrainOptions& o) {
   torch::manual_seed(0);
   auto net = make_mlp(o.in_dim, o.hidden, o.classes);
   net->to(device);
-  ddp::DdpOptions ddp_options;
-  ddp_options.bucket_cap_mb = o.bucket_mb;
-  auto model = ddp::DistributedDataParallel(net, ddp_options);
-  apply_comm_hook(model, o.comm_hook);
+  auto model = wrap_ddp(net, o);
   torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(o.lr).momentum(o.momentum));
   torch::manual_seed(1000 + rank);
   const auto x = torch::randn({int64_t(o.batch_size), int64_t(o.in_dim)}).to(device);
@@ -211,122 +84,218 @@ int run_bench(const TrainOptions& o) {
   return 0;
 }
 
+// ---- training -----------------------------------------------------------------------------
+
+ProgressMode progress_mode(const TrainOptions& o, int rank) {
+  ProgressMode mode = ProgressMode::kNone;
+  if (rank == 0) choose_progress_mode(o.progress, ::isatty(STDOUT_FILENO) != 0, mode);
+  return mode;
+}
+
+// Model initialised from --seed (rank 0's weights are the ones DDP broadcasts), on `device`.
+torch::nn::Sequential seeded_mlp(const TrainOptions& o, const Data& data, const torch::Device& device) {
+  torch::manual_seed(o.seed);
+  auto net = make_mlp(data.in_dim, o.hidden, data.classes);
+  net->to(device);
+  return net;
+}
+
+// Optimizer steps per epoch: each rank's share of the samples in micro-batches, accum_steps a step.
+int64_t steps_per_epoch(const TrainOptions& o, int64_t train_samples, int world) {
+  const int64_t local_samples = (train_samples + world - 1) / world;
+  const int64_t micro_batches = (local_samples + o.batch_size - 1) / o.batch_size;
+  return (micro_batches + o.accum_steps - 1) / o.accum_steps;
+}
+
+// One rank's training run inside an initialised process group. The constructor sets it up in
+// order (model from --seed, optimizer, resume, DDP, sampler, start-up lines, rank 0's metrics
+// file); run() trains the remaining epochs and prints the summary. Collective throughout.
+class TrainingRun {
+ public:
+  TrainingRun(const TrainOptions& o, const Data& data);
+  void run(Clock::time_point started);
+
+ private:
+  void announce();
+  void run_epoch();
+  void start_epoch();
+  std::vector<torch::Tensor> next_step_batches();
+  void train_step(const std::vector<torch::Tensor>& batches);
+  double micro_batch_loss(const torch::Tensor& indices, size_t micro_batches);
+  void finish_step(double step_loss);
+  void end_epoch();
+  void maybe_inject_failure() const;
+  void report_done(Clock::time_point started);
+  double samples_per_s() const;
+  void say(const std::string& line);
+
+  const TrainOptions& o_;
+  const Data& data_;
+  const int rank_, world_;
+  const torch::Device device_;
+  ProgressReporter progress_;
+  const torch::Tensor train_x_, train_y_;
+  torch::nn::Sequential net_;
+  torch::optim::SGD optimizer_;
+  const std::optional<ResumePoint> resumed_;
+  Position pos_;
+  DdpMlp model_;
+  torch::data::samplers::DistributedRandomSampler sampler_;
+  const int64_t steps_per_epoch_;
+  std::optional<MetricsWriter> metrics_;
+  Clock::time_point epoch_start_;
+  int64_t samples_seen_ = 0;  // this attempt, this epoch, this rank
+  double accuracy_ = -1;
+};
+
+TrainingRun::TrainingRun(const TrainOptions& o, const Data& data)
+    : o_(o), data_(data), rank_(ddp::get_rank()), world_(ddp::get_world_size()), device_(ddp::device()),
+      progress_(std::cout, progress_mode(o, rank_), o.log_every),
+      train_x_(data.train_x.to(device_)), train_y_(data.train_y.to(device_)),
+      net_(seeded_mlp(o, data, device_)),
+      optimizer_(net_->parameters(), torch::optim::SGDOptions(o.lr).momentum(o.momentum)),
+      resumed_(o.resume ? resume_latest(o, net_, optimizer_) : std::nullopt),
+      pos_(resumed_ ? resumed_->position : Position{}),
+      model_(wrap_ddp(net_, o)),
+      sampler_(static_cast<size_t>(train_x_.size(0)), world_, rank_),
+      steps_per_epoch_(steps_per_epoch(o, train_x_.size(0), world_)) {
+  announce();
+  if (rank_ == 0) metrics_.emplace(o.metrics_path(), resumed_ ? std::optional<int64_t>(pos_.step) : std::nullopt);
+}
+
+void TrainingRun::say(const std::string& line) {
+  if (rank_ == 0) progress_.message(line);
+}
+
+void TrainingRun::announce() {
+  say(format("train: %d worker(s), %lld train / %lld val samples (%s); model %s (%lld params); "
+             "global batch %lld; %lld steps/epoch",
+             world_, (long long)train_x_.size(0), (long long)data_.val_x.size(0), data_.description.c_str(),
+             shape_of(data_.in_dim, o_.hidden, data_.classes).c_str(), (long long)parameter_count(*net_),
+             (long long)o_.batch_size * world_ * o_.accum_steps, (long long)steps_per_epoch_));
+  if (resumed_) {
+    say(format("train: resumed from %s (epoch %lld, step %lld, restart %d)", resumed_->path.c_str(),
+               (long long)pos_.epoch + 1, (long long)pos_.step, ddp::worker_env().restart_count));
+  }
+}
+
+void TrainingRun::run(Clock::time_point started) {
+  for (; pos_.epoch < o_.epochs; ++pos_.epoch) run_epoch();
+  if (accuracy_ < 0) accuracy_ = evaluate(net_, data_);  // resumed after the last epoch
+  report_done(started);
+}
+
+void TrainingRun::run_epoch() {
+  start_epoch();
+  for (auto batches = next_step_batches(); !batches.empty(); batches = next_step_batches()) train_step(batches);
+  end_epoch();
+}
+
+// Reshuffles for this epoch and skips the micro-batches a resumed position already trained on.
+void TrainingRun::start_epoch() {
+  sampler_.set_epoch(static_cast<size_t>(pos_.epoch));
+  sampler_.reset();
+  for (int64_t skip = 0; skip < pos_.batch * o_.accum_steps; ++skip) sampler_.next(o_.batch_size);
+  epoch_start_ = Clock::now();
+  samples_seen_ = 0;
+}
+
+// Up to accum_steps micro-batches of sample indices (on the device); empty at the epoch's end.
+std::vector<torch::Tensor> TrainingRun::next_step_batches() {
+  std::vector<torch::Tensor> batches;
+  for (int k = 0; k < o_.accum_steps; ++k) {
+    auto indices = sampler_.next(o_.batch_size);
+    if (!indices) break;
+    batches.push_back(torch::tensor(std::vector<int64_t>(indices->begin(), indices->end()), torch::kLong).to(device_));
+  }
+  return batches;
+}
+
+// One optimizer step: gradients accumulate under no_sync on all micro-batches but the last,
+// whose backward all-reduces them.
+void TrainingRun::train_step(const std::vector<torch::Tensor>& batches) {
+  maybe_inject_failure();
+  set_learning_rate(optimizer_, o_, pos_.step, steps_per_epoch_ * o_.epochs);
+  optimizer_.zero_grad();
+  double step_loss = 0;
+  for (size_t k = 0; k < batches.size(); ++k) {
+    if (k + 1 < batches.size()) {
+      auto guard = model_.no_sync();
+      step_loss += micro_batch_loss(batches[k], batches.size());
+    } else {
+      step_loss += micro_batch_loss(batches[k], batches.size());
+    }
+    samples_seen_ += batches[k].numel();
+  }
+  optimizer_.step();
+  finish_step(step_loss);
+}
+
+// Forward and backward of one micro-batch, its loss scaled by 1/micro_batches; returns that loss.
+double TrainingRun::micro_batch_loss(const torch::Tensor& indices, size_t micro_batches) {
+  auto loss = torch::nn::functional::cross_entropy(model_(train_x_.index_select(0, indices)),
+                                                   train_y_.index_select(0, indices)) /
+              double(micro_batches);
+  loss.backward();
+  return loss.item<double>();
+}
+
+// Counts the step, reports progress and writes the periodic checkpoint (not at an epoch's end,
+// which end_epoch checkpoints).
+void TrainingRun::finish_step(double step_loss) {
+  ++pos_.step;
+  ++pos_.batch;
+  pos_.loss_sum += step_loss;
+  ++pos_.loss_count;
+  progress_.step({int(pos_.epoch), o_.epochs, pos_.batch, steps_per_epoch_, pos_.step, pos_.loss_sum / pos_.loss_count,
+                  samples_per_s()});
+  if (o_.checkpoint_interval > 0 && pos_.step % o_.checkpoint_interval == 0 && pos_.batch < steps_per_epoch_) {
+    save_position(o_, net_, optimizer_, pos_);
+  }
+}
+
+// Validation, the epoch line, the metrics row and the checkpoint of the next epoch's start.
+void TrainingRun::end_epoch() {
+  const double samples_per_s = this->samples_per_s();
+  const double loss = mean_over_ranks(pos_.loss_count ? pos_.loss_sum / pos_.loss_count : 0.0);
+  accuracy_ = evaluate(net_, data_);
+  progress_.epoch_end(int(pos_.epoch), o_.epochs, loss, accuracy_, samples_per_s);
+  if (metrics_) metrics_->write({int(pos_.epoch) + 1, pos_.step, loss, accuracy_, samples_per_s});
+  save_position(o_, net_, optimizer_, Position{pos_.epoch + 1, 0, pos_.step, 0.0, 0});
+  pos_.batch = pos_.loss_count = 0;
+  pos_.loss_sum = 0;
+}
+
+// Test-only fault injection (--fail-at-step, --fail-rank): that rank SIGKILLs itself once it
+// has done that many steps, on the first attempt only, so the restarted group can resume.
+void TrainingRun::maybe_inject_failure() const {
+  if (o_.fail_at_step < 0 || pos_.step != o_.fail_at_step || rank_ != o_.fail_rank) return;
+  if (ddp::worker_env().restart_count != 0) return;
+  std::cerr << "train: rank " << rank_ << " killing itself (SIGKILL) after " << pos_.step
+            << " steps (--fail-at-step)" << std::endl;
+  std::raise(SIGKILL);
+}
+
+void TrainingRun::report_done(Clock::time_point started) {
+  const auto latest = latest_checkpoint(o_.checkpoint_dir);
+  say(format("train: done: val_accuracy %.2f%% after %d epochs (%lld steps) on %d worker(s) in %.1f s",
+             accuracy_ * 100, o_.epochs, (long long)pos_.step, world_, seconds_since(started)));
+  say("train: checkpoint: " + (latest ? fs::absolute(*latest).string() : std::string("<none>")));
+  say("train: metrics: " + fs::absolute(o_.metrics_path()).string());
+}
+
+// Global samples/s of this epoch so far (this attempt).
+double TrainingRun::samples_per_s() const {
+  return double(samples_seen_) * world_ / std::max(seconds_since(epoch_start_), 1e-9);
+}
+
 int run_train(const TrainOptions& o) {
   const auto started = Clock::now();
   const Data data = load_data(o);  // bad data fails before rendezvous
   ddp::init_process_group();
-  const int rank = ddp::get_rank(), world = ddp::get_world_size();
-  const auto device = ddp::device();
-  ProgressMode mode = ProgressMode::kNone;
-  if (rank == 0) choose_progress_mode(o.progress, ::isatty(STDOUT_FILENO) != 0, mode);
-  ProgressReporter progress(std::cout, mode, o.log_every);
-  auto say = [&](const std::string& line) {
-    if (rank == 0) progress.message(line);
-  };
-  if (rank == 0) fs::create_directories(o.checkpoint_dir);
-
-  const auto train_x = data.train_x.to(device), train_y = data.train_y.to(device);
-  torch::manual_seed(o.seed);
-  auto net = make_mlp(data.in_dim, o.hidden, data.classes);
-  net->to(device);
-  torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(o.lr).momentum(o.momentum));
-  Position pos;
-  std::string resumed_from;
-  if (o.resume) {
-    if (auto found = resume(o, net, optimizer, resumed_from)) pos = *found;
-  }
-  ddp::DdpOptions ddp_options;
-  ddp_options.bucket_cap_mb = o.bucket_mb;
-  auto model = ddp::DistributedDataParallel(net, ddp_options);  // broadcasts rank 0's weights
-  apply_comm_hook(model, o.comm_hook);
-
-  const auto n_train = static_cast<size_t>(train_x.size(0));
-  torch::data::samplers::DistributedRandomSampler sampler(n_train, world, rank);
-  const int64_t local_samples = (int64_t(n_train) + world - 1) / world;
-  const int64_t micro_batches = (local_samples + o.batch_size - 1) / o.batch_size;
-  const int64_t steps_per_epoch = (micro_batches + o.accum_steps - 1) / o.accum_steps;
-  say(format("train: %d worker(s), %lld train / %lld val samples (%s); model %s (%lld params); "
-             "global batch %lld; %lld steps/epoch",
-             world, (long long)n_train, (long long)data.val_x.size(0), data.description.c_str(),
-             shape_of(data.in_dim, o.hidden, data.classes).c_str(), (long long)parameter_count(*net),
-             (long long)o.batch_size * world * o.accum_steps, (long long)steps_per_epoch));
-  if (!resumed_from.empty()) {
-    say(format("train: resumed from %s (epoch %lld, step %lld, restart %d)", resumed_from.c_str(),
-               (long long)pos.epoch + 1, (long long)pos.step, ddp::worker_env().restart_count));
-  }
-  std::optional<MetricsWriter> metrics;
-  if (rank == 0) {
-    metrics.emplace(o.metrics_path(), resumed_from.empty() ? std::nullopt : std::optional<int64_t>(pos.step));
-  }
-
-  const bool fail_here = o.fail_at_step >= 0 && rank == o.fail_rank && ddp::worker_env().restart_count == 0;
-  double accuracy = -1;
-  for (; pos.epoch < o.epochs; ++pos.epoch) {
-    sampler.set_epoch(static_cast<size_t>(pos.epoch));
-    sampler.reset();
-    for (int64_t skip = 0; skip < pos.batch * o.accum_steps; ++skip) sampler.next(o.batch_size);
-    const auto epoch_start = Clock::now();
-    int64_t samples_seen = 0;  // this attempt, this epoch, this rank
-    while (true) {
-      std::vector<torch::Tensor> batches;
-      for (int k = 0; k < o.accum_steps; ++k) {
-        auto indices = sampler.next(o.batch_size);
-        if (!indices) break;
-        batches.push_back(torch::tensor(std::vector<int64_t>(indices->begin(), indices->end()), torch::kLong).to(device));
-      }
-      if (batches.empty()) break;
-      if (fail_here && pos.step == o.fail_at_step) {
-        std::cerr << "train: rank " << rank << " killing itself (SIGKILL) after " << pos.step
-                  << " steps (--fail-at-step)" << std::endl;
-        std::raise(SIGKILL);
-      }
-      set_learning_rate(optimizer, o, pos.step, steps_per_epoch * o.epochs);
-      optimizer.zero_grad();
-      double step_loss = 0;
-      for (size_t k = 0; k < batches.size(); ++k) {
-        auto run_micro_batch = [&] {
-          auto loss = torch::nn::functional::cross_entropy(model(train_x.index_select(0, batches[k])),
-                                                           train_y.index_select(0, batches[k])) /
-                      double(batches.size());
-          loss.backward();
-          step_loss += loss.item<double>();
-        };
-        if (k + 1 < batches.size()) {
-          auto guard = model.no_sync();
-          run_micro_batch();
-        } else {
-          run_micro_batch();
-        }
-        samples_seen += batches[k].numel();
-      }
-      optimizer.step();
-      ++pos.step;
-      ++pos.batch;
-      pos.loss_sum += step_loss;
-      ++pos.loss_count;
-      const double samples_per_s = double(samples_seen) * world / std::max(seconds_since(epoch_start), 1e-9);
-      progress.step({int(pos.epoch), o.epochs, pos.batch, steps_per_epoch, pos.step, pos.loss_sum / pos.loss_count,
-                     samples_per_s});
-      if (o.checkpoint_interval > 0 && pos.step % o.checkpoint_interval == 0 && pos.batch < steps_per_epoch) {
-        save(o, net, optimizer, pos);
-      }
-    }
-    const double samples_per_s = double(samples_seen) * world / std::max(seconds_since(epoch_start), 1e-9);
-    const double loss = mean_over_ranks(pos.loss_count ? pos.loss_sum / pos.loss_count : 0.0);
-    accuracy = evaluate(net, data);
-    progress.epoch_end(int(pos.epoch), o.epochs, loss, accuracy, samples_per_s);
-    if (metrics) metrics->write({int(pos.epoch) + 1, pos.step, loss, accuracy, samples_per_s});
-    Position next{pos.epoch + 1, 0, pos.step, 0.0, 0};
-    save(o, net, optimizer, next);
-    pos.batch = pos.loss_count = 0;
-    pos.loss_sum = 0;
-  }
-  if (accuracy < 0) accuracy = evaluate(net, data);  // resumed after the last epoch
-  const auto latest = latest_checkpoint(o.checkpoint_dir);
-  say(format("train: done: val_accuracy %.2f%% after %d epochs (%lld steps) on %d worker(s) in %.1f s", accuracy * 100,
-             o.epochs, (long long)pos.step, world, seconds_since(started)));
-  say("train: checkpoint: " + (latest ? fs::absolute(*latest).string() : std::string("<none>")));
-  say("train: metrics: " + fs::absolute(o.metrics_path()).string());
+  if (ddp::get_rank() == 0) fs::create_directories(o.checkpoint_dir);
+  TrainingRun run(o, data);
+  run.run(started);
   ddp::destroy_process_group();
   return 0;
 }

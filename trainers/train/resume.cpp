@@ -1,0 +1,77 @@
+#include "resume.hpp"
+
+#include <filesystem>
+
+#include <ddp/ddp.hpp>
+
+#include "checkpoint_files.hpp"
+#include "model.hpp"
+
+namespace ddp::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+int64_t extra_int(const ddp::CheckpointExtra& extra, const std::string& key, const std::string& path) {
+  const auto it = extra.find(key);
+  if (it == extra.end() || !it->second.isInt()) {
+    throw ddp::CheckpointError("checkpoint " + path + " has no '" + key +
+                               "' entry: it was not written by train; remove it or pass --no-resume");
+  }
+  return it->second.toInt();
+}
+
+// Rank 0's newest checkpoint step, broadcast to every rank; -1 when there is none.
+int64_t latest_step(const TrainOptions& o) {
+  int64_t step = -1;
+  if (ddp::get_rank() == 0) {
+    if (auto latest = latest_checkpoint(o.checkpoint_dir)) step = *checkpoint_step(fs::path(*latest).filename());
+  }
+  auto t = torch::tensor({step}, torch::kLong).to(ddp::device());
+  ddp::broadcast(t, 0);
+  return t.item<int64_t>();
+}
+
+Position position_from(const ddp::CheckpointExtra& extra, const std::string& path) {
+  Position pos;
+  pos.epoch = extra_int(extra, "epoch", path);
+  pos.batch = extra_int(extra, "batch", path);
+  pos.step = extra_int(extra, "step", path);
+  pos.loss_count = extra_int(extra, "loss_count", path);
+  const auto loss = extra.find("loss_sum");
+  pos.loss_sum = loss != extra.end() && loss->second.isDouble() ? loss->second.toDouble() : 0.0;
+  if (extra_int(extra, "world_size", path) != ddp::get_world_size() && pos.batch > 0) {
+    pos.batch = pos.loss_count = 0;  // another world size shards the epoch differently: redo it
+    pos.loss_sum = 0;
+  }
+  return pos;
+}
+
+}  // namespace
+
+void save_position(const TrainOptions& o, torch::nn::Sequential& net, torch::optim::SGD& optimizer,
+                   Position pos) {
+  pos.loss_sum = mean_over_ranks(pos.loss_sum);
+  const ddp::CheckpointExtra extra{{"epoch", pos.epoch},       {"batch", pos.batch},
+                                   {"step", pos.step},         {"loss_sum", pos.loss_sum},
+                                   {"loss_count", pos.loss_count}, {"world_size", int64_t(ddp::get_world_size())}};
+  ddp::save_checkpoint((fs::path(o.checkpoint_dir) / checkpoint_name(pos.step)).string(), *net, &optimizer, extra);
+  if (ddp::get_rank() == 0) remove_stale_checkpoints(o.checkpoint_dir, o.keep_checkpoints);
+}
+
+std::optional<ResumePoint> resume_latest(const TrainOptions& o, torch::nn::Sequential& net,
+                                         torch::optim::SGD& optimizer) {
+  const int64_t step = latest_step(o);
+  if (step < 0) return std::nullopt;
+  const std::string path = (fs::path(o.checkpoint_dir) / checkpoint_name(step)).string();
+  ddp::CheckpointExtra extra;
+  try {
+    extra = ddp::load_checkpoint(path, *net, &optimizer);
+  } catch (const ddp::CheckpointError& e) {
+    throw ddp::CheckpointError(std::string(e.what()) + " (resuming from " + o.checkpoint_dir +
+                               "; pass --no-resume or another --checkpoint-dir to start fresh)");
+  }
+  return ResumePoint{position_from(extra, path), path};
+}
+
+}  // namespace ddp::train

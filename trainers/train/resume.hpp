@@ -1,0 +1,41 @@
+// `train`'s checkpoints as training positions: save_position writes the model, the optimizer
+// and where training stands (Position, in the checkpoint's extra values); resume_latest has
+// rank 0 pick the newest checkpoint and every rank load that same file. Both are collective
+// (call them on every rank at the same point); they throw ddp::CheckpointError with a hint.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "train_options.hpp"
+
+namespace ddp::train {
+
+// Where training stands; saved in each checkpoint's extra values.
+struct Position {
+  int64_t epoch = 0;       // current epoch (0-based)
+  int64_t batch = 0;       // optimizer steps done in this epoch
+  int64_t step = 0;        // optimizer steps done in total
+  double loss_sum = 0;     // sum of step losses this epoch (mean over ranks)
+  int64_t loss_count = 0;  // steps in loss_sum
+};
+
+struct ResumePoint {
+  Position position;
+  std::string path;  // the checkpoint it was loaded from
+};
+
+// Saves <checkpoint_dir>/ckpt_<pos.step>.pt with pos.loss_sum averaged over ranks; rank 0
+// then removes all but the newest --keep-checkpoints.
+void save_position(const TrainOptions& options, torch::nn::Sequential& net, torch::optim::SGD& optimizer,
+                   Position pos);
+
+// Loads the latest checkpoint of checkpoint_dir into net and optimizer; nullopt when there is
+// none. A checkpoint from another world size restarts its epoch (the shards differ).
+std::optional<ResumePoint> resume_latest(const TrainOptions& options, torch::nn::Sequential& net,
+                                         torch::optim::SGD& optimizer);
+
+}  // namespace ddp::train
