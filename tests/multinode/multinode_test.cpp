@@ -181,9 +181,11 @@ TEST_CASE("the leader's death stops the followers") { kill_one_node(0, {"lost th
 
 TEST_CASE("a duplicate node rank is reported, not hung on") {
   int port = free_port();
-  Background first(with(static_node(2, 1, port, 1), {"true"}));
-  Background second(with(static_node(2, 1, port, 1), {"true"}));
-  auto leader = run(with(static_node(2, 0, port, 1), {"true"}), {}, 120s);
+  // The workers live 2 s so that a node 1 that comes second still finds the job (and its
+  // plan) there, instead of a store already gone because the job had finished.
+  Background first(with(static_node(2, 1, port, 1), {"sleep", "2"}));
+  Background second(with(static_node(2, 1, port, 1), {"sleep", "2"}));
+  auto leader = run(with(static_node(2, 0, port, 1), {"sleep", "2"}), {}, 120s);
   // Node 0 and one node 1 may form the job; the other node 1 is refused. Or both node 1s
   // joined first and the round fails. Either way nothing hangs and the error is clear.
   auto r1 = first.wait(60s);
