@@ -247,7 +247,15 @@ struct Supervisor::Impl {
       w.pid = started.back().pid;
       watchdog.watch(w.pid);
     }
-    for (auto& s : started) confirm_exec(s);
+    for (size_t i = 0; i < started.size(); ++i) {
+      try {
+        confirm_exec(started[i]);
+      } catch (...) {  // not swallowed: confirm_exec reaped this worker, so nothing of it is
+        watchdog.forget(workers[i].pid);  // left to signal or wait for (its pid may be reused)
+        workers[i].pid = -1;
+        throw;
+      }
+    }
     for (Worker& w : workers) {
       read_pipe(*w.out);
       read_pipe(*w.err);
