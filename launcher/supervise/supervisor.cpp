@@ -22,6 +22,7 @@
 namespace ddp::launch {
 namespace asio = boost::asio;
 using Clock = std::chrono::system_clock;
+constexpr std::chrono::seconds kDrain{2};  // after the last worker exits, for its grandchildren
 
 namespace {
 
@@ -70,8 +71,10 @@ struct Supervisor::Impl {
   bool attempt_running = false;
   bool stopping = false;             // SIGTERM (or a forwarded stop signal) went out
   int interrupt_signal = 0;          // a stop signal the launcher received
+  unsigned stops_received = 0;       // how many stop signals arrived (wait_until ends on a new one)
   std::optional<size_t> root_cause;  // first worker that failed by itself
-  std::chrono::steady_clock::time_point drain_deadline{};
+  bool draining = false;             // every worker exited: the drain timer runs
+  unsigned attempt_id = 0;           // a timer handler acts only on the attempt that armed it
 
   // --- events -------------------------------------------------------------------------
   void wait_for_children() {
@@ -93,6 +96,7 @@ struct Supervisor::Impl {
   void on_signal(int signo) {
     bool is_stop = std::find(config.stop_signals.begin(), config.stop_signals.end(), signo) !=
                    config.stop_signals.end();
+    if (is_stop) ++stops_received;
     if (!is_stop) {
       launcher_notice(fmt::format("forwarding {} to the workers", signal_name(signo)));
       signal_live(signo);
@@ -100,7 +104,7 @@ struct Supervisor::Impl {
     }
     if (interrupt_signal != 0) {
       launcher_notice(fmt::format("second {}: killing the workers now", signal_name(signo)));
-      signal_live(SIGKILL);
+      signal_groups(SIGKILL);
       return;
     }
     interrupt_signal = signo;
@@ -144,26 +148,39 @@ struct Supervisor::Impl {
         begin_stop(SIGTERM);
       }
     }
-    if (count_live() == 0) {
-      grace_timer.cancel();
-      drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-      grace_timer.expires_at(drain_deadline);
-      grace_timer.async_wait([this](const boost::system::error_code& ec) {
-        if (!ec) close_pipes();  // a lingering grandchild keeps a pipe open: stop waiting
-      });
-    }
+    if (count_live() == 0) arm_drain();
   }
 
+  // Every worker has exited: give a lingering grandchild that holds a pipe kDrain to let go,
+  // then stop reading. Armed once per attempt, and only while this attempt's workers are
+  // registered: a SIGCHLD left over from the previous attempt (several exits coalesce into
+  // one signal, and one may still be queued when that attempt ends) is handled by the next
+  // run_attempt's first poll, before its workers exist; arming the drain then closed the new
+  // attempt's pipes 2 s later and lost its output.
+  void arm_drain() {
+    if (!attempt_running || workers.empty() || draining) return;
+    draining = true;
+    grace_timer.cancel();
+    grace_timer.expires_after(kDrain);
+    grace_timer.async_wait([this, id = attempt_id](const boost::system::error_code& ec) {
+      if (!ec && id == attempt_id) close_pipes();  // a lingering grandchild holds a pipe: stop waiting
+    });
+  }
+
+  // Signals every worker's process group, the exited ones' too: a failed worker's children
+  // (data loaders, `sh -c`, multiprocessing) are stopped with the rest at once, instead of
+  // holding its pipes through the drain. The drain (all workers gone) keeps its own timer.
   void begin_stop(int signo) {
     stopping = true;
-    signal_live(signo);
+    signal_groups(signo);
+    if (draining) return;
     grace_timer.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(config.shutdown_timeout_s)));
-    grace_timer.async_wait([this](const boost::system::error_code& ec) {
-      if (ec || count_live() == 0) return;
+    grace_timer.async_wait([this, id = attempt_id](const boost::system::error_code& ec) {
+      if (ec || id != attempt_id || count_live() == 0) return;
       launcher_notice(fmt::format("{} worker{} still running {} s after SIGTERM: sending SIGKILL",
                          count_live(), count_live() == 1 ? "" : "s", config.shutdown_timeout_s));
-      signal_live(SIGKILL);
+      signal_groups(SIGKILL);
     });
   }
 
@@ -206,6 +223,16 @@ struct Supervisor::Impl {
   void signal_live(int signo) {
     for (const Worker& w : workers)
       if (w.pid > 0 && !w.outcome) signal_group(w.pid, signo);
+  }
+
+  // Live workers' groups, and the groups of exited workers whose pipes something still holds
+  // (their children). An exited worker with both pipes closed is skipped: its group is most
+  // likely empty, and its number could by now belong to an unrelated process group.
+  void signal_groups(int signo) {
+    for (const Worker& w : workers) {
+      const bool held = (w.out && w.out->open) || (w.err && w.err->open);
+      if (w.pid > 0 && (!w.outcome || held)) signal_group(w.pid, signo);
+    }
   }
 
   bool pipes_open() const {
@@ -302,6 +329,8 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   Impl& s = *impl_;
   s.io.poll();  // deliver a signal that arrived between attempts
   s.stopping = false;
+  s.draining = false;
+  ++s.attempt_id;  // a completion of the previous attempt's timers, still queued, does nothing
   s.root_cause.reset();
   s.stop_reason.reset();
   s.watch = watch;
@@ -336,6 +365,7 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
 
 int Supervisor::wait_until(std::chrono::milliseconds interval, const std::function<bool()>& done) {
   Impl& s = *impl_;
+  const unsigned stops_before = s.stops_received;
   s.io.poll();
   bool finished = false;
   std::function<void()> arm = [&] {
@@ -346,9 +376,9 @@ int Supervisor::wait_until(std::chrono::milliseconds interval, const std::functi
       else arm();
     });
   };
-  if (s.interrupt_signal == 0 && done()) return 0;
+  if (s.stops_received == stops_before && done()) return 0;
   arm();
-  while (!finished && s.interrupt_signal == 0) s.io.run_one();
+  while (!finished && s.stops_received == stops_before) s.io.run_one();
   s.tick_timer.cancel();
   s.io.poll();  // let the cancelled handler run while `arm` and `finished` are alive
   return finished ? 0 : s.interrupt_signal;
