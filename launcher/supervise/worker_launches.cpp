@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include "launcher/worker/output.hpp"
 
 namespace ddp::launch {
@@ -43,6 +45,13 @@ std::vector<WorkerLaunch> prepare_attempt(const JobConfig& job, const Environmen
     out.push_back(std::move(w));
   }
   return out;
+}
+
+void keep_reported_error_file(RunLayout& layout, const WorkerOutcome& root) {
+  if (!root.error || !layout.temporary()) return;
+  layout.keep();
+  launcher_notice(fmt::format("kept the run directory {}: it holds the error files the report names",
+                              layout.run_dir()));
 }
 
 void notice_omp_threads(const Environment& env, int nproc) {

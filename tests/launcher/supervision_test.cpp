@@ -215,3 +215,26 @@ TEST_CASE("fail-fast stops the failed worker's own children at once, with the ot
   CHECK_FALSE(process_alive(std::stoi(child)));
   CHECK(r.seconds < 60);  // generous: nothing waited for the 300 s sleeps
 }
+
+TEST_CASE("without --log-dir the error file a report names still exists after the launcher exits") {
+  TempDir tmp;  // the launcher's TMPDIR: its temporary run directory goes here
+  auto r = launch({"--nproc-per-node=2", "sh", "-c",
+                   "if [ $RANK = 1 ]; then echo '{\"message\": \"ValueError: kept\"}' > \"$TORCHELASTIC_ERROR_FILE\"; "
+                   "exit 1; fi; sleep 30"},
+                  {{"TMPDIR", tmp.path()}});
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  const auto at = r.err.find("error_file: ");
+  REQUIRE(at != std::string::npos);
+  const std::string path = r.err.substr(at + 12, r.err.find('\n', at) - at - 12);
+  CHECK(path.rfind(tmp.path() + "/ddp-launch-", 0) == 0);
+  CHECK_THAT(read_file(path), Catch::Contains("ValueError: kept"));
+  CHECK_THAT(r.err, Catch::Contains("kept the run directory " + tmp.path() + "/ddp-launch-"));
+}
+
+TEST_CASE("a successful job without --log-dir leaves no run directory behind") {
+  TempDir tmp;
+  auto r = launch({"--nproc-per-node=2", "true"}, {{"TMPDIR", tmp.path()}});
+  CHECK(r.exit_code == 0);
+  CHECK(std::filesystem::is_empty(tmp.path()));
+}

@@ -13,15 +13,25 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::vector<std::string> static_node(int nnodes, int node_rank, int port, int nproc) {
+std::vector<std::string> static_node(int nnodes, int node_rank, int port, int nproc,
+                                     const std::string& conf = "join_timeout=60") {
   return {launcher_path(), "--nnodes=" + std::to_string(nnodes), "--node-rank=" + std::to_string(node_rank),
           "--nproc-per-node=" + std::to_string(nproc), "--master-addr=127.0.0.1",
-          "--master-port=" + std::to_string(port), "--rdzv-conf=join_timeout=60"};
+          "--master-port=" + std::to_string(port), "--rdzv-conf=" + conf};
 }
 
 std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
   base.insert(base.end(), more.begin(), more.end());
   return base;
+}
+
+// One of two nodes with one worker each: static (node 0 hosts the store) or c10d (the
+// node with is_host=1, node 0 here, hosts it).
+std::vector<std::string> two_node_launcher(const std::string& backend, int node_rank, int port) {
+  if (backend == "static") return static_node(2, node_rank, port, 1);
+  return {launcher_path(), "--nnodes=2", "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:" + std::to_string(port),
+          "--rdzv-id=job", "--node-rank=" + std::to_string(node_rank), "--nproc-per-node=1",
+          "--rdzv-conf=join_timeout=60,is_host=" + std::string(node_rank == 0 ? "1" : "0")};
 }
 
 // Reads DIR/env.RANK files written by `env > DIR/env.$RANK`.
@@ -155,19 +165,86 @@ TEST_CASE("max-restarts restarts every node together with a consistent restart c
   for (int rank = 0; rank < 3; ++rank) CHECK(read_file(dir / ("count." + std::to_string(rank))) == "0\n1\n");
 }
 
-// Two nodes with one sleeping worker each; SIGKILL node `victim`'s launcher. The survivor
-// must stop its worker and exit 124 with every one of `messages` in its report.
-static void kill_one_node(int victim, const std::vector<std::string>& messages) {
+TEST_CASE("a worker failure on the store's host or on a follower ends every node with its code") {
+  const std::string backend = GENERATE(as<std::string>{}, "static", "c10d");
+  const int failing = GENERATE(0, 1);  // node 0 hosts the agent store
+  INFO(backend << " backend, the worker on node " << failing << " fails");
   TempDir dir;
-  int port = free_port();
-  std::string script = "echo $$ > " + dir.path() + "/pid.$RANK; sleep 300";
+  const int port = free_port();
+  // Both workers up, then the failing one exits 3; the other would sleep for a minute.
+  const std::string script = "touch " + dir.path() + "/up.$RANK; if [ $RANK = " + std::to_string(failing) +
+                             " ]; then while [ ! -e " + dir.path() + "/up." + std::to_string(1 - failing) +
+                             " ]; do sleep 0.02; done; echo \"rank $RANK exits 3\" >&2; exit 3; fi; exec sleep 60";
+  Background node1(with(two_node_launcher(backend, 1, port), {"sh", "-c", script}));
+  auto r0 = run(with(two_node_launcher(backend, 0, port), {"sh", "-c", script}), {}, 120s);
+  auto r1 = node1.wait(60s);
+  INFO("node 0:\n" << r0.err << "node 1:\n" << r1.err);
+  CHECK(r0.exit_code == 3);
+  CHECK(r1.exit_code == 3);
+  const RunResult& own = failing == 0 ? r0 : r1;
+  const RunResult& other = failing == 0 ? r1 : r0;
+  const std::string rank_line = "rank      : " + std::to_string(failing) + " (local_rank: 0)";
+  CHECK_THAT(own.err, Catch::Contains("Root cause") && Catch::Contains(rank_line) && Catch::Contains("rank " +
+                          std::to_string(failing) + " exits 3"));
+  CHECK_THAT(other.err, Catch::Contains("FAILED on node " + std::to_string(failing)) && Catch::Contains(rank_line) &&
+                            Catch::Contains("exit code 3"));
+  CHECK_THAT(r0.err + r1.err, !Catch::Contains("lost"));
+}
+
+TEST_CASE("a stop signal to either node's launcher stops every node with the signal as root cause") {
+  const int victim = GENERATE(0, 1);  // node 0 hosts the agent store
+  const int sig = GENERATE(SIGTERM, SIGINT);
+  INFO("node " << victim << "'s launcher gets signal " << sig);
+  TempDir dir;
+  const int port = free_port();
+  const std::string script = "echo $$ > " + dir.path() + "/pid.$RANK; exec sleep 300";
   Background node0(with(static_node(2, 0, port, 1), {"sh", "-c", script}));
   Background node1(with(static_node(2, 1, port, 1), {"sh", "-c", script}));
   REQUIRE(wait_until([&] { return file_exists(dir / "pid.0") && file_exists(dir / "pid.1"); }, 60s));
+  (victim == 0 ? node0 : node1).signal(sig);
+  auto r0 = node0.wait(60s);
+  auto r1 = node1.wait(60s);
+  INFO("node 0:\n" << r0.err << "node 1:\n" << r1.err);
+  CHECK(r0.exit_code == 128 + sig);
+  CHECK(r1.exit_code == 128 + sig);
+  const std::string name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+  CHECK_THAT(victim == 0 ? r0.err : r1.err, Catch::Contains("stopped by " + name));
+  CHECK_THAT(victim == 0 ? r1.err : r0.err,
+             Catch::Contains("node " + std::to_string(victim) + " (") && Catch::Contains("was stopped by " + name));
+  CHECK_THAT(r0.err + r1.err, !Catch::Contains("lost"));
+  CHECK_FALSE(process_alive(std::stoi(read_file(dir / "pid.0"))));
+  CHECK_FALSE(process_alive(std::stoi(read_file(dir / "pid.1"))));
+}
+
+// Two nodes with one worker each; SIGKILL node `victim`'s launcher. The survivor must stop
+// its worker and exit 124 with every one of `messages` in its report. With `comm_error`
+// the survivor's worker notices its peer's death first (as a gloo or NCCL worker would) and
+// fails with gloo's "Connection closed by peer": a symptom, the lost node stays the cause.
+// (Heartbeats every 5 s there, so that the worker, polling every 10 ms, is first.)
+static void kill_one_node(int victim, const std::vector<std::string>& messages, bool comm_error = false) {
+  TempDir dir;
+  int port = free_port();
+  std::string script = "echo $$ > " + dir.path() + "/pid.$RANK; sleep 300";
+  std::string conf = "join_timeout=60";
+  if (comm_error) {
+    script = "echo $$ > " + dir.path() + "/pid.$RANK; "
+             "while [ ! -s " + dir.path() + "/victim ]; do sleep 0.01; done; "
+             "while kill -0 $(cat " + dir.path() + "/victim) 2>/dev/null; do sleep 0.01; done; "
+             "echo 'RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+             "[127.0.0.1]:40000' >&2; exit 1";
+    conf += ",heartbeat_interval=5,heartbeat_timeout=10";
+  }
+  Background node0(with(static_node(2, 0, port, 1, conf), {"sh", "-c", script}));
+  Background node1(with(static_node(2, 1, port, 1, conf), {"sh", "-c", script}));
+  REQUIRE(wait_until([&] { return file_exists(dir / "pid.0") && file_exists(dir / "pid.1"); }, 60s));
   const int survivor = 1 - victim;
   pid_t survivor_worker = std::stoi(read_file(dir / ("pid." + std::to_string(survivor))));
-  (victim == 0 ? node0 : node1).signal(SIGKILL);
+  Background& killed = victim == 0 ? node0 : node1;
+  write_file(dir / "victim", std::to_string(killed.pid()));
+  killed.signal(SIGKILL);
+  killed.wait(30s);  // reaped: `kill -0` in the survivor's worker sees it gone
   auto r = (survivor == 0 ? node0 : node1).wait(60s);
+  INFO(r.err);
   CHECK(r.exit_code == 124);
   for (const auto& m : messages) CHECK_THAT(r.err, Catch::Contains(m));
   CHECK_FALSE(process_alive(survivor_worker));
@@ -178,6 +255,12 @@ TEST_CASE("a SIGKILLed launcher is noticed by the other node, which stops its wo
 }
 
 TEST_CASE("the leader's death stops the followers") { kill_one_node(0, {"lost the agent store"}); }
+
+TEST_CASE("a killed launcher is the root cause, not the survivor's worker's communication error") {
+  const int victim = GENERATE(0, 1);
+  if (victim == 1) kill_one_node(1, {"node 1 (", "was lost", "a symptom of"}, true);
+  else kill_one_node(0, {"lost the agent store", "a symptom of"}, true);
+}
 
 TEST_CASE("a duplicate node rank is reported, not hung on") {
   int port = free_port();
