@@ -2,9 +2,13 @@
 // the workers' store, fail together, restart together, and notice a lost peer.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
+#include <random>
 
 #include "tests/support/test_support.hpp"
 
@@ -347,4 +351,95 @@ TEST_CASE("under srun each launcher takes its node rank and the master from Slur
   REQUIRE(envs.size() == 2);
   CHECK(envs[1]["GROUP_RANK"] == "1");
   CHECK(envs[1]["MASTER_ADDR"] == "localhost");
+}
+
+namespace {
+
+enum class Fault { kNone, kWorkerExit, kStopSignal, kKillLauncher };
+
+struct SoakFigures {
+  int runs = 0;
+  int faults = 0;
+  int correct = 0;
+  std::vector<double> reactions;  // seconds from the fault to the last launcher's exit
+};
+
+// One short two-node job with one fault (or none) on node `node`; true when every node
+// ended as the README says and no worker is left.
+bool soak_run(const std::string& backend, Fault fault, int node, SoakFigures& figures) {
+  TempDir dir;
+  const int port = free_port();
+  const std::string script = "echo $$ > " + dir.path() + "/pid.$RANK; " +
+                             (fault == Fault::kNone ? std::string("sleep 0.3") :
+                              "while [ ! -e " + dir.path() + "/fail.$RANK ]; do sleep 0.01; done; exit 3");
+  Background n0(with(two_node_launcher(backend, 0, port), {"sh", "-c", script}));
+  Background n1(with(two_node_launcher(backend, 1, port), {"sh", "-c", script}));
+  if (!wait_until([&] { return file_exists(dir / "pid.0") && file_exists(dir / "pid.1"); }, 60s)) return false;
+  const auto start = std::chrono::steady_clock::now();
+  Background& target = node == 0 ? n0 : n1;
+  if (fault == Fault::kWorkerExit) write_file(dir / ("fail." + std::to_string(node)), "");
+  if (fault == Fault::kStopSignal) target.signal(SIGTERM);
+  if (fault == Fault::kKillLauncher) target.signal(SIGKILL);
+  const RunResult r0 = n0.wait(60s);
+  const RunResult r1 = n1.wait(60s);
+  const double reaction = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const RunResult& other = node == 0 ? r1 : r0;
+  const RunResult& own = node == 0 ? r0 : r1;
+  const std::string at = "node " + std::to_string(node) + " (";
+  bool ok = false;
+  switch (fault) {
+    case Fault::kNone: ok = r0.exit_code == 0 && r1.exit_code == 0; break;
+    case Fault::kWorkerExit:
+      ok = r0.exit_code == 3 && r1.exit_code == 3 && own.err.find("Root cause") != std::string::npos &&
+           other.err.find("FAILED on node " + std::to_string(node)) != std::string::npos;
+      break;
+    case Fault::kStopSignal:
+      ok = r0.exit_code == 128 + SIGTERM && r1.exit_code == 128 + SIGTERM &&
+           other.err.find("was stopped by SIGTERM") != std::string::npos;
+      break;
+    case Fault::kKillLauncher:
+      ok = own.exit_code == 128 + SIGKILL && other.exit_code == 124 &&
+           (other.err.find(at) != std::string::npos || other.err.find("lost the agent store") != std::string::npos);
+      break;
+  }
+  const bool no_leftovers = wait_until([&] {
+    return !process_alive(std::stoi(read_file(dir / "pid.0"))) && !process_alive(std::stoi(read_file(dir / "pid.1")));
+  }, 10s);
+  if (!(ok && no_leftovers))
+    UNSCOPED_INFO(backend << " fault " << static_cast<int>(fault) << " on node " << node << ": exits " << r0.exit_code
+                          << "/" << r1.exit_code << (no_leftovers ? "" : ", workers left") << "\nnode 0:\n"
+                          << r0.err << "node 1:\n" << r1.err);
+  ++figures.runs;
+  if (fault != Fault::kNone) {
+    ++figures.faults;
+    figures.reactions.push_back(reaction);
+  }
+  if (ok && no_leftovers) ++figures.correct;
+  return ok && no_leftovers;
+}
+
+}  // namespace
+
+TEST_CASE("soak: random faults in short two-node jobs always end as the README says") {
+  // Bounded: about 40 s (DDP_SOAK_SECONDS overrides). The seed is printed to replay a run.
+  const char* budget_env = std::getenv("DDP_SOAK_SECONDS");
+  const double budget = budget_env ? std::atof(budget_env) : 40.0;
+  const unsigned seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  INFO("seed " << seed);
+  SoakFigures figures;
+  const auto start = std::chrono::steady_clock::now();
+  int wrong = 0;
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < budget) {
+    const std::string backend = rng() % 2 ? "static" : "c10d";
+    const Fault fault = static_cast<Fault>(rng() % 4);
+    if (!soak_run(backend, fault, static_cast<int>(rng() % 2), figures)) ++wrong;
+  }
+  std::sort(figures.reactions.begin(), figures.reactions.end());
+  const double median = figures.reactions.empty() ? 0 : figures.reactions[figures.reactions.size() / 2];
+  const double max = figures.reactions.empty() ? 0 : figures.reactions.back();
+  std::printf("soak (seed %u): %d runs, %d faults, %d correct endings, reaction median %.2f s, max %.2f s\n",
+              seed, figures.runs, figures.faults, figures.correct, median, max);
+  CHECK(figures.runs >= 4);
+  CHECK(wrong == 0);
 }
