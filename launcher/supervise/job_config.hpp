@@ -25,6 +25,7 @@ struct OutputSpec {
   StreamSelection tee;
   std::optional<std::set<int>> local_ranks_filter;  // absent: every rank on the console
   std::string prefix_template = "[rank${rank}]: ";
+  std::optional<int> stdin_rank;  // the global rank whose stdin is the launcher's
 };
 
 struct JobConfig {
