@@ -49,6 +49,8 @@ struct NodePlacement {
   std::string master_addr;
   int master_port = 0;
   int restart_count = 0;
+  int role_base_rank = -1;   // ROLE_RANK of local rank 0; -1: base_rank (one role)
+  int role_world_size = -1;  // -1: world_size
 };
 
 GroupPlan group_plan(const JobConfig& job, const NodePlacement& where);

@@ -22,8 +22,8 @@ Environment worker_environment(const Environment& base, const GroupPlan& plan, c
   env["GROUP_RANK"] = std::to_string(plan.node_rank);
   env["GROUP_WORLD_SIZE"] = std::to_string(plan.nnodes);
   env["ROLE_NAME"] = plan.role;
-  env["ROLE_RANK"] = std::to_string(rank);
-  env["ROLE_WORLD_SIZE"] = std::to_string(plan.world_size);
+  env["ROLE_RANK"] = std::to_string(plan.role_base_rank + slot.local_rank);
+  env["ROLE_WORLD_SIZE"] = std::to_string(plan.role_world_size);
   env["MASTER_ADDR"] = plan.master_addr;
   env["MASTER_PORT"] = std::to_string(plan.master_port);
   env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(plan.restart_count);

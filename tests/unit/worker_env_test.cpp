@@ -19,6 +19,8 @@ TEST_CASE("every contract variable is set per rank") {
   plan.run_id = "job7";
   plan.max_restarts = 3;
   plan.restart_count = 2;
+  plan.role_base_rank = 4;
+  plan.role_world_size = 8;
   Environment base{{"PATH", "/bin"}, {"HOME", "/root"}};
   auto env = worker_environment(base, plan, WorkerSlot{3, "/logs/err.json", std::nullopt, false});
   CHECK(env["RANK"] == "7");
