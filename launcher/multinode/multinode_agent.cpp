@@ -146,6 +146,7 @@ rdzv::NodeInfo MultiNodeAgent::self_info(int previous_rank) {
   else n.addr = host_name();
   n.worker_port = pick_free_port();
   n.nproc = job_.devices.nproc;
+  n.role = job_.role;
   n.requested_rank = spec_.node_rank_given || spec_.rdzv_backend == "static" ? spec_.node_rank : -1;
   n.previous_rank = previous_rank;
   n.nnodes_min = spec_.nnodes_min;
@@ -221,9 +222,10 @@ Round MultiNodeAgent::join_round(rdzv::Rendezvous& rendezvous, const NextRound& 
 
 AttemptResult MultiNodeAgent::run_round(const Round& r) {
   const RoundPlan& plan = r.plan;
-  const GroupPlan group = group_plan(
-      job_, NodePlacement{r.rank(), static_cast<int>(plan.nodes.size()), r.me.base_rank, plan.world_size,
-                          plan.master_addr, plan.master_port, plan.restart_count});
+  NodePlacement where{r.rank(), static_cast<int>(plan.nodes.size()), r.me.base_rank, plan.world_size,
+                      plan.master_addr, plan.master_port, plan.restart_count};
+  std::tie(where.role_base_rank, where.role_world_size) = rdzv::role_ranks(plan, r.rank());
+  const GroupPlan group = group_plan(job_, where);
   launcher_notice(fmt::format("round {}: node {} of {}, ranks {}-{} of {}, workers' store at {}:{}{}",
                               r.number(), r.rank(), group.nnodes, r.me.base_rank,
                               r.me.base_rank + group.local_world_size - 1, plan.world_size,

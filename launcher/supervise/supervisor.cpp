@@ -17,6 +17,7 @@
 
 #include "launcher/base/launch_error.hpp"
 #include "launcher/os/watchdog.hpp"
+#include "launcher/worker/console_board.hpp"
 #include "launcher/worker/output.hpp"
 
 namespace ddp::launch {
@@ -50,7 +51,7 @@ struct Worker {
 struct Supervisor::Impl {
   explicit Impl(SupervisorConfig c)
       : config(std::move(c)), child_signals(io, SIGCHLD), handled_signals(io), grace_timer(io),
-        tick_timer(io) {
+        tick_timer(io), live_timer(io), board(make_console_board()) {
     for (int s : config.stop_signals) handled_signals.add(s);
     for (int s : config.forward_signals) handled_signals.add(s);
     wait_for_children();
@@ -63,6 +64,9 @@ struct Supervisor::Impl {
   asio::signal_set handled_signals;
   asio::steady_timer grace_timer;
   asio::steady_timer tick_timer;
+  asio::steady_timer live_timer;        // redraws unfinished lines on a terminal
+  bool live_timer_armed = false;
+  std::unique_ptr<ConsoleBoard> board;  // null unless stdout or stderr is a terminal
   Watchdog watchdog;
   AttemptWatch watch;
   std::optional<std::string> stop_reason;  // the watch stopped the workers
@@ -204,6 +208,7 @@ struct Supervisor::Impl {
     reader.descriptor.async_read_some(
         asio::buffer(reader.buffer), [this, &reader](const boost::system::error_code& ec, size_t n) {
           if (n > 0) reader.stream.consume(std::string_view(reader.buffer.data(), n));
+          schedule_live_refresh();
           if (ec) {
             reader.open = false;
             reader.stream.finish();
@@ -211,6 +216,25 @@ struct Supervisor::Impl {
           }
           read_pipe(reader);
         });
+  }
+
+  // Unfinished lines reach the terminal within kLiveRefresh of arriving, at most that often.
+  static constexpr std::chrono::milliseconds kLiveRefresh{100};
+  void schedule_live_refresh() {
+    if (!board || !board->dirty() || live_timer_armed) return;
+    live_timer_armed = true;
+    live_timer.expires_after(kLiveRefresh);
+    live_timer.async_wait([this](const boost::system::error_code& ec) {
+      live_timer_armed = false;
+      if (!ec) board->refresh();
+    });
+  }
+
+  // The live-line board of the console: drawn on stderr if it is a terminal, else stdout.
+  static std::unique_ptr<ConsoleBoard> make_console_board() {
+    int fd = is_terminal(STDERR_FILENO) ? STDERR_FILENO : is_terminal(STDOUT_FILENO) ? STDOUT_FILENO : -1;
+    if (fd < 0) return nullptr;
+    return std::make_unique<ConsoleBoard>(fd, [fd] { return terminal_columns(fd); }, write_all);
   }
 
   // --- helpers -------------------------------------------------------------------------
@@ -250,9 +274,12 @@ struct Supervisor::Impl {
   std::unique_ptr<PipeReader> make_reader(const WorkerLaunch& l, Pipe& pipe, bool to_console,
                                           int console_fd, const std::string& log) {
     UniqueFd file = log.empty() ? UniqueFd() : open_log_file(log);
+    const bool on_board = board && is_terminal(console_fd) && same_file(console_fd, board->fd());
+    const int slot = 2 * l.local_rank + (console_fd == STDERR_FILENO ? 1 : 0);
     return std::make_unique<PipeReader>(io, std::move(pipe.read_end),
                                         WorkerStream(l.prefix, to_console ? console_fd : -1,
-                                                     std::move(file)));
+                                                     std::move(file), on_board ? board.get() : nullptr,
+                                                     slot));
   }
 
   // Forks every worker first and only then waits for their execs, so they exec in parallel.
@@ -359,6 +386,7 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   while (s.count_live() > 0 || s.pipes_open()) s.io.run_one();
   s.grace_timer.cancel();
   s.tick_timer.cancel();
+  s.live_timer.cancel();
   s.attempt_running = false;
   return s.finish();
 }

@@ -42,6 +42,7 @@ std::vector<WorkerLaunch> prepare_attempt(const JobConfig& job, const Environmen
     w.spawn.env = environment_entries(worker_environment(env, plan, slot));
     w.prefix = expand_prefix_template(job.output.prefix_template, w.rank, local, plan.role);
     route_output(job.output, layout, dir, w);
+    if (job.output.stdin_rank == w.rank) w.spawn.stdin_fd = STDIN_FILENO;  // for pdb & input()
     out.push_back(std::move(w));
   }
   return out;

@@ -442,4 +442,28 @@ TEST_CASE("soak: random faults in short two-node jobs always end as the README s
               seed, figures.runs, figures.faults, figures.correct, median, max);
   CHECK(figures.runs >= 4);
   CHECK(wrong == 0);
+
+TEST_CASE("two roles: ROLE_RANK and ROLE_WORLD_SIZE count within each role") {
+  TempDir dir;
+  int port = free_port();
+  std::string dump = "env > " + dir.path() + "/env.$RANK";
+  Background node1(with(static_node(3, 1, port, 1), {"--role=evaluator", "sh", "-c", dump}));
+  Background node2(with(static_node(3, 2, port, 2), {"--role=trainer", "sh", "-c", dump}));
+  auto r0 = run(with(static_node(3, 0, port, 2), {"--role=trainer", "sh", "-c", dump}), {}, 120s);
+  auto r1 = node1.wait(60s);
+  auto r2 = node2.wait(60s);
+  INFO(r0.err << r1.err << r2.err);
+  REQUIRE(r0.exit_code == 0);
+  REQUIRE(r1.exit_code == 0);
+  REQUIRE(r2.exit_code == 0);
+  auto envs = read_envs(dir, 5);
+  REQUIRE(envs.size() == 5);  // ranks 0-1 trainer, 2 evaluator, 3-4 trainer
+  const char* role[] = {"trainer", "trainer", "evaluator", "trainer", "trainer"};
+  const char* role_rank[] = {"0", "1", "0", "2", "3"};
+  for (int rank = 0; rank < 5; ++rank) {
+    CHECK(envs[rank]["ROLE_NAME"] == role[rank]);
+    CHECK(envs[rank]["ROLE_RANK"] == role_rank[rank]);
+    CHECK(envs[rank]["ROLE_WORLD_SIZE"] == (rank == 2 ? "1" : "4"));
+    CHECK(envs[rank]["WORLD_SIZE"] == "5");
+  }
 }
