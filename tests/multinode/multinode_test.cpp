@@ -442,6 +442,7 @@ TEST_CASE("soak: random faults in short two-node jobs always end as the README s
               seed, figures.runs, figures.faults, figures.correct, median, max);
   CHECK(figures.runs >= 4);
   CHECK(wrong == 0);
+}
 
 TEST_CASE("two roles: ROLE_RANK and ROLE_WORLD_SIZE count within each role") {
   TempDir dir;
