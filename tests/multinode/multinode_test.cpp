@@ -50,6 +50,17 @@ std::map<int, std::map<std::string, std::string>> read_envs(const TempDir& dir, 
   return out;
 }
 
+// Both workers wrote DIR/pid.RANK (`echo $$ > ...`): complete lines, not a file the shell
+// has created but not yet written (a worker killed right then would leave it empty).
+bool pids_written(const TempDir& dir) {
+  for (const char* f : {"pid.0", "pid.1"}) {
+    if (!file_exists(dir / f)) return false;
+    const std::string text = read_file(dir / f);
+    if (text.empty() || text.back() != '\n') return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 TEST_CASE("static rendezvous: two nodes agree on ranks, world size and the workers' store") {
@@ -204,7 +215,7 @@ TEST_CASE("a stop signal to either node's launcher stops every node with the sig
   const std::string script = "echo $$ > " + dir.path() + "/pid.$RANK; exec sleep 300";
   Background node0(with(static_node(2, 0, port, 1), {"sh", "-c", script}));
   Background node1(with(static_node(2, 1, port, 1), {"sh", "-c", script}));
-  REQUIRE(wait_until([&] { return file_exists(dir / "pid.0") && file_exists(dir / "pid.1"); }, 60s));
+  REQUIRE(wait_until([&] { return pids_written(dir); }, 60s));
   (victim == 0 ? node0 : node1).signal(sig);
   auto r0 = node0.wait(60s);
   auto r1 = node1.wait(60s);
@@ -276,7 +287,7 @@ static void kill_one_node(int victim, const std::vector<std::string>& messages, 
   }
   Background node0(with(static_node(2, 0, port, 1, conf), {"sh", "-c", script}));
   Background node1(with(static_node(2, 1, port, 1, conf), {"sh", "-c", script}));
-  REQUIRE(wait_until([&] { return file_exists(dir / "pid.0") && file_exists(dir / "pid.1"); }, 60s));
+  REQUIRE(wait_until([&] { return pids_written(dir); }, 60s));
   const int survivor = 1 - victim;
   pid_t survivor_worker = std::stoi(read_file(dir / ("pid." + std::to_string(survivor))));
   Background& killed = victim == 0 ? node0 : node1;
@@ -454,7 +465,7 @@ bool soak_run(const std::string& backend, Fault fault, int node, SoakFigures& fi
              "[127.0.0.1]:40000' >&2; exit 1";
   Background n0(with(two_node_launcher(backend, 0, port), {"sh", "-c", script}));
   Background n1(with(two_node_launcher(backend, 1, port), {"sh", "-c", script}));
-  if (!wait_until([&] { return file_exists(dir / "pid.0") && file_exists(dir / "pid.1"); }, 60s)) return false;
+  if (!wait_until([&] { return pids_written(dir); }, 60s)) return false;
   const auto start = std::chrono::steady_clock::now();
   Background& target = node == 0 ? n0 : n1;
   if (fault == Fault::kWorkerExit) write_file(dir / ("fail." + std::to_string(node)), "");
