@@ -465,7 +465,11 @@ bool soak_run(const std::string& backend, Fault fault, int node, SoakFigures& fi
              "[127.0.0.1]:40000' >&2; exit 1";
   Background n0(with(two_node_launcher(backend, 0, port), {"sh", "-c", script}));
   Background n1(with(two_node_launcher(backend, 1, port), {"sh", "-c", script}));
-  if (!wait_until([&] { return pids_written(dir); }, 60s)) return false;
+  if (!wait_until([&] { return pids_written(dir); }, 60s)) {
+    UNSCOPED_INFO(backend << ": the workers did not start within 60 s\nnode 0:\n" << n0.err_so_far() << "node 1:\n"
+                          << n1.err_so_far());
+    return false;
+  }
   const auto start = std::chrono::steady_clock::now();
   Background& target = node == 0 ? n0 : n1;
   if (fault == Fault::kWorkerExit) write_file(dir / ("fail." + std::to_string(node)), "");
