@@ -74,6 +74,9 @@ class MultiNodeAgent {
   Settled after_failure(const Round& r, const AttemptResult& result);
   std::optional<Settled> symptom_of_known_cause(const Round& r, const WorkerOutcome& root);
   int after_interrupt(const Round& r, int signal);
+  int stopped_between_rounds(const std::optional<Round>& last, int signal);
+  int job_stopped(const std::optional<Round>& last, const AbortRecord& stop);
+  void publish_job_stop(const AbortRecord& stop);
   void acknowledge(const Round& r);
   void leave(const Round& r);
   std::optional<AbortRecord> read_abort(int round);
@@ -94,6 +97,7 @@ class MultiNodeAgent {
   rdzv::WatchState state_;  // this round's record, a lost store or an unreadable record
   std::unique_ptr<RunLayout> layout_;
   int acknowledged_round_ = -1;
+  int rendezvous_signal_ = 0;  // the stop signal that interrupted a rendezvous
 };
 
 // Tries to host the agent store; false when another launcher on this machine hosts it.
@@ -189,7 +193,7 @@ void MultiNodeAgent::leave(const Round& r) {
 }
 
 // The leader keeps the store up until every other node has read the outcome and left
-// (or is gone), at most two heartbeat timeouts: a live node reads it within a heartbeat
+// (the round's exited key or the job's stop_seen key), or is gone, at most two heartbeat timeouts: a live node reads it within a heartbeat
 // interval, a silent one is dropped by the store after one heartbeat timeout. A second
 // stop signal ends the wait.
 void MultiNodeAgent::wait_for_others_to_leave(const Round& r) {
@@ -200,6 +204,7 @@ void MultiNodeAgent::wait_for_others_to_leave(const Round& r) {
       for (const auto& n : r.plan.nodes) {
         if (n.group_rank == r.rank()) continue;
         if (!job_store_->check({JobKeys::exited(r.number(), n.group_rank)}) &&
+            !job_store_->check({JobKeys::stop_seen(n.info.name)}) &&
             !client_->try_get(store::kDroppedPrefix + n.info.name))
           return false;
       }
@@ -273,10 +278,11 @@ Settled MultiNodeAgent::after_success(const Round& r) {
 std::optional<Settled> MultiNodeAgent::symptom_of_known_cause(const Round& r, const WorkerOutcome& root) {
   const auto deadline = std::chrono::steady_clock::now() + ms(spec_.rdzv.heartbeat_timeout_s);
   std::optional<std::string> cause;
-  supervisor_.wait_until(kBarrierTick, [&] {  // a stop signal meanwhile: our failure stands
+  const int sig = supervisor_.wait_until(kBarrierTick, [&] {
     cause = rdzv::find_root_cause(peer_watch(), r.plan, r.rank(), state_);
     return cause || std::chrono::steady_clock::now() >= deadline;
   });
+  if (sig != 0 && !cause) return Settled{after_interrupt(r, sig), std::nullopt};  // recorded before our symptom
   if (!cause) return std::nullopt;
   launcher_notice(fmt::format("rank {} failed with a communication error, a symptom of: {}", root.rank, *cause));
   if (!state_.bad_record.empty()) throw LaunchError(exit_code::kRendezvousFailed, state_.bad_record);
@@ -307,15 +313,52 @@ Settled MultiNodeAgent::after_failure(const Round& r, const AttemptResult& resul
 }
 
 // A stop signal here ends the job on every node with the signal as its root cause: the
-// record is published (unless another was first) and the leader waits for the others to
-// read it before the store goes.
+// round's record is published (unless another was first) and so is the job's stop record,
+// which ends the job even where the round already recorded a restart (the others read it
+// between rounds or in the next one). The leader waits for the others to read either
+// before the store goes.
 int MultiNodeAgent::after_interrupt(const Round& r, int signal) {
   launcher_notice(fmt::format("stopped by {}", signal_name(signal)));
   const AbortRecord stop = AbortRecord::stopped_by_signal(r.rank(), host_name(), signal);
   try {
     rdzv::publish_abort(*job_store_, r.number(), stop);
+    publish_job_stop(stop);
     leave(r);
   } catch (const std::exception&) {  // best effort: we exit anyway; the others see us dropped
+  }
+  return stop.exit_code;
+}
+
+// The job's stop record (the first one wins), and this launcher has seen it.
+void MultiNodeAgent::publish_job_stop(const AbortRecord& stop) {
+  job_store_->compare_set(JobKeys::stop(), "", rdzv::to_json(stop));
+  job_store_->set(JobKeys::stop_seen(name_), "1");
+}
+
+// A stop signal during a rendezvous (between rounds, or before the first): publish the
+// job's stop record; the leader waits for the nodes of the last round to read it.
+int MultiNodeAgent::stopped_between_rounds(const std::optional<Round>& last, int signal) {
+  launcher_notice(fmt::format("stopped by {}", signal_name(signal)));
+  const AbortRecord stop = AbortRecord::stopped_by_signal(last ? last->rank() : spec_.node_rank, host_name(), signal);
+  try {
+    publish_job_stop(stop);
+    if (leader_ && last) wait_for_others_to_leave(*last);
+    client_->close_gracefully();
+  } catch (const std::exception&) {  // best effort, as in after_interrupt
+  }
+  return stop.exit_code;
+}
+
+// Another launcher was stopped by a signal while this one was between rounds: report it,
+// say so, and (the leader) wait for the nodes of the last round to read it too.
+int MultiNodeAgent::job_stopped(const std::optional<Round>& last, const AbortRecord& stop) {
+  write_all(STDERR_FILENO, format_remote_failure_report(job_.program, stop.remote_failure(),
+                                                        last ? last->rank() : spec_.node_rank, host_name()));
+  try {
+    job_store_->set(JobKeys::stop_seen(name_), "1");
+    if (leader_ && last) wait_for_others_to_leave(*last);
+    client_->close_gracefully();
+  } catch (const store::StoreError&) {  // best effort: nobody left to tell
   }
   return stop.exit_code;
 }
@@ -357,16 +400,24 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
 int MultiNodeAgent::run() {
   connect();
   rdzv::Rendezvous rendezvous(*job_store_, spec_.rdzv, leader_, spec_.nnodes_min, spec_.nnodes_max,
-                              [this] { return supervisor_.poll_signals(); });
+                              [this] { return rendezvous_signal_ = supervisor_.poll_signals(); });
   notice_omp_threads(env_, job_.devices.nproc);
   layout_ = std::make_unique<RunLayout>(job_.layout, env_);
   if (layout_->enabled() && !layout_->temporary()) launcher_notice("logs in " + layout_->run_dir());
   NextRound next;
   next.round = leader_ ? 0 : -1;
+  std::optional<Round> last;
   for (;;) {
-    const Round r = join_round(rendezvous, next);
-    const AttemptResult result = run_round(r);
-    if (std::optional<int> code = conclude(r, settle(r, result), next)) return *code;
+    try {
+      last = join_round(rendezvous, next);
+    } catch (const rdzv::JobStopped& e) {
+      return job_stopped(last, e.record);
+    } catch (const LaunchError&) {
+      if (rendezvous_signal_ != 0) return stopped_between_rounds(last, rendezvous_signal_);
+      throw;
+    }
+    const AttemptResult result = run_round(*last);
+    if (std::optional<int> code = conclude(*last, settle(*last, result), next)) return *code;
   }
 }
 

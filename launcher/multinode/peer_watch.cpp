@@ -55,8 +55,11 @@ std::optional<std::string> guarded(const PeerWatch& w, WatchState& state, Look l
   }
 }
 
+// The round's record; else the job's stop record (a launcher stopped while the others were
+// between rounds), which becomes this round's record so that it ends like any other.
 std::optional<AbortRecord> read_record(const PeerWatch& w, int round) {
   if (auto a = w.job.try_get(JobKeys::abort(round))) return abort_from_json(*a);
+  if (auto stop = w.job.try_get(JobKeys::stop())) return publish_abort(w.job, round, abort_from_json(*stop));
   return std::nullopt;
 }
 

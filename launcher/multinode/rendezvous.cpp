@@ -49,6 +49,7 @@ void Rendezvous::check_interrupted() {
   if (int sig = interrupted_())
     throw LaunchError(exit_code::from_signal(sig),
                       fmt::format("interrupted by {} during rendezvous", signal_name(sig)));
+  if (std::optional<std::string> stop = job_.try_get(JobKeys::stop())) throw JobStopped(abort_from_json(*stop));
 }
 
 bool Rendezvous::wait_key(const std::string& key, Clock::time_point deadline) {
@@ -62,6 +63,7 @@ bool Rendezvous::wait_key(const std::string& key, Clock::time_point deadline) {
 }
 
 RoundPlan Rendezvous::join(const NodeInfo& self, int round, int restart_count, Regroup regroup) {
+  check_interrupted();
   return leader_ ? lead(self, round, restart_count, regroup) : follow(self, round);
 }
 

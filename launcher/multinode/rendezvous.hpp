@@ -4,10 +4,12 @@
 // read the plan, waiting for the next round when they came too late. Blocks, waiting in
 // slices of at most the heartbeat interval (each wait also keeps the connection alive) and
 // asking `interrupted` between slices. Throws LaunchError(kRendezvousFailed) on timeout, a
-// failed plan or a malformed record, store::StoreError when the store is lost.
+// failed plan or a malformed record, JobStopped when a launcher was stopped by a signal
+// (the job's stop record), store::StoreError when the store is lost.
 #pragma once
 
 #include <functional>
+#include <stdexcept>
 #include <string>
 
 #include "launcher/cli/rendezvous_conf.hpp"
@@ -28,6 +30,17 @@ struct JobKeys {
   static std::string waiting(int r) { return "r" + std::to_string(r) + "/waiting"; }
   static std::string done(int r, int g) { return "r" + std::to_string(r) + "/done/" + std::to_string(g); }
   static std::string exited(int r, int g) { return "r" + std::to_string(r) + "/exited/" + std::to_string(g); }
+  // The job's stop record (a final stopped_by_signal AbortRecord; the first one wins): ends
+  // the job on every node whatever round each is in, even when the round already recorded
+  // a restart. stop_seen: launcher `name` has read it (the leader waits for that).
+  static std::string stop() { return "stop"; }
+  static std::string stop_seen(const std::string& name) { return "stop_seen/" + name; }
+};
+
+// Thrown by Rendezvous::join when the job's stop record is there: every node exits with it.
+struct JobStopped : std::runtime_error {
+  explicit JobStopped(AbortRecord r) : std::runtime_error(r.reason), record(std::move(r)) {}
+  AbortRecord record;
 };
 
 // After a restart the leader knows who should come back: `expected` nodes (clamped to
@@ -56,7 +69,7 @@ class Rendezvous {
   RoundPlan follow(const NodeInfo& self, int round);
   // Publishes a failed plan naming who joined (and who is missing), then throws.
   [[noreturn]] void fail_join_timeout(const NodeInfo& self, int round, long count);
-  void check_interrupted();
+  void check_interrupted();  // also throws JobStopped
 
   store::Store& job_;
   RendezvousConf conf_;
