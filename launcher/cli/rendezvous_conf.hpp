@@ -18,6 +18,7 @@ struct RendezvousConf {
   double heartbeat_timeout_s = 3;     // heartbeat_timeout: silence before a node counts as lost
   std::string token;                  // token (or env DDP_LAUNCH_RDZV_TOKEN): shared secret
   std::optional<bool> is_host;        // is_host: force hosting (or not) the agent store
+  bool bind_all = false;              // bind_all: the store listens on every interface
 };
 
 RendezvousConf parse_rdzv_conf(const std::string& value, const Environment& env);
