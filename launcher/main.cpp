@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
       write_all(STDOUT_FILENO, parsed.text);
       return parsed.exit_code;
     }
+    for (const auto& warning : parsed.options->warnings) launcher_notice("warning: " + warning);
     return run_agent(*parsed.options, env);
   } catch (const LaunchError& e) {
     write_all(STDERR_FILENO, fmt::format("ddp-launch: error: {}\n", e.what()));

@@ -4,6 +4,8 @@
 #include <random>
 #include <thread>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 namespace ddp::launch {
@@ -59,7 +61,13 @@ MultiNodeSpec multi_node_spec(const LaunchOptions& o) {
 DeviceSpec device_spec(const LaunchOptions& o) { return DeviceSpec{o.nproc, o.devices, o.virtual_local_rank}; }
 
 WorkerCommandSpec worker_command_spec(const LaunchOptions& o) {
-  return WorkerCommandSpec{o.program, o.program_args, o.module, o.no_python, o.legacy_local_rank_arg};
+  return WorkerCommandSpec{o.program, o.program_args, o.module, o.no_python, o.run_path, o.local_rank_flag};
+}
+
+// --stdin-rank: the rank given the launcher's stdin; auto: rank 0 when stdin is a terminal.
+std::optional<int> stdin_rank(const LaunchOptions& o) {
+  if (!o.stdin_rank_auto) return o.stdin_rank;
+  return is_terminal(STDIN_FILENO) ? std::optional<int>(0) : std::nullopt;
 }
 
 SupervisorConfig supervisor_config(const LaunchOptions& o) {
@@ -82,7 +90,8 @@ ResolvedJob resolve_job(const LaunchOptions& o, const Environment& env) {
   job.role = o.role;
   job.max_restarts = o.max_restarts;
   job.layout = RunLayoutSpec{o.log_dir, job.run_id, any_stream(o.redirects) || any_stream(o.tee)};
-  job.output = OutputSpec{o.redirects, o.tee, o.local_ranks_filter, o.log_line_prefix_template};
+  job.output = OutputSpec{o.redirects, o.tee, o.local_ranks_filter, o.log_line_prefix_template,
+                          stdin_rank(o)};
   job.supervisor = supervisor_config(o);
   r.single_node = single_node_spec(o);
   r.multi_node = multi_node_spec(o);

@@ -43,7 +43,7 @@ struct RawOptions {
   std::string master_port, shutdown_timeout, redirects = "0", tee = "0";
   std::string local_ranks_filter, devices, signals = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
   std::string monitor_interval, start_method;
-  std::string log_line_prefix_template, rdzv_conf;
+  std::string log_line_prefix_template, rdzv_conf, local_rank_arg, stdin_rank = "auto";
   bool use_env = true, legacy_local_rank_arg = false, version = false;
   bool log_line_prefix_template_set = false;  // by TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE, even to ""
 };
@@ -63,7 +63,7 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.add_option("--rdzv-id,--rdzv_id", o.rdzv_id, "Job id shared by all nodes (TORCHELASTIC_RUN_ID)");
   app.add_option("--rdzv-conf,--rdzv_conf", raw.rdzv_conf,
                  "Rendezvous settings k=v,...: join_timeout, last_call_timeout, heartbeat_interval, "
-                 "heartbeat_timeout (s), token, is_host");
+                 "heartbeat_timeout (s), token, is_host, bind_all");
   app.add_flag("--standalone", o.standalone, "Single node with a free port and a fresh run id");
   app.add_option("--max-restarts,--max_restarts", raw.max_restarts,
                  "Restart the whole worker group up to N times after a failure (default 0)");
@@ -79,10 +79,18 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.add_option("--role", o.role, "Role name (ROLE_NAME, default 'default')");
   app.add_flag("-m,--module", o.module, "Run PROGRAM as a Python module (python -u -m)");
   app.add_flag("--no-python,--no_python", o.no_python, "Run PROGRAM directly, never through python");
+  app.add_flag("--run-path,--run_path", o.run_path,
+               "Run PROGRAM with the Python interpreter whatever its name (python -u PROGRAM)");
   app.add_flag("--use-env,--use_env", raw.use_env,
-               "torch.distributed.launch compatibility: --use-env=false passes --local-rank=N");
+               "torch.distributed.launch compatibility: --use-env=false passes --local_rank=N");
   app.add_flag("--legacy-local-rank-arg,--legacy_local_rank_arg", raw.legacy_local_rank_arg,
-               "Pass --local-rank=N to each worker before its arguments");
+               "Pass --local_rank=N to each worker before its arguments (as --use-env=false)");
+  app.add_option("--local-rank-arg,--local_rank_arg", raw.local_rank_arg,
+                 "Pass the local rank as an argument spelled local_rank (torch 1.x) or local-rank "
+                 "(torch 2.x): --local-rank-arg=local-rank passes --local-rank=N");
+  app.add_option("--stdin-rank,--stdin_rank", raw.stdin_rank,
+                 "Which worker reads the launcher's stdin (for pdb/breakpoint/input): a global "
+                 "rank, none, or auto (default: rank 0 if stdin is a terminal, else none)");
   app.add_option("--devices", raw.devices,
                  "GPUs to use, e.g. 0,2,5 (indices into the visible devices)");
   app.add_flag("--virtual-local-rank,--virtual_local_rank", o.virtual_local_rank,
@@ -178,6 +186,27 @@ void apply_slurm_defaults(const Environment& env, GivenFlags& given, RawOptions&
   given.node_rank = given.master_addr = true;
 }
 
+// --use-env=false, --legacy-local-rank-arg, --local-rank-arg=SPELLING: which argument
+// carries the local rank ("" none). The 1.x spelling unless told otherwise.
+void convert_local_rank_arg(const RawOptions& raw, LaunchOptions& o) {
+  if (raw.local_rank_arg.empty()) {
+    if (raw.legacy_local_rank_arg || !raw.use_env) o.local_rank_flag = "--local_rank";
+    return;
+  }
+  if (raw.local_rank_arg != "local_rank" && raw.local_rank_arg != "local-rank")
+    usage_error(fmt::format("--local-rank-arg '{}': use local_rank (--local_rank=N, torch 1.x "
+                            "launch) or local-rank (--local-rank=N, torch 2.x launch)",
+                            raw.local_rank_arg));
+  o.local_rank_flag = "--" + raw.local_rank_arg;
+}
+
+void convert_stdin_rank(const std::string& value, LaunchOptions& o) {
+  if (value == "auto") return;
+  o.stdin_rank_auto = false;
+  if (value == "none") return;
+  o.stdin_rank = parse_int_flag("--stdin-rank", value, 0, 1 << 30, "a global rank, none or auto");
+}
+
 // The raw strings into LaunchOptions, each through its validator.
 void convert_raw_options(const RawOptions& raw, const Environment& env, const GivenFlags& given,
                          LaunchOptions& o) {
@@ -197,14 +226,22 @@ void convert_raw_options(const RawOptions& raw, const Environment& env, const Gi
   if (!raw.devices.empty()) o.devices = parse_device_indices(raw.devices);
   if (!raw.log_line_prefix_template.empty() || raw.log_line_prefix_template_set)
     o.log_line_prefix_template = raw.log_line_prefix_template;
-  o.legacy_local_rank_arg = raw.legacy_local_rank_arg || !raw.use_env;
+  convert_local_rank_arg(raw, o);
+  convert_stdin_rank(raw.stdin_rank, o);
   o.rdzv = parse_rdzv_conf(raw.rdzv_conf, env);
+  for (const auto& key : o.rdzv.ignored_keys)
+    o.warnings.push_back(fmt::format("--rdzv-conf: ignoring unknown key '{}' (known: join_timeout, "
+                                     "last_call_timeout, heartbeat_interval, heartbeat_timeout, "
+                                     "token, is_host, bind_all)",
+                                     key));
 }
 
 // Flags that contradict each other; each error says which one to drop or add.
 void check_contradictions(const GivenFlags& given, const LaunchOptions& o) {
   if (o.module && o.no_python)
     usage_error("-m/--module and --no-python contradict each other; a module needs python");
+  if (o.module && o.run_path)
+    usage_error("-m/--module and --run-path contradict each other; give a module or a file");
   if (o.rdzv_backend != "static" && o.rdzv_backend != "c10d")
     usage_error(fmt::format("--rdzv-backend '{}' is not supported; use static or c10d", o.rdzv_backend));
   if (o.standalone && o.nnodes_max > 1)

@@ -22,7 +22,8 @@ struct LaunchOptions {
   std::vector<std::string> program_args;  // everything after PROGRAM
   bool module = false;                    // -m: python -u -m PROGRAM
   bool no_python = false;                 // --no-python: run PROGRAM directly
-  bool legacy_local_rank_arg = false;     // --use-env=false / --legacy-local-rank-arg
+  bool run_path = false;                  // --run-path: PROGRAM through python, any name
+  std::string local_rank_flag;            // --use-env=false: "--local_rank" (or --local-rank-arg)
   // How many, where.
   NprocSpec nproc;
   int nnodes_min = 1;
@@ -51,7 +52,10 @@ struct LaunchOptions {
   StreamSelection tee;
   std::optional<std::set<int>> local_ranks_filter;
   std::string log_line_prefix_template = "[rank${rank}]: ";
+  std::optional<int> stdin_rank;  // --stdin-rank N
+  bool stdin_rank_auto = true;    // --stdin-rank auto (default): rank 0 if stdin is a terminal
   bool dry_run = false;
+  std::vector<std::string> warnings;  // for the launcher to print before it starts (no I/O here)
 };
 
 // The outcome of reading the command line: either options to run, or text to print and

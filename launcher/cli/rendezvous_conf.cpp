@@ -27,9 +27,7 @@ void apply_item(const std::string& key, const std::string& v, RendezvousConf& co
            key == "store_type" || key == "use_libuv")
     return;  // torchrun keys with no meaning here
   else
-    usage_error(fmt::format("--rdzv-conf: unknown key '{}'; known: join_timeout, "
-                            "last_call_timeout, heartbeat_interval, heartbeat_timeout, token, is_host, bind_all",
-                            key));
+    conf.ignored_keys.push_back(key);
 }
 
 }  // namespace

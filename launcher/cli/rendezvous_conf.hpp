@@ -1,10 +1,12 @@
 // --rdzv-conf k=v,...: the rendezvous settings of a multi-node run (torchrun's keys where
-// they exist), with DDP_LAUNCH_RDZV_TOKEN as the token's default. Pure; errors throw
-// LaunchError(kUsage) naming the key.
+// they exist), with DDP_LAUNCH_RDZV_TOKEN as the token's default. Pure; a bad value of a
+// known key throws LaunchError(kUsage) naming the key; an unknown key is ignored (as
+// torchrun does) and listed in ignored_keys for a warning.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "launcher/cli/environment.hpp"
 
@@ -18,6 +20,7 @@ struct RendezvousConf {
   double heartbeat_timeout_s = 3;     // heartbeat_timeout: silence before a node counts as lost
   std::string token;                  // token (or env DDP_LAUNCH_RDZV_TOKEN): shared secret
   std::optional<bool> is_host;        // is_host: force hosting (or not) the agent store
+  std::vector<std::string> ignored_keys;  // unknown keys, in the order given
   bool bind_all = false;              // bind_all: the store listens on every interface
 };
 

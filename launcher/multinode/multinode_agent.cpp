@@ -67,11 +67,15 @@ class MultiNodeAgent {
   bool host_store();
   rdzv::NodeInfo self_info(int previous_rank);
   Round join_round(rdzv::Rendezvous& rendezvous, const NextRound& next);
-  AttemptResult run_round(const Round& r, const RunLayout& layout);
+  AttemptResult run_round(const Round& r);
+  rdzv::PeerWatch peer_watch();
   Settled settle(const Round& r, const AttemptResult& result);
   Settled after_success(const Round& r);
   Settled after_failure(const Round& r, const AttemptResult& result);
-  int after_interrupt(const Round& r, const AttemptResult& result);
+  std::optional<Settled> symptom_of_known_cause(const Round& r, const WorkerOutcome& root);
+  int after_interrupt(const Round& r, int signal);
+  void acknowledge(const Round& r);
+  void leave(const Round& r);
   std::optional<AbortRecord> read_abort(int round);
   std::optional<int> conclude(const Round& r, const Settled& settled, NextRound& next);
   std::optional<std::string> watch(const Round& r);
@@ -88,7 +92,9 @@ class MultiNodeAgent {
   std::unique_ptr<store::StoreServer> server_;
   std::unique_ptr<store::TcpStoreClient> client_;
   std::unique_ptr<store::PrefixStore> job_store_;
-  rdzv::WatchTrouble trouble_;  // a lost store or an unreadable record, seen by any step
+  rdzv::WatchState state_;  // this round's record, a lost store or an unreadable record
+  std::unique_ptr<RunLayout> layout_;
+  int acknowledged_round_ = -1;
 };
 
 // Tries to host the agent store; false when another launcher on this machine hosts it.
@@ -149,6 +155,7 @@ rdzv::NodeInfo MultiNodeAgent::self_info(int previous_rank) {
   else n.addr = host_name();
   n.worker_port = pick_free_port();
   n.nproc = job_.devices.nproc;
+  n.role = job_.role;
   n.requested_rank = spec_.node_rank_given || spec_.rdzv_backend == "static" ? spec_.node_rank : -1;
   n.previous_rank = previous_rank;
   n.nnodes_min = spec_.nnodes_min;
@@ -158,14 +165,42 @@ rdzv::NodeInfo MultiNodeAgent::self_info(int previous_rank) {
   return n;
 }
 
-std::optional<std::string> MultiNodeAgent::watch(const Round& r) {
-  const rdzv::PeerWatch w{*job_store_, *client_, leader_, job_.max_restarts, spec_.nnodes_max,
-                          host_name(), fmt::format("{}:{}", endpoint_.host, endpoint_.port)};
-  return rdzv::watch_round(w, r.plan, r.rank(), trouble_);
+rdzv::PeerWatch MultiNodeAgent::peer_watch() {
+  return rdzv::PeerWatch{*job_store_, *client_, leader_, job_.max_restarts, spec_.nnodes_max,
+                         host_name(), fmt::format("{}:{}", endpoint_.host, endpoint_.port)};
 }
 
-// The leader keeps the store up until every other node has seen the outcome and left
-// (or is gone), at most two heartbeat timeouts.
+// A final record read here is acknowledged at once, while this node's workers still stop:
+// the leader need not keep the store up through our shutdown timeout.
+std::optional<std::string> MultiNodeAgent::watch(const Round& r) {
+  std::optional<std::string> reason = rdzv::watch_round(peer_watch(), r.plan, r.rank(), state_);
+  if (state_.abort && state_.abort->final) acknowledge(r);
+  return reason;
+}
+
+// This node knows how the job ends (the exited key): the leader stops waiting for it. Best
+// effort: a store already gone has nobody left to tell.
+void MultiNodeAgent::acknowledge(const Round& r) {
+  if (acknowledged_round_ == r.number()) return;
+  acknowledged_round_ = r.number();
+  try {
+    job_store_->set(JobKeys::exited(r.number(), r.rank()), "1");
+  } catch (const store::StoreError&) {  // see above: nothing to do about it
+  }
+}
+
+// The job ends here: the leader first keeps the store up until every other node has read
+// the outcome (or is gone), so that every node tells the same story; then close.
+void MultiNodeAgent::leave(const Round& r) {
+  acknowledge(r);
+  if (leader_) wait_for_others_to_leave(r);
+  client_->close_gracefully();
+}
+
+// The leader keeps the store up until every other node has read the outcome and left
+// (or is gone), at most two heartbeat timeouts: a live node reads it within a heartbeat
+// interval, a silent one is dropped by the store after one heartbeat timeout. A second
+// stop signal ends the wait.
 void MultiNodeAgent::wait_for_others_to_leave(const Round& r) {
   const auto deadline = std::chrono::steady_clock::now() + ms(2 * spec_.rdzv.heartbeat_timeout_s);
   supervisor_.wait_until(kBarrierTick, [&] {
@@ -194,24 +229,27 @@ Round MultiNodeAgent::join_round(rdzv::Rendezvous& rendezvous, const NextRound& 
   return r;
 }
 
-AttemptResult MultiNodeAgent::run_round(const Round& r, const RunLayout& layout) {
+AttemptResult MultiNodeAgent::run_round(const Round& r) {
   const RoundPlan& plan = r.plan;
-  const GroupPlan group = group_plan(
-      job_, NodePlacement{r.rank(), static_cast<int>(plan.nodes.size()), r.me.base_rank, plan.world_size,
-                          plan.master_addr, plan.master_port, plan.restart_count});
+  NodePlacement where{r.rank(), static_cast<int>(plan.nodes.size()), r.me.base_rank, plan.world_size,
+                      plan.master_addr, plan.master_port, plan.restart_count};
+  std::tie(where.role_base_rank, where.role_world_size) = rdzv::role_ranks(plan, r.rank());
+  const GroupPlan group = group_plan(job_, where);
   launcher_notice(fmt::format("round {}: node {} of {}, ranks {}-{} of {}, workers' store at {}:{}{}",
                               r.number(), r.rank(), group.nnodes, r.me.base_rank,
                               r.me.base_rank + group.local_world_size - 1, plan.world_size,
                               plan.master_addr, plan.master_port,
                               plan.restart_count ? fmt::format(" (restart {})", plan.restart_count) : ""));
   const AttemptWatch watch{ms(spec_.rdzv.heartbeat_interval_s), [&] { return this->watch(r); }};
-  return supervisor_.run_attempt(prepare_attempt(job_, env_, group, layout), watch);
+  state_ = rdzv::WatchState{};
+  return supervisor_.run_attempt(prepare_attempt(job_, env_, group, *layout_), watch);
 }
 
 // The round's abort record, once the watch stopped us; nullopt when the store is lost.
 std::optional<AbortRecord> MultiNodeAgent::read_abort(int round) {
-  if (!trouble_.store_lost.empty()) return std::nullopt;
-  if (!trouble_.bad_record.empty()) throw LaunchError(exit_code::kRendezvousFailed, trouble_.bad_record);
+  if (state_.abort) return state_.abort;  // read by the watch: the store may be gone since
+  if (!state_.store_lost.empty()) return std::nullopt;
+  if (!state_.bad_record.empty()) throw LaunchError(exit_code::kRendezvousFailed, state_.bad_record);
   return rdzv::abort_from_json(job_store_->get(JobKeys::abort(round), ms(spec_.rdzv.heartbeat_timeout_s)));
 }
 
@@ -227,46 +265,67 @@ Settled MultiNodeAgent::after_success(const Round& r) {
     try {
       return job_store_->check(done_keys);
     } catch (const store::StoreError& e) {  // the store is gone: stop waiting; conclude() reports it
-      trouble_.store_lost = e.what();
-      reason = trouble_.store_lost;
+      state_.store_lost = e.what();
+      reason = state_.store_lost;
       return true;
     }
   });
-  if (sig != 0) return {exit_code::from_signal(sig), std::nullopt};
+  if (sig != 0) return {after_interrupt(r, sig), std::nullopt};
   if (reason) return {std::nullopt, read_abort(r.number())};
-  job_store_->set(JobKeys::exited(r.number(), r.rank()), "1");
-  if (leader_) wait_for_others_to_leave(r);
-  client_->close_gracefully();
+  leave(r);
   return {exit_code::kSuccess, std::nullopt};
+}
+
+// Our worker failed with what reads like a communication error: most likely the symptom of
+// something elsewhere. For up to one heartbeat timeout, look for a better root cause (the
+// round's record, a dropped peer, a lost store); README "Which event is the root cause".
+std::optional<Settled> MultiNodeAgent::symptom_of_known_cause(const Round& r, const WorkerOutcome& root) {
+  const auto deadline = std::chrono::steady_clock::now() + ms(spec_.rdzv.heartbeat_timeout_s);
+  std::optional<std::string> cause;
+  supervisor_.wait_until(kBarrierTick, [&] {  // a stop signal meanwhile: our failure stands
+    cause = rdzv::find_root_cause(peer_watch(), r.plan, r.rank(), state_);
+    return cause || std::chrono::steady_clock::now() >= deadline;
+  });
+  if (!cause) return std::nullopt;
+  launcher_notice(fmt::format("rank {} failed with a communication error, a symptom of: {}", root.rank, *cause));
+  if (!state_.bad_record.empty()) throw LaunchError(exit_code::kRendezvousFailed, state_.bad_record);
+  if (state_.abort && state_.abort->final) acknowledge(r);
+  return Settled{std::nullopt, state_.abort};  // no record: the store is lost (conclude says so)
 }
 
 // Our worker failed: publish it (the first failure of the round wins) and, if it is the
 // final one and ours, report it here.
 Settled MultiNodeAgent::after_failure(const Round& r, const AttemptResult& result) {
   const WorkerOutcome& root = result.outcomes[*result.root_cause];
+  if (looks_like_comm_error(root))
+    if (std::optional<Settled> known = symptom_of_known_cause(r, root)) return *known;
   const AbortRecord mine = AbortRecord::worker_failure(root, r.rank(), host_name(),
                                                        r.plan.restart_count >= job_.max_restarts);
   AbortRecord abort = mine;
   try {
     abort = rdzv::publish_abort(*job_store_, r.number(), mine);
   } catch (const store::StoreError& e) {  // the others cannot hear us: report our own failure
-    trouble_.store_lost = e.what();
+    state_.store_lost = e.what();
   }
   if (!(abort.final && abort.node_rank == r.rank() && abort.pid == mine.pid)) return {std::nullopt, abort};
+  keep_reported_error_file(*layout_, root);
   const ReportContext ctx{job_.program, host_name(), r.plan.restart_count, job_.max_restarts};
   write_all(STDERR_FILENO, format_failure_report(ctx, result.outcomes, *result.root_cause));
-  if (trouble_.store_lost.empty()) client_->close_gracefully();
+  if (state_.store_lost.empty()) leave(r);
   return {abort.exit_code, std::nullopt};
 }
 
-int MultiNodeAgent::after_interrupt(const Round& r, const AttemptResult& result) {
-  const AbortRecord stop = AbortRecord::stopped_by_signal(r.rank(), host_name(), result.signal);
+// A stop signal here ends the job on every node with the signal as its root cause: the
+// record is published (unless another was first) and the leader waits for the others to
+// read it before the store goes.
+int MultiNodeAgent::after_interrupt(const Round& r, int signal) {
+  launcher_notice(fmt::format("stopped by {}", signal_name(signal)));
+  const AbortRecord stop = AbortRecord::stopped_by_signal(r.rank(), host_name(), signal);
   try {
     rdzv::publish_abort(*job_store_, r.number(), stop);
-    client_->close_gracefully();
+    leave(r);
   } catch (const std::exception&) {  // best effort: we exit anyway; the others see us dropped
   }
-  launcher_notice(fmt::format("stopped by {}", signal_name(result.signal)));
   return stop.exit_code;
 }
 
@@ -274,7 +333,7 @@ Settled MultiNodeAgent::settle(const Round& r, const AttemptResult& result) {
   switch (result.kind) {
     case AttemptResult::Kind::kSucceeded: return after_success(r);
     case AttemptResult::Kind::kFailed: return after_failure(r, result);
-    case AttemptResult::Kind::kInterrupted: return {after_interrupt(r, result), std::nullopt};
+    case AttemptResult::Kind::kInterrupted: return {after_interrupt(r, result.signal), std::nullopt};
     case AttemptResult::Kind::kStopped: break;  // by the watch
   }
   return {std::nullopt, read_abort(r.number())};
@@ -283,14 +342,14 @@ Settled MultiNodeAgent::settle(const Round& r, const AttemptResult& result) {
 // Exit (the code), or restart on every node: `next` says how the next round gathers.
 std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settled, NextRound& next) {
   if (settled.exit_code) return settled.exit_code;
-  if (!trouble_.store_lost.empty() || !settled.abort)
+  if (!settled.abort)  // the store was lost before any record could be read
     throw LaunchError(exit_code::kRendezvousFailed,
-                      fmt::format("this node's workers were stopped: {}", trouble_.store_lost));
+                      fmt::format("this node's workers were stopped: {}", state_.store_lost));
   const AbortRecord& abort = *settled.abort;
   if (abort.final) {
     write_all(STDERR_FILENO, format_remote_failure_report(job_.program, abort.remote_failure(), r.rank(),
                                                           host_name()));
-    client_->close_gracefully();
+    leave(r);
     return abort.exit_code;
   }
   launcher_notice(fmt::format("{}; restarting on every node in round {}", abort.reason, r.number() + 1));
@@ -309,13 +368,13 @@ int MultiNodeAgent::run() {
   rdzv::Rendezvous rendezvous(*job_store_, spec_.rdzv, leader_, spec_.nnodes_min, spec_.nnodes_max,
                               [this] { return supervisor_.poll_signals(); });
   notice_omp_threads(env_, job_.devices.nproc);
-  RunLayout layout(job_.layout, env_);
-  if (layout.enabled() && !layout.temporary()) launcher_notice("logs in " + layout.run_dir());
+  layout_ = std::make_unique<RunLayout>(job_.layout, env_);
+  if (layout_->enabled() && !layout_->temporary()) launcher_notice("logs in " + layout_->run_dir());
   NextRound next;
   next.round = leader_ ? 0 : -1;
   for (;;) {
     const Round r = join_round(rendezvous, next);
-    const AttemptResult result = run_round(r, layout);
+    const AttemptResult result = run_round(r);
     if (std::optional<int> code = conclude(r, settle(r, result), next)) return *code;
   }
 }

@@ -8,19 +8,24 @@
 namespace ddp::launch::rdzv {
 namespace {
 
-// The leader's part: a peer the store dropped before it finished, or a node waiting to join.
-std::optional<std::string> leader_checks(const PeerWatch& w, const RoundPlan& plan, int my_rank) {
+// A peer of `plan` the store dropped before it finished: publish it lost (compare-and-set);
+// the round's record then.
+std::optional<AbortRecord> publish_dropped_peer(const PeerWatch& w, const RoundPlan& plan, int my_rank) {
   for (const auto& peer : plan.nodes) {
     if (peer.group_rank == my_rank) continue;
     auto dropped = w.root.try_get(store::kDroppedPrefix + peer.info.name);
     if (!dropped || w.job.check({JobKeys::done(plan.round, peer.group_rank)})) continue;
     const bool final = plan.restart_count >= w.max_restarts;
-    return publish_abort(w.job, plan.round,
-                         AbortRecord::lost_node(peer.group_rank, peer.info.host, *dropped, final))
-        .reason;
+    return publish_abort(w.job, plan.round, AbortRecord::lost_node(peer.group_rank, peer.info.host, *dropped, final));
   }
+  return std::nullopt;
+}
+
+// The leader's part: a peer the store dropped before it finished, or a node waiting to join.
+std::optional<AbortRecord> leader_checks(const PeerWatch& w, const RoundPlan& plan, int my_rank) {
+  if (auto lost = publish_dropped_peer(w, plan, my_rank)) return lost;
   if (static_cast<int>(plan.nodes.size()) < w.nnodes_max && w.job.add(JobKeys::waiting(plan.round), 0) > 0)
-    return publish_abort(w.job, plan.round, AbortRecord::membership_change(my_rank, w.host)).reason;
+    return publish_abort(w.job, plan.round, AbortRecord::membership_change(my_rank, w.host));
   return std::nullopt;
 }
 
@@ -31,19 +36,47 @@ AbortRecord publish_abort(store::Store& job, int round, const AbortRecord& recor
   return abort_from_json(now);  // ours, or the one that was first
 }
 
-std::optional<std::string> watch_round(const PeerWatch& w, const RoundPlan& plan, int my_rank,
-                                       WatchTrouble& trouble) noexcept {
+namespace {
+
+// Runs one look at the store for watch_round / find_root_cause, keeping what it found in
+// `state`; never throws.
+template <class Look>
+std::optional<std::string> guarded(const PeerWatch& w, WatchState& state, Look look) noexcept {
   try {
-    if (auto a = w.job.try_get(JobKeys::abort(plan.round))) return abort_from_json(*a).reason;
-    if (!w.leader) return std::nullopt;
-    return leader_checks(w, plan, my_rank);
+    if (std::optional<AbortRecord> found = look()) state.abort = std::move(found);
+    if (state.abort) return state.abort->reason;
+    return std::nullopt;
   } catch (const store::StoreError& e) {  // tick() must not throw: the agent ends the round on it
-    trouble.store_lost = e.what();
+    state.store_lost = e.what();
     return fmt::format("lost the agent store at {} ({})", w.store_address, e.what());
   } catch (const std::exception& e) {  // a malformed record (LaunchError) or worse: stop, say why
-    trouble.bad_record = e.what();
+    state.bad_record = e.what();
     return std::string(e.what());
   }
+}
+
+std::optional<AbortRecord> read_record(const PeerWatch& w, int round) {
+  if (auto a = w.job.try_get(JobKeys::abort(round))) return abort_from_json(*a);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> watch_round(const PeerWatch& w, const RoundPlan& plan, int my_rank,
+                                       WatchState& state) noexcept {
+  return guarded(w, state, [&]() -> std::optional<AbortRecord> {
+    if (auto a = read_record(w, plan.round)) return a;
+    if (!w.leader) return std::nullopt;
+    return leader_checks(w, plan, my_rank);
+  });
+}
+
+std::optional<std::string> find_root_cause(const PeerWatch& w, const RoundPlan& plan, int my_rank,
+                                           WatchState& state) noexcept {
+  return guarded(w, state, [&]() -> std::optional<AbortRecord> {
+    if (auto a = read_record(w, plan.round)) return a;
+    return publish_dropped_peer(w, plan, my_rank);
+  });
 }
 
 }  // namespace ddp::launch::rdzv

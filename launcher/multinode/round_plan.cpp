@@ -21,7 +21,7 @@ json info_json(const NodeInfo& n) {
   return {{"name", n.name}, {"host", n.host}, {"addr", n.addr}, {"worker_port", n.worker_port},
           {"nproc", n.nproc}, {"requested_rank", n.requested_rank}, {"previous_rank", n.previous_rank},
           {"nnodes_min", n.nnodes_min}, {"nnodes_max", n.nnodes_max}, {"max_restarts", n.max_restarts},
-          {"pid", n.pid}};
+          {"pid", n.pid}, {"role", n.role}};
 }
 
 NodeInfo info_from(const json& j) {
@@ -37,6 +37,7 @@ NodeInfo info_from(const json& j) {
   n.nnodes_max = j.at("nnodes_max").get<int>();
   n.max_restarts = j.at("max_restarts").get<int>();
   n.pid = j.at("pid").get<long>();
+  n.role = j.value("role", std::string("default"));
   return n;
 }
 
@@ -150,6 +151,17 @@ RoundPlan make_plan(const std::vector<NodeInfo>& joined, int round, int restart_
   plan.master_addr = plan.nodes[0].info.addr;
   plan.master_port = plan.nodes[0].info.worker_port;
   return plan;
+}
+
+std::pair<int, int> role_ranks(const RoundPlan& plan, int group_rank) {
+  const std::string& role = plan.nodes.at(static_cast<size_t>(group_rank)).info.role;
+  int base = 0, size = 0;
+  for (const auto& n : plan.nodes) {
+    if (n.info.role != role) continue;
+    if (n.group_rank < group_rank) base += n.info.nproc;
+    size += n.info.nproc;
+  }
+  return {base, size};
 }
 
 AbortRecord AbortRecord::worker_failure(const WorkerOutcome& root, int node_rank, const std::string& host,

@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "launcher/supervise/failure_report.hpp"
@@ -22,6 +23,7 @@ struct NodeInfo {
   std::string addr;          // where its workers' store would listen if it becomes rank 0
   int worker_port = 0;       // a free port on that node, for the workers' store
   int nproc = 1;
+  std::string role = "default";  // --role: ROLE_RANK/ROLE_WORLD_SIZE count within a role
   int requested_rank = -1;   // explicit --node-rank, or -1
   int previous_rank = -1;    // its rank in the previous round, or -1
   int nnodes_min = 1;
@@ -52,6 +54,10 @@ struct RoundPlan {
 // of throwing when the nodes disagree (duplicate --node-rank, different --nnodes or
 // --max-restarts, a rank out of range).
 RoundPlan make_plan(const std::vector<NodeInfo>& joined, int round, int restart_count);
+
+// ROLE_RANK of node `group_rank`'s local rank 0, and ROLE_WORLD_SIZE: its role's workers
+// counted in group-rank order, as torchrun numbers them.
+std::pair<int, int> role_ranks(const RoundPlan& plan, int group_rank);
 
 // Why a round ended early. Written once per round (compare-and-set: the first one wins).
 struct AbortRecord {

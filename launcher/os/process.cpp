@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -66,8 +67,9 @@ bool is_executable_file(const std::string& path, int* why) {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  int devnull = ::open("/dev/null", O_RDONLY);
-  if (devnull >= 0 && devnull != STDIN_FILENO) {
+  if (spec.stdin_fd >= 0) {
+    if (spec.stdin_fd != STDIN_FILENO && ::dup2(spec.stdin_fd, STDIN_FILENO) < 0) fail(errno);
+  } else if (int devnull = ::open("/dev/null", O_RDONLY); devnull >= 0 && devnull != STDIN_FILENO) {
     ::dup2(devnull, STDIN_FILENO);
     ::close(devnull);
   }
@@ -133,6 +135,9 @@ ExitStatus decode_wait_status(int raw_status) {
 std::string resolve_program(const std::string& program, const std::string& path_env) {
   int why = 0;
   auto fail = [&](const std::string& shown) -> std::string {
+    if ((why == ENOENT || why == ENOTDIR) && program.find('/') != std::string::npos)
+      throw LaunchError(exit_code::kProgramNotFound,
+                        fmt::format("program '{}' not found{}; check the path", program, shown));
     if (why == ENOENT || why == ENOTDIR)
       throw LaunchError(exit_code::kProgramNotFound,
                         fmt::format("program '{}' not found{}; give a path to an executable "
@@ -212,6 +217,20 @@ ExitStatus wait_for(pid_t pid) {
     r = ::waitpid(pid, &status, 0);
   } while (r < 0 && errno == EINTR);
   return r == pid ? decode_wait_status(status) : ExitStatus::unknown();
+}
+
+bool is_terminal(int fd) { return ::isatty(fd) == 1; }
+
+int terminal_columns(int fd) {
+  struct winsize ws {};
+  if (::ioctl(fd, TIOCGWINSZ, &ws) != 0) return 0;
+  return ws.ws_col;
+}
+
+bool same_file(int fd_a, int fd_b) {
+  struct stat a {}, b {};
+  if (::fstat(fd_a, &a) != 0 || ::fstat(fd_b, &b) != 0) return false;
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 std::string host_name() {

@@ -69,11 +69,12 @@ struct SpawnSpec {
   std::vector<std::string> env;    // "KEY=VALUE" entries: the whole environment
   int stdout_fd = -1;              // -1: inherit the launcher's
   int stderr_fd = -1;
+  int stdin_fd = -1;               // -1: /dev/null; else dup'ed (e.g. the launcher's terminal)
 };
 
 // Forks and execs a worker as the leader of a new session (so its pgid == pid), with
 // PR_SET_PDEATHSIG=SIGKILL, default signal dispositions and an empty signal mask, stdin
-// from /dev/null. Blocks only until exec succeeded or failed; throws LaunchError if exec failed.
+// from spec.stdin_fd or /dev/null. Blocks only until exec succeeded or failed; throws LaunchError if exec failed.
 pid_t spawn_worker(const SpawnSpec& spec);
 
 // The same in two steps, so that many workers exec in parallel: start_worker forks and
@@ -99,6 +100,12 @@ std::optional<ExitStatus> try_reap(pid_t pid);
 ExitStatus wait_for(pid_t pid);
 
 std::string host_name();
+
+// Terminals: whether fd is one; its width in columns (0 if unknown); whether two fds are
+// the same terminal (or file).
+bool is_terminal(int fd);
+int terminal_columns(int fd);
+bool same_file(int fd_a, int fd_b);
 
 // Ignores SIGPIPE in the launcher (a closed console must not kill it). Workers get the
 // default back in spawn_worker.

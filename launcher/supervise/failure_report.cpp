@@ -1,8 +1,10 @@
 #include "launcher/supervise/failure_report.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <ctime>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -76,6 +78,20 @@ std::optional<ErrorRecord> read_error_file(const std::string& path) {
   std::stringstream buf;
   buf << in.rdbuf();
   return parse_error_record(buf.str());
+}
+
+bool looks_like_comm_error(const WorkerOutcome& outcome) {
+  static const char* const kSymptoms[] = {
+      "CommError",           "Connection closed by peer", "Connection reset by peer",
+      "Broken pipe",         "Connection refused",        "DistNetworkError",
+      "DistBackendError",    "ProcessGroupGloo",          "gloo/transport",
+      "NCCL communicator",   "ncclRemoteError",           "a peer process probably exited"};
+  auto mentions = [](const std::string& text) {
+    return std::any_of(std::begin(kSymptoms), std::end(kSymptoms),
+                       [&](const char* s) { return text.find(s) != std::string::npos; });
+  };
+  if (outcome.error) return mentions(outcome.error->message) || mentions(outcome.error->traceback);
+  return std::any_of(outcome.stderr_tail.begin(), outcome.stderr_tail.end(), mentions);
 }
 
 std::string signal_hint(const ExitStatus& status, bool stopped_by_launcher) {

@@ -65,6 +65,13 @@ struct RemoteFailure {
 std::string format_remote_failure_report(const std::string& program, const RemoteFailure& root,
                                          int my_node, const std::string& my_host);
 
+// Whether the worker's error (its error file, else its last stderr lines) reads like a
+// communication failure (a peer vanished, a connection closed or reset, a collective's
+// transport error): then it is likely the symptom of a failure elsewhere, which the
+// multi-node agent gives a short time to be recorded first (README "Which event is the
+// root cause").
+bool looks_like_comm_error(const WorkerOutcome& outcome);
+
 // A hint for well-known signals ("likely the out-of-memory killer"), or "".
 std::string signal_hint(const ExitStatus& status, bool stopped_by_launcher);
 

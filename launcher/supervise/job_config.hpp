@@ -25,6 +25,7 @@ struct OutputSpec {
   StreamSelection tee;
   std::optional<std::set<int>> local_ranks_filter;  // absent: every rank on the console
   std::string prefix_template = "[rank${rank}]: ";
+  std::optional<int> stdin_rank;  // the global rank whose stdin is the launcher's
 };
 
 struct JobConfig {
@@ -48,6 +49,8 @@ struct NodePlacement {
   std::string master_addr;
   int master_port = 0;
   int restart_count = 0;
+  int role_base_rank = -1;   // ROLE_RANK of local rank 0; -1: base_rank (one role)
+  int role_world_size = -1;  // -1: world_size
 };
 
 GroupPlan group_plan(const JobConfig& job, const NodePlacement& where);

@@ -28,8 +28,9 @@ void write_launcher_error_file(const Environment& env, const WorkerOutcome& root
 
 // No restart left: the failure report on stderr, the launcher's error file, the exit code.
 int report_failure(const JobConfig& job, const Environment& env, const AttemptResult& result,
-                   int attempt) {
+                   int attempt, RunLayout& layout) {
   const WorkerOutcome& root = result.outcomes[*result.root_cause];
+  keep_reported_error_file(layout, root);
   const ReportContext ctx{job.program, host_name(), attempt, job.max_restarts};
   write_all(STDERR_FILENO, format_failure_report(ctx, result.outcomes, *result.root_cause));
   write_launcher_error_file(env, root, ctx);
@@ -74,7 +75,7 @@ int run_single_node_agent(const JobConfig& job, const SingleNodeSpec& node, cons
       return exit_code::from_signal(result.signal);
     }
     if (attempt >= job.max_restarts || supervisor.interrupted_by() != 0)
-      return report_failure(job, env, result, attempt);
+      return report_failure(job, env, result, attempt, layout);
     restart_notice(job, result, attempt);
     if (!node.master_port) plan.master_port = pick_free_port();  // the old port may linger in TIME_WAIT
   }

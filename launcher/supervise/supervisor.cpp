@@ -17,11 +17,13 @@
 
 #include "launcher/base/launch_error.hpp"
 #include "launcher/os/watchdog.hpp"
+#include "launcher/worker/console_board.hpp"
 #include "launcher/worker/output.hpp"
 
 namespace ddp::launch {
 namespace asio = boost::asio;
 using Clock = std::chrono::system_clock;
+constexpr std::chrono::seconds kDrain{2};  // after the last worker exits, for its grandchildren
 
 namespace {
 
@@ -49,7 +51,7 @@ struct Worker {
 struct Supervisor::Impl {
   explicit Impl(SupervisorConfig c)
       : config(std::move(c)), child_signals(io, SIGCHLD), handled_signals(io), grace_timer(io),
-        tick_timer(io) {
+        tick_timer(io), live_timer(io), board(make_console_board()) {
     for (int s : config.stop_signals) handled_signals.add(s);
     for (int s : config.forward_signals) handled_signals.add(s);
     wait_for_children();
@@ -62,6 +64,9 @@ struct Supervisor::Impl {
   asio::signal_set handled_signals;
   asio::steady_timer grace_timer;
   asio::steady_timer tick_timer;
+  asio::steady_timer live_timer;        // redraws unfinished lines on a terminal
+  bool live_timer_armed = false;
+  std::unique_ptr<ConsoleBoard> board;  // null unless stdout or stderr is a terminal
   Watchdog watchdog;
   AttemptWatch watch;
   std::optional<std::string> stop_reason;  // the watch stopped the workers
@@ -70,8 +75,10 @@ struct Supervisor::Impl {
   bool attempt_running = false;
   bool stopping = false;             // SIGTERM (or a forwarded stop signal) went out
   int interrupt_signal = 0;          // a stop signal the launcher received
+  unsigned stops_received = 0;       // how many stop signals arrived (wait_until ends on a new one)
   std::optional<size_t> root_cause;  // first worker that failed by itself
-  std::chrono::steady_clock::time_point drain_deadline{};
+  bool draining = false;             // every worker exited: the drain timer runs
+  unsigned attempt_id = 0;           // a timer handler acts only on the attempt that armed it
 
   // --- events -------------------------------------------------------------------------
   void wait_for_children() {
@@ -93,6 +100,7 @@ struct Supervisor::Impl {
   void on_signal(int signo) {
     bool is_stop = std::find(config.stop_signals.begin(), config.stop_signals.end(), signo) !=
                    config.stop_signals.end();
+    if (is_stop) ++stops_received;
     if (!is_stop) {
       launcher_notice(fmt::format("forwarding {} to the workers", signal_name(signo)));
       signal_live(signo);
@@ -100,7 +108,7 @@ struct Supervisor::Impl {
     }
     if (interrupt_signal != 0) {
       launcher_notice(fmt::format("second {}: killing the workers now", signal_name(signo)));
-      signal_live(SIGKILL);
+      signal_groups(SIGKILL);
       return;
     }
     interrupt_signal = signo;
@@ -144,26 +152,39 @@ struct Supervisor::Impl {
         begin_stop(SIGTERM);
       }
     }
-    if (count_live() == 0) {
-      grace_timer.cancel();
-      drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-      grace_timer.expires_at(drain_deadline);
-      grace_timer.async_wait([this](const boost::system::error_code& ec) {
-        if (!ec) close_pipes();  // a lingering grandchild keeps a pipe open: stop waiting
-      });
-    }
+    if (count_live() == 0) arm_drain();
   }
 
+  // Every worker has exited: give a lingering grandchild that holds a pipe kDrain to let go,
+  // then stop reading. Armed once per attempt, and only while this attempt's workers are
+  // registered: a SIGCHLD left over from the previous attempt (several exits coalesce into
+  // one signal, and one may still be queued when that attempt ends) is handled by the next
+  // run_attempt's first poll, before its workers exist; arming the drain then closed the new
+  // attempt's pipes 2 s later and lost its output.
+  void arm_drain() {
+    if (!attempt_running || workers.empty() || draining) return;
+    draining = true;
+    grace_timer.cancel();
+    grace_timer.expires_after(kDrain);
+    grace_timer.async_wait([this, id = attempt_id](const boost::system::error_code& ec) {
+      if (!ec && id == attempt_id) close_pipes();  // a lingering grandchild holds a pipe: stop waiting
+    });
+  }
+
+  // Signals every worker's process group, the exited ones' too: a failed worker's children
+  // (data loaders, `sh -c`, multiprocessing) are stopped with the rest at once, instead of
+  // holding its pipes through the drain. The drain (all workers gone) keeps its own timer.
   void begin_stop(int signo) {
     stopping = true;
-    signal_live(signo);
+    signal_groups(signo);
+    if (draining) return;
     grace_timer.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(config.shutdown_timeout_s)));
-    grace_timer.async_wait([this](const boost::system::error_code& ec) {
-      if (ec || count_live() == 0) return;
+    grace_timer.async_wait([this, id = attempt_id](const boost::system::error_code& ec) {
+      if (ec || id != attempt_id || count_live() == 0) return;
       launcher_notice(fmt::format("{} worker{} still running {} s after SIGTERM: sending SIGKILL",
                          count_live(), count_live() == 1 ? "" : "s", config.shutdown_timeout_s));
-      signal_live(SIGKILL);
+      signal_groups(SIGKILL);
     });
   }
 
@@ -187,6 +208,7 @@ struct Supervisor::Impl {
     reader.descriptor.async_read_some(
         asio::buffer(reader.buffer), [this, &reader](const boost::system::error_code& ec, size_t n) {
           if (n > 0) reader.stream.consume(std::string_view(reader.buffer.data(), n));
+          schedule_live_refresh();
           if (ec) {
             reader.open = false;
             reader.stream.finish();
@@ -194,6 +216,25 @@ struct Supervisor::Impl {
           }
           read_pipe(reader);
         });
+  }
+
+  // Unfinished lines reach the terminal within kLiveRefresh of arriving, at most that often.
+  static constexpr std::chrono::milliseconds kLiveRefresh{100};
+  void schedule_live_refresh() {
+    if (!board || !board->dirty() || live_timer_armed) return;
+    live_timer_armed = true;
+    live_timer.expires_after(kLiveRefresh);
+    live_timer.async_wait([this](const boost::system::error_code& ec) {
+      live_timer_armed = false;
+      if (!ec) board->refresh();
+    });
+  }
+
+  // The live-line board of the console: drawn on stderr if it is a terminal, else stdout.
+  static std::unique_ptr<ConsoleBoard> make_console_board() {
+    int fd = is_terminal(STDERR_FILENO) ? STDERR_FILENO : is_terminal(STDOUT_FILENO) ? STDOUT_FILENO : -1;
+    if (fd < 0) return nullptr;
+    return std::make_unique<ConsoleBoard>(fd, [fd] { return terminal_columns(fd); }, write_all);
   }
 
   // --- helpers -------------------------------------------------------------------------
@@ -206,6 +247,16 @@ struct Supervisor::Impl {
   void signal_live(int signo) {
     for (const Worker& w : workers)
       if (w.pid > 0 && !w.outcome) signal_group(w.pid, signo);
+  }
+
+  // Live workers' groups, and the groups of exited workers whose pipes something still holds
+  // (their children). An exited worker with both pipes closed is skipped: its group is most
+  // likely empty, and its number could by now belong to an unrelated process group.
+  void signal_groups(int signo) {
+    for (const Worker& w : workers) {
+      const bool held = (w.out && w.out->open) || (w.err && w.err->open);
+      if (w.pid > 0 && (!w.outcome || held)) signal_group(w.pid, signo);
+    }
   }
 
   bool pipes_open() const {
@@ -223,9 +274,12 @@ struct Supervisor::Impl {
   std::unique_ptr<PipeReader> make_reader(const WorkerLaunch& l, Pipe& pipe, bool to_console,
                                           int console_fd, const std::string& log) {
     UniqueFd file = log.empty() ? UniqueFd() : open_log_file(log);
+    const bool on_board = board && is_terminal(console_fd) && same_file(console_fd, board->fd());
+    const int slot = 2 * l.local_rank + (console_fd == STDERR_FILENO ? 1 : 0);
     return std::make_unique<PipeReader>(io, std::move(pipe.read_end),
                                         WorkerStream(l.prefix, to_console ? console_fd : -1,
-                                                     std::move(file)));
+                                                     std::move(file), on_board ? board.get() : nullptr,
+                                                     slot));
   }
 
   // Forks every worker first and only then waits for their execs, so they exec in parallel.
@@ -302,6 +356,8 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   Impl& s = *impl_;
   s.io.poll();  // deliver a signal that arrived between attempts
   s.stopping = false;
+  s.draining = false;
+  ++s.attempt_id;  // a completion of the previous attempt's timers, still queued, does nothing
   s.root_cause.reset();
   s.stop_reason.reset();
   s.watch = watch;
@@ -330,12 +386,14 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   while (s.count_live() > 0 || s.pipes_open()) s.io.run_one();
   s.grace_timer.cancel();
   s.tick_timer.cancel();
+  s.live_timer.cancel();
   s.attempt_running = false;
   return s.finish();
 }
 
 int Supervisor::wait_until(std::chrono::milliseconds interval, const std::function<bool()>& done) {
   Impl& s = *impl_;
+  const unsigned stops_before = s.stops_received;
   s.io.poll();
   bool finished = false;
   std::function<void()> arm = [&] {
@@ -346,9 +404,9 @@ int Supervisor::wait_until(std::chrono::milliseconds interval, const std::functi
       else arm();
     });
   };
-  if (s.interrupt_signal == 0 && done()) return 0;
+  if (s.stops_received == stops_before && done()) return 0;
   arm();
-  while (!finished && s.interrupt_signal == 0) s.io.run_one();
+  while (!finished && s.stops_received == stops_before) s.io.run_one();
   s.tick_timer.cancel();
   s.io.poll();  // let the cancelled handler run while `arm` and `finished` are alive
   return finished ? 0 : s.interrupt_signal;

@@ -64,7 +64,9 @@ class Supervisor {
   AttemptResult run_attempt(std::vector<WorkerLaunch> workers, const AttemptWatch& watch = {});
 
   // With no workers running: calls done() every interval until it returns true (0 is
-  // returned) or a stop signal arrives (that signal is returned). Used for barriers.
+  // returned) or a stop signal arrives during the call (the first stop signal received is
+  // returned). One received before the call does not end it: after a stop the agent still
+  // waits, briefly, for the other nodes to read the outcome. Used for barriers.
   int wait_until(std::chrono::milliseconds interval, const std::function<bool()>& done);
 
   // The stop signal received so far (0 if none): the agent stops restarting once set.

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include "launcher/worker/output.hpp"
 
 namespace ddp::launch {
@@ -40,9 +42,17 @@ std::vector<WorkerLaunch> prepare_attempt(const JobConfig& job, const Environmen
     w.spawn.env = environment_entries(worker_environment(env, plan, slot));
     w.prefix = expand_prefix_template(job.output.prefix_template, w.rank, local, plan.role);
     route_output(job.output, layout, dir, w);
+    if (job.output.stdin_rank == w.rank) w.spawn.stdin_fd = STDIN_FILENO;  // for pdb & input()
     out.push_back(std::move(w));
   }
   return out;
+}
+
+void keep_reported_error_file(RunLayout& layout, const WorkerOutcome& root) {
+  if (!root.error || !layout.temporary()) return;
+  layout.keep();
+  launcher_notice(fmt::format("kept the run directory {}: it holds the error files the report names",
+                              layout.run_dir()));
 }
 
 void notice_omp_threads(const Environment& env, int nproc) {

@@ -1,6 +1,7 @@
 // What every agent (single- or multi-node) does around one attempt: turn the job and a
 // GroupPlan into WorkerLaunch specs (env, argv, output routing, log and error files).
-// prepare_attempt creates the attempt's log directories and removes stale error files.
+// prepare_attempt creates the attempt's log directories and removes stale error files;
+// keep_reported_error_file keeps a temporary run directory whose error file a report names.
 #pragma once
 
 #include <vector>
@@ -15,6 +16,10 @@ namespace ddp::launch {
 
 std::vector<WorkerLaunch> prepare_attempt(const JobConfig& job, const Environment& env,
                                           const GroupPlan& plan, const RunLayout& layout);
+
+// The failure report names `root`'s error file: a temporary run directory holding it is
+// kept (and said so), so that the path the user is told to read exists after exit.
+void keep_reported_error_file(RunLayout& layout, const WorkerOutcome& root);
 
 // The one notice about OMP_NUM_THREADS, when the launcher sets it.
 void notice_omp_threads(const Environment& env, int nproc);

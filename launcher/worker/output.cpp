@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -11,28 +12,49 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/worker/console_board.hpp"
 
 namespace ddp::launch {
 
 void LineSplitter::feed(std::string_view data, const Sink& sink) {
   while (!data.empty()) {
-    size_t nl = data.find('\n');
-    if (nl == std::string_view::npos) {
-      partial_.append(data);
-      return;
+    if (carriage_return_) {
+      carriage_return_ = false;
+      if (data[0] != '\n') partial_.clear();  // a lone '\r': the line starts over
     }
-    if (partial_.empty()) {
-      sink(data.substr(0, nl + 1));
-    } else {
-      partial_.append(data.substr(0, nl + 1));
+    const size_t end = data.find_first_of("\r\n");
+    append_bounded(data.substr(0, end), sink);
+    if (end == std::string_view::npos) return;
+    if (data[end] == '\n') {
+      partial_.push_back('\n');
       sink(partial_);
       partial_.clear();
+    } else {
+      carriage_return_ = true;  // decided by the next byte: "\r\n" or a redraw
     }
-    data.remove_prefix(nl + 1);
+    data.remove_prefix(end + 1);
   }
 }
 
+void LineSplitter::append_bounded(std::string_view text, const Sink& sink) {
+  while (partial_.size() + text.size() > kMaxLineBytes) {
+    size_t take = kMaxLineBytes - partial_.size();
+    // Back up to a UTF-8 character start (at most 3 continuation bytes).
+    for (size_t back = 0; back < 3 && take > 0 && take < text.size() &&
+                          (static_cast<unsigned char>(text[take]) & 0xc0) == 0x80;
+         ++back)
+      --take;
+    partial_.append(text.substr(0, take));
+    partial_.push_back('\n');
+    sink(partial_);
+    partial_.clear();
+    text.remove_prefix(take);
+  }
+  partial_.append(text);
+}
+
 void LineSplitter::flush(const Sink& sink) {
+  carriage_return_ = false;
   if (partial_.empty()) return;
   partial_.push_back('\n');
   sink(partial_);
@@ -61,29 +83,41 @@ std::string expand_prefix_template(const std::string& tmpl, int rank, int local_
   return out;
 }
 
-WorkerStream::WorkerStream(std::string prefix, int console_fd, UniqueFd log_file)
-    : prefix_(std::move(prefix)), console_fd_(console_fd), log_file_(std::move(log_file)) {}
+WorkerStream::WorkerStream(std::string prefix, int console_fd, UniqueFd log_file,
+                           ConsoleBoard* board, int slot)
+    : prefix_(std::move(prefix)), console_fd_(console_fd), log_file_(std::move(log_file)),
+      board_(console_fd >= 0 ? board : nullptr), slot_(slot) {}
 
 void WorkerStream::consume(std::string_view data) {
   if (log_file_.valid()) write_all(log_file_.get(), data);
   splitter_.feed(data, [this](std::string_view line) { emit(line); });
-  if (!pending_.empty()) {
-    write_all(console_fd_, pending_);
-    pending_.clear();
+  write_pending();
+  if (board_) {  // the unfinished line, drawn at the board's next refresh
+    std::string_view live = splitter_.partial();
+    board_->set_live(slot_, live.empty() ? std::string() : prefix_ + std::string(live));
   }
 }
 
 void WorkerStream::finish() {
   splitter_.flush([this](std::string_view line) { emit(line); });
-  if (!pending_.empty()) {
+  write_pending();
+  if (board_) board_->set_live(slot_, "");
+}
+
+void WorkerStream::write_pending() {
+  if (pending_.empty()) return;
+  if (board_) {
+    board_->set_live(slot_, "");  // the line it showed is among the complete ones now
+    board_->write_lines(console_fd_, pending_);
+  } else {
     write_all(console_fd_, pending_);
-    pending_.clear();
   }
+  pending_.clear();
 }
 
 void WorkerStream::emit(std::string_view line) {
   if (tail_.size() == kTailLines) tail_.pop_front();
-  tail_.emplace_back(line.substr(0, line.size() - 1));  // without the '\n'
+  tail_.emplace_back(line.substr(0, std::min<size_t>(line.size() - 1, 1024)));  // without the '\n'
   if (console_fd_ < 0) return;
   pending_ += prefix_;
   pending_ += line;
@@ -100,7 +134,11 @@ void write_all(int fd, std::string_view data) {
   }
 }
 
-void launcher_notice(const std::string& text) { write_all(STDERR_FILENO, "ddp-launch: " + text + "\n"); }
+void launcher_notice(const std::string& text) {
+  const std::string line = "ddp-launch: " + text + "\n";
+  if (ConsoleBoard* board = ConsoleBoard::active()) board->write_lines(STDERR_FILENO, line);
+  else write_all(STDERR_FILENO, line);
+}
 
 UniqueFd open_log_file(const std::string& path) {
   std::error_code ec;  // a directory that cannot be made makes open() fail, which says why

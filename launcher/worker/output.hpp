@@ -1,8 +1,10 @@
 // Worker output handling. LineSplitter and expand_prefix_template are pure. WorkerStream
 // takes the raw bytes of one worker stream (stdout or stderr, read by the supervisor from
-// a pipe): it appends them to the stream's log file as they come and writes complete
+// a pipe): it appends them to the stream's log file as they come (raw) and writes complete
 // lines, each prefixed, to the console with one write() per chunk, so lines from
-// different workers never interleave. Single-threaded; blocking writes.
+// different workers never interleave. On a terminal (a ConsoleBoard) the unfinished line
+// is shown live too. Memory per stream is bounded by kMaxLineBytes. Single-threaded;
+// blocking writes.
 #pragma once
 
 #include <deque>
@@ -14,26 +16,38 @@
 
 namespace ddp::launch {
 
-// Splits a byte stream into lines. Each complete line (with its '\n') goes to the sink;
-// flush() emits a trailing partial line with a '\n' added.
+// Splits a byte stream into console lines. Each complete line (with its '\n') goes to the
+// sink. A carriage return starts the line over, as on a terminal: "a\rb\n" is "b\n" (a
+// "\r\n" ending is "\n"). A line longer than kMaxLineBytes goes out in pieces of that
+// size, each ending in '\n' (cut at a UTF-8 character boundary). flush() emits a trailing
+// partial line with a '\n' added.
 class LineSplitter {
  public:
+  static constexpr size_t kMaxLineBytes = 64 * 1024;
   using Sink = std::function<void(std::string_view line)>;
   void feed(std::string_view data, const Sink& sink);
   void flush(const Sink& sink);
+  // The unfinished line as a terminal would show it now (after its last '\r').
+  std::string_view partial() const { return partial_; }
 
  private:
+  void append_bounded(std::string_view text, const Sink& sink);
   std::string partial_;
+  bool carriage_return_ = false;  // the last byte was '\r': the next text starts over
 };
 
 // "[rank${rank}]: " -> "[rank3]: "; macros ${rank}, ${local_rank}, ${role_name}.
 std::string expand_prefix_template(const std::string& tmpl, int rank, int local_rank,
                                    const std::string& role);
 
+class ConsoleBoard;
+
 class WorkerStream {
  public:
-  // console_fd < 0: not shown; log_file invalid: not written.
-  WorkerStream(std::string prefix, int console_fd, UniqueFd log_file);
+  // console_fd < 0: not shown; log_file invalid: not written. board (may be null): the
+  // terminal console's live lines, where this stream's unfinished line shows as `slot`.
+  WorkerStream(std::string prefix, int console_fd, UniqueFd log_file, ConsoleBoard* board = nullptr,
+               int slot = 0);
   void consume(std::string_view data);
   void finish();  // end of stream: flush a partial last line
   // The last few complete lines seen (for the failure report), oldest first.
@@ -42,9 +56,12 @@ class WorkerStream {
 
  private:
   void emit(std::string_view line);
+  void write_pending();
   std::string prefix_;
   int console_fd_;
   UniqueFd log_file_;
+  ConsoleBoard* board_;
+  int slot_;
   LineSplitter splitter_;
   std::string pending_;  // prefixed lines of the current chunk
   std::deque<std::string> tail_;
@@ -53,7 +70,7 @@ class WorkerStream {
 // Writes all of data to fd, retrying on EINTR/short writes; errors (EPIPE) are ignored.
 void write_all(int fd, std::string_view data);
 
-// "ddp-launch: TEXT\n" on stderr: the launcher's own messages.
+// "ddp-launch: TEXT\n" on stderr: the launcher's own messages (above any live lines).
 void launcher_notice(const std::string& text);
 
 // Opens (creates, truncates) a log file, making parent directories; LaunchError

@@ -1,7 +1,8 @@
 // Where a run's files go, in torchrun's layout: RUN/attempt_K/LOCAL_RANK/{stdout.log,
 // stderr.log,error.json}, RUN = LOG_DIR/<run_id>_<random>. Without --log-dir a temporary
 // RUN under $TMPDIR holds only the error files and is removed at exit (kept if output was
-// redirected there). --log-dir /dev/null disables every file, error files included.
+// redirected there, or kept by keep(): a failed job's report names an error file in it).
+// --log-dir /dev/null disables every file, error files included.
 #pragma once
 
 #include <string>
@@ -29,6 +30,9 @@ class RunLayout {
   const std::string& run_dir() const { return run_dir_; }
   bool keeps_all_logs() const { return keep_all_logs_; }  // --log-dir given
   bool temporary() const { return temporary_; }
+
+  // A temporary run directory survives the launcher (a report named a file in it).
+  void keep() { temporary_ = false; }
 
   // Creates attempt_K/LOCAL_RANK and returns its path ("" if disabled).
   std::string worker_dir(int restart_count, int local_rank) const;

@@ -20,7 +20,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 std::vector<std::string> WorkerCommand::argv_for(int local_rank) const {
   std::vector<std::string> argv = prefix;
-  if (legacy_local_rank_arg) argv.push_back("--local-rank=" + std::to_string(local_rank));
+  if (!local_rank_flag.empty()) argv.push_back(local_rank_flag + "=" + std::to_string(local_rank));
   for (const auto& a : args) argv.push_back(substitute_local_rank(a, local_rank));
   return argv;
 }
@@ -28,9 +28,10 @@ std::vector<std::string> WorkerCommand::argv_for(int local_rank) const {
 WorkerCommand resolve_worker_command(const WorkerCommandSpec& spec, const Environment& env) {
   WorkerCommand cmd;
   cmd.args = spec.args;
-  cmd.legacy_local_rank_arg = spec.legacy_local_rank_arg;
+  cmd.local_rank_flag = spec.local_rank_flag;
   const std::string path = lookup(env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
-  const bool python_script = !spec.no_python && (spec.module || ends_with(spec.program, ".py"));
+  const bool python_script =
+      spec.run_path || (!spec.no_python && (spec.module || ends_with(spec.program, ".py")));
   if (!python_script) {
     cmd.executable = resolve_program(spec.program, path);
     cmd.prefix = {spec.program};

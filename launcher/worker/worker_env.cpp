@@ -8,7 +8,7 @@ const std::vector<std::string>& contract_variables() {
       "ROLE_NAME", "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
       "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
       "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE", "OMP_NUM_THREADS",
-      "TORCH_NCCL_ASYNC_ERROR_HANDLING", "CUDA_VISIBLE_DEVICES"};
+      "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING", "CUDA_VISIBLE_DEVICES"};
   return kNames;
 }
 
@@ -22,8 +22,8 @@ Environment worker_environment(const Environment& base, const GroupPlan& plan, c
   env["GROUP_RANK"] = std::to_string(plan.node_rank);
   env["GROUP_WORLD_SIZE"] = std::to_string(plan.nnodes);
   env["ROLE_NAME"] = plan.role;
-  env["ROLE_RANK"] = std::to_string(rank);
-  env["ROLE_WORLD_SIZE"] = std::to_string(plan.world_size);
+  env["ROLE_RANK"] = std::to_string(plan.role_base_rank + slot.local_rank);
+  env["ROLE_WORLD_SIZE"] = std::to_string(plan.role_world_size);
   env["MASTER_ADDR"] = plan.master_addr;
   env["MASTER_PORT"] = std::to_string(plan.master_port);
   env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(plan.restart_count);
@@ -32,7 +32,10 @@ Environment worker_environment(const Environment& base, const GroupPlan& plan, c
   env["TORCHELASTIC_USE_AGENT_STORE"] = "False";  // worker rank 0 hosts the TCPStore
   env["TORCHELASTIC_ERROR_FILE"] = slot.error_file;
   env.emplace("OMP_NUM_THREADS", "1");                  // only if unset
-  env.emplace("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");  // only if unset
+  if (!env.count("TORCH_NCCL_ASYNC_ERROR_HANDLING") && !env.count("NCCL_ASYNC_ERROR_HANDLING")) {
+    env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "1";  // PyTorch >= 2.2 reads this name,
+    env["NCCL_ASYNC_ERROR_HANDLING"] = "1";        // older PyTorch this one
+  }
   if (slot.visible_devices) env["CUDA_VISIBLE_DEVICES"] = *slot.visible_devices;
   return env;
 }

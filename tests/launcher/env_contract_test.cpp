@@ -58,6 +58,7 @@ TEST_CASE("every worker gets torchrun's environment contract") {
     CHECK_THAT(e["TORCHELASTIC_ERROR_FILE"], Catch::EndsWith("/attempt_0/" + std::to_string(rank) + "/error.json"));
     CHECK(e["OMP_NUM_THREADS"] == "1");
     CHECK(e["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1");
+    CHECK(e["NCCL_ASYNC_ERROR_HANDLING"] == "1");
     CHECK(e["MY_VAR"] == "kept");
   }
 }
@@ -89,14 +90,45 @@ TEST_CASE("OMP_NUM_THREADS set by the user is kept, and the notice appears only 
   CHECK(count_matching(unset.err, "OMP_NUM_THREADS is not set") == 1);
 }
 
-TEST_CASE("${local_rank} and the legacy --local-rank argument") {
+TEST_CASE("${local_rank} and the legacy --local_rank argument (--local-rank on request)") {
   TempDir dir;
   write_file(dir / "show.sh", "#!/bin/sh\necho \"$@\"\n");
   REQUIRE(run({"chmod", "+x", dir / "show.sh"}).exit_code == 0);
   auto r = launch({"--nproc-per-node=2", "--local-ranks-filter=1", "--use-env=false", dir / "show.sh",
                    "${local_rank}", "x${local_rank}"});
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::Contains("[rank1]: --local-rank=1 1 x1"));
+  CHECK_THAT(r.out, Catch::Contains("[rank1]: --local_rank=1 1 x1"));
+  auto two = launch({"--nproc-per-node=2", "--local-ranks-filter=1", "--local-rank-arg=local-rank",
+                     dir / "show.sh", "y"});
+  CHECK(two.exit_code == 0);
+  CHECK_THAT(two.out, Catch::Contains("[rank1]: --local-rank=1 y"));
+}
+
+TEST_CASE("run-path runs a file of any name with the interpreter") {
+  TempDir dir;
+  write_file(dir / "train_job", "");
+  auto r = launch({"--run-path", dir / "train_job", "--lr", "1"}, {{"PYTHON_EXEC", "/bin/echo"}});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("[rank0]: -u " + (dir / "train_job") + " --lr 1"));
+  auto u = launch({"--run_path", "--no-python", dir / "train_job"}, {{"PYTHON_EXEC", "/bin/echo"}});
+  CHECK_THAT(u.out, Catch::Contains("[rank0]: -u " + (dir / "train_job")));
+}
+
+TEST_CASE("an unknown --rdzv-conf key is ignored with a warning and a bad value stays an error") {
+  auto r = launch({"--rdzv-conf=colour=blue,join_timeout=30", "sh", "-c", "echo ran"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("[rank0]: ran"));
+  CHECK_THAT(r.err, Catch::Contains("ignoring unknown key 'colour'"));
+  auto bad = launch({"--rdzv-conf=join_timeout=never", "sh", "-c", "echo ran"});
+  CHECK(bad.exit_code == 121);
+  CHECK_THAT(bad.out, !Catch::Contains("ran"));
+}
+
+TEST_CASE("an absolute program path that does not exist: no ./ hint") {
+  auto r = launch({"/nonexistent/train"});
+  CHECK(r.exit_code == 127);
+  CHECK_THAT(r.err, Catch::Contains("'/nonexistent/train' not found; check the path"));
+  CHECK_THAT(r.err, !Catch::Contains("e.g."));
 }
 
 TEST_CASE("python scripts run through PYTHON_EXEC -u, modules with -m") {

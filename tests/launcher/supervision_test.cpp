@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <filesystem>
 
 #include "tests/support/test_support.hpp"
 
@@ -24,6 +25,14 @@ bool all_dead(const std::vector<pid_t>& pids) {
   for (pid_t p : pids)
     if (process_alive(p)) return false;
   return true;
+}
+
+// The single run directory under a --log-dir.
+std::string only_run_dir(const TempDir& logs) {
+  std::vector<std::string> dirs;
+  for (const auto& e : std::filesystem::directory_iterator(logs.path())) dirs.push_back(e.path().string());
+  REQUIRE(dirs.size() == 1);
+  return dirs[0];
 }
 
 }  // namespace
@@ -138,4 +147,94 @@ TEST_CASE("without an error file the report shows the failed worker's last stder
   auto r = launch({"--nproc-per-node=1", "sh", "-c", "echo 'CUDA out of memory, pretend' >&2; exit 2"});
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("last stderr lines:\n    CUDA out of memory, pretend"));
+}
+
+TEST_CASE("twenty restarts in a row: every line of every attempt reaches the console and the logs") {
+  // Attempts 0-19: every rank prints five lines, then local rank 0 fails once all are up
+  // (the other three die together on SIGTERM: exits that coalesce into one SIGCHLD). The
+  // last attempt prints for 2.6 s, longer than the pipe drain, so a drain armed by a stale
+  // SIGCHLD would cut it short.
+  constexpr int kRestarts = 20;
+  TempDir dir;
+  TempDir logs;
+  const std::string script =
+      "c=$TORCHELASTIC_RESTART_COUNT; "
+      "for i in 1 2 3 4 5; do echo \"a$c r$RANK line $i\"; done; "
+      "if [ $c -lt " + std::to_string(kRestarts) + " ]; then touch " + dir.path() + "/up.$c.$RANK; "
+      "  if [ $LOCAL_RANK = 0 ]; then while [ $(ls " + dir.path() + " | grep -c \"^up\\.$c\\.\") -lt 4 ]; do sleep 0.01; done; exit 1; fi; "
+      "  exec sleep 30; fi; "
+      "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13; do echo \"a$c r$RANK tick $i\"; sleep 0.2; done; echo \"a$c r$RANK done\"";
+  auto r = launch({"--nproc-per-node=4", "--max-restarts=" + std::to_string(kRestarts), "--log-dir", logs.path(),
+                   "sh", "-c", script}, {}, 170s);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(count_matching(r.err, "restarting all 4 workers") == kRestarts);
+  const std::string run = only_run_dir(logs);
+  int missing = 0;
+  for (int c = 0; c <= kRestarts; ++c) {
+    for (int rank = 0; rank < 4; ++rank) {
+      std::string expected;
+      const std::string tag = "a" + std::to_string(c) + " r" + std::to_string(rank);
+      for (int i = 1; i <= 5; ++i) expected += tag + " line " + std::to_string(i) + "\n";
+      if (c == kRestarts) {
+        for (int i = 1; i <= 13; ++i) expected += tag + " tick " + std::to_string(i) + "\n";
+        expected += tag + " done\n";
+      }
+      const std::string log = read_file(run + "/attempt_" + std::to_string(c) + "/" + std::to_string(rank) + "/stdout.log");
+      if (log != expected) {
+        ++missing;
+        UNSCOPED_INFO("attempt " << c << " rank " << rank << " log:\n" << log);
+      }
+      for (const auto& line : lines_of(expected))
+        if (count_matching(r.out, "[rank" + std::to_string(rank) + "]: " + line + "\n") != 1) {
+          ++missing;
+          UNSCOPED_INFO("console lacks: " << line);
+        }
+    }
+  }
+  CHECK(missing == 0);
+}
+
+TEST_CASE("fail-fast stops the failed worker's own children at once, with the other workers") {
+  // Rank 1 leaves a child holding its stdout and dies by SIGKILL. That child must get the
+  // fail-fast SIGTERM with everyone else (it says so on the pipe it holds), not wait out
+  // the pipe drain and then be SIGKILLed unheard.
+  TempDir dir;
+  const std::string script =
+      "if [ $RANK = 1 ]; then "
+      "  sh -c 'trap \"echo child stopped by TERM; exit 0\" TERM; echo $$ > " + dir.path() + "/child; "
+      "         while true; do sleep 0.05; done' & "
+      "  while [ ! -s " + dir.path() + "/child ]; do sleep 0.01; done; kill -9 $$; fi; "
+      "exec sleep 300";
+  auto r = launch({"--nproc-per-node=2", "sh", "-c", script}, {}, 120s);
+  INFO(r.err);
+  CHECK(r.exit_code == 128 + SIGKILL);
+  CHECK_THAT(r.out, Catch::Contains("[rank1]: child stopped by TERM"));
+  const std::string child = read_file(dir / "child");
+  REQUIRE(!child.empty());
+  CHECK_FALSE(process_alive(std::stoi(child)));
+  CHECK(r.seconds < 60);  // generous: nothing waited for the 300 s sleeps
+}
+
+TEST_CASE("without --log-dir the error file a report names still exists after the launcher exits") {
+  TempDir tmp;  // the launcher's TMPDIR: its temporary run directory goes here
+  auto r = launch({"--nproc-per-node=2", "sh", "-c",
+                   "if [ $RANK = 1 ]; then echo '{\"message\": \"ValueError: kept\"}' > \"$TORCHELASTIC_ERROR_FILE\"; "
+                   "exit 1; fi; sleep 30"},
+                  {{"TMPDIR", tmp.path()}});
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  const auto at = r.err.find("error_file: ");
+  REQUIRE(at != std::string::npos);
+  const std::string path = r.err.substr(at + 12, r.err.find('\n', at) - at - 12);
+  CHECK(path.rfind(tmp.path() + "/ddp-launch-", 0) == 0);
+  CHECK_THAT(read_file(path), Catch::Contains("ValueError: kept"));
+  CHECK_THAT(r.err, Catch::Contains("kept the run directory " + tmp.path() + "/ddp-launch-"));
+}
+
+TEST_CASE("a successful job without --log-dir leaves no run directory behind") {
+  TempDir tmp;
+  auto r = launch({"--nproc-per-node=2", "true"}, {{"TMPDIR", tmp.path()}});
+  CHECK(r.exit_code == 0);
+  CHECK(std::filesystem::is_empty(tmp.path()));
 }

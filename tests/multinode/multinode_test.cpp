@@ -2,9 +2,13 @@
 // the workers' store, fail together, restart together, and notice a lost peer.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
+#include <random>
 
 #include "tests/support/test_support.hpp"
 
@@ -13,15 +17,25 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::vector<std::string> static_node(int nnodes, int node_rank, int port, int nproc) {
+std::vector<std::string> static_node(int nnodes, int node_rank, int port, int nproc,
+                                     const std::string& conf = "join_timeout=60") {
   return {launcher_path(), "--nnodes=" + std::to_string(nnodes), "--node-rank=" + std::to_string(node_rank),
           "--nproc-per-node=" + std::to_string(nproc), "--master-addr=127.0.0.1",
-          "--master-port=" + std::to_string(port), "--rdzv-conf=join_timeout=60"};
+          "--master-port=" + std::to_string(port), "--rdzv-conf=" + conf};
 }
 
 std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
   base.insert(base.end(), more.begin(), more.end());
   return base;
+}
+
+// One of two nodes with one worker each: static (node 0 hosts the store) or c10d (the
+// node with is_host=1, node 0 here, hosts it).
+std::vector<std::string> two_node_launcher(const std::string& backend, int node_rank, int port) {
+  if (backend == "static") return static_node(2, node_rank, port, 1);
+  return {launcher_path(), "--nnodes=2", "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:" + std::to_string(port),
+          "--rdzv-id=job", "--node-rank=" + std::to_string(node_rank), "--nproc-per-node=1",
+          "--rdzv-conf=join_timeout=60,is_host=" + std::string(node_rank == 0 ? "1" : "0")};
 }
 
 // Reads DIR/env.RANK files written by `env > DIR/env.$RANK`.
@@ -155,19 +169,86 @@ TEST_CASE("max-restarts restarts every node together with a consistent restart c
   for (int rank = 0; rank < 3; ++rank) CHECK(read_file(dir / ("count." + std::to_string(rank))) == "0\n1\n");
 }
 
-// Two nodes with one sleeping worker each; SIGKILL node `victim`'s launcher. The survivor
-// must stop its worker and exit 124 with every one of `messages` in its report.
-static void kill_one_node(int victim, const std::vector<std::string>& messages) {
+TEST_CASE("a worker failure on the store's host or on a follower ends every node with its code") {
+  const std::string backend = GENERATE(as<std::string>{}, "static", "c10d");
+  const int failing = GENERATE(0, 1);  // node 0 hosts the agent store
+  INFO(backend << " backend, the worker on node " << failing << " fails");
   TempDir dir;
-  int port = free_port();
-  std::string script = "echo $$ > " + dir.path() + "/pid.$RANK; sleep 300";
+  const int port = free_port();
+  // Both workers up, then the failing one exits 3; the other would sleep for a minute.
+  const std::string script = "touch " + dir.path() + "/up.$RANK; if [ $RANK = " + std::to_string(failing) +
+                             " ]; then while [ ! -e " + dir.path() + "/up." + std::to_string(1 - failing) +
+                             " ]; do sleep 0.02; done; echo \"rank $RANK exits 3\" >&2; exit 3; fi; exec sleep 60";
+  Background node1(with(two_node_launcher(backend, 1, port), {"sh", "-c", script}));
+  auto r0 = run(with(two_node_launcher(backend, 0, port), {"sh", "-c", script}), {}, 120s);
+  auto r1 = node1.wait(60s);
+  INFO("node 0:\n" << r0.err << "node 1:\n" << r1.err);
+  CHECK(r0.exit_code == 3);
+  CHECK(r1.exit_code == 3);
+  const RunResult& own = failing == 0 ? r0 : r1;
+  const RunResult& other = failing == 0 ? r1 : r0;
+  const std::string rank_line = "rank      : " + std::to_string(failing) + " (local_rank: 0)";
+  CHECK_THAT(own.err, Catch::Contains("Root cause") && Catch::Contains(rank_line) && Catch::Contains("rank " +
+                          std::to_string(failing) + " exits 3"));
+  CHECK_THAT(other.err, Catch::Contains("FAILED on node " + std::to_string(failing)) && Catch::Contains(rank_line) &&
+                            Catch::Contains("exit code 3"));
+  CHECK_THAT(r0.err + r1.err, !Catch::Contains("lost"));
+}
+
+TEST_CASE("a stop signal to either node's launcher stops every node with the signal as root cause") {
+  const int victim = GENERATE(0, 1);  // node 0 hosts the agent store
+  const int sig = GENERATE(SIGTERM, SIGINT);
+  INFO("node " << victim << "'s launcher gets signal " << sig);
+  TempDir dir;
+  const int port = free_port();
+  const std::string script = "echo $$ > " + dir.path() + "/pid.$RANK; exec sleep 300";
   Background node0(with(static_node(2, 0, port, 1), {"sh", "-c", script}));
   Background node1(with(static_node(2, 1, port, 1), {"sh", "-c", script}));
   REQUIRE(wait_until([&] { return file_exists(dir / "pid.0") && file_exists(dir / "pid.1"); }, 60s));
+  (victim == 0 ? node0 : node1).signal(sig);
+  auto r0 = node0.wait(60s);
+  auto r1 = node1.wait(60s);
+  INFO("node 0:\n" << r0.err << "node 1:\n" << r1.err);
+  CHECK(r0.exit_code == 128 + sig);
+  CHECK(r1.exit_code == 128 + sig);
+  const std::string name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+  CHECK_THAT(victim == 0 ? r0.err : r1.err, Catch::Contains("stopped by " + name));
+  CHECK_THAT(victim == 0 ? r1.err : r0.err,
+             Catch::Contains("node " + std::to_string(victim) + " (") && Catch::Contains("was stopped by " + name));
+  CHECK_THAT(r0.err + r1.err, !Catch::Contains("lost"));
+  CHECK_FALSE(process_alive(std::stoi(read_file(dir / "pid.0"))));
+  CHECK_FALSE(process_alive(std::stoi(read_file(dir / "pid.1"))));
+}
+
+// Two nodes with one worker each; SIGKILL node `victim`'s launcher. The survivor must stop
+// its worker and exit 124 with every one of `messages` in its report. With `comm_error`
+// the survivor's worker notices its peer's death first (as a gloo or NCCL worker would) and
+// fails with gloo's "Connection closed by peer": a symptom, the lost node stays the cause.
+// (Heartbeats every 5 s there, so that the worker, polling every 10 ms, is first.)
+static void kill_one_node(int victim, const std::vector<std::string>& messages, bool comm_error = false) {
+  TempDir dir;
+  int port = free_port();
+  std::string script = "echo $$ > " + dir.path() + "/pid.$RANK; sleep 300";
+  std::string conf = "join_timeout=60";
+  if (comm_error) {
+    script = "echo $$ > " + dir.path() + "/pid.$RANK; "
+             "while [ ! -s " + dir.path() + "/victim ]; do sleep 0.01; done; "
+             "while kill -0 $(cat " + dir.path() + "/victim) 2>/dev/null; do sleep 0.01; done; "
+             "echo 'RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+             "[127.0.0.1]:40000' >&2; exit 1";
+    conf += ",heartbeat_interval=5,heartbeat_timeout=10";
+  }
+  Background node0(with(static_node(2, 0, port, 1, conf), {"sh", "-c", script}));
+  Background node1(with(static_node(2, 1, port, 1, conf), {"sh", "-c", script}));
+  REQUIRE(wait_until([&] { return file_exists(dir / "pid.0") && file_exists(dir / "pid.1"); }, 60s));
   const int survivor = 1 - victim;
   pid_t survivor_worker = std::stoi(read_file(dir / ("pid." + std::to_string(survivor))));
-  (victim == 0 ? node0 : node1).signal(SIGKILL);
+  Background& killed = victim == 0 ? node0 : node1;
+  write_file(dir / "victim", std::to_string(killed.pid()));
+  killed.signal(SIGKILL);
+  killed.wait(30s);  // reaped: `kill -0` in the survivor's worker sees it gone
   auto r = (survivor == 0 ? node0 : node1).wait(60s);
+  INFO(r.err);
   CHECK(r.exit_code == 124);
   for (const auto& m : messages) CHECK_THAT(r.err, Catch::Contains(m));
   CHECK_FALSE(process_alive(survivor_worker));
@@ -178,6 +259,12 @@ TEST_CASE("a SIGKILLed launcher is noticed by the other node, which stops its wo
 }
 
 TEST_CASE("the leader's death stops the followers") { kill_one_node(0, {"lost the agent store"}); }
+
+TEST_CASE("a killed launcher is the root cause, not the survivor's worker's communication error") {
+  const int victim = GENERATE(0, 1);
+  if (victim == 1) kill_one_node(1, {"node 1 (", "was lost", "a symptom of"}, true);
+  else kill_one_node(0, {"lost the agent store", "a symptom of"}, true);
+}
 
 TEST_CASE("a duplicate node rank is reported, not hung on") {
   int port = free_port();
@@ -283,4 +370,120 @@ TEST_CASE("under srun each launcher takes its node rank and the master from Slur
   REQUIRE(envs.size() == 2);
   CHECK(envs[1]["GROUP_RANK"] == "1");
   CHECK(envs[1]["MASTER_ADDR"] == "localhost");
+}
+
+namespace {
+
+enum class Fault { kNone, kWorkerExit, kStopSignal, kKillLauncher };
+
+struct SoakFigures {
+  int runs = 0;
+  int faults = 0;
+  int correct = 0;
+  std::vector<double> reactions;  // seconds from the fault to the last launcher's exit
+};
+
+// One short two-node job with one fault (or none) on node `node`; true when every node
+// ended as the README says and no worker is left.
+bool soak_run(const std::string& backend, Fault fault, int node, SoakFigures& figures) {
+  TempDir dir;
+  const int port = free_port();
+  const std::string script = "echo $$ > " + dir.path() + "/pid.$RANK; " +
+                             (fault == Fault::kNone ? std::string("sleep 0.3") :
+                              "while [ ! -e " + dir.path() + "/fail.$RANK ]; do sleep 0.01; done; exit 3");
+  Background n0(with(two_node_launcher(backend, 0, port), {"sh", "-c", script}));
+  Background n1(with(two_node_launcher(backend, 1, port), {"sh", "-c", script}));
+  if (!wait_until([&] { return file_exists(dir / "pid.0") && file_exists(dir / "pid.1"); }, 60s)) return false;
+  const auto start = std::chrono::steady_clock::now();
+  Background& target = node == 0 ? n0 : n1;
+  if (fault == Fault::kWorkerExit) write_file(dir / ("fail." + std::to_string(node)), "");
+  if (fault == Fault::kStopSignal) target.signal(SIGTERM);
+  if (fault == Fault::kKillLauncher) target.signal(SIGKILL);
+  const RunResult r0 = n0.wait(60s);
+  const RunResult r1 = n1.wait(60s);
+  const double reaction = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const RunResult& other = node == 0 ? r1 : r0;
+  const RunResult& own = node == 0 ? r0 : r1;
+  const std::string at = "node " + std::to_string(node) + " (";
+  bool ok = false;
+  switch (fault) {
+    case Fault::kNone: ok = r0.exit_code == 0 && r1.exit_code == 0; break;
+    case Fault::kWorkerExit:
+      ok = r0.exit_code == 3 && r1.exit_code == 3 && own.err.find("Root cause") != std::string::npos &&
+           other.err.find("FAILED on node " + std::to_string(node)) != std::string::npos;
+      break;
+    case Fault::kStopSignal:
+      ok = r0.exit_code == 128 + SIGTERM && r1.exit_code == 128 + SIGTERM &&
+           other.err.find("was stopped by SIGTERM") != std::string::npos;
+      break;
+    case Fault::kKillLauncher:
+      ok = own.exit_code == 128 + SIGKILL && other.exit_code == 124 &&
+           (other.err.find(at) != std::string::npos || other.err.find("lost the agent store") != std::string::npos);
+      break;
+  }
+  const bool no_leftovers = wait_until([&] {
+    return !process_alive(std::stoi(read_file(dir / "pid.0"))) && !process_alive(std::stoi(read_file(dir / "pid.1")));
+  }, 10s);
+  if (!(ok && no_leftovers))
+    UNSCOPED_INFO(backend << " fault " << static_cast<int>(fault) << " on node " << node << ": exits " << r0.exit_code
+                          << "/" << r1.exit_code << (no_leftovers ? "" : ", workers left") << "\nnode 0:\n"
+                          << r0.err << "node 1:\n" << r1.err);
+  ++figures.runs;
+  if (fault != Fault::kNone) {
+    ++figures.faults;
+    figures.reactions.push_back(reaction);
+  }
+  if (ok && no_leftovers) ++figures.correct;
+  return ok && no_leftovers;
+}
+
+}  // namespace
+
+TEST_CASE("soak: random faults in short two-node jobs always end as the README says") {
+  // Bounded: about 40 s (DDP_SOAK_SECONDS overrides). The seed is printed to replay a run.
+  const char* budget_env = std::getenv("DDP_SOAK_SECONDS");
+  const double budget = budget_env ? std::atof(budget_env) : 40.0;
+  const unsigned seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  INFO("seed " << seed);
+  SoakFigures figures;
+  const auto start = std::chrono::steady_clock::now();
+  int wrong = 0;
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < budget) {
+    const std::string backend = rng() % 2 ? "static" : "c10d";
+    const Fault fault = static_cast<Fault>(rng() % 4);
+    if (!soak_run(backend, fault, static_cast<int>(rng() % 2), figures)) ++wrong;
+  }
+  std::sort(figures.reactions.begin(), figures.reactions.end());
+  const double median = figures.reactions.empty() ? 0 : figures.reactions[figures.reactions.size() / 2];
+  const double max = figures.reactions.empty() ? 0 : figures.reactions.back();
+  std::printf("soak (seed %u): %d runs, %d faults, %d correct endings, reaction median %.2f s, max %.2f s\n",
+              seed, figures.runs, figures.faults, figures.correct, median, max);
+  CHECK(figures.runs >= 4);
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("two roles: ROLE_RANK and ROLE_WORLD_SIZE count within each role") {
+  TempDir dir;
+  int port = free_port();
+  std::string dump = "env > " + dir.path() + "/env.$RANK";
+  Background node1(with(static_node(3, 1, port, 1), {"--role=evaluator", "sh", "-c", dump}));
+  Background node2(with(static_node(3, 2, port, 2), {"--role=trainer", "sh", "-c", dump}));
+  auto r0 = run(with(static_node(3, 0, port, 2), {"--role=trainer", "sh", "-c", dump}), {}, 120s);
+  auto r1 = node1.wait(60s);
+  auto r2 = node2.wait(60s);
+  INFO(r0.err << r1.err << r2.err);
+  REQUIRE(r0.exit_code == 0);
+  REQUIRE(r1.exit_code == 0);
+  REQUIRE(r2.exit_code == 0);
+  auto envs = read_envs(dir, 5);
+  REQUIRE(envs.size() == 5);  // ranks 0-1 trainer, 2 evaluator, 3-4 trainer
+  const char* role[] = {"trainer", "trainer", "evaluator", "trainer", "trainer"};
+  const char* role_rank[] = {"0", "1", "0", "2", "3"};
+  for (int rank = 0; rank < 5; ++rank) {
+    CHECK(envs[rank]["ROLE_NAME"] == role[rank]);
+    CHECK(envs[rank]["ROLE_RANK"] == role_rank[rank]);
+    CHECK(envs[rank]["ROLE_WORLD_SIZE"] == (rank == 2 ? "1" : "4"));
+    CHECK(envs[rank]["WORLD_SIZE"] == "5");
+  }
 }

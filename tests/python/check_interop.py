@@ -1,7 +1,7 @@
 """End-to-end checks: plain PyTorch scripts run unchanged under ddp-launch.
 
 Usage: check_interop.py --launcher PATH --python PATH CASE [--nproc N]
-CASE is env_allreduce, record_traceback or legacy_local_rank. Runs the launcher on the
+CASE is env_allreduce, record_traceback, legacy_local_rank or tutorial_local_rank. Runs the launcher on the
 script next to this file with PYTHON_EXEC=--python (an interpreter that has torch), checks
 its exit code and output, prints what it checked, and exits 1 on the first mismatch.
 """
@@ -94,7 +94,7 @@ def check_legacy_local_rank(args):
         fail(f"exit code {rc}, expected 0", out)
     for rank in range(n):
         if f"local_rank={rank} argv_ok tag=legacy" not in "\n".join(rank_lines(out, rank)):
-            fail(f"rank {rank} did not get --local-rank={rank} before its own arguments", out)
+            fail(f"rank {rank} did not get --local_rank={rank} before its own arguments", out)
     # The pre-2.0 spelling, as torch.distributed.launch in 1.x passed it.
     env = dict(os.environ, LOCAL_RANK="3")
     proc = subprocess.run([args.python, os.path.join(HERE, "legacy_local_rank.py"), "--local_rank=3"], env=env,
@@ -105,7 +105,23 @@ def check_legacy_local_rank(args):
     rc, out = launch(args, ["--nproc_per_node=1"], "legacy_local_rank.py")
     if rc != 2 or "no --local_rank/--local-rank argument" not in out:
         fail(f"without --use-env=false expected exit 2 and the script's message, got {rc}", out)
-    print(f"ok: --use-env=false passed --local-rank=N to {n} workers; --local_rank=N accepted too")
+    print(f"ok: --use-env=false passed --local_rank=N to {n} workers; --local_rank=N accepted too")
+
+
+def check_tutorial_local_rank(args):
+    """A script that declares only --local_rank (required) runs under --use-env=false."""
+    n = args.nproc
+    rc, out = launch(args, [f"--nproc_per_node={n}", "--use_env=False"], "tutorial_local_rank.py")
+    if rc != 0:
+        fail(f"exit code {rc}, expected 0", out)
+    for rank in range(n):
+        if f"tutorial rank {rank} local_rank {rank} ok" not in "\n".join(rank_lines(out, rank)):
+            fail(f"rank {rank} of the tutorial-style script did not report", out)
+    # The 2.x spelling on request: this script rejects it, as argparse does for such scripts.
+    rc, out = launch(args, ["--nproc_per_node=1", "--local-rank-arg=local-rank"], "tutorial_local_rank.py")
+    if rc != 2 or "--local_rank" not in out:
+        fail(f"--local-rank-arg=local-rank should pass --local-rank=0, which this script rejects; got {rc}", out)
+    print(f"ok: the tutorial-style script (only --local_rank) ran on {n} workers with --use_env=False")
 
 
 def main():
@@ -113,7 +129,8 @@ def main():
     parser.add_argument("--launcher", required=True)
     parser.add_argument("--python", default="/usr/bin/python3")
     parser.add_argument("--nproc", type=int, default=2)
-    parser.add_argument("case", choices=["env_allreduce", "record_traceback", "legacy_local_rank"])
+    parser.add_argument("case", choices=["env_allreduce", "record_traceback", "legacy_local_rank",
+                                           "tutorial_local_rank"])
     args = parser.parse_args()
     globals()[f"check_{args.case}"](args)
 

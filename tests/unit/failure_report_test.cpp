@@ -122,3 +122,22 @@ TEST_CASE("the remote report names the failed node and this node's stopped worke
   lost.exit = "node 1 (h1) was lost";
   CHECK(format_remote_failure_report("p", lost, 0, "h0").find("rank      :") == std::string::npos);
 }
+
+TEST_CASE("a communication error is told from a worker's own failure") {
+  WorkerOutcome comm;
+  comm.stderr_tail = {"Traceback (most recent call last):",
+                      "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+                      "[10.0.0.2]:5341"};
+  CHECK(looks_like_comm_error(comm));
+  WorkerOutcome libddp;
+  libddp.error = ErrorRecord{"ddp::CommError: allreduce failed on rank 1 of a gloo group of 2 (x): read: Connection "
+                             "reset by peer; a peer process probably exited or crashed", "", std::nullopt};
+  CHECK(looks_like_comm_error(libddp));
+  WorkerOutcome own;
+  own.stderr_tail = {"ValueError: bad learning rate"};
+  CHECK_FALSE(looks_like_comm_error(own));
+  // The error file, when there is one, decides: not a line the worker printed earlier.
+  own.stderr_tail.push_back("warning: Connection reset by peer, retrying");
+  own.error = ErrorRecord{"ValueError: bad learning rate", "", std::nullopt};
+  CHECK_FALSE(looks_like_comm_error(own));
+}

@@ -81,7 +81,9 @@ TEST_CASE("defaults match torchrun") {
   CHECK(o.rdzv_id == "none");
   CHECK_FALSE(o.master_port);
   CHECK(o.signals_to_handle == default_stop_signals());
-  CHECK_FALSE(o.legacy_local_rank_arg);
+  CHECK(o.local_rank_flag.empty());
+  CHECK(o.stdin_rank_auto);
+  CHECK_FALSE(o.run_path);
 }
 
 TEST_CASE("nproc-per-node accepts a count, gpu, cpu and auto") {
@@ -126,11 +128,31 @@ TEST_CASE("signals to handle are names or numbers") {
   CHECK_THROWS_AS(parse_signal_list("SIGKILL"), LaunchError);
 }
 
-TEST_CASE("legacy launch mode passes --local-rank") {
-  CHECK(parse({"--use-env=false", "prog"}).legacy_local_rank_arg);
-  CHECK(parse({"--use_env=0", "prog"}).legacy_local_rank_arg);
-  CHECK(parse({"--legacy-local-rank-arg", "prog"}).legacy_local_rank_arg);
-  CHECK_FALSE(parse({"--use-env", "prog"}).legacy_local_rank_arg);
+TEST_CASE("legacy launch mode passes --local_rank (1.x), or --local-rank when asked") {
+  CHECK(parse({"--use-env=false", "prog"}).local_rank_flag == "--local_rank");
+  CHECK(parse({"--use_env=0", "prog"}).local_rank_flag == "--local_rank");
+  CHECK(parse({"--legacy-local-rank-arg", "prog"}).local_rank_flag == "--local_rank");
+  CHECK(parse({"--use-env", "prog"}).local_rank_flag.empty());
+  CHECK(parse({"--local-rank-arg=local-rank", "prog"}).local_rank_flag == "--local-rank");
+  CHECK(parse({"--use-env=false", "--local_rank_arg=local_rank", "prog"}).local_rank_flag == "--local_rank");
+  CHECK_THAT(usage_error_of({"--local-rank-arg=rank", "prog"}), Catch::Contains("local_rank"));
+}
+
+TEST_CASE("stdin rank option takes a rank or none or auto") {
+  auto n = parse({"--stdin-rank=3", "prog"});
+  CHECK_FALSE(n.stdin_rank_auto);
+  CHECK(n.stdin_rank == 3);
+  auto none = parse({"--stdin_rank", "none", "prog"});
+  CHECK_FALSE(none.stdin_rank_auto);
+  CHECK_FALSE(none.stdin_rank);
+  CHECK(parse({"--stdin-rank=auto", "prog"}).stdin_rank_auto);
+  CHECK_THAT(usage_error_of({"--stdin-rank=me", "prog"}), Catch::Contains("--stdin-rank"));
+}
+
+TEST_CASE("run-path option in both spellings and not with -m") {
+  CHECK(parse({"--run-path", "train", "a"}).run_path);
+  CHECK(parse({"--run_path", "train"}).run_path);
+  CHECK_THAT(usage_error_of({"--run-path", "-m", "pkg"}), Catch::Contains("--run-path"));
 }
 
 TEST_CASE("bad input gives one actionable line") {
@@ -150,7 +172,7 @@ TEST_CASE("bad input gives one actionable line") {
   CHECK_THAT(usage_error_of({"--nnodes=1:2", "--master-addr=a", "prog"}), Catch::Contains("c10d"));
   CHECK_THAT(usage_error_of({"--nnodes=2", "--rdzv-backend=c10d", "prog"}), Catch::Contains("--rdzv-endpoint"));
   CHECK_THAT(usage_error_of({"--rdzv-conf=join_timeout=x", "prog"}), Catch::Contains("join_timeout"));
-  CHECK_THAT(usage_error_of({"--rdzv-conf=colour=blue", "prog"}), Catch::Contains("unknown key 'colour'"));
+  CHECK_THAT(usage_error_of({"--rdzv-conf=heartbeat_timeout=soon", "prog"}), Catch::Contains("heartbeat_timeout"));
   CHECK_THAT(usage_error_of({"--rdzv-conf=heartbeat_interval=5,heartbeat_timeout=2", "prog"}),
              Catch::Contains("heartbeat_timeout must be longer"));
   CHECK_THAT(usage_error_of({"--rdzv-backend=etcd", "prog"}), Catch::Contains("etcd"));

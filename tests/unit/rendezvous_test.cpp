@@ -213,7 +213,7 @@ TEST_CASE("the peer watch turns a malformed abort record into a stop reason, nev
   store::MemoryStore store;
   store.set(JobKeys::abort(0), "{garbage");
   PeerWatch watch{store, store, false, 0, 2, "h0", "h0:29400"};
-  WatchTrouble trouble;
+  WatchState trouble;
   auto reason = watch_round(watch, two_nodes(), 0, trouble);
   REQUIRE(reason);
   CHECK_THAT(*reason, Catch::Contains("malformed abort record") && Catch::Contains(kVersionHint));
@@ -224,7 +224,7 @@ TEST_CASE("the peer watch turns a malformed abort record into a stop reason, nev
 TEST_CASE("the peer watch turns a lost store into a stop reason, never a throw") {
   LostStore store;
   PeerWatch watch{store, store, true, 0, 2, "h0", "h0:29400"};
-  WatchTrouble trouble;
+  WatchState trouble;
   auto reason = watch_round(watch, two_nodes(), 0, trouble);
   REQUIRE(reason);
   CHECK(*reason == "lost the agent store at h0:29400 (connection reset by peer)");
@@ -234,7 +234,7 @@ TEST_CASE("the peer watch turns a lost store into a stop reason, never a throw")
 TEST_CASE("the leader's watch publishes a lost peer and a waiting node") {
   store::MemoryStore store;
   PeerWatch watch{store, store, true, 1, 3, "h0", "h0:29400"};
-  WatchTrouble trouble;
+  WatchState trouble;
   CHECK_FALSE(watch_round(watch, two_nodes(), 0, trouble));
   store.set(std::string(store::kDroppedPrefix) + "n1", "heartbeat timeout");
   auto reason = watch_round(watch, two_nodes(), 0, trouble);
@@ -251,4 +251,44 @@ TEST_CASE("the leader's watch publishes a lost peer and a waiting node") {
   CHECK_THAT(*reason, Catch::Contains("a new node is waiting to join"));
   CHECK(trouble.bad_record.empty());
   CHECK(trouble.store_lost.empty());
+}
+
+TEST_CASE("a worker's communication error looks for a better root cause on any node") {
+  store::MemoryStore store;
+  PeerWatch follower{store, store, false, 0, 2, "h1", "h0:29400"};
+  WatchState state;
+  CHECK_FALSE(find_root_cause(follower, two_nodes(), 1, state));  // nothing known: its own failure
+  CHECK_FALSE(state.abort);
+  // A peer the store dropped: published as lost, by a follower too.
+  store.set(std::string(store::kDroppedPrefix) + "n0", "connection lost");
+  auto reason = find_root_cause(follower, two_nodes(), 1, state);
+  REQUIRE(reason);
+  CHECK_THAT(*reason, Catch::Contains("node 0 (") && Catch::Contains("was lost: connection lost"));
+  REQUIRE(state.abort);
+  CHECK(state.abort->kind == AbortRecord::Kind::kLost);
+  CHECK(state.abort->final);  // max_restarts 0
+  CHECK(abort_from_json(store.get(JobKeys::abort(0), store::Duration(100))).kind == AbortRecord::Kind::kLost);
+  // A lost store is a better cause as well.
+  LostStore lost;
+  PeerWatch cut{lost, lost, false, 0, 2, "h1", "h0:29400"};
+  WatchState lost_state;
+  CHECK(find_root_cause(cut, two_nodes(), 1, lost_state));
+  CHECK(lost_state.store_lost == "connection reset by peer");
+}
+
+TEST_CASE("an abort record read by the watch stays known after the store is gone") {
+  store::MemoryStore store;
+  PeerWatch watch{store, store, false, 0, 2, "h1", "h0:29400"};
+  WatchState state;
+  WorkerOutcome root;
+  root.rank = 0;
+  root.status.code = 3;
+  publish_abort(store, 0, AbortRecord::worker_failure(root, 0, "h0", true));
+  REQUIRE(watch_round(watch, two_nodes(), 1, state));
+  LostStore lost;
+  PeerWatch cut{lost, lost, false, 0, 2, "h1", "h0:29400"};
+  CHECK(watch_round(cut, two_nodes(), 1, state));  // the store is gone now
+  REQUIRE(state.abort);
+  CHECK(state.abort->exit_code == 3);
+  CHECK(state.abort->final);
 }

@@ -157,3 +157,16 @@ TEST_CASE("abort records come from named factories") {
   CHECK(stop.final);
   CHECK(abort_from_json(to_json(stop)).status == stop.reason);
 }
+
+TEST_CASE("ROLE_RANK and ROLE_WORLD_SIZE count within each role, as torchrun does") {
+  auto a = node("a", 2), b = node("b", 3), c = node("c", 4);
+  b.role = "evaluator";
+  auto plan = make_plan({a, b, c}, 0, 0);
+  REQUIRE(plan.error.empty());
+  CHECK(rdzv::role_ranks(plan, 0) == std::pair<int, int>{0, 6});  // trainers: a (2) + c (4)
+  CHECK(rdzv::role_ranks(plan, 1) == std::pair<int, int>{0, 3});  // the evaluator alone
+  CHECK(rdzv::role_ranks(plan, 2) == std::pair<int, int>{2, 6});  // after a's two
+  auto back = plan_from_json(to_json(plan));
+  CHECK(back.nodes[1].info.role == "evaluator");
+  CHECK(rdzv::role_ranks(back, 2) == std::pair<int, int>{2, 6});
+}

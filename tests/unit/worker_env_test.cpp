@@ -19,6 +19,8 @@ TEST_CASE("every contract variable is set per rank") {
   plan.run_id = "job7";
   plan.max_restarts = 3;
   plan.restart_count = 2;
+  plan.role_base_rank = 4;
+  plan.role_world_size = 8;
   Environment base{{"PATH", "/bin"}, {"HOME", "/root"}};
   auto env = worker_environment(base, plan, WorkerSlot{3, "/logs/err.json", std::nullopt, false});
   CHECK(env["RANK"] == "7");
@@ -39,6 +41,7 @@ TEST_CASE("every contract variable is set per rank") {
   CHECK(env["TORCHELASTIC_ERROR_FILE"] == "/logs/err.json");
   CHECK(env["OMP_NUM_THREADS"] == "1");
   CHECK(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1");
+  CHECK(env["NCCL_ASYNC_ERROR_HANDLING"] == "1");  // the name PyTorch < 2.2 reads
   CHECK(env["PATH"] == "/bin");
   CHECK(env.count("CUDA_VISIBLE_DEVICES") == 0);
   for (const auto& name : contract_variables())
@@ -51,7 +54,11 @@ TEST_CASE("user settings of OMP_NUM_THREADS and NCCL error handling are kept") {
   auto env = worker_environment(base, GroupPlan{}, WorkerSlot{});
   CHECK(env["OMP_NUM_THREADS"] == "6");
   CHECK(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "0");
+  CHECK(env.count("NCCL_ASYNC_ERROR_HANDLING") == 0);  // either name set: neither is added
   CHECK(env["CUDA_VISIBLE_DEVICES"] == "2,3");  // passed through unchanged
+  auto old_name = worker_environment({{"NCCL_ASYNC_ERROR_HANDLING", "0"}}, GroupPlan{}, WorkerSlot{});
+  CHECK(old_name["NCCL_ASYNC_ERROR_HANDLING"] == "0");
+  CHECK(old_name.count("TORCH_NCCL_ASYNC_ERROR_HANDLING") == 0);
 }
 
 TEST_CASE("isolation mode: one device and LOCAL_RANK 0") {
@@ -81,9 +88,21 @@ TEST_CASE("worker commands: executables directly, .py through python, -m, legacy
   CHECK(py.executable == "/bin/echo");
   CHECK(py.argv_for(2) == std::vector<std::string>{"/bin/echo", "-u", dir / "train.py", "--x", "2"});
 
-  o.legacy_local_rank_arg = true;
+  o.local_rank_flag = "--local_rank";
+  CHECK(resolve_worker_command(o, env).argv_for(1) ==
+        std::vector<std::string>{"/bin/echo", "-u", dir / "train.py", "--local_rank=1", "--x", "1"});
+  o.local_rank_flag = "--local-rank";
   CHECK(resolve_worker_command(o, env).argv_for(1) ==
         std::vector<std::string>{"/bin/echo", "-u", dir / "train.py", "--local-rank=1", "--x", "1"});
+
+  WorkerCommandSpec rp;  // --run-path: any file name goes through the interpreter
+  ddp::test::write_file(dir / "train_script", "print(1)\n");
+  rp.program = dir / "train_script";
+  rp.run_path = true;
+  CHECK(resolve_worker_command(rp, env).argv_for(0) ==
+        std::vector<std::string>{"/bin/echo", "-u", dir / "train_script"});
+  rp.no_python = true;  // torchrun: --run-path wins over --no-python
+  CHECK(resolve_worker_command(rp, env).executable == "/bin/echo");
 
   WorkerCommandSpec m;
   m.program = "pkg.train";
