@@ -63,7 +63,7 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.add_option("--rdzv-id,--rdzv_id", o.rdzv_id, "Job id shared by all nodes (TORCHELASTIC_RUN_ID)");
   app.add_option("--rdzv-conf,--rdzv_conf", raw.rdzv_conf,
                  "Rendezvous settings k=v,...: join_timeout, last_call_timeout, heartbeat_interval, "
-                 "heartbeat_timeout (s), token, is_host");
+                 "heartbeat_timeout (s), token, is_host, bind_all");
   app.add_flag("--standalone", o.standalone, "Single node with a free port and a fresh run id");
   app.add_option("--max-restarts,--max_restarts", raw.max_restarts,
                  "Restart the whole worker group up to N times after a failure (default 0)");
@@ -232,7 +232,7 @@ void convert_raw_options(const RawOptions& raw, const Environment& env, const Gi
   for (const auto& key : o.rdzv.ignored_keys)
     o.warnings.push_back(fmt::format("--rdzv-conf: ignoring unknown key '{}' (known: join_timeout, "
                                      "last_call_timeout, heartbeat_interval, heartbeat_timeout, "
-                                     "token, is_host)",
+                                     "token, is_host, bind_all)",
                                      key));
 }
 

@@ -22,6 +22,7 @@ void apply_item(const std::string& key, const std::string& v, RendezvousConf& co
   else if (key == "heartbeat_timeout") conf.heartbeat_timeout_s = seconds(key, v);
   else if (key == "token") conf.token = v;
   else if (key == "is_host") conf.is_host = (v == "1" || v == "true" || v == "True");
+  else if (key == "bind_all") conf.bind_all = (v == "1" || v == "true" || v == "True");
   else if (key == "close_timeout" || key == "keep_alive_max_attempt" || key == "read_timeout" ||
            key == "store_type" || key == "use_libuv")
     return;  // torchrun keys with no meaning here

@@ -21,6 +21,7 @@ struct RendezvousConf {
   std::string token;                  // token (or env DDP_LAUNCH_RDZV_TOKEN): shared secret
   std::optional<bool> is_host;        // is_host: force hosting (or not) the agent store
   std::vector<std::string> ignored_keys;  // unknown keys, in the order given
+  bool bind_all = false;              // bind_all: the store listens on every interface
 };
 
 RendezvousConf parse_rdzv_conf(const std::string& value, const Environment& env);

@@ -91,6 +91,7 @@ class MultiNodeAgent {
   HostPort endpoint_;
   bool leader_ = false;
   std::string name_;
+  std::string listen_host_;  // where our store listens, when we host it
   std::unique_ptr<store::StoreServer> server_;
   std::unique_ptr<store::TcpStoreClient> client_;
   std::unique_ptr<store::PrefixStore> job_store_;
@@ -103,11 +104,17 @@ class MultiNodeAgent {
 // Tries to host the agent store; false when another launcher on this machine hosts it.
 bool MultiNodeAgent::host_store() {
   store::ServerOptions options;
+  options.host = listen_host_ = spec_.rdzv.bind_all ? "0.0.0.0" : store_listen_host(endpoint_.host);
   options.port = static_cast<uint16_t>(endpoint_.port);
   options.token = spec_.rdzv.token;
   server_ = std::make_unique<store::StoreServer>(options);
   try {
     server_->start();
+    if (options.token.empty() && !is_loopback_address(listen_host_))
+      launcher_notice(fmt::format("warning: the agent store listens on {} without a token: anyone who can reach "
+                                  "it can read and write the job's rendezvous keys (and declare a node lost); "
+                                  "set the same --rdzv-conf token=<secret> (or DDP_LAUNCH_RDZV_TOKEN) on every node",
+                                  server_->listen_address()));
     return true;
   } catch (const store::BindError& e) {
     // Static node 0 and a forced host must host; otherwise another launcher on this
@@ -133,12 +140,14 @@ void MultiNodeAgent::connect() {
   options.connect_timeout = ms(conf.join_timeout_s);
   options.request_timeout = ms(conf.heartbeat_timeout_s);
   options.heartbeat_timeout_ms = static_cast<uint32_t>(conf.heartbeat_timeout_s * 1000);
-  client_ = std::make_unique<store::TcpStoreClient>(leader_ ? "127.0.0.1" : endpoint_.host,
+  const std::string local = listen_host_ == "0.0.0.0" ? "127.0.0.1" : listen_host_;
+  client_ = std::make_unique<store::TcpStoreClient>(leader_ ? local : endpoint_.host,
                                                     static_cast<uint16_t>(endpoint_.port), options);
   job_store_ = std::make_unique<store::PrefixStore>("ddp-launch/" + job_.run_id, *client_);
-  launcher_notice(fmt::format("{} the agent store at {}:{} ({} rendezvous, run id {})",
+  launcher_notice(fmt::format("{} the agent store at {}:{}{} ({} rendezvous, run id {})",
                               leader_ ? "hosting" : "joined", endpoint_.host, endpoint_.port,
-                              spec_.rdzv_backend, job_.run_id));
+                              leader_ ? ", listening on " + server_->listen_address() : "", spec_.rdzv_backend,
+                              job_.run_id));
 }
 
 rdzv::NodeInfo MultiNodeAgent::self_info(int previous_rank) {

@@ -67,6 +67,20 @@ bool is_local_address(const std::string& host) {
   return false;
 }
 
+std::string store_listen_host(const std::string& host) {
+  if (host == "localhost") return "127.0.0.1";
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(host, ec);
+  if (ec || !is_local_address(host)) return "0.0.0.0";
+  return address.to_string();
+}
+
+bool is_loopback_address(const std::string& ip) {
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(ip, ec);
+  return !ec && address.is_loopback();
+}
+
 HostPort parse_host_port(const std::string& text, int default_port, const std::string& flag) {
   HostPort hp;
   hp.port = default_port;

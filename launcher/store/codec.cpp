@@ -23,8 +23,11 @@ class Writer {
     u32(static_cast<uint32_t>(items.size()));
     for (const auto& s : items) bytes(s);
   }
+  // A payload that does not fit the u32 header is refused, never wrapped.
   std::string finish() {
     const uint64_t payload = out_.size() - kFrameHeaderBytes;
+    if (payload > UINT32_MAX)
+      throw ProtocolError(fmt::format("frame of {} bytes cannot be encoded (the limit is 4 GiB)", payload));
     for (int i = 0; i < 4; ++i) out_[i] = static_cast<char>((payload >> (8 * (3 - i))) & 0xff);
     return std::move(out_);
   }
@@ -158,6 +161,12 @@ std::string encode_request(const Request& q) {
   return w.finish();
 }
 
+size_t encoded_size(const Response& p) {
+  size_t n = kFrameHeaderBytes + 1 + 1 + 1 + 8 + 4 + 4 + p.message.size();
+  for (const auto& v : p.values) n += 4 + v.size();
+  return n;
+}
+
 std::string encode_response(const Response& p) {
   Writer w;
   w.u8(static_cast<uint8_t>(p.op));
@@ -243,9 +252,10 @@ void FrameDecoder::check_header() {
     for (size_t i = 0; i < kFrameHeaderBytes; ++i)
       len = (len << 8) | static_cast<uint8_t>(buffer_[pos + i]);
     if (len == 0) throw ProtocolError("malformed frame: zero length");
-    if (len > max_frame_bytes_)
-      throw ProtocolError(fmt::format("frame of {} bytes exceeds the maximum of {} bytes", len,
-                                      max_frame_bytes_));
+    const uint32_t limit = frames_taken_ == 0 && pos == 0 ? first_frame_max_ : max_frame_bytes_;
+    if (len > limit)
+      throw ProtocolError(fmt::format("frame of {} bytes exceeds the maximum of {} bytes{}", len, limit,
+                                      limit == max_frame_bytes_ ? "" : " before authentication"));
     pos += kFrameHeaderBytes + len;
   }
 }
@@ -257,6 +267,7 @@ std::optional<std::string> FrameDecoder::next() {
   if (buffer_.size() - kFrameHeaderBytes < len) return std::nullopt;
   std::string payload = buffer_.substr(kFrameHeaderBytes, len);
   buffer_.erase(0, kFrameHeaderBytes + len);
+  ++frames_taken_;
   return payload;
 }
 

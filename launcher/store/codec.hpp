@@ -18,6 +18,8 @@ std::string encode_greeting(const Greeting& greeting);
 std::string encode_hello(const Hello& hello);
 std::string encode_request(const Request& request);
 std::string encode_response(const Response& response);
+// The bytes encode_response would produce (header included), computed without encoding.
+size_t encoded_size(const Response& response);
 
 Greeting decode_greeting(std::string_view payload);
 Hello decode_hello(std::string_view payload);      // checks nothing but the shape
@@ -25,11 +27,14 @@ Request decode_request(std::string_view payload);  // checks the op and its fiel
 Response decode_response(std::string_view payload);
 
 // Splits a byte stream into frame payloads. feed() throws ProtocolError as soon as a
-// header announces an empty frame or one larger than max_frame_bytes, before buffering it.
+// header announces an empty frame or one larger than the limit, before buffering it. The
+// first frame has its own (smaller) limit: the server's HELLO, before authentication.
 class FrameDecoder {
  public:
   explicit FrameDecoder(uint32_t max_frame_bytes = kDefaultMaxFrameBytes)
-      : max_frame_bytes_(max_frame_bytes) {}
+      : max_frame_bytes_(max_frame_bytes), first_frame_max_(max_frame_bytes) {}
+  FrameDecoder(uint32_t max_frame_bytes, uint32_t first_frame_max)
+      : max_frame_bytes_(max_frame_bytes), first_frame_max_(first_frame_max) {}
 
   void feed(const char* data, size_t size);
   void feed(std::string_view bytes) { feed(bytes.data(), bytes.size()); }
@@ -42,6 +47,8 @@ class FrameDecoder {
   void check_header();
 
   uint32_t max_frame_bytes_;
+  uint32_t first_frame_max_;
+  uint64_t frames_taken_ = 0;
   std::string buffer_;  // unconsumed bytes; whole frames are taken from the front
 };
 

@@ -1,6 +1,6 @@
 #include "launcher/store/key_table.hpp"
 
-#include <algorithm>
+#include <string_view>
 
 #include "launcher/store/value.hpp"
 
@@ -36,9 +36,16 @@ bool KeyTable::erase(const std::string& key) { return data_.erase(key) > 0; }
 
 std::vector<std::string> KeyTable::missing(const std::vector<std::string>& keys) const {
   std::vector<std::string> out;
+  std::unordered_set<std::string_view> seen;  // views into keys, which outlive it
   for (const auto& k : keys)
-    if (!data_.count(k) && std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+    if (!data_.count(k) && seen.insert(k).second) out.push_back(k);
   return out;
+}
+
+uint64_t KeyTable::value_bytes(const std::vector<std::string>& keys) const {
+  uint64_t total = 0;
+  for (const auto& k : keys) total += data_.at(k).size();
+  return total;
 }
 
 std::vector<std::string> KeyTable::values(const std::vector<std::string>& keys) const {
@@ -58,27 +65,36 @@ KeyTable::WaiterId KeyTable::park(const std::vector<std::string>& keys, Ready re
 }
 
 void KeyTable::register_missing(WaiterId id, Waiter& waiter) {
-  const auto absent = missing(waiter.keys);
-  waiter.remaining = absent.size();
-  for (const auto& k : absent) by_key_.emplace(k, id);
+  waiter.registered = missing(waiter.keys);
+  waiter.remaining = waiter.registered.size();
+  for (const auto& k : waiter.registered) by_key_[k].insert(id);
+}
+
+// Removes id from the keys it still waits on (those that arrived are already gone).
+void KeyTable::unregister(WaiterId id, const Waiter& waiter) {
+  for (const auto& k : waiter.registered) {
+    auto it = by_key_.find(k);
+    if (it == by_key_.end()) continue;
+    it->second.erase(id);
+    if (it->second.empty()) by_key_.erase(it);
+  }
 }
 
 void KeyTable::unpark(WaiterId id) {
   auto it = waiters_.find(id);
   if (it == waiters_.end()) return;
-  for (const auto& k : it->second.keys) {
-    auto [b, e] = by_key_.equal_range(k);
-    for (auto j = b; j != e;) j = j->second == id ? by_key_.erase(j) : std::next(j);
-  }
+  unregister(id, it->second);
   waiters_.erase(it);
 }
 
 void KeyTable::on_new_key(const std::string& key) {
-  auto [b, e] = by_key_.equal_range(key);
+  auto found = by_key_.find(key);
+  if (found == by_key_.end()) return;
+  const std::unordered_set<WaiterId> ids = std::move(found->second);
+  by_key_.erase(found);
   std::vector<WaiterId> complete;
-  for (auto j = b; j != e; ++j)
-    if (--waiters_.at(j->second).remaining == 0) complete.push_back(j->second);
-  by_key_.erase(b, e);
+  for (WaiterId id : ids)
+    if (--waiters_.at(id).remaining == 0) complete.push_back(id);
   std::vector<Ready> ready;
   for (WaiterId id : complete) {
     Waiter& w = waiters_.at(id);

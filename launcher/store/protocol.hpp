@@ -16,6 +16,10 @@ namespace ddp::launch::store {
 inline constexpr uint32_t kMagic = 0x44445053;  // "DDPS"
 inline constexpr uint16_t kProtocolVersion = 1;
 inline constexpr uint32_t kDefaultMaxFrameBytes = 16u << 20;  // 16 MiB
+// The first client frame (HELLO) is tiny: before the proof checks out no larger frame is
+// accepted, so an unauthenticated peer cannot make the server buffer more than this.
+inline constexpr uint32_t kMaxHelloFrameBytes = 4096;
+inline constexpr size_t kMaxNameBytes = 1024;  // HELLO's client name
 inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kFrameHeaderBytes = 4;
 // The key the server sets when a named client with a heartbeat disappears.

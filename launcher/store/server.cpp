@@ -6,6 +6,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <future>
 #include <thread>
 
@@ -16,6 +19,23 @@ namespace ddp::launch::store {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
+namespace {
+constexpr size_t kReservedFds = 64;  // for the launcher's own files, pipes and workers
+
+// Raises the soft open-file limit to the hard one (an inherited 256 or 1024 would cap the
+// store far below what the machine allows); returns the soft limit now in force.
+size_t raise_open_file_limit() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rlimit raised = rl;
+    raised.rlim_cur = rl.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+  }
+  return rl.rlim_cur == RLIM_INFINITY ? SIZE_MAX : static_cast<size_t>(rl.rlim_cur);
+}
+}  // namespace
+
 struct StoreServer::Impl {
   explicit Impl(ServerOptions opts) : options(std::move(opts)), shared(options), acceptor(io) {}
 
@@ -23,9 +43,11 @@ struct StoreServer::Impl {
     acceptor.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
       if (!ec) {
-        auto session = std::make_shared<Session>(std::move(socket), shared);
-        shared.sessions.insert(session);
-        session->start();
+        if (make_room()) {
+          auto session = std::make_shared<Session>(std::move(socket), shared);
+          shared.sessions.insert(session);
+          session->start();
+        }
         do_accept();
       } else {  // e.g. out of file descriptors: pause instead of spinning
         shared.log(fmt::format("store: accept failed: {}", ec.message()));
@@ -37,12 +59,31 @@ struct StoreServer::Impl {
     });
   }
 
+  // At the connection cap, closes the oldest unauthenticated connection; false (refuse the
+  // new one) when every connection is authenticated.
+  bool make_room() {
+    if (shared.sessions.size() < max_connections) return true;
+    std::shared_ptr<Session> oldest;
+    for (const auto& s : shared.sessions)
+      if (!s->authenticated() && (!oldest || s->serial() < oldest->serial())) oldest = s;
+    const auto why = fmt::format("store: {} connections open (the limit)", max_connections);
+    if (!oldest) {
+      shared.log(why + ", all authenticated: refusing a new connection");
+      return false;
+    }
+    shared.log(why + ": closing the oldest unauthenticated one");
+    oldest->close("connection limit: the oldest unauthenticated connection is closed");
+    return true;
+  }
+
   ServerOptions options;
+  size_t max_connections = 0;
   asio::io_context io{1};  // declared before everything that uses it, destroyed last
   ServerShared shared;
   tcp::acceptor acceptor;
   asio::steady_timer accept_retry{io};
   uint16_t port = 0;
+  std::string listen_address;
   std::thread thread;
 };
 
@@ -80,12 +121,22 @@ void StoreServer::start() {
                       true);
     throw BindError(fmt::format("cannot listen for the rendezvous store on {}: {}", where, ec.message()), false);
   }
-  impl_->port = acc.local_endpoint().port();
+  const auto bound = acc.local_endpoint();
+  impl_->port = bound.port();
+  const auto ip = bound.address().to_string();
+  impl_->listen_address = bound.address().is_v6() ? fmt::format("[{}]:{}", ip, impl_->port)
+                                                  : fmt::format("{}:{}", ip, impl_->port);
+  const size_t fds = raise_open_file_limit();
+  impl_->max_connections = std::max<size_t>(1, std::min(o.max_connections, fds > 2 * kReservedFds ? fds - kReservedFds : fds / 2));
   impl_->do_accept();
   impl_->thread = std::thread([impl = impl_.get()] { impl->io.run(); });
 }
 
 uint16_t StoreServer::port() const { return impl_->port; }
+
+std::string StoreServer::listen_address() const { return impl_->listen_address; }
+
+size_t StoreServer::max_connections() const { return impl_->max_connections; }
 
 void StoreServer::stop() {
   if (!impl_ || !impl_->thread.joinable()) return;

@@ -23,7 +23,15 @@ struct ServerOptions {
   // request is processed. The launcher takes it from --rdzv-conf token=... or the
   // environment variable DDP_LAUNCH_RDZV_TOKEN.
   std::string token;
-  uint32_t max_frame_bytes = kDefaultMaxFrameBytes;  // larger frames close the connection
+  // Larger request frames close the connection; a reply that would be larger is an ERROR
+  // reply instead. Before authentication only kMaxHelloFrameBytes is accepted.
+  uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
+  // Once this many reply bytes wait for a client to read them, the server reads no more
+  // of its requests until it does (backpressure; write_timeout still applies).
+  size_t max_write_backlog_bytes = 1u << 20;
+  // Open connections at most (lowered to fit the open-file limit). At the cap, a new
+  // connection replaces the oldest one still unauthenticated, or is refused if none is.
+  size_t max_connections = 1024;
   // A client must send HELLO, and finish any frame it has started, within this.
   Duration read_timeout{10000};
   // Each reply must be taken by the client within this (a peer that stops reading).
@@ -52,9 +60,12 @@ class StoreServer {
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;
 
-  // Binds and starts the server thread. Throws BindError naming host:port.
+  // Raises the process's soft open-file limit to the hard limit, binds and starts the
+  // server thread. Throws BindError naming host:port.
   void start();
   uint16_t port() const;
+  std::string listen_address() const;  // "address:port" bound, after start()
+  size_t max_connections() const;      // the effective cap, after start()
   // Closes every connection (no __dropped__ keys are set) and joins the thread. Idempotent.
   void stop();
 

@@ -21,12 +21,25 @@ Response error_reply(Op op, std::string message) {
   r.message = std::move(message);
   return r;
 }
+
+size_t request_bytes(const Request& q) {
+  size_t n = 0;
+  for (const auto& k : q.keys) n += k.size();
+  for (const auto& v : q.values) n += v.size();
+  return n;
+}
+
+std::string reply_too_large(uint64_t bytes, uint32_t limit) {
+  return fmt::format("the reply would be {} bytes, over the store's frame limit of {} bytes; ask for fewer "
+                     "or smaller values per request", bytes, limit);
+}
 }  // namespace
 
 Session::Session(asio::ip::tcp::socket socket, ServerShared& shared)
     : socket_(std::move(socket)),
       shared_(shared),
-      decoder_(shared.options.max_frame_bytes),
+      serial_(shared.next_serial++),
+      decoder_(shared.options.max_frame_bytes, kMaxHelloFrameBytes),
       read_deadline_(socket_.get_executor()),
       write_deadline_(socket_.get_executor()),
       heartbeat_(socket_.get_executor()),
@@ -44,6 +57,7 @@ void Session::start() {
   g.auth_required = !shared_.options.token.empty();
   g.nonce = nonce_ = random_bytes(kNonceBytes);
   writes_.push_back(encode_greeting(g));
+  write_bytes_ = writes_.back().size();
   do_write();
   read_deadline_.expires_after(shared_.options.read_timeout);  // HELLO must come in time
   read_deadline_armed_ = true;
@@ -73,10 +87,27 @@ void Session::close(const std::string& reason) {
   shared_.sessions.erase(shared_from_this());
 }
 
+// Runs what can run while the client takes its replies: requests queued behind a finished
+// wait, then frames already buffered; then reads more. A backlog of unread replies stops
+// all three until a write completes (which calls pump() again).
+void Session::pump() {
+  run_queued();
+  while (open() && !backlogged()) {
+    auto frame = decoder_.next();
+    if (!frame) break;
+    on_frame(*frame);
+  }
+  if (!open() || backlogged() || reading_) return;
+  update_read_deadline();
+  do_read();
+}
+
 void Session::do_read() {
   auto self = shared_from_this();
+  reading_ = true;
   socket_.async_read_some(asio::buffer(read_buf_), [this, self](boost::system::error_code ec, size_t n) {
-    if (state_ != State::kHandshake && state_ != State::kReady) return;
+    reading_ = false;
+    if (!open()) return;
     if (ec) {
       const bool plain = ec == asio::error::eof || ec == asio::error::connection_reset;
       close(plain ? "connection lost" : "connection lost: " + ec.message());
@@ -92,14 +123,7 @@ void Session::do_read() {
         close(e.what());
       return;
     }
-    while (state_ == State::kHandshake || state_ == State::kReady) {
-      auto frame = decoder_.next();
-      if (!frame) break;
-      on_frame(*frame);
-    }
-    if (state_ != State::kHandshake && state_ != State::kReady) return;
-    update_read_deadline();
-    do_read();
+    pump();
   });
 }
 
@@ -119,8 +143,9 @@ void Session::on_frame(const std::string& payload) {
     return reply(std::move(r));
   }
   if (parked_ || !queued_.empty()) {
-    if (queued_.size() >= kMaxQueued)
+    if (queued_.size() >= kMaxQueued || queued_bytes_ + request_bytes(q) > shared_.options.max_frame_bytes)
       return reply_and_close(error_reply(q.op, "too many pipelined requests"));
+    queued_bytes_ += request_bytes(q);
     queued_.push_back(std::move(q));
     return;
   }
@@ -163,9 +188,10 @@ void Session::on_hello(const std::string& payload) {
 }
 
 void Session::run_queued() {
-  while (state_ == State::kReady && !parked_ && !queued_.empty()) {
+  while (state_ == State::kReady && !parked_ && !queued_.empty() && !backlogged()) {
     Request q = std::move(queued_.front());
     queued_.pop_front();
+    queued_bytes_ -= request_bytes(q);
     run(q);
   }
 }
@@ -197,7 +223,7 @@ bool Session::run(const Request& q) {
       case Op::kGet: case Op::kWait: case Op::kMultiGet: {
         auto absent = t.missing(q.keys);
         if (absent.empty()) {
-          if (q.op != Op::kWait) r.values = t.values(q.keys);
+          if (q.op != Op::kWait) r = found_reply(q);
         } else if (q.timeout_ms == 0) {
           r.status = Status::kTimeout;
           r.values = std::move(absent);
@@ -237,7 +263,7 @@ void Session::on_wait_done(uint64_t generation, bool timed_out) {
   r.op = q.op;
   auto absent = t.missing(q.keys);
   if (absent.empty()) {
-    if (q.op != Op::kWait) r.values = t.values(q.keys);
+    if (q.op != Op::kWait) r = found_reply(q);
   } else if (timed_out) {
     r.status = Status::kTimeout;
     r.values = std::move(absent);
@@ -249,9 +275,25 @@ void Session::on_wait_done(uint64_t generation, bool timed_out) {
   run_queued();
 }
 
+// Sized before anything is copied: a reply over the frame limit is an error, never built.
+Response Session::found_reply(const Request& q) const {
+  const KeyTable& t = shared_.table;
+  const uint64_t bytes = encoded_size(Response{}) + t.value_bytes(q.keys) + 4 * q.keys.size();
+  if (bytes > uint64_t{shared_.options.max_frame_bytes} + kFrameHeaderBytes)
+    return error_reply(q.op, reply_too_large(bytes, shared_.options.max_frame_bytes));
+  Response r;
+  r.op = q.op;
+  r.values = t.values(q.keys);
+  return r;
+}
+
 void Session::reply(Response response) {
-  if (state_ != State::kHandshake && state_ != State::kReady) return;
+  if (!open()) return;
+  const size_t bytes = encoded_size(response);
+  if (bytes > size_t{shared_.options.max_frame_bytes} + kFrameHeaderBytes)  // a backstop: found_reply sizes first
+    response = error_reply(response.op, reply_too_large(bytes, shared_.options.max_frame_bytes));
   writes_.push_back(encode_response(response));
+  write_bytes_ += writes_.back().size();
   if (writes_.size() == 1) do_write();
 }
 
@@ -268,10 +310,12 @@ void Session::do_write() {
   asio::async_write(socket_, asio::buffer(writes_.front()), [this, self](boost::system::error_code ec, size_t) {
     if (state_ == State::kClosed) return;
     if (ec) return close("connection lost: " + ec.message());
+    write_bytes_ -= writes_.front().size();
     writes_.pop_front();
-    if (!writes_.empty()) return do_write();
-    write_deadline_.expires_at(Clock::time_point::max());
-    if (state_ == State::kClosing) close(closing_reason_);
+    if (!writes_.empty()) do_write();
+    else write_deadline_.expires_at(Clock::time_point::max());
+    if (state_ == State::kClosing && writes_.empty()) return close(closing_reason_);
+    pump();  // resumes reading if a backlog held it
   });
 }
 
@@ -294,6 +338,10 @@ void Session::watch_read_deadline() {
   read_deadline_.async_wait([this, self](boost::system::error_code) {
     if (state_ == State::kClosed) return;
     if (read_deadline_.expiry() > Clock::now()) return watch_read_deadline();
+    if (state_ == State::kReady && !reading_) {  // we paused reading (backlog): not the peer's fault
+      read_deadline_.expires_after(shared_.options.read_timeout);
+      return watch_read_deadline();
+    }
     const auto ms = shared_.options.read_timeout.count();
     close(state_ == State::kHandshake ? fmt::format("no HELLO within {} ms", ms)
                                       : fmt::format("read deadline: frame not finished within {} ms", ms));

@@ -2,7 +2,9 @@
 // It greets, checks HELLO (nothing else is decoded before the proof checks out), then
 // runs requests in order; a waiting request is parked in the KeyTable while PINGs keep
 // being answered. One write in flight; deadlines on HELLO, on finishing a started frame,
-// on each write, and on heartbeat silence. Lives on the server thread only.
+// on each write, and on heartbeat silence. Bounded: a tiny first frame, replies within the
+// frame limit, and no new request is read while the replies queued for the client exceed
+// the write backlog (backpressure). Lives on the server thread only.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
@@ -29,6 +31,7 @@ struct ServerShared {
   const ServerOptions& options;
   KeyTable table;
   std::set<std::shared_ptr<Session>> sessions;
+  uint64_t next_serial = 0;  // accept order, to find the oldest connection
   bool stopping = false;
   void log(const std::string& line) const {
     if (options.log) options.log(line);
@@ -39,6 +42,8 @@ class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(boost::asio::ip::tcp::socket socket, ServerShared& shared);
   void start();
+  bool authenticated() const { return state_ != State::kHandshake; }
+  uint64_t serial() const { return serial_; }
   // Closes the connection; a named heartbeating client that did not say GOODBYE gets
   // __dropped__/<name> = reason (unless the server is stopping).
   void close(const std::string& reason);
@@ -46,12 +51,16 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   enum class State { kHandshake, kReady, kClosing, kClosed };
 
+  bool open() const { return state_ == State::kHandshake || state_ == State::kReady; }
+  bool backlogged() const { return write_bytes_ >= shared_.options.max_write_backlog_bytes; }
+  void pump();
   void do_read();
   void on_frame(const std::string& payload);
   void on_hello(const std::string& payload);
   void run_queued();
   bool run(const Request& request);  // false: parked
   void on_wait_done(uint64_t generation, bool timed_out);
+  Response found_reply(const Request& request) const;  // GET / MULTI_GET, all keys exist
   void reply(Response response);
   void reply_and_close(Response response);
   void do_write();
@@ -63,10 +72,13 @@ class Session : public std::enable_shared_from_this<Session> {
 
   boost::asio::ip::tcp::socket socket_;
   ServerShared& shared_;
+  uint64_t serial_;
   std::string peer_;
   FrameDecoder decoder_;
   std::array<char, 64 * 1024> read_buf_{};
   std::deque<std::string> writes_;  // front is in flight
+  size_t write_bytes_ = 0;          // bytes in writes_
+  bool reading_ = false;            // a read is in flight
   State state_ = State::kHandshake;
   std::string nonce_;
   std::string name_;
@@ -75,6 +87,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string closing_reason_;  // why, once the last reply is written (kClosing)
 
   std::deque<Request> queued_;      // requests behind a parked one
+  size_t queued_bytes_ = 0;         // their keys and values
   std::optional<Request> parked_;   // the waiting request, if any
   KeyTable::WaiterId waiter_ = 0;
   uint64_t wait_generation_ = 0;    // tells a stale wake-up or timer from the current one

@@ -47,6 +47,9 @@ class TcpStoreClient::Connection {
   Connection(std::string host, uint16_t port, ClientOptions options)
       : host_(std::move(host)), port_(port), options_(std::move(options)),
         endpoint_(fmt::format("{}:{}", host_, port_)) {
+    if (options_.name.size() > kMaxNameBytes)
+      throw StoreError(fmt::format("store client name of {} bytes is longer than the {} allowed",
+                                   options_.name.size(), kMaxNameBytes));
     connect();
   }
 

@@ -385,6 +385,25 @@ TEST_CASE("a node without the shared token is refused") {
   CHECK(r.exit_code == 124);  // nobody valid joined: a clear timeout
 }
 
+TEST_CASE("the agent store listens where the job lives; bind_all listens everywhere, with a warning without a token") {
+  int port = free_port();
+  Background node1(with(static_node(2, 1, port, 1), {"true"}));
+  auto loopback = run(with(static_node(2, 0, port, 1), {"true"}), {}, 120s);
+  REQUIRE(node1.wait(60s).exit_code == 0);
+  REQUIRE(loopback.exit_code == 0);
+  CHECK_THAT(loopback.err, Catch::Contains("listening on 127.0.0.1:" + std::to_string(port)));
+  CHECK_THAT(loopback.err, !Catch::Contains("without a token"));
+
+  port = free_port();
+  const std::string all = "--rdzv-conf=join_timeout=60,bind_all=1";
+  Background other(with(static_node(2, 1, port, 1), {all, "true"}));
+  auto everywhere = run(with(static_node(2, 0, port, 1), {all, "true"}), {}, 120s);
+  REQUIRE(other.wait(60s).exit_code == 0);
+  REQUIRE(everywhere.exit_code == 0);
+  CHECK_THAT(everywhere.err, Catch::Contains("listening on 0.0.0.0:" + std::to_string(port)));
+  CHECK_THAT(everywhere.err, Catch::Contains("without a token") && Catch::Contains("--rdzv-conf token="));
+}
+
 TEST_CASE("scripts/run-node.sh: the same line on every node, ranks from the environment") {
   TempDir dir;
   int port = free_port();
