@@ -73,6 +73,7 @@ std::optional<int> stdin_rank(const LaunchOptions& o) {
 SupervisorConfig supervisor_config(const LaunchOptions& o) {
   SupervisorConfig config;
   config.shutdown_timeout_s = o.shutdown_timeout_s;
+  config.hang_timeout_s = o.hang_timeout_s;
   const auto& stops = default_stop_signals();
   for (int s : o.signals_to_handle)
     (std::find(stops.begin(), stops.end(), s) != stops.end() ? config.stop_signals : config.forward_signals)
@@ -93,6 +94,7 @@ ResolvedJob resolve_job(const LaunchOptions& o, const Environment& env) {
   job.output = OutputSpec{o.redirects, o.tee, o.local_ranks_filter, o.log_line_prefix_template,
                           stdin_rank(o)};
   job.supervisor = supervisor_config(o);
+  job.supervisor.tool_path = lookup(env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
   r.single_node = single_node_spec(o);
   r.multi_node = multi_node_spec(o);
   r.multi_node_job = is_multi_node(o);

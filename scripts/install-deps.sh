@@ -10,6 +10,7 @@ packages=(
   libtorch-dev libgloo-dev libopenblas0-pthread
   python3-torch python3-numpy
   iproute2 iputils-ping procps time
+  elfutils gdb
 )
 
 missing=()

@@ -118,6 +118,13 @@ double parse_shutdown_timeout(const std::string& value) {
   return *seconds;
 }
 
+double parse_hang_timeout(const std::string& value) {
+  auto seconds = parse_seconds(value, SecondsFloor::kNonNegative);
+  if (!seconds || (*seconds > 0 && *seconds < 1))
+    usage_error(fmt::format("--hang-timeout must be 0 (off) or a number of seconds >= 1, got '{}'", value));
+  return *seconds;
+}
+
 std::vector<int> parse_signal_list(const std::string& value) {
   std::vector<int> out;
   for (const auto& item : split(trim(value), ',')) {

@@ -42,6 +42,7 @@ struct LaunchOptions {
   // Supervision.
   int max_restarts = 0;
   double shutdown_timeout_s = 30.0;
+  double hang_timeout_s = 300.0;  // --hang-timeout; 0: off
   std::vector<int> signals_to_handle;  // signal numbers
   // GPUs.
   std::optional<std::vector<int>> devices;  // --devices 0,2,5 (indices into the visible list)

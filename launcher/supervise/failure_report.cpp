@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "launcher/base/exit_status.hpp"
+
 namespace ddp::launch {
 namespace {
 
@@ -47,7 +49,34 @@ std::string describe_exit(const WorkerOutcome& w) {
   return w.status.describe() + (hint.empty() ? "" : " - " + hint);
 }
 
+// The first lines of a hang's stacks file worth reading: the Python traceback if the
+// worker's faulthandler appended one, else the native stacks.
+std::string top_frames(const std::string& path, size_t max_lines) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  auto from = std::find_if(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.find("most recent call first") != std::string::npos;
+  });
+  if (from == lines.end()) from = lines.begin();
+  std::string out;
+  for (size_t n = 0; from != lines.end() && n < max_lines; ++from, ++n) out += "    " + *from + "\n";
+  return out;
+}
+
+std::string format_hang(const WorkerOutcome& root) {
+  std::string out = fmt::format("  hang      : {}\n", root.hang);
+  if (root.stacks_file.empty()) return out + "  stacks    : <none: no run directory>\n";
+  out += fmt::format("  stacks    : {} (every thread; the others' next to it)\n", root.stacks_file);
+  std::string frames = top_frames(root.stacks_file, 14);
+  return out + (frames.empty() ? "    <empty: see the notes in the file>\n" : "  top frames:\n" + frames);
+}
+
 }  // namespace
+
+int failure_exit_code(const WorkerOutcome& root) {
+  return root.hang.empty() ? root.status.launcher_exit_code() : exit_code::kHang;
+}
 
 std::optional<ErrorRecord> parse_error_record(std::string_view json_text) {
   json doc = json::parse(json_text.begin(), json_text.end(), nullptr, /*allow_exceptions=*/false);
@@ -121,19 +150,21 @@ std::string format_failure_report(const ReportContext& ctx, const WorkerOutcome&
   out += fmt::format("  rank      : {} (local_rank: {})\n", root.rank, root.local_rank);
   out += fmt::format("  host      : {}\n", ctx.host);
   out += fmt::format("  pid       : {}\n", root.pid);
-  out += fmt::format("  exit      : {}\n", describe_exit(root));
+  out += fmt::format("  exit      : {}\n", root.hang.empty() ? describe_exit(root)
+                                                             : "stopped by ddp-launch: a hang (exit code 119)");
   out += fmt::format("  time      : {}\n", format_time(root.time));
   out += fmt::format("  error_file: {}\n",
                      root.error ? root.error_file : std::string("<none written>"));
+  if (!root.hang.empty()) out += format_hang(root);
   if (root.error) {
     out += fmt::format("  error     : {}\n", root.error->message);
     if (!root.error->traceback.empty())
       out += "  traceback :\n" + indent(root.error->traceback, "    ");
-  } else if (!root.stderr_tail.empty()) {
+  } else if (!root.stderr_tail.empty() && root.hang.empty()) {
     out += "  last stderr lines:\n";
     for (const auto& line : root.stderr_tail) out += "    " + line + "\n";
   }
-  if (!root.error)
+  if (!root.error && root.hang.empty())
     out += "  (C++ workers: wrap main in ddp::run; Python: decorate main with @record, to get the "
            "error here)\n";
   out += thin + "\n";
@@ -146,6 +177,7 @@ std::string format_failure_report(const ReportContext& ctx, const WorkerOutcome&
                          w.status.success() && !w.stopped_by_launcher ? "exited 0"
                                                                       : describe_exit(w));
       if (w.error && !w.stopped_by_launcher) out += fmt::format("      error: {}\n", w.error->message);
+      if (!w.stacks_file.empty()) out += fmt::format("      stacks: {}\n", w.stacks_file);
     }
   }
   out += rule + "\n";
@@ -184,7 +216,9 @@ std::string launcher_error_record(const WorkerOutcome& root, const ReportContext
   extra["timestamp"] = std::to_string(
       std::chrono::duration_cast<std::chrono::seconds>(root.time.time_since_epoch()).count());
   std::string message;
-  if (root.error) {
+  if (!root.hang.empty()) {
+    message = root.hang;
+  } else if (root.error) {
     message = root.error->message;
     if (!root.error->traceback.empty()) extra["py_callstack"] = root.error->traceback;
   } else {
@@ -192,7 +226,7 @@ std::string launcher_error_record(const WorkerOutcome& root, const ReportContext
                           root.local_rank, ctx.host, root.status.describe());
   }
   json doc = {{"message", {{"message", message}, {"extraInfo", extra},
-                           {"errorCode", root.status.launcher_exit_code()}}}};
+                           {"errorCode", failure_exit_code(root)}}}};
   return doc.dump(2);
 }
 

@@ -34,6 +34,8 @@ struct WorkerOutcome {
   std::optional<ErrorRecord> error;       // what the worker wrote there
   std::vector<std::string> stderr_tail;   // its last stderr lines
   bool stopped_by_launcher = false;       // we sent it SIGTERM/SIGKILL after another failed
+  std::string hang;                       // the root cause of a hang: the verdict line
+  std::string stacks_file;                // a hang's post-mortem of this worker ("": none)
 };
 
 struct ReportContext {
@@ -71,6 +73,9 @@ std::string format_remote_failure_report(const std::string& program, const Remot
 // multi-node agent gives a short time to be recorded first (README "Which event is the
 // root cause").
 bool looks_like_comm_error(const WorkerOutcome& outcome);
+
+// The launcher's exit code for this root cause: 119 for a hang, else its exit status's.
+int failure_exit_code(const WorkerOutcome& root);
 
 // A hint for well-known signals ("likely the out-of-memory killer"), or "".
 std::string signal_hint(const ExitStatus& status, bool stopped_by_launcher);

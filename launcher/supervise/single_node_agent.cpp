@@ -34,14 +34,15 @@ int report_failure(const JobConfig& job, const Environment& env, const AttemptRe
   const ReportContext ctx{job.program, host_name(), attempt, job.max_restarts};
   write_all(STDERR_FILENO, format_failure_report(ctx, result.outcomes, *result.root_cause));
   write_launcher_error_file(env, root, ctx);
-  return root.status.launcher_exit_code();
+  return failure_exit_code(root);
 }
 
 void restart_notice(const JobConfig& job, const AttemptResult& result, int attempt) {
   const WorkerOutcome& root = result.outcomes[*result.root_cause];
   launcher_notice(fmt::format("attempt {} failed (rank {}: {}); restarting all {} workers (restart {} "
                               "of {})",
-                              attempt, root.rank, root.status.describe(), job.devices.nproc,
+                              attempt, root.rank, root.hang.empty() ? root.status.describe() : "hang",
+                              job.devices.nproc,
                               attempt + 1, job.max_restarts));
 }
 

@@ -17,6 +17,8 @@
 
 #include "launcher/base/launch_error.hpp"
 #include "launcher/os/watchdog.hpp"
+#include "launcher/supervise/hang_watch.hpp"
+#include "launcher/supervise/stack_capture.hpp"
 #include "launcher/worker/console_board.hpp"
 #include "launcher/worker/output.hpp"
 
@@ -24,6 +26,8 @@ namespace ddp::launch {
 namespace asio = boost::asio;
 using Clock = std::chrono::system_clock;
 constexpr std::chrono::seconds kDrain{2};  // after the last worker exits, for its grandchildren
+constexpr std::chrono::milliseconds kHangTick{500};  // detection within --hang-timeout + this
+constexpr std::chrono::milliseconds kPythonDump{2000};  // SIGABRT -> SIGTERM, for faulthandler
 
 namespace {
 
@@ -51,7 +55,7 @@ struct Worker {
 struct Supervisor::Impl {
   explicit Impl(SupervisorConfig c)
       : config(std::move(c)), child_signals(io, SIGCHLD), handled_signals(io), grace_timer(io),
-        tick_timer(io), live_timer(io), board(make_console_board()) {
+        tick_timer(io), live_timer(io), hang_timer(io), board(make_console_board()) {
     for (int s : config.stop_signals) handled_signals.add(s);
     for (int s : config.forward_signals) handled_signals.add(s);
     wait_for_children();
@@ -66,6 +70,9 @@ struct Supervisor::Impl {
   asio::steady_timer tick_timer;
   asio::steady_timer live_timer;        // redraws unfinished lines on a terminal
   bool live_timer_armed = false;
+  asio::steady_timer hang_timer;        // reads the progress records (--hang-timeout)
+  std::optional<HangWatch> hang_watch;
+  std::optional<HangVerdict> hang;      // this attempt's verdict
   std::unique_ptr<ConsoleBoard> board;  // null unless stdout or stderr is a terminal
   Watchdog watchdog;
   AttemptWatch watch;
@@ -137,7 +144,8 @@ struct Supervisor::Impl {
       o.stopped_by_launcher =
           stopping && !status->vanished &&
           (status->signaled ? (status->signal == SIGTERM || status->signal == SIGKILL ||
-                               status->signal == interrupt_signal)
+                               status->signal == interrupt_signal ||
+                               (hang && w.launch.python && status->signal == SIGABRT))
                             : status->code == 0 || interrupt_signal != 0);
       w.outcome = std::move(o);
       if (!status->success() && !stopping && interrupt_signal == 0) {
@@ -201,6 +209,59 @@ struct Supervisor::Impl {
         begin_stop(SIGTERM);
       }
       schedule_tick();
+    });
+  }
+
+  // --- hangs -------------------------------------------------------------------------
+  void start_hang_watch() {
+    hang_watch.reset();
+    if (config.hang_timeout_s <= 0 || workers.empty()) return;
+    std::vector<HangWatch::Worker> watched;
+    for (const Worker& w : workers) {
+      if (w.launch.progress_file.empty()) return;  // no run directory: nothing to watch
+      watched.push_back({w.launch.rank, static_cast<long>(w.pid), w.launch.progress_file});
+    }
+    hang_watch.emplace(std::move(watched), config.hang_timeout_s);
+    schedule_hang_tick();
+  }
+
+  void schedule_hang_tick() {
+    hang_timer.expires_after(kHangTick);
+    hang_timer.async_wait([this, id = attempt_id](const boost::system::error_code& ec) {
+      if (ec || id != attempt_id || !attempt_running || stopping || interrupt_signal != 0) return;
+      std::vector<bool> live;
+      for (const Worker& w : workers) live.push_back(w.pid > 0 && !w.outcome);
+      if (auto verdict = hang_watch->observe(live)) return on_hang(std::move(*verdict));
+      schedule_hang_tick();
+    });
+  }
+
+  // The verdict, then every live worker's stacks (native, then Python via SIGABRT: a
+  // stopped worker is continued for it, and given kPythonDump before SIGTERM could cut
+  // its faulthandler short), and only then the stop: SIGTERM, and SIGCONT.
+  void on_hang(HangVerdict verdict) {
+    launcher_notice(verdict.summary);
+    launcher_notice(fmt::format("capturing the stacks of {} worker{} before stopping them",
+                                count_live(), count_live() == 1 ? "" : "s"));
+    for (Worker& w : workers) {
+      if (w.pid <= 0 || w.outcome || w.launch.stacks_file.empty()) continue;
+      capture_native_stacks(w.pid, w.launch.rank, w.launch.stacks_file, config.tool_path);
+    }
+    bool python = false;
+    for (Worker& w : workers)
+      if (w.pid > 0 && !w.outcome && w.launch.python) {
+        ::kill(w.pid, SIGABRT);  // faulthandler appends the Python tracebacks
+        ::kill(w.pid, SIGCONT);
+        python = true;
+      }
+    root_cause = verdict.culprit;
+    hang = std::move(verdict);
+    stopping = true;  // from now on no exit is a root cause of its own
+    hang_timer.expires_after(python ? kPythonDump : std::chrono::milliseconds(0));
+    hang_timer.async_wait([this, id = attempt_id](const boost::system::error_code& ec) {
+      if (ec || id != attempt_id) return;
+      begin_stop(SIGTERM);
+      signal_groups(SIGCONT);
     });
   }
 
@@ -323,6 +384,7 @@ struct Supervisor::Impl {
     for (Worker& w : workers) {
       watchdog.forget(w.pid);
       WorkerOutcome o = std::move(*w.outcome);
+      if (hang) o.stacks_file = w.launch.stacks_file;
       const auto& tail = w.err->stream.tail();
       o.stderr_tail.assign(tail.begin(), tail.end());
       result.outcomes.push_back(std::move(o));
@@ -333,6 +395,7 @@ struct Supervisor::Impl {
     } else if (root_cause) {
       result.kind = AttemptResult::Kind::kFailed;
       result.root_cause = root_cause;
+      if (hang) result.outcomes[*root_cause].hang = hang->summary;
     } else if (stop_reason) {
       result.kind = AttemptResult::Kind::kStopped;
       result.stop_reason = *stop_reason;
@@ -360,6 +423,7 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   ++s.attempt_id;  // a completion of the previous attempt's timers, still queued, does nothing
   s.root_cause.reset();
   s.stop_reason.reset();
+  s.hang.reset();
   s.watch = watch;
   if (s.interrupt_signal != 0) {
     AttemptResult r;
@@ -383,10 +447,12 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   }
   s.reap();  // a worker may have exited before the SIGCHLD wait was armed
   s.schedule_tick();
+  s.start_hang_watch();
   while (s.count_live() > 0 || s.pipes_open()) s.io.run_one();
   s.grace_timer.cancel();
   s.tick_timer.cancel();
   s.live_timer.cancel();
+  s.hang_timer.cancel();
   s.attempt_running = false;
   return s.finish();
 }

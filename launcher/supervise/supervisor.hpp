@@ -3,7 +3,10 @@
 // all events; nothing polls. The first worker to fail stops the rest (SIGTERM to each
 // process group, SIGKILL after the shutdown timeout). Stop signals (default INT, TERM,
 // HUP, QUIT) are forwarded and end the attempt; other handled signals (e.g. SIGUSR1) are
-// only forwarded. A second stop signal kills the workers at once. Blocks in run_attempt.
+// only forwarded. A second stop signal kills the workers at once. With a hang timeout, a
+// hang tick reads the workers' progress records (hang_watch): on a verdict it captures
+// every worker's stacks first, then stops them like a failure whose root cause is the rank
+// behind (its outcome carries the verdict). Blocks in run_attempt.
 #pragma once
 
 #include <chrono>
@@ -28,6 +31,9 @@ struct WorkerLaunch {
   bool stderr_to_console = true;
   std::string stdout_log;   // "" = no file
   std::string stderr_log;
+  std::string progress_file;  // the progress record it feeds ("": not watched for hangs)
+  std::string stacks_file;    // where a hang's post-mortem goes
+  bool python = false;        // gets SIGABRT after the native capture (faulthandler)
 };
 
 struct AttemptResult {
@@ -43,6 +49,8 @@ struct SupervisorConfig {
   double shutdown_timeout_s = 30.0;
   std::vector<int> stop_signals;     // forwarded, then the attempt ends
   std::vector<int> forward_signals;  // forwarded only
+  double hang_timeout_s = 0;         // --hang-timeout; 0: no hang detection
+  std::string tool_path;             // PATH to find eu-stack / gdb
 };
 
 // A periodic check while workers run (multi-node: heartbeat and watch the peers). tick()

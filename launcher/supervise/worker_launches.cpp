@@ -2,7 +2,11 @@
 
 #include <unistd.h>
 
+#include <filesystem>
+
 #include <fmt/format.h>
+
+#include "launcher/supervise/hang_watch.hpp"
 
 #include "launcher/worker/output.hpp"
 
@@ -21,6 +25,20 @@ void route_output(const OutputSpec& output, const RunLayout& layout, const std::
   };
   route(kStdout, w.stdout_to_console, w.stdout_log, "stdout.log");
   route(kStderr, w.stderr_to_console, w.stderr_log, "stderr.log");
+}
+
+// The progress record (hang detection) and where a hang's stacks go; Python workers also
+// get PYTHONFAULTHANDLER (unless set) so that SIGABRT prints their tracebacks.
+void add_progress_feed(const Environment& env, const std::string& dir, WorkerLaunch& w) {
+  if (dir.empty()) return;  // --log-dir /dev/null: no files, no hang detection
+  w.progress_file = dir + "/progress";
+  w.stacks_file = dir + "/stacks.txt";
+  create_progress_file(w.progress_file);
+  ::unlink(w.stacks_file.c_str());
+  w.spawn.env.push_back(std::string(progress::kEnvVar) + "=" + w.progress_file);
+  w.spawn.env.push_back("DDP_LAUNCH_STACKS_FILE=" + w.stacks_file);
+  w.python = std::filesystem::path(w.spawn.executable).filename().string().rfind("python", 0) == 0;
+  if (w.python && !lookup(env, "PYTHONFAULTHANDLER")) w.spawn.env.push_back("PYTHONFAULTHANDLER=1");
 }
 
 }  // namespace
@@ -42,6 +60,7 @@ std::vector<WorkerLaunch> prepare_attempt(const JobConfig& job, const Environmen
     w.spawn.env = environment_entries(worker_environment(env, plan, slot));
     w.prefix = expand_prefix_template(job.output.prefix_template, w.rank, local, plan.role);
     route_output(job.output, layout, dir, w);
+    add_progress_feed(env, dir, w);
     if (job.output.stdin_rank == w.rank) w.spawn.stdin_fd = STDIN_FILENO;  // for pdb & input()
     out.push_back(std::move(w));
   }
@@ -49,10 +68,10 @@ std::vector<WorkerLaunch> prepare_attempt(const JobConfig& job, const Environmen
 }
 
 void keep_reported_error_file(RunLayout& layout, const WorkerOutcome& root) {
-  if (!root.error || !layout.temporary()) return;
+  if ((!root.error && root.hang.empty()) || !layout.temporary()) return;
   layout.keep();
-  launcher_notice(fmt::format("kept the run directory {}: it holds the error files the report names",
-                              layout.run_dir()));
+  launcher_notice(fmt::format("kept the run directory {}: it holds the {} the report names",
+                              layout.run_dir(), root.hang.empty() ? "error files" : "stacks files"));
 }
 
 void notice_omp_threads(const Environment& env, int nproc) {

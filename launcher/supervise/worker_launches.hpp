@@ -17,8 +17,9 @@ namespace ddp::launch {
 std::vector<WorkerLaunch> prepare_attempt(const JobConfig& job, const Environment& env,
                                           const GroupPlan& plan, const RunLayout& layout);
 
-// The failure report names `root`'s error file: a temporary run directory holding it is
-// kept (and said so), so that the path the user is told to read exists after exit.
+// The failure report names `root`'s error file (or, for a hang, the stacks files): a
+// temporary run directory holding it is kept (and said so), so that the path the user is
+// told to read exists after exit.
 void keep_reported_error_file(RunLayout& layout, const WorkerOutcome& root);
 
 // The one notice about OMP_NUM_THREADS, when the launcher sets it.

@@ -1,0 +1,60 @@
+// Hang detection from the workers' progress records (contract/progress_record.hpp): the
+// Supervisor calls observe() on its hang tick; when no watched rank has progressed for
+// the limit (none paused), judge() names the rank behind and the collective, or a desync.
+// A worker that never wrote its record is watched only once another rank feeds its own.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "contract/progress_record.hpp"
+
+namespace ddp::launch {
+
+// What the launcher knows of one worker at a tick.
+struct RankProgress {
+  int rank = 0;
+  long pid = 0;
+  std::optional<progress::Record> record;  // nullopt: never fed (or unreadable)
+  double idle_s = 0;                       // seconds since its record last changed
+  bool paused = false;                     // inside pause(), before its deadline
+};
+
+struct HangVerdict {
+  bool desync = false;
+  size_t culprit = 0;   // index into the RankProgress list
+  std::string summary;  // "hang: no progress for 30 s; rank 1 (pid 4711) ..."
+};
+
+// Pure: a verdict when every watched rank has been idle for timeout_s, none paused, and at
+// least one has ever fed its record; otherwise nullopt.
+std::optional<HangVerdict> judge(const std::vector<RankProgress>& ranks, double timeout_s);
+
+// Reads a record file (nullopt if absent, short, or not yet initialised by the worker).
+std::optional<progress::Record> read_progress_record(const std::string& path);
+// Creates (or empties) a zeroed record file for a worker to map. Throws LaunchError 125.
+void create_progress_file(const std::string& path);
+
+// Tracks when each worker's record last changed, in the launcher's own clock.
+class HangWatch {
+ public:
+  struct Worker {
+    int rank = 0;
+    long pid = 0;
+    std::string progress_file;
+  };
+  HangWatch(std::vector<Worker> workers, double timeout_s);
+  // Reads every record; returns a verdict once judge() finds one. `live[i]`: worker i runs.
+  std::optional<HangVerdict> observe(const std::vector<bool>& live);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::vector<Worker> workers_;
+  double timeout_s_;
+  std::vector<uint64_t> last_updates_;
+  std::vector<Clock::time_point> last_change_;
+};
+
+}  // namespace ddp::launch

@@ -1,0 +1,78 @@
+#include "launcher/supervise/stack_capture.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "launcher/base/launch_error.hpp"
+#include "launcher/os/process.hpp"
+
+namespace ddp::launch {
+namespace {
+
+// The first of eu-stack and gdb found on PATH, with its arguments for pid.
+std::optional<SpawnSpec> stack_tool(long pid, const std::string& path_env) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> tools = {
+      {"eu-stack", {"eu-stack", "-i", "-p", std::to_string(pid)}},
+      {"gdb", {"gdb", "-p", std::to_string(pid), "-batch", "-nx", "-ex", "thread apply all bt"}}};
+  for (const auto& [name, argv] : tools) {
+    try {
+      SpawnSpec spec;
+      spec.executable = resolve_program(name, path_env);
+      spec.argv = argv;
+      spec.env = {"PATH=" + path_env, "LC_ALL=C"};
+      return spec;
+    } catch (const LaunchError&) {  // not installed: try the next tool
+    }
+  }
+  return std::nullopt;
+}
+
+// Runs the tool with its output appended to fd; kills it after kCaptureTimeout.
+std::string run_tool(SpawnSpec spec, int fd) {
+  spec.stdout_fd = fd;
+  spec.stderr_fd = fd;
+  pid_t tool = -1;
+  try {
+    tool = spawn_worker(spec);
+  } catch (const LaunchError& e) {  // reported in the file instead: the verdict must go on
+    return e.what();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kCaptureTimeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto status = try_reap(tool))
+      return status->success() ? "" : fmt::format("{} ended with {}", spec.argv[0], status->describe());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(tool, SIGKILL);
+  wait_for(tool);
+  return fmt::format("{} did not finish within {} s: killed", spec.argv[0], kCaptureTimeout.count());
+}
+
+}  // namespace
+
+void capture_native_stacks(long pid, int rank, const std::string& path, const std::string& path_env) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;  // best effort: the report says the capture is missing
+  auto note = [fd](const std::string& text) { (void)!::write(fd, text.data(), text.size()); };
+  note(fmt::format("== native stacks of rank {} (pid {}) ==\n", rank, pid));
+  auto spec = stack_tool(pid, path_env);
+  std::string problem = spec ? run_tool(std::move(*spec), fd)
+                             : "neither eu-stack (elfutils) nor gdb is installed: run scripts/install-deps.sh";
+  if (!problem.empty())
+    note(fmt::format("(no complete native stacks: {}; if ptrace was refused, see README \"Hangs\" "
+                     "about kernel.yama.ptrace_scope)\n", problem));
+  note("\n");
+  ::close(fd);
+}
+
+}  // namespace ddp::launch

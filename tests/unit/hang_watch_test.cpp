@@ -1,0 +1,64 @@
+// judge(): the hang verdict from the workers' progress records (no processes).
+#include <catch2/catch.hpp>
+
+#include "launcher/supervise/hang_watch.hpp"
+
+using namespace ddp::launch;
+namespace progress = ddp::progress;
+
+namespace {
+
+progress::Record record(uint64_t step, uint64_t entered, uint64_t completed, progress::Op op = progress::Op::kAllReduce,
+                        uint64_t numel = 4996) {
+  progress::Record r{};
+  r.magic = progress::kMagic;
+  r.version = progress::kVersion;
+  r.step = step;
+  r.seq_entered = entered;
+  r.seq_completed = completed;
+  r.op = static_cast<uint32_t>(op);
+  r.numel = numel;
+  r.dtype = static_cast<uint32_t>(progress::DType::kFloat32);
+  return r;
+}
+
+RankProgress rank(int r, std::optional<progress::Record> rec, double idle = 40) {
+  return RankProgress{r, 4700 + r, rec, idle, false};
+}
+
+}  // namespace
+
+TEST_CASE("judge: the rank behind is named with its collective and what the others wait in") {
+  std::vector<RankProgress> ranks = {rank(0, record(12, 4597, 4596)), rank(1, record(12, 4596, 4596)),
+                                     rank(2, record(12, 4597, 4596)), rank(3, record(12, 4597, 4596))};
+  auto v = judge(ranks, 30);
+  REQUIRE(v);
+  CHECK_FALSE(v->desync);
+  CHECK(v->culprit == 1);
+  CHECK(v->summary == "hang: no progress for 40 s; rank 1 (pid 4701) at step 12, last completed all_reduce "
+                      "#4596, in no collective; ranks 0,2,3 wait in all_reduce #4597 (4996 float32)");
+}
+
+TEST_CASE("judge: no verdict while a rank progresses, pauses, or nobody ever fed a record") {
+  std::vector<RankProgress> ranks = {rank(0, record(3, 5, 4)), rank(1, record(3, 4, 4), 2)};
+  CHECK_FALSE(judge(ranks, 30));
+  ranks[1].idle_s = 40;
+  ranks[1].paused = true;
+  CHECK_FALSE(judge(ranks, 30));
+  CHECK_FALSE(judge({rank(0, std::nullopt), rank(1, std::nullopt)}, 30));
+}
+
+TEST_CASE("judge: a rank that never fed is behind every rank that did") {
+  auto v = judge({rank(0, record(3, 5, 4)), rank(1, std::nullopt)}, 30);
+  REQUIRE(v);
+  CHECK(v->culprit == 1);
+  CHECK_THAT(v->summary, Catch::Contains("rank 1 (pid 4701) never reported progress; rank 0 waits in all_reduce #5"));
+}
+
+TEST_CASE("judge: the same sequence number in different collectives is a desync") {
+  auto v = judge({rank(0, record(3, 5, 4, progress::Op::kBroadcast, 10)), rank(1, record(3, 5, 4))}, 30);
+  REQUIRE(v);
+  CHECK(v->desync);
+  CHECK(v->summary == "desync: no progress for 40 s; at collective #5 the ranks differ: rank 0 in broadcast #5 "
+                      "(10 float32); rank 1 in all_reduce #5 (4996 float32)");
+}
