@@ -8,13 +8,11 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/multinode/agent_store.hpp"
 #include "launcher/multinode/peer_watch.hpp"
 #include "launcher/multinode/rendezvous.hpp"
 #include "launcher/os/ports.hpp"
-#include "launcher/store/prefix_store.hpp"
 #include "launcher/store/protocol.hpp"
-#include "launcher/store/server.hpp"
-#include "launcher/store/tcp_client.hpp"
 #include "launcher/supervise/failure_report.hpp"
 #include "launcher/supervise/worker_launches.hpp"
 #include "launcher/worker/output.hpp"
@@ -27,7 +25,6 @@ using rdzv::JobKeys;
 using rdzv::RoundPlan;
 using std::chrono::milliseconds;
 
-constexpr int kDefaultRdzvPort = 29400;  // torchrun's c10d default
 constexpr std::chrono::milliseconds kBarrierTick{100};  // exit barrier: react quickly
 
 milliseconds ms(double seconds) { return milliseconds(static_cast<long long>(seconds * 1000)); }
@@ -63,8 +60,6 @@ class MultiNodeAgent {
   int run();
 
  private:
-  void connect();
-  bool host_store();
   rdzv::NodeInfo self_info(int previous_rank);
   Round join_round(rdzv::Rendezvous& rendezvous, const NextRound& next);
   AttemptResult run_round(const Round& r);
@@ -88,74 +83,19 @@ class MultiNodeAgent {
   const MultiNodeSpec& spec_;
   const Environment& env_;
   Supervisor supervisor_;
-  HostPort endpoint_;
-  bool leader_ = false;
-  std::string name_;
-  std::string listen_host_;  // where our store listens, when we host it
-  std::unique_ptr<store::StoreServer> server_;
-  std::unique_ptr<store::TcpStoreClient> client_;
-  std::unique_ptr<store::PrefixStore> job_store_;
+  AgentStoreLink store_;  // hosted here (leader) or joined
   rdzv::WatchState state_;  // this round's record, a lost store or an unreadable record
   std::unique_ptr<RunLayout> layout_;
   int acknowledged_round_ = -1;
   int rendezvous_signal_ = 0;  // the stop signal that interrupted a rendezvous
 };
 
-// Tries to host the agent store; false when another launcher on this machine hosts it.
-bool MultiNodeAgent::host_store() {
-  store::ServerOptions options;
-  options.host = listen_host_ = spec_.rdzv.bind_all ? "0.0.0.0" : store_listen_host(endpoint_.host);
-  options.port = static_cast<uint16_t>(endpoint_.port);
-  options.token = spec_.rdzv.token;
-  server_ = std::make_unique<store::StoreServer>(options);
-  try {
-    server_->start();
-    if (options.token.empty() && !is_loopback_address(listen_host_))
-      launcher_notice(fmt::format("warning: the agent store listens on {} without a token: anyone who can reach "
-                                  "it can read and write the job's rendezvous keys (and declare a node lost); "
-                                  "set the same --rdzv-conf token=<secret> (or DDP_LAUNCH_RDZV_TOKEN) on every node",
-                                  server_->listen_address()));
-    return true;
-  } catch (const store::BindError& e) {
-    // Static node 0 and a forced host must host; otherwise another launcher on this
-    // machine got there first, and we join it as a client.
-    if (spec_.rdzv_backend == "static" || spec_.rdzv.is_host.value_or(false) || !e.address_in_use())
-      throw LaunchError(e.address_in_use() ? exit_code::kAddressInUse : exit_code::kUsage, e.what());
-    server_.reset();
-    return false;
-  }
-}
-
-void MultiNodeAgent::connect() {
-  const RendezvousConf& conf = spec_.rdzv;
-  const bool static_rdzv = spec_.rdzv_backend == "static";
-  endpoint_ = static_rdzv ? HostPort{spec_.master_addr, *spec_.master_port}
-                          : parse_host_port(spec_.rdzv_endpoint, kDefaultRdzvPort, "--rdzv-endpoint");
-  name_ = fmt::format("{}:{}", host_name(), ::getpid());
-  const bool try_host = static_rdzv ? spec_.node_rank == 0 : conf.is_host.value_or(is_local_address(endpoint_.host));
-  leader_ = try_host && host_store();
-  store::ClientOptions options;
-  options.token = conf.token;
-  options.name = name_;
-  options.connect_timeout = ms(conf.join_timeout_s);
-  options.request_timeout = ms(conf.heartbeat_timeout_s);
-  options.heartbeat_timeout_ms = static_cast<uint32_t>(conf.heartbeat_timeout_s * 1000);
-  const std::string local = listen_host_ == "0.0.0.0" ? "127.0.0.1" : listen_host_;
-  client_ = std::make_unique<store::TcpStoreClient>(leader_ ? local : endpoint_.host,
-                                                    static_cast<uint16_t>(endpoint_.port), options);
-  job_store_ = std::make_unique<store::PrefixStore>("ddp-launch/" + job_.run_id, *client_);
-  launcher_notice(fmt::format("{} the agent store at {}:{}{} ({} rendezvous, run id {})",
-                              leader_ ? "hosting" : "joined", endpoint_.host, endpoint_.port,
-                              leader_ ? ", listening on " + server_->listen_address() : "", spec_.rdzv_backend,
-                              job_.run_id));
-}
-
 rdzv::NodeInfo MultiNodeAgent::self_info(int previous_rank) {
   rdzv::NodeInfo n;
-  n.name = name_;
+  n.name = store_.name;
   n.host = host_name();
   if (!spec_.local_addr.empty()) n.addr = spec_.local_addr;
-  else if (leader_) n.addr = spec_.rdzv_backend == "static" ? spec_.master_addr : endpoint_.host;
+  else if (store_.leader) n.addr = spec_.rdzv_backend == "static" ? spec_.master_addr : store_.endpoint.host;
   else n.addr = host_name();
   n.worker_port = pick_free_port();
   n.nproc = job_.devices.nproc;
@@ -170,8 +110,8 @@ rdzv::NodeInfo MultiNodeAgent::self_info(int previous_rank) {
 }
 
 rdzv::PeerWatch MultiNodeAgent::peer_watch() {
-  return rdzv::PeerWatch{*job_store_, *client_, leader_, job_.max_restarts, spec_.nnodes_max,
-                         host_name(), fmt::format("{}:{}", endpoint_.host, endpoint_.port)};
+  return rdzv::PeerWatch{*store_.job, *store_.client, store_.leader, job_.max_restarts, spec_.nnodes_max,
+                         host_name(), fmt::format("{}:{}", store_.endpoint.host, store_.endpoint.port)};
 }
 
 // A final record read here is acknowledged at once, while this node's workers still stop:
@@ -188,7 +128,7 @@ void MultiNodeAgent::acknowledge(const Round& r) {
   if (acknowledged_round_ == r.number()) return;
   acknowledged_round_ = r.number();
   try {
-    job_store_->set(JobKeys::exited(r.number(), r.rank()), "1");
+    store_.job->set(JobKeys::exited(r.number(), r.rank()), "1");
   } catch (const store::StoreError&) {  // see above: nothing to do about it
   }
 }
@@ -197,8 +137,8 @@ void MultiNodeAgent::acknowledge(const Round& r) {
 // the outcome (or is gone), so that every node tells the same story; then close.
 void MultiNodeAgent::leave(const Round& r) {
   acknowledge(r);
-  if (leader_) wait_for_others_to_leave(r);
-  client_->close_gracefully();
+  if (store_.leader) wait_for_others_to_leave(r);
+  store_.client->close_gracefully();
 }
 
 // The leader keeps the store up until every other node has read the outcome and left
@@ -212,9 +152,9 @@ void MultiNodeAgent::wait_for_others_to_leave(const Round& r) {
     try {
       for (const auto& n : r.plan.nodes) {
         if (n.group_rank == r.rank()) continue;
-        if (!job_store_->check({JobKeys::exited(r.number(), n.group_rank)}) &&
-            !job_store_->check({JobKeys::stop_seen(n.info.name)}) &&
-            !client_->try_get(store::kDroppedPrefix + n.info.name))
+        if (!store_.job->check({JobKeys::exited(r.number(), n.group_rank)}) &&
+            !store_.job->check({JobKeys::stop_seen(n.info.name)}) &&
+            !store_.client->try_get(store::kDroppedPrefix + n.info.name))
           return false;
       }
     } catch (const store::StoreError&) {  // the store is failing: nobody can read it any more
@@ -230,7 +170,7 @@ Round MultiNodeAgent::join_round(rdzv::Rendezvous& rendezvous, const NextRound& 
                                                        2 * conf.heartbeat_interval_s};
   Round r;
   r.plan = rendezvous.join(self_info(next.previous_rank), next.round, next.restart_count, regroup);
-  r.me = *r.plan.find(name_);
+  r.me = *r.plan.find(store_.name);
   return r;
 }
 
@@ -255,12 +195,12 @@ std::optional<AbortRecord> MultiNodeAgent::read_abort(int round) {
   if (state_.abort) return state_.abort;  // read by the watch: the store may be gone since
   if (!state_.store_lost.empty()) return std::nullopt;
   if (!state_.bad_record.empty()) throw LaunchError(exit_code::kRendezvousFailed, state_.bad_record);
-  return rdzv::abort_from_json(job_store_->get(JobKeys::abort(round), ms(spec_.rdzv.heartbeat_timeout_s)));
+  return rdzv::abort_from_json(store_.job->get(JobKeys::abort(round), ms(spec_.rdzv.heartbeat_timeout_s)));
 }
 
 // Done here; wait for the others (or for one of them to fail: then we restart too).
 Settled MultiNodeAgent::after_success(const Round& r) {
-  job_store_->set(JobKeys::done(r.number(), r.rank()), "1");
+  store_.job->set(JobKeys::done(r.number(), r.rank()), "1");
   std::vector<std::string> done_keys;
   for (const auto& n : r.plan.nodes) done_keys.push_back(JobKeys::done(r.number(), n.group_rank));
   std::optional<std::string> reason;
@@ -268,7 +208,7 @@ Settled MultiNodeAgent::after_success(const Round& r) {
     reason = watch(r);
     if (reason) return true;
     try {
-      return job_store_->check(done_keys);
+      return store_.job->check(done_keys);
     } catch (const store::StoreError& e) {  // the store is gone: stop waiting; conclude() reports it
       state_.store_lost = e.what();
       reason = state_.store_lost;
@@ -309,7 +249,7 @@ Settled MultiNodeAgent::after_failure(const Round& r, const AttemptResult& resul
                                                        r.plan.restart_count >= job_.max_restarts);
   AbortRecord abort = mine;
   try {
-    abort = rdzv::publish_abort(*job_store_, r.number(), mine);
+    abort = rdzv::publish_abort(*store_.job, r.number(), mine);
   } catch (const store::StoreError& e) {  // the others cannot hear us: report our own failure
     state_.store_lost = e.what();
   }
@@ -330,7 +270,7 @@ int MultiNodeAgent::after_interrupt(const Round& r, int signal) {
   launcher_notice(fmt::format("stopped by {}", signal_name(signal)));
   const AbortRecord stop = AbortRecord::stopped_by_signal(r.rank(), host_name(), signal);
   try {
-    rdzv::publish_abort(*job_store_, r.number(), stop);
+    rdzv::publish_abort(*store_.job, r.number(), stop);
     publish_job_stop(stop);
     leave(r);
   } catch (const std::exception&) {  // best effort: we exit anyway; the others see us dropped
@@ -340,8 +280,8 @@ int MultiNodeAgent::after_interrupt(const Round& r, int signal) {
 
 // The job's stop record (the first one wins), and this launcher has seen it.
 void MultiNodeAgent::publish_job_stop(const AbortRecord& stop) {
-  job_store_->compare_set(JobKeys::stop(), "", rdzv::to_json(stop));
-  job_store_->set(JobKeys::stop_seen(name_), "1");
+  store_.job->compare_set(JobKeys::stop(), "", rdzv::to_json(stop));
+  store_.job->set(JobKeys::stop_seen(store_.name), "1");
 }
 
 // A stop signal during a rendezvous (between rounds, or before the first): publish the
@@ -351,8 +291,8 @@ int MultiNodeAgent::stopped_between_rounds(const std::optional<Round>& last, int
   const AbortRecord stop = AbortRecord::stopped_by_signal(last ? last->rank() : spec_.node_rank, host_name(), signal);
   try {
     publish_job_stop(stop);
-    if (leader_ && last) wait_for_others_to_leave(*last);
-    client_->close_gracefully();
+    if (store_.leader && last) wait_for_others_to_leave(*last);
+    store_.client->close_gracefully();
   } catch (const std::exception&) {  // best effort, as in after_interrupt
   }
   return stop.exit_code;
@@ -364,9 +304,9 @@ int MultiNodeAgent::job_stopped(const std::optional<Round>& last, const AbortRec
   write_all(STDERR_FILENO, format_remote_failure_report(job_.program, stop.remote_failure(),
                                                         last ? last->rank() : spec_.node_rank, host_name()));
   try {
-    job_store_->set(JobKeys::stop_seen(name_), "1");
-    if (leader_ && last) wait_for_others_to_leave(*last);
-    client_->close_gracefully();
+    store_.job->set(JobKeys::stop_seen(store_.name), "1");
+    if (store_.leader && last) wait_for_others_to_leave(*last);
+    store_.client->close_gracefully();
   } catch (const store::StoreError&) {  // best effort: nobody left to tell
   }
   return stop.exit_code;
@@ -401,20 +341,20 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
   next.restart_count = r.plan.restart_count + (abort.kind == AbortRecord::Kind::kMembership ? 0 : 1);
   next.expected_nodes = static_cast<int>(r.plan.nodes.size());
   if (abort.kind == AbortRecord::Kind::kLost) next.expected_nodes -= 1;
-  if (abort.kind == AbortRecord::Kind::kMembership && leader_)
-    next.expected_nodes += static_cast<int>(job_store_->add(JobKeys::waiting(r.number()), 0));
+  if (abort.kind == AbortRecord::Kind::kMembership && store_.leader)
+    next.expected_nodes += static_cast<int>(store_.job->add(JobKeys::waiting(r.number()), 0));
   return std::nullopt;
 }
 
 int MultiNodeAgent::run() {
-  connect();
-  rdzv::Rendezvous rendezvous(*job_store_, spec_.rdzv, leader_, spec_.nnodes_min, spec_.nnodes_max,
+  store_ = connect_agent_store(spec_, job_.run_id);
+  rdzv::Rendezvous rendezvous(*store_.job, spec_.rdzv, store_.leader, spec_.nnodes_min, spec_.nnodes_max,
                               [this] { return rendezvous_signal_ = supervisor_.poll_signals(); });
   notice_omp_threads(env_, job_.devices.nproc);
   layout_ = std::make_unique<RunLayout>(job_.layout, env_);
   if (layout_->enabled() && !layout_->temporary()) launcher_notice("logs in " + layout_->run_dir());
   NextRound next;
-  next.round = leader_ ? 0 : -1;
+  next.round = store_.leader ? 0 : -1;
   std::optional<Round> last;
   for (;;) {
     try {

@@ -1,0 +1,78 @@
+#include "launcher/multinode/agent_store.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
+#include "launcher/os/process.hpp"
+#include "launcher/worker/output.hpp"
+
+namespace ddp::launch {
+namespace {
+
+constexpr int kDefaultRdzvPort = 29400;  // torchrun's c10d default
+
+std::chrono::milliseconds ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+}
+
+// Tries to host the agent store on the address the job reaches it at; false when another
+// launcher on this machine hosts it already (c10d mode: then we join it as a client).
+bool host_store(const MultiNodeSpec& spec, const std::string& listen_host, AgentStoreLink& link) {
+  store::ServerOptions options;
+  options.host = listen_host;
+  options.port = static_cast<uint16_t>(link.endpoint.port);
+  options.token = spec.rdzv.token;
+  link.server = std::make_unique<store::StoreServer>(options);
+  try {
+    link.server->start();
+  } catch (const store::BindError& e) {
+    // Static node 0 and a forced host must host; otherwise another launcher on this
+    // machine got there first, and we join it as a client.
+    if (spec.rdzv_backend == "static" || spec.rdzv.is_host.value_or(false) || !e.address_in_use())
+      throw LaunchError(e.address_in_use() ? exit_code::kAddressInUse : exit_code::kUsage, e.what());
+    link.server.reset();
+    return false;
+  }
+  if (options.token.empty() && !is_loopback_address(options.host))
+    launcher_notice(fmt::format("warning: the agent store listens on {} without a token: anyone who can reach "
+                                "it can read and write the job's rendezvous keys (and declare a node lost); "
+                                "set the same --rdzv-conf token=<secret> (or DDP_LAUNCH_RDZV_TOKEN) on every node",
+                                link.server->listen_address()));
+  return true;
+}
+
+}  // namespace
+
+AgentStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& run_id) {
+  const RendezvousConf& conf = spec.rdzv;
+  const bool static_rdzv = spec.rdzv_backend == "static";
+  AgentStoreLink link;
+  link.endpoint = static_rdzv ? HostPort{spec.master_addr, *spec.master_port}
+                              : parse_host_port(spec.rdzv_endpoint, kDefaultRdzvPort, "--rdzv-endpoint");
+  link.name = fmt::format("{}:{}", host_name(), ::getpid());
+  const bool try_host = static_rdzv ? spec.node_rank == 0 : conf.is_host.value_or(is_local_address(link.endpoint.host));
+  const std::string listen_host = conf.bind_all ? "0.0.0.0" : store_listen_host(link.endpoint.host);
+  link.leader = try_host && host_store(spec, listen_host, link);
+  store::ClientOptions options;
+  options.token = conf.token;
+  options.name = link.name;
+  options.connect_timeout = ms(conf.join_timeout_s);
+  options.request_timeout = ms(conf.heartbeat_timeout_s);
+  options.heartbeat_timeout_ms = static_cast<uint32_t>(conf.heartbeat_timeout_s * 1000);
+  // The leader's own client connects where its server listens.
+  const std::string host = !link.leader ? link.endpoint.host : listen_host == "0.0.0.0" ? "127.0.0.1" : listen_host;
+  link.client = std::make_unique<store::TcpStoreClient>(host, static_cast<uint16_t>(link.endpoint.port), options);
+  link.job = std::make_unique<store::PrefixStore>("ddp-launch/" + run_id, *link.client);
+  launcher_notice(fmt::format("{} the agent store at {}:{}{} ({} rendezvous, run id {})",
+                              link.leader ? "hosting" : "joined", link.endpoint.host, link.endpoint.port,
+                              link.leader ? ", listening on " + link.server->listen_address() : "",
+                              spec.rdzv_backend, run_id));
+  return link;
+}
+
+}  // namespace ddp::launch

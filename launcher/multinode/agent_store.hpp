@@ -1,0 +1,30 @@
+// The agent store as one launcher sees it: the leader (static node 0, or the launcher that
+// can bind --rdzv-endpoint in c10d mode) hosts it and connects to itself; every other
+// launcher joins it as a client. connect_agent_store blocks until connected (up to the
+// join timeout), prints where the store is, and throws LaunchError (123/121 when the
+// leader cannot listen) or store::StoreError (cannot reach it). Not thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "launcher/multinode/multinode_agent.hpp"
+#include "launcher/os/ports.hpp"
+#include "launcher/store/prefix_store.hpp"
+#include "launcher/store/server.hpp"
+#include "launcher/store/tcp_client.hpp"
+
+namespace ddp::launch {
+
+struct AgentStoreLink {
+  HostPort endpoint;   // where every node reaches the store
+  bool leader = false;  // this launcher hosts it
+  std::string name;     // this launcher's liveness name at the store (host:pid)
+  std::unique_ptr<store::StoreServer> server;     // the leader's
+  std::unique_ptr<store::TcpStoreClient> client;  // this launcher's connection
+  std::unique_ptr<store::PrefixStore> job;        // the run's keys ("ddp-launch/<run id>/...")
+};
+
+AgentStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& run_id);
+
+}  // namespace ddp::launch
