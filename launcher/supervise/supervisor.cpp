@@ -1,16 +1,15 @@
 // Asio implementation of Supervisor: one io_context, a SIGCHLD signal_set, a signal_set
-// for the handled signals, a grace timer, and one stream_descriptor per worker pipe.
+// for the handled signals, the grace/drain, watch, live-line and hang timers, and each
+// worker's pipes (worker_pipes.hpp).
 #include "launcher/supervise/supervisor.hpp"
 
 #include <signal.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstdio>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
@@ -19,6 +18,7 @@
 #include "launcher/os/watchdog.hpp"
 #include "launcher/supervise/hang_watch.hpp"
 #include "launcher/supervise/stack_capture.hpp"
+#include "launcher/supervise/worker_pipes.hpp"
 #include "launcher/worker/console_board.hpp"
 #include "launcher/worker/output.hpp"
 
@@ -31,22 +31,10 @@ constexpr std::chrono::milliseconds kPythonDump{2000};  // SIGABRT -> SIGTERM, f
 
 namespace {
 
-// One pipe from a worker stream to its WorkerStream, read asynchronously.
-struct PipeReader {
-  asio::posix::stream_descriptor descriptor;
-  WorkerStream stream;
-  std::array<char, 65536> buffer{};
-  bool open = true;
-
-  PipeReader(asio::io_context& io, UniqueFd read_end, WorkerStream s)
-      : descriptor(io, read_end.release()), stream(std::move(s)) {}
-};
-
 struct Worker {
   WorkerLaunch launch;
   pid_t pid = -1;
-  std::unique_ptr<PipeReader> out;
-  std::unique_ptr<PipeReader> err;
+  std::unique_ptr<WorkerPipes> pipes;  // its stdout and stderr, read on the loop
   std::optional<WorkerOutcome> outcome;
 };
 
@@ -265,20 +253,6 @@ struct Supervisor::Impl {
     });
   }
 
-  void read_pipe(PipeReader& reader) {
-    reader.descriptor.async_read_some(
-        asio::buffer(reader.buffer), [this, &reader](const boost::system::error_code& ec, size_t n) {
-          if (n > 0) reader.stream.consume(std::string_view(reader.buffer.data(), n));
-          schedule_live_refresh();
-          if (ec) {
-            reader.open = false;
-            reader.stream.finish();
-            return;
-          }
-          read_pipe(reader);
-        });
-  }
-
   // Unfinished lines reach the terminal within kLiveRefresh of arriving, at most that often.
   static constexpr std::chrono::milliseconds kLiveRefresh{100};
   void schedule_live_refresh() {
@@ -315,32 +289,20 @@ struct Supervisor::Impl {
   // likely empty, and its number could by now belong to an unrelated process group.
   void signal_groups(int signo) {
     for (const Worker& w : workers) {
-      const bool held = (w.out && w.out->open) || (w.err && w.err->open);
+      const bool held = w.pipes && w.pipes->open();
       if (w.pid > 0 && (!w.outcome || held)) signal_group(w.pid, signo);
     }
   }
 
   bool pipes_open() const {
     return std::any_of(workers.begin(), workers.end(), [](const Worker& w) {
-      return (w.out && w.out->open) || (w.err && w.err->open);
+      return w.pipes && w.pipes->open();
     });
   }
 
   void close_pipes() {
     for (Worker& w : workers)
-      for (PipeReader* r : {w.out.get(), w.err.get()})
-        if (r && r->open) r->descriptor.cancel();
-  }
-
-  std::unique_ptr<PipeReader> make_reader(const WorkerLaunch& l, Pipe& pipe, bool to_console,
-                                          int console_fd, const std::string& log) {
-    UniqueFd file = log.empty() ? UniqueFd() : open_log_file(log);
-    const bool on_board = board && is_terminal(console_fd) && same_file(console_fd, board->fd());
-    const int slot = 2 * l.local_rank + (console_fd == STDERR_FILENO ? 1 : 0);
-    return std::make_unique<PipeReader>(io, std::move(pipe.read_end),
-                                        WorkerStream(l.prefix, to_console ? console_fd : -1,
-                                                     std::move(file), on_board ? board.get() : nullptr,
-                                                     slot));
+      if (w.pipes) w.pipes->cancel();
   }
 
   // Forks every worker first and only then waits for their execs, so they exec in parallel.
@@ -352,13 +314,9 @@ struct Supervisor::Impl {
     for (auto& l : launches) {
       Worker& w = workers.emplace_back();
       w.launch = std::move(l);
-      Pipe out = make_pipe();
-      Pipe err = make_pipe();
-      w.launch.spawn.stdout_fd = out.write_end.get();
-      w.launch.spawn.stderr_fd = err.write_end.get();
-      w.out = make_reader(w.launch, out, w.launch.stdout_to_console, STDOUT_FILENO, w.launch.stdout_log);
-      w.err = make_reader(w.launch, err, w.launch.stderr_to_console, STDERR_FILENO, w.launch.stderr_log);
-      started.push_back(start_worker(w.launch.spawn));  // write ends close at the end of this scope
+      w.pipes = std::make_unique<WorkerPipes>(io, w.launch, board.get(), [this] { schedule_live_refresh(); });
+      started.push_back(start_worker(w.launch.spawn));
+      w.pipes->close_write_ends();
       w.pid = started.back().pid;
       watchdog.watch(w.pid);
     }
@@ -371,10 +329,7 @@ struct Supervisor::Impl {
         throw;
       }
     }
-    for (Worker& w : workers) {
-      read_pipe(*w.out);
-      read_pipe(*w.err);
-    }
+    for (Worker& w : workers) w.pipes->start_reading();
   }
 
   AttemptResult finish() {
@@ -385,7 +340,7 @@ struct Supervisor::Impl {
       watchdog.forget(w.pid);
       WorkerOutcome o = std::move(*w.outcome);
       if (hang) o.stacks_file = w.launch.stacks_file;
-      const auto& tail = w.err->stream.tail();
+      const auto& tail = w.pipes->stderr_tail();
       o.stderr_tail.assign(tail.begin(), tail.end());
       result.outcomes.push_back(std::move(o));
     }

@@ -1,0 +1,56 @@
+// WorkerPipes: one worker's stdout and stderr, each a pipe read asynchronously on the
+// supervisor's io_context into its WorkerStream (prefixed console lines, the log file, the
+// terminal's live lines). The constructor makes the pipes and points the worker's spawn
+// spec at their write ends; close_write_ends() after the fork. Single-threaded (the
+// supervisor's loop); the owner keeps it alive until open() is false.
+#pragma once
+
+#include <array>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+
+#include "launcher/supervise/supervisor.hpp"
+#include "launcher/worker/console_board.hpp"
+#include "launcher/worker/output.hpp"
+
+namespace ddp::launch {
+
+class WorkerPipes {
+ public:
+  // board may be null. on_data runs after every chunk read (e.g. to redraw live lines).
+  WorkerPipes(boost::asio::io_context& io, WorkerLaunch& launch, ConsoleBoard* board,
+              std::function<void()> on_data);
+  WorkerPipes(const WorkerPipes&) = delete;
+  WorkerPipes& operator=(const WorkerPipes&) = delete;
+
+  void close_write_ends();  // the child has its copies: EOF then means the worker is done
+  void start_reading();
+  bool open() const;        // either pipe may still deliver data
+  void cancel();            // stop reading (a grandchild holds a pipe past the drain)
+  const std::deque<std::string>& stderr_tail() const { return err_.stream.tail(); }
+
+ private:
+  struct Reader {
+    Reader(boost::asio::io_context& io, UniqueFd read_end, WorkerStream s);
+    boost::asio::posix::stream_descriptor descriptor;
+    WorkerStream stream;
+    std::array<char, 65536> buffer{};
+    bool open = true;
+  };
+  static Reader make_reader(boost::asio::io_context& io, Pipe& pipe, const WorkerLaunch& launch,
+                            bool to_console, int console_fd, const std::string& log, ConsoleBoard* board);
+  void read(Reader& reader);
+
+  Pipe out_pipe_;
+  Pipe err_pipe_;
+  Reader out_;
+  Reader err_;
+  std::function<void()> on_data_;
+};
+
+}  // namespace ddp::launch
