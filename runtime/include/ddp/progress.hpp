@@ -10,8 +10,8 @@ namespace ddp {
 
 // A legitimate long pause (a checkpoint save, an evaluation, a slow data reload): while one
 // is alive the launcher takes this rank's silence for a pause, not a hang, until `timeout`
-// has passed (0: no limit). Nests; thread-safe. ddp::save_checkpoint / load_checkpoint hold
-// one themselves.
+// has passed (0 or less: no limit). Nests; thread-safe. ddp::save_checkpoint and
+// ddp::load_checkpoint hold one themselves.
 class PauseProgress {
  public:
   explicit PauseProgress(std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
