@@ -1,5 +1,6 @@
 // Checkpoints: one torch archive {ddp/format, model, optimizer, extra/*}; rank 0 writes it
-// atomically (temp + fsync + rename + dir fsync), every rank learns the outcome.
+// atomically (temp + fsync + rename + dir fsync), every rank learns the outcome. Both hold a
+// PauseProgress (as long as the process group's timeout): a slow save is not a hang.
 #include "ddp/checkpoint.hpp"
 
 #include <fcntl.h>
@@ -9,7 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "torch_compat.hpp"
+#include "ddp/progress.hpp"
+#include "group_impl.hpp"
 
 namespace ddp {
 namespace {
@@ -19,6 +21,12 @@ const char* const kFormat = "ddp-checkpoint-v1";
 std::string errno_text() { return std::strerror(errno); }
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// A save or load is a legitimate pause, for as long as a collective may take.
+std::chrono::milliseconds pause_limit() {
+  const auto& world = detail::registry().world;
+  return world ? world->timeout() : std::chrono::milliseconds(0);
+}
 
 std::string directory_of(const std::string& path) {
   auto slash = path.rfind('/');
@@ -91,6 +99,7 @@ void save_local(const std::string& path, const torch::nn::Module& model, const t
 
 void save_checkpoint(const std::string& path, const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
                      const CheckpointExtra& extra) {
+  const PauseProgress pause(pause_limit());
   const bool distributed = is_initialized() && get_world_size() > 1;
   std::string error;
   if (!distributed || get_rank() == 0) {
@@ -115,6 +124,7 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& model, co
 
 CheckpointExtra load_checkpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* optimizer,
                                 std::optional<torch::Device> device) {
+  const PauseProgress pause(pause_limit());
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     throw CheckpointError("checkpoint '" + path + "' does not exist (" + errno_text() + ")");

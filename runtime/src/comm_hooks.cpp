@@ -1,4 +1,5 @@
-// Built-in communication hooks (allreduce, fp16/bf16 compression) and all_reduce_async.
+// Built-in communication hooks (allreduce, fp16/bf16 compression) and all_reduce_async
+// (fed to the progress record: entered at launch, completed when its future completes).
 #include "ddp/comm_hook.hpp"
 #include "group_impl.hpp"
 
@@ -7,7 +8,9 @@ namespace ddp {
 Future all_reduce_async(torch::Tensor tensor, const Group& group) {
   auto& g = group.impl();
   std::vector<torch::Tensor> tensors{std::move(tensor)};
-  return compat::work_future(g.backend().allreduce(tensors));
+  auto future = compat::work_future(g.backend().allreduce(tensors));
+  detail::feed_async(g, progress::Op::kAllReduce, tensors[0], future);
+  return future;
 }
 
 namespace hooks {
@@ -32,6 +35,7 @@ CommHook compress_hook(torch::ScalarType dtype) {
       for (int i = 0; i < world; ++i) outputs[0].push_back(torch::empty_like(compressed).view(torch::kHalf));
       std::vector<torch::Tensor> inputs{compressed.view(torch::kHalf)};
       auto future = compat::work_future(g.backend().allgather(outputs, inputs));
+      detail::feed_async(g, progress::Op::kAllGather, inputs[0], future);
       auto parts = outputs[0];
       return future->then(
           [buffer, parts](c10::ivalue::Future&) mutable {

@@ -1,7 +1,8 @@
 // GroupImpl: one process group = a c10d backend plus its member list, and the process-wide
 // registry (world + subgroups) behind ddp::Group. Collectives translate c10d/gloo exceptions
-// into ddp::TimeoutError / ddp::CommError with the group and peer context. Not thread-safe
-// for init/destroy; collectives follow c10d's rules (same order on every member).
+// into ddp::TimeoutError / ddp::CommError with the group and peer context, and feed the
+// launcher's progress record (FedCollective). Not thread-safe for init/destroy; collectives
+// follow c10d's rules (same order on every member).
 #pragma once
 
 #include <mutex>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "ddp/process_group.hpp"
+#include "progress_feed.hpp"
 #include "torch_compat.hpp"
 
 namespace ddp::detail {
@@ -16,9 +18,9 @@ namespace ddp::detail {
 class GroupImpl {
  public:
   GroupImpl(compat::BackendPtr backend, compat::StorePtr store, std::vector<int> ranks, int rank,
-            std::string backend_name, std::string where, std::chrono::milliseconds timeout)
+            std::string backend_name, std::string where, std::chrono::milliseconds timeout, uint32_t id = 0)
       : backend_(std::move(backend)), store_(std::move(store)), ranks_(std::move(ranks)), rank_(rank),
-        backend_name_(std::move(backend_name)), where_(std::move(where)), timeout_(timeout) {}
+        backend_name_(std::move(backend_name)), where_(std::move(where)), timeout_(timeout), id_(id) {}
 
   int rank() const { return rank_; }
   int size() const { return static_cast<int>(ranks_.size()); }
@@ -27,6 +29,8 @@ class GroupImpl {
   compat::Backend& backend() const;
   const compat::StorePtr& store() const { return store_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
+  // 0 for the world, then 1, 2, ... in new_group() order (the progress record's group).
+  uint32_t id() const { return id_; }
   // Maps a global rank to this group's rank; throws ConfigError if not a member.
   int group_rank_of(int global_rank) const;
 
@@ -43,7 +47,33 @@ class GroupImpl {
   std::string backend_name_;
   std::string where_;  // "store 10.0.0.1:29500" for messages
   std::chrono::milliseconds timeout_;
+  uint32_t id_;
 };
+
+// The progress record's dtype for a tensor's element type.
+progress::DType progress_dtype(c10::ScalarType type);
+
+// A synchronous collective in the progress record: entered on construction, completed on
+// destruction (also when it throws, like python/ddp_progress.py). `tensor` may be undefined.
+class FedCollective {
+ public:
+  FedCollective(const GroupImpl& g, progress::Op op, const torch::Tensor& tensor)
+      : seq_(feed::enabled() ? feed::enter(op, tensor.defined() ? static_cast<uint64_t>(tensor.numel()) : 0,
+                                           tensor.defined() ? progress_dtype(tensor.scalar_type())
+                                                            : progress::DType::kUnknown,
+                                           g.id())
+                             : 0) {}
+  ~FedCollective() { feed::complete(seq_); }
+  FedCollective(const FedCollective&) = delete;
+  FedCollective& operator=(const FedCollective&) = delete;
+
+ private:
+  uint64_t seq_;
+};
+
+// Feeds an asynchronous collective: entered now, completed when its future completes.
+void feed_async(const GroupImpl& g, progress::Op op, const torch::Tensor& tensor,
+                const c10::intrusive_ptr<c10::ivalue::Future>& future);
 
 // The process-wide state behind init_process_group().
 struct Registry {

@@ -57,6 +57,29 @@ void GroupImpl::wait(const compat::WorkPtr& work, const std::string& what) const
   }
 }
 
+progress::DType progress_dtype(c10::ScalarType type) {
+  using progress::DType;
+  switch (type) {
+    case c10::ScalarType::Float: return DType::kFloat32;
+    case c10::ScalarType::Double: return DType::kFloat64;
+    case c10::ScalarType::Half: return DType::kFloat16;
+    case c10::ScalarType::BFloat16: return DType::kBFloat16;
+    case c10::ScalarType::Char: return DType::kInt8;
+    case c10::ScalarType::Byte: return DType::kUInt8;
+    case c10::ScalarType::Int: return DType::kInt32;
+    case c10::ScalarType::Long: return DType::kInt64;
+    case c10::ScalarType::Bool: return DType::kBool;
+    default: return DType::kUnknown;
+  }
+}
+
+void feed_async(const GroupImpl& g, progress::Op op, const torch::Tensor& tensor,
+                const c10::intrusive_ptr<c10::ivalue::Future>& future) {
+  if (!feed::enabled()) return;
+  const uint64_t seq = feed::enter(op, static_cast<uint64_t>(tensor.numel()), progress_dtype(tensor.scalar_type()), g.id());
+  future->addCallback([seq](c10::ivalue::Future&) { feed::complete(seq); });
+}
+
 std::shared_ptr<GroupImpl> world_or_throw() {
   if (!registry().world) {
     throw ConfigError("the process group is not initialized; call ddp::init_process_group() first");
@@ -121,6 +144,7 @@ void init_process_group(const ProcessGroupOptions& options) {
   reg.device = device;
   reg.next_group_id = 1;
   reg.world = std::make_shared<detail::GroupImpl>(pg, rv.store, ranks, env.rank, backend, rv.where, options.timeout);
+  detail::feed::open_from_env();  // under ddp-launch: from now on collectives and steps are fed
 }
 
 bool is_initialized() { return registry().world != nullptr; }
@@ -167,7 +191,8 @@ Group new_group(std::vector<int> ranks) {
     }
   }
   return Group(std::make_shared<detail::GroupImpl>(pg, reg.store, ranks, my_rank, world->backend_name(),
-                                                   "subgroup " + std::to_string(id), world->timeout()));
+                                                   "subgroup " + std::to_string(id), world->timeout(),
+                                                   static_cast<uint32_t>(id)));
 }
 
 namespace {
@@ -180,6 +205,7 @@ torch::Tensor staged(const torch::Tensor& tensor, const detail::GroupImpl& g) {
 
 void barrier(const Group& group) {
   auto& g = group.impl();
+  detail::FedCollective fed(g, progress::Op::kBarrier, torch::Tensor());
   g.wait(g.backend().barrier(c10d::BarrierOptions()), "barrier");
 }
 
@@ -188,6 +214,7 @@ void broadcast(torch::Tensor& tensor, int src, const Group& group) {
   c10d::BroadcastOptions opts;
   opts.rootRank = g.group_rank_of(src);
   std::vector<torch::Tensor> tensors{staged(tensor, g)};
+  detail::FedCollective fed(g, progress::Op::kBroadcast, tensor);
   g.wait(g.backend().broadcast(tensors, opts), "broadcast");
   if (!tensors[0].is_same(tensor)) tensor.copy_(tensors[0]);
 }
@@ -203,6 +230,7 @@ void all_reduce(torch::Tensor& tensor, ReduceOp op, const Group& group) {
     case ReduceOp::kMax: opts.reduceOp = c10d::ReduceOp::MAX; break;
   }
   std::vector<torch::Tensor> tensors{staged(tensor, g)};
+  detail::FedCollective fed(g, progress::Op::kAllReduce, tensor);
   g.wait(g.backend().allreduce(tensors, opts), "all_reduce");
   if (!tensors[0].is_same(tensor)) tensor.copy_(tensors[0]);
   if (op == ReduceOp::kAvg) tensor.div_(g.size());
@@ -213,6 +241,7 @@ std::vector<torch::Tensor> all_gather(const torch::Tensor& tensor, const Group& 
   std::vector<torch::Tensor> inputs{staged(tensor, g)};
   std::vector<std::vector<torch::Tensor>> outputs(1);
   for (int i = 0; i < g.size(); ++i) outputs[0].push_back(torch::empty_like(inputs[0]));
+  detail::FedCollective fed(g, progress::Op::kAllGather, tensor);
   g.wait(g.backend().allgather(outputs, inputs), "all_gather");
   for (auto& t : outputs[0]) t = t.to(tensor.device());
   return outputs[0];

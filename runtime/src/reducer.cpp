@@ -328,6 +328,10 @@ void Reducer::finalize_backward() {
   used_future_.reset();
   expect_hooks_ = false;
   finalized_ = true;
+  // The launcher's progress record: every collective of this step has been waited for (their
+  // future callbacks may still be on their way), and one more synchronised DDP step is done.
+  feed::complete(feed::last_entered());
+  feed::step();
 }
 
 }  // namespace ddp::detail

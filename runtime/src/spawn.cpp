@@ -18,6 +18,7 @@
 
 #include "ddp/env.hpp"
 #include "ddp/run.hpp"
+#include "progress_feed.hpp"
 
 namespace ddp {
 namespace {
@@ -50,6 +51,8 @@ std::string read_error_message(const std::string& path) {
   env.error_file = error_file;
   env.run_id = "spawn";
   for (const auto& [name, value] : env.to_map()) ::setenv(name.c_str(), value.c_str(), 1);
+  ::unsetenv(progress::kEnvVar);  // the launcher's record belongs to the parent
+  detail::feed::disable_in_child();
   int code = run(0, nullptr, [&](int, char**) { fn(rank); });
   std::fflush(nullptr);
   ::_exit(code);

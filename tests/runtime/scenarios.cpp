@@ -337,6 +337,8 @@ int spawn_fail() {
 
 }  // namespace
 
+const std::map<std::string, std::function<int()>>& hang_scenarios();  // hang_scenarios.cpp
+
 int run_scenario(const std::string& name) {
   static const std::map<std::string, std::function<int()>> scenarios = {
       {"train", train},         {"collectives", collectives}, {"mismatch", mismatch},
@@ -344,6 +346,7 @@ int run_scenario(const std::string& name) {
       {"throw", throws},        {"thread-throws", thread_throws},        {"peer-dies", peer_dies}, {"peer-stalls", peer_stalls}, {"join-and-vanish", join_and_vanish},        {"join-only", join_only},     {"spawn-ok", spawn_ok},
       {"spawn-fail", spawn_fail}};
   auto it = scenarios.find(name);
+  if (it == scenarios.end() && hang_scenarios().count(name)) return hang_scenarios().at(name)();
   if (it == scenarios.end()) throw std::runtime_error("unknown worker scenario '" + name + "'");
   return it->second();
 }

@@ -1,4 +1,5 @@
-// libddp umbrella header: process groups, DistributedDataParallel, checkpoints, spawn, run.
+// libddp umbrella header: process groups, DistributedDataParallel, checkpoints, spawn, run,
+// the progress feed (PauseProgress).
 #pragma once
 
 #include "ddp/checkpoint.hpp"
@@ -7,5 +8,6 @@
 #include "ddp/env.hpp"
 #include "ddp/errors.hpp"
 #include "ddp/process_group.hpp"
+#include "ddp/progress.hpp"
 #include "ddp/run.hpp"
 #include "ddp/spawn.hpp"

@@ -1,0 +1,31 @@
+// The progress feed: libddp's writer of the launcher's progress record
+// (contract/progress_record.hpp, docs/hangs.md). open_from_env() maps DDP_LAUNCH_PROGRESS_FILE
+// once (absent or unusable: every call stays a cheap no-op); collectives, DDP steps and pauses
+// then update it with plain stores (no system call). Thread-safe; torch-free.
+#pragma once
+
+#include <cstdint>
+
+#include "contract/progress_record.hpp"
+
+namespace ddp::detail::feed {
+
+// Maps the record named by DDP_LAUNCH_PROGRESS_FILE; idempotent. Never throws.
+void open_from_env();
+bool enabled();
+// In a forked child (ddp::spawn): the parent's record is not this process's; feed nothing.
+void disable_in_child();
+
+// A collective was entered: returns its 1-based sequence number (0 when the feed is off).
+uint64_t enter(progress::Op op, uint64_t numel, progress::DType dtype, uint32_t group);
+// Collectives up to `seq` have completed (never moves backwards; 0 is ignored).
+void complete(uint64_t seq);
+// The last collective entered (0 when the feed is off or none was entered yet).
+uint64_t last_entered();
+// One more DDP step completed.
+void step();
+// A legitimate pause begins (timeout_ns 0: no limit) / ends; they nest.
+void pause_begin(uint64_t timeout_ns);
+void pause_end();
+
+}  // namespace ddp::detail::feed
