@@ -239,11 +239,12 @@ std::optional<Settled> MultiNodeAgent::symptom_of_known_cause(const Round& r, co
   return Settled{std::nullopt, state_.abort};  // no record: the store is lost (conclude says so)
 }
 
-// Our worker failed: publish it (the first failure of the round wins) and, if it is the
-// final one and ours, report it here.
+// Our worker failed, or hung (a hang verdict here, its stacks captured on this node):
+// publish it (the first failure of the round wins) and, if it is the final one and ours,
+// report it here. A hang is a root cause of its own, never a communication symptom.
 Settled MultiNodeAgent::after_failure(const Round& r, const AttemptResult& result) {
   const WorkerOutcome& root = result.outcomes[*result.root_cause];
-  if (looks_like_comm_error(root))
+  if (root.hang.empty() && looks_like_comm_error(root))
     if (std::optional<Settled> known = symptom_of_known_cause(r, root)) return *known;
   const AbortRecord mine = AbortRecord::worker_failure(root, r.rank(), host_name(),
                                                        r.plan.restart_count >= job_.max_restarts);

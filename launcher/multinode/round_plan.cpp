@@ -168,15 +168,18 @@ AbortRecord AbortRecord::worker_failure(const WorkerOutcome& root, int node_rank
                                         bool final) {
   AbortRecord r;
   r.kind = Kind::kFailure;
-  r.reason = fmt::format("rank {} on node {} ({}) failed with {}", root.rank, node_rank, host,
-                         root.status.describe());
+  r.reason = root.hang.empty() ? fmt::format("rank {} on node {} ({}) failed with {}", root.rank, node_rank,
+                                             host, root.status.describe())
+                               : fmt::format("node {} ({}) detected a {}", node_rank, host, root.hang);
   r.node_rank = node_rank;
   r.host = host;
   r.rank = root.rank;
   r.local_rank = root.local_rank;
   r.pid = root.pid;
-  r.exit_code = root.status.launcher_exit_code();
-  r.status = root.status.describe();
+  r.exit_code = failure_exit_code(root);
+  r.status = root.hang.empty() ? root.status.describe()
+                               : fmt::format("stopped by ddp-launch: a hang (exit code {})", r.exit_code);
+  r.hang = root.hang;
   if (root.error) {
     r.error = root.error->message;
     r.traceback = root.error->traceback;
@@ -220,7 +223,7 @@ AbortRecord AbortRecord::stopped_by_signal(int node_rank, const std::string& hos
 
 RemoteFailure AbortRecord::remote_failure() const {
   return RemoteFailure{node_rank, host, rank, local_rank, pid, status.empty() ? reason : status,
-                       error, traceback};
+                       error, traceback, hang};
 }
 
 std::string to_json(const NodeInfo& info) { return info_json(info).dump(); }
@@ -239,7 +242,7 @@ std::string to_json(const AbortRecord& r) {
   return json{{"kind", static_cast<int>(r.kind)}, {"reason", r.reason}, {"node_rank", r.node_rank},
               {"host", r.host}, {"rank", r.rank}, {"local_rank", r.local_rank}, {"pid", r.pid},
               {"exit_code", r.exit_code}, {"status", r.status}, {"error", r.error},
-              {"traceback", r.traceback}, {"final", r.final}}
+              {"traceback", r.traceback}, {"hang", r.hang}, {"final", r.final}}
       .dump();
 }
 
@@ -285,6 +288,7 @@ AbortRecord abort_from_json(const std::string& text) {
     r.status = j.at("status").get<std::string>();
     r.error = j.at("error").get<std::string>();
     r.traceback = j.at("traceback").get<std::string>();
+    r.hang = j.value("hang", std::string());  // older launchers write none
     r.final = j.at("final").get<bool>();
     return r;
   } catch (const json::exception& e) {  // a field missing or of the wrong type

@@ -63,7 +63,8 @@ std::pair<int, int> role_ranks(const RoundPlan& plan, int group_rank);
 struct AbortRecord {
   enum class Kind { kFailure, kLost, kMembership };  // the numbers are the wire format
 
-  // A worker of node `node_rank` failed; final: no restart left.
+  // A worker of node `node_rank` failed, or hung (root.hang: the verdict, exit code 119);
+  // final: no restart left.
   static AbortRecord worker_failure(const WorkerOutcome& root, int node_rank, const std::string& host,
                                     bool final);
   // The store lost node `node_rank` (`why`: the store's reason) while it had not finished.
@@ -88,6 +89,7 @@ struct AbortRecord {
   std::string status;        // "exit code 3" / "signal 9 (SIGKILL)"
   std::string error;         // the worker's error-file message, if any
   std::string traceback;
+  std::string hang;          // a hang's verdict line ("": not a hang); absent in older records
   bool final = false;        // no restarts left: everyone exits with exit_code
 };
 

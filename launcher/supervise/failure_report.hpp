@@ -61,6 +61,7 @@ struct RemoteFailure {
   std::string exit;  // "exit code 3", or why the round ended
   std::string error;
   std::string traceback;
+  std::string hang;  // a hang's verdict line, or ""
 };
 
 // The report on a node whose own workers did not cause the failure (they were stopped).

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <random>
@@ -311,6 +312,91 @@ TEST_CASE("a killed launcher is the root cause, not the survivor's worker's comm
   const int victim = GENERATE(0, 1);
   if (victim == 1) kill_one_node(1, {"node 1 (", "was lost", "a symptom of"}, true);
   else kill_one_node(0, {"lost the agent store", "a symptom of"}, true);
+}
+
+// Hangs across nodes: torch-free Python workers feed heartbeats through
+// python/ddp_progress.py; the one on node $HUNG stops itself (SIGSTOP) after three steps
+// (on every attempt, or only the first with MODE=once), the other keeps stepping. The node
+// that detects the hang captures its worker's stacks; every node reports the verdict.
+const char* const kHangWorker = R"(
+import os, signal, sys, time
+sys.path.insert(0, os.environ["DDP_TEST_PYTHON_DIR"])
+import ddp_progress as p
+rank, restart = int(os.environ["RANK"]), int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+with open(os.path.join(os.environ["DIR"], "pid.%d" % rank), "w") as f:
+    f.write("%d\n" % os.getpid())
+for step in range(1, 4):
+    p.heartbeat(step)
+if os.environ["MODE"] == "once" and restart > 0:
+    sys.exit(0)
+if rank == int(os.environ["HUNG"]):
+    os.kill(os.getpid(), signal.SIGSTOP)
+step = 3
+while True:
+    step += 1
+    p.heartbeat(step)
+    time.sleep(0.2)
+)";
+
+struct MultiNodeHang {
+  TempDir dir, logs0, logs1;
+  RunResult r0, r1;
+
+  MultiNodeHang(int hung, const std::string& mode, const std::string& max_restarts) {
+    write_file(dir / "worker.py", kHangWorker);
+    const EnvOverrides env{{"PYTHON_EXEC", "/usr/bin/python3"}, {"DIR", dir.path()}, {"MODE", mode},
+                           {"HUNG", std::to_string(hung)},
+                           {"DDP_TEST_PYTHON_DIR", std::string(DDP_SOURCE_DIR) + "/python"}};
+    const int port = free_port();
+    auto node = [&](int rank, const TempDir& logs) {
+      return with(static_node(2, rank, port, 1), {"--hang-timeout=3", "--max-restarts=" + max_restarts,
+                                                  "--log-dir", logs.path(), dir / "worker.py"});
+    };
+    Background node1(node(1, logs1), env);
+    r0 = run(node(0, logs0), env, 120s);
+    r1 = node1.wait(60s);
+  }
+  // The stacks file of node `node`'s worker in attempt `attempt` ("" if none).
+  std::string stacks(int node, int attempt) const {
+    for (const auto& e : std::filesystem::directory_iterator((node == 0 ? logs0 : logs1).path())) {
+      const std::string path = e.path().string() + "/attempt_" + std::to_string(attempt) + "/0/stacks.txt";
+      if (file_exists(path)) return read_file(path);
+    }
+    return "";
+  }
+};
+
+TEST_CASE("a hang on either node is the root cause on every node: both report it and exit 119") {
+  const int hung = GENERATE(0, 1);  // node 0 hosts the agent store
+  MultiNodeHang run(hung, "always", "0");
+  INFO("node 0:\n" << run.r0.err << "node 1:\n" << run.r1.err);
+  CHECK(run.r0.exit_code == 119);
+  CHECK(run.r1.exit_code == 119);
+  const std::string verdict = "hang: no progress for ";
+  const std::string culprit = "rank " + std::to_string(hung) + " (pid ";
+  const RunResult& own = hung == 0 ? run.r0 : run.r1;
+  const RunResult& other = hung == 0 ? run.r1 : run.r0;
+  CHECK_THAT(own.err, Catch::Contains("Root cause") && Catch::Contains(verdict) && Catch::Contains(culprit) &&
+                          Catch::Contains("a hang (exit code 119)"));
+  CHECK_THAT(other.err, Catch::Contains("FAILED on node " + std::to_string(hung)) &&
+                            Catch::Contains("node      : " + std::to_string(hung) + " (") &&
+                            Catch::Contains("hang      : " + verdict) && Catch::Contains(culprit) &&
+                            Catch::Contains("a hang (exit code 119)"));
+  CHECK_FALSE(run.stacks(hung, 0).empty());  // captured where the hang was detected
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string pid = read_file(run.dir / ("pid." + std::to_string(rank)));
+    CHECK_FALSE(process_alive(std::stoi(pid)));  // every node's worker was stopped
+  }
+}
+
+TEST_CASE("a hang on one node restarts every node under --max-restarts") {
+  MultiNodeHang run(1, "once", "1");
+  INFO("node 0:\n" << run.r0.err << "node 1:\n" << run.r1.err);
+  CHECK(run.r0.exit_code == 0);
+  CHECK(run.r1.exit_code == 0);
+  CHECK_THAT(run.r0.err, Catch::Contains("node 1 (") && Catch::Contains("detected a hang: no progress") &&
+                             Catch::Contains("restarting on every node"));
+  CHECK_THAT(run.r1.err, Catch::Contains("detected a hang: no progress") && Catch::Contains("restarting"));
 }
 
 // Real gloo workers (tests/multinode/allreduce.py all-reducing for 30 s) on two nodes; one

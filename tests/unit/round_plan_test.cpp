@@ -158,6 +158,35 @@ TEST_CASE("abort records come from named factories") {
   CHECK(abort_from_json(to_json(stop)).status == stop.reason);
 }
 
+TEST_CASE("a hang's abort record carries the verdict and 119; a record without it reads as before") {
+  WorkerOutcome root;
+  root.rank = 1;
+  root.pid = 4711;
+  root.status = ExitStatus{true, 0, SIGTERM};  // stopped by us after the capture
+  root.hang = "hang: no progress for 3 s; rank 1 (pid 4711) at step 3";
+  auto hung = AbortRecord::worker_failure(root, 1, "h1", false);
+  CHECK(hung.exit_code == exit_code::kHang);
+  CHECK(hung.reason == "node 1 (h1) detected a " + root.hang);
+  CHECK(hung.status == "stopped by ddp-launch: a hang (exit code 119)");
+  auto back = abort_from_json(to_json(hung));
+  CHECK(back.hang == root.hang);
+  CHECK(back.exit_code == exit_code::kHang);
+  CHECK(back.remote_failure().hang == root.hang);
+  const std::string report = format_remote_failure_report("train.py", back.remote_failure(), 0, "h0");
+  CHECK_THAT(report, Catch::Contains("FAILED on node 1 (h1)") && Catch::Contains("hang      : " + root.hang) &&
+                         Catch::Contains("a hang (exit code 119)"));
+
+  root.hang.clear();  // an ordinary failure, as an older launcher writes it: no "hang" field
+  std::string old = to_json(AbortRecord::worker_failure(root, 1, "h1", true));
+  const std::string field = ",\"hang\":\"\"";
+  REQUIRE(old.find(field) != std::string::npos);
+  old.erase(old.find(field), field.size());
+  auto plain = abort_from_json(old);
+  CHECK(plain.hang.empty());
+  CHECK(plain.exit_code == 128 + SIGTERM);
+  CHECK_THAT(format_remote_failure_report("train.py", plain.remote_failure(), 0, "h0"), !Catch::Contains("hang"));
+}
+
 TEST_CASE("ROLE_RANK and ROLE_WORLD_SIZE count within each role, as torchrun does") {
   auto a = node("a", 2), b = node("b", 3), c = node("c", 4);
   b.role = "evaluator";
