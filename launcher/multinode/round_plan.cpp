@@ -180,6 +180,7 @@ AbortRecord AbortRecord::worker_failure(const WorkerOutcome& root, int node_rank
   r.status = root.hang.empty() ? root.status.describe()
                                : fmt::format("stopped by ddp-launch: a hang (exit code {})", r.exit_code);
   r.hang = root.hang;
+  if (!root.hang.empty()) r.stacks_file = root.stacks_file;
   if (root.error) {
     r.error = root.error->message;
     r.traceback = root.error->traceback;
@@ -223,7 +224,7 @@ AbortRecord AbortRecord::stopped_by_signal(int node_rank, const std::string& hos
 
 RemoteFailure AbortRecord::remote_failure() const {
   return RemoteFailure{node_rank, host, rank, local_rank, pid, status.empty() ? reason : status,
-                       error, traceback, hang};
+                       error, traceback, hang, stacks_file};
 }
 
 std::string to_json(const NodeInfo& info) { return info_json(info).dump(); }
@@ -242,7 +243,8 @@ std::string to_json(const AbortRecord& r) {
   return json{{"kind", static_cast<int>(r.kind)}, {"reason", r.reason}, {"node_rank", r.node_rank},
               {"host", r.host}, {"rank", r.rank}, {"local_rank", r.local_rank}, {"pid", r.pid},
               {"exit_code", r.exit_code}, {"status", r.status}, {"error", r.error},
-              {"traceback", r.traceback}, {"hang", r.hang}, {"final", r.final}}
+              {"traceback", r.traceback}, {"hang", r.hang}, {"stacks_file", r.stacks_file},
+              {"final", r.final}}
       .dump();
 }
 
@@ -289,6 +291,7 @@ AbortRecord abort_from_json(const std::string& text) {
     r.error = j.at("error").get<std::string>();
     r.traceback = j.at("traceback").get<std::string>();
     r.hang = j.value("hang", std::string());  // older launchers write none
+    r.stacks_file = j.value("stacks_file", std::string());
     r.final = j.at("final").get<bool>();
     return r;
   } catch (const json::exception& e) {  // a field missing or of the wrong type

@@ -90,6 +90,7 @@ struct AbortRecord {
   std::string error;         // the worker's error-file message, if any
   std::string traceback;
   std::string hang;          // a hang's verdict line ("": not a hang); absent in older records
+  std::string stacks_file;   // the culprit's stacks file on node `host` (a hang); likewise
   bool final = false;        // no restarts left: everyone exits with exit_code
 };
 

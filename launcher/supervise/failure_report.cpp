@@ -205,8 +205,8 @@ std::string format_remote_failure_report(const std::string& program, const Remot
   }
   out += fmt::format("  exit      : {}\n", r.exit);
   if (!r.hang.empty())
-    out += fmt::format("  hang      : {}\n  stacks    : on node {} ({}), in its log directory\n", r.hang,
-                       r.node_rank, r.host);
+    out += fmt::format("  hang      : {}\n  stacks    : {} on node {} ({})\n", r.hang,
+                       r.stacks_file.empty() ? "<none: no run directory>" : r.stacks_file, r.node_rank, r.host);
   if (!r.error.empty()) out += fmt::format("  error     : {}\n", r.error);
   if (!r.traceback.empty()) out += "  traceback :\n" + indent(r.traceback, "    ");
   out += thin + "\n" +

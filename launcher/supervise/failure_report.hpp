@@ -61,7 +61,8 @@ struct RemoteFailure {
   std::string exit;  // "exit code 3", or why the round ended
   std::string error;
   std::string traceback;
-  std::string hang;  // a hang's verdict line, or ""
+  std::string hang;         // a hang's verdict line, or ""
+  std::string stacks_file;  // a hang's stacks file on node `host`, or ""
 };
 
 // The report on a node whose own workers did not cause the failure (they were stopped).

@@ -381,6 +381,7 @@ TEST_CASE("a hang on either node is the root cause on every node: both report it
   CHECK_THAT(other.err, Catch::Contains("FAILED on node " + std::to_string(hung)) &&
                             Catch::Contains("node      : " + std::to_string(hung) + " (") &&
                             Catch::Contains("hang      : " + verdict) && Catch::Contains(culprit) &&
+                            Catch::Contains("attempt_0/0/stacks.txt on node " + std::to_string(hung)) &&
                             Catch::Contains("a hang (exit code 119)"));
   CHECK_FALSE(run.stacks(hung, 0).empty());  // captured where the hang was detected
   for (int rank = 0; rank < 2; ++rank) {
