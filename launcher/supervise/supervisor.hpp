@@ -50,6 +50,7 @@ struct SupervisorConfig {
   std::vector<int> stop_signals;     // forwarded, then the attempt ends
   std::vector<int> forward_signals;  // forwarded only
   double hang_timeout_s = 0;         // --hang-timeout; 0: no hang detection
+  double straggler_threshold = 0;    // --straggler-threshold; 0: no straggler notices
   std::string tool_path;             // PATH to find eu-stack / gdb
 };
 
