@@ -121,9 +121,10 @@ double parse_shutdown_timeout(const std::string& value) {
 }
 
 double parse_hang_timeout(const std::string& value) {
+  if (trim(value) == "auto") return kHangTimeoutAuto;
   auto seconds = parse_seconds(value, SecondsFloor::kNonNegative);
   if (!seconds || (*seconds > 0 && *seconds < 1))
-    usage_error(fmt::format("--hang-timeout must be 0 (off) or a number of seconds >= 1, got '{}'", value));
+    usage_error(fmt::format("--hang-timeout must be 0 (off), auto, or a number of seconds >= 1, got '{}'", value));
   return *seconds;
 }
 

@@ -214,7 +214,7 @@ struct Supervisor::Impl {
       watched.push_back({w.launch.rank, static_cast<long>(w.pid), w.launch.progress_file});
       ranks.push_back({w.launch.rank, static_cast<long>(w.pid)});
     }
-    if (config.hang_timeout_s > 0) hang_watch.emplace(std::move(watched), config.hang_timeout_s);
+    if (config.hang_timeout_s != 0) hang_watch.emplace(std::move(watched), config.hang_timeout_s);
     if (config.straggler_threshold > 0) straggler_watch.emplace(std::move(ranks), config.straggler_threshold);
     if (hang_watch || straggler_watch) schedule_hang_tick();
   }

@@ -50,7 +50,7 @@ struct SupervisorConfig {
   double shutdown_timeout_s = 30.0;
   std::vector<int> stop_signals;     // forwarded, then the attempt ends
   std::vector<int> forward_signals;  // forwarded only
-  double hang_timeout_s = 0;         // --hang-timeout; 0: no hang detection
+  double hang_timeout_s = 0;         // --hang-timeout; 0: no hang detection; < 0: auto
   double straggler_threshold = 0;    // --straggler-threshold; 0: no straggler notices
   std::string tool_path;             // PATH to find eu-stack / gdb
 };

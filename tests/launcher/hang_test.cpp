@@ -111,8 +111,15 @@ TEST_CASE("hang: --hang-timeout rejects bad values") {
   for (std::string bad : {"abc", "0.5", "-1"}) {
     auto r = launch({"--hang-timeout", bad, "true"}, {}, 30s);
     CHECK(r.exit_code == 121);
-    CHECK_THAT(r.err, Catch::Contains("--hang-timeout must be 0 (off) or a number of seconds >= 1"));
+    CHECK_THAT(r.err, Catch::Contains("--hang-timeout must be 0 (off), auto, or a number of seconds >= 1"));
   }
+}
+
+TEST_CASE("hang: --hang-timeout auto (and PET_HANG_TIMEOUT=auto) is accepted and watches a normal run quietly") {
+  CHECK(launch({"--nproc-per-node=2", "--hang-timeout", "auto", "true"}, {}, 30s).exit_code == 0);
+  auto env = launch({"--nproc-per-node=2", "true"}, {{"PET_HANG_TIMEOUT", "auto"}}, 30s);
+  CHECK(env.exit_code == 0);
+  CHECK_THAT(env.err, !Catch::Contains("hang:"));
 }
 
 TEST_CASE("straggler: the rank that sleeps extra per step is named once, no other, and nothing is stopped") {
