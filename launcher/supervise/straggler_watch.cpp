@@ -16,6 +16,7 @@ std::optional<double> StragglerWatch::step_time(size_t i) const {
   const uint64_t steps = s.back().step - s.front().step;
   if (steps < kMinSteps || s.back().step_time_ns <= s.front().step_time_ns) return std::nullopt;
   const double per_step = static_cast<double>(s.back().step_time_ns - s.front().step_time_ns) / 1e9 / steps;
+  if (s.back().t - s.back().t_step > std::max(kStallS, 3 * per_step)) return std::nullopt;
   const auto busy = std::count_if(s.begin(), s.end(), [](const Sample& x) { return !x.waiting; });
   return per_step * static_cast<double>(busy) / static_cast<double>(s.size());
 }
@@ -30,7 +31,8 @@ std::vector<std::string> StragglerWatch::observe(double now_s,
       continue;
     }
     if (!s.empty() && r->step < s.back().step) s.clear();  // a record restarted: start over
-    s.push_back({now_s, r->step, r->step_time_ns, r->seq_entered > r->seq_completed});
+    const double t_step = !s.empty() && s.back().step == r->step ? s.back().t_step : now_s;
+    s.push_back({now_s, t_step, r->step, r->step_time_ns, r->seq_entered > r->seq_completed});
     while (s.size() > 2 && now_s - s.front().t > kWindowS) s.pop_front();
   }
   std::vector<double> times;

@@ -19,6 +19,7 @@ class StragglerWatch {
   static constexpr double kMinSpanS = 10;     // a rank is judged once its samples span this
   static constexpr unsigned kMinSteps = 3;    // ... and it completed this many steps in them
   static constexpr unsigned kMinBusy = 10;    // samples outside a collective before flagging
+  static constexpr double kStallS = 5;        // no step for max(this, 3 step times): stalled
 
   struct Rank {
     int rank = 0;
@@ -31,7 +32,8 @@ class StragglerWatch {
   // record (nullopt: never fed or exited). Returns the notice of each rank newly flagged.
   std::vector<std::string> observe(double now_s, const std::vector<std::optional<progress::Record>>& records);
 
-  // A rank's own step time over the window in seconds (nullopt: not enough samples yet):
+  // A rank's own step time over the window in seconds (nullopt: not enough samples yet, or
+  // stalled: a rank that stopped stepping is the hang watch's business, not a straggler):
   // the time per completed step, scaled by the share of samples where it was not waiting
   // in a collective (in a synchronous job every rank steps at the slowest one's pace, but
   // only the slow one is rarely seen waiting).
@@ -40,6 +42,7 @@ class StragglerWatch {
  private:
   struct Sample {
     double t;
+    double t_step;  // when this rank's step last changed (observer's clock)
     uint64_t step;
     uint64_t step_time_ns;
     bool waiting;  // in a collective (entered, not completed)

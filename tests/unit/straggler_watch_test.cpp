@@ -101,4 +101,9 @@ TEST_CASE("straggler: a rank below the threshold, or one that stops stepping, is
   CHECK(simulate(below, 3, 60, [](int i, uint64_t) { return i == 0 ? 0.19 : 0.1; }, never_waits).empty());
   StragglerWatch stuck(ranks(2), 2.0);  // rank 1 stops after 5 steps: a hang, not a straggler
   CHECK(simulate(stuck, 2, 60, [](int i, uint64_t k) { return i == 1 && k >= 5 ? 1e9 : 0.1; }, never_waits).empty());
+  // Both stop after 3 s of steps, rank 1 stopped outside a collective, rank 0 waiting for it.
+  StragglerWatch hung(ranks(2), 2.0);
+  CHECK(simulate(hung, 2, 60, [](int, uint64_t k) { return k >= 30 ? 1e9 : 0.1; },
+                 [](int i, int tick) { return i == 0 && tick >= 6; })
+            .empty());
 }
