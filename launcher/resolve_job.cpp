@@ -74,6 +74,7 @@ SupervisorConfig supervisor_config(const LaunchOptions& o) {
   SupervisorConfig config;
   config.shutdown_timeout_s = o.shutdown_timeout_s;
   config.hang_timeout_s = o.hang_timeout_s;
+  config.straggler_threshold = o.straggler_threshold;
   const auto& stops = default_stop_signals();
   for (int s : o.signals_to_handle)
     (std::find(stops.begin(), stops.end(), s) != stops.end() ? config.stop_signals : config.forward_signals)

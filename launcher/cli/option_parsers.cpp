@@ -2,7 +2,9 @@
 #include "launcher/cli/option_parsers.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -119,10 +121,20 @@ double parse_shutdown_timeout(const std::string& value) {
 }
 
 double parse_hang_timeout(const std::string& value) {
+  if (trim(value) == "auto") return kHangTimeoutAuto;
   auto seconds = parse_seconds(value, SecondsFloor::kNonNegative);
   if (!seconds || (*seconds > 0 && *seconds < 1))
-    usage_error(fmt::format("--hang-timeout must be 0 (off) or a number of seconds >= 1, got '{}'", value));
+    usage_error(fmt::format("--hang-timeout must be 0 (off), auto, or a number of seconds >= 1, got '{}'", value));
   return *seconds;
+}
+
+double parse_straggler_threshold(const std::string& value) {
+  const std::string v = trim(value);
+  char* end = nullptr;
+  const double factor = v.empty() ? -1 : std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !std::isfinite(factor) || (factor != 0 && factor <= 1))
+    usage_error(fmt::format("--straggler-threshold must be 0 (off) or a factor above 1 (e.g. 2), got '{}'", value));
+  return factor;
 }
 
 std::vector<int> parse_signal_list(const std::string& value) {

@@ -35,8 +35,11 @@ std::vector<int> parse_signal_list(const std::string& value);  // names or numbe
 
 // --shutdown-timeout (and TORCH_ELASTIC_SHUTDOWN_TIMEOUT): seconds >= 0.
 double parse_shutdown_timeout(const std::string& value);
-// --hang-timeout: seconds, 0 (off) or at least 1.
+// --hang-timeout: seconds, 0 (off) or at least 1; "auto": kHangTimeoutAuto.
+inline constexpr double kHangTimeoutAuto = -1;
 double parse_hang_timeout(const std::string& value);
+// --straggler-threshold: 0 (off) or a factor above 1 (a step time that many times the median).
+double parse_straggler_threshold(const std::string& value);
 
 // An integer in [min, max] (a leading '-' allowed); otherwise "FLAG must be HINT, got 'VALUE'".
 int parse_int_flag(const std::string& flag, const std::string& value, long long min, long long max,

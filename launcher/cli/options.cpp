@@ -40,7 +40,7 @@ class UsageFormatter : public CLI::Formatter {
 // Raw string values as CLI11 fills them; validated into LaunchOptions afterwards.
 struct RawOptions {
   std::string nproc = "1", nnodes = "1:1", node_rank = "0", max_restarts = "0";
-  std::string master_port, shutdown_timeout, hang_timeout, redirects = "0", tee = "0";
+  std::string master_port, shutdown_timeout, hang_timeout, straggler_threshold, redirects = "0", tee = "0";
   std::string local_ranks_filter, devices, signals = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
   std::string monitor_interval, start_method;
   std::string log_line_prefix_template, rdzv_conf, local_rank_arg, stdin_rank = "auto";
@@ -72,7 +72,11 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.add_option("--hang-timeout,--hang_timeout", raw.hang_timeout,
                  "Seconds without progress from any worker that feeds its progress record (libddp, "
                  "python/ddp_progress.py) before the job counts as hung: stacks, then stop "
-                 "(default 300; 0: off)");
+                 "(default 300; 0: off; auto: 600 before the first steps, then max(120, 10 x the "
+                 "slowest rank's recent step time))");
+  app.add_option("--straggler-threshold,--straggler_threshold", raw.straggler_threshold,
+                 "Report (once, no kill) a rank whose step time over 20 s is at least this many times "
+                 "the job median (default 2; 0: off)");
   app.add_option("--signals-to-handle,--signals_to_handle", raw.signals,
                  "Signals forwarded to workers (default SIGTERM,SIGINT,SIGHUP,SIGQUIT; others such "
                  "as SIGUSR1 are forwarded without stopping the job)");
@@ -224,6 +228,7 @@ void convert_raw_options(const RawOptions& raw, const Environment& env, const Gi
   o.max_restarts = parse_int_flag("--max-restarts", raw.max_restarts, 0, 1000000, "0 or more");
   if (!raw.shutdown_timeout.empty()) o.shutdown_timeout_s = parse_shutdown_timeout(raw.shutdown_timeout);
   if (!raw.hang_timeout.empty()) o.hang_timeout_s = parse_hang_timeout(raw.hang_timeout);
+  if (!raw.straggler_threshold.empty()) o.straggler_threshold = parse_straggler_threshold(raw.straggler_threshold);
   o.signals_to_handle = parse_signal_list(raw.signals);
   o.redirects = parse_stream_selection("--redirects", raw.redirects);
   o.tee = parse_stream_selection("--tee", raw.tee);

@@ -43,6 +43,7 @@ struct LaunchOptions {
   int max_restarts = 0;
   double shutdown_timeout_s = 30.0;
   double hang_timeout_s = 300.0;  // --hang-timeout; 0: off
+  double straggler_threshold = 2.0;  // --straggler-threshold; 0: off
   std::vector<int> signals_to_handle;  // signal numbers
   // GPUs.
   std::optional<std::vector<int>> devices;  // --devices 0,2,5 (indices into the visible list)

@@ -145,9 +145,40 @@ void create_progress_file(const std::string& path) {
                                                        path, std::strerror(err)));
 }
 
+double auto_hang_limit(const std::vector<std::optional<double>>& recent_step_s) {
+  std::optional<double> slowest;
+  for (const auto& t : recent_step_s)
+    if (t && (!slowest || *t > *slowest)) slowest = t;
+  if (!slowest) return AutoHangLimit::kBeforeFirstStepS;
+  return std::max(AutoHangLimit::kFloorS, AutoHangLimit::kFactor * *slowest);
+}
+
 HangWatch::HangWatch(std::vector<Worker> workers, double timeout_s)
     : workers_(std::move(workers)), timeout_s_(timeout_s), last_updates_(workers_.size(), 0),
-      last_change_(workers_.size(), Clock::now()) {}
+      last_change_(workers_.size(), Clock::now()), last_step_(workers_.size(), 0),
+      last_step_ns_(workers_.size(), 0), recent_step_s_(workers_.size()) {}
+
+void HangWatch::note_steps(size_t i, const Record& r) {
+  if (r.step_time_ns == 0 || r.step == last_step_[i]) return;
+  if (r.step > last_step_[i] && last_step_ns_[i] != 0 && r.step_time_ns > last_step_ns_[i]) {
+    auto& recent = recent_step_s_[i];
+    recent.push_back(static_cast<double>(r.step_time_ns - last_step_ns_[i]) / 1e9 / (r.step - last_step_[i]));
+    if (recent.size() > AutoHangLimit::kRecentSteps) recent.erase(recent.begin());
+  }
+  last_step_[i] = r.step;
+  last_step_ns_[i] = r.step_time_ns;
+}
+
+double HangWatch::limit() const {
+  if (timeout_s_ >= 0) return timeout_s_;
+  std::vector<std::optional<double>> recent;
+  for (const auto& r : recent_step_s_) {
+    double sum = 0;
+    for (double t : r) sum += t;
+    recent.push_back(r.empty() ? std::nullopt : std::optional<double>(sum / r.size()));
+  }
+  return auto_hang_limit(recent);
+}
 
 std::optional<HangVerdict> HangWatch::observe(const std::vector<bool>& live) {
   const auto now = Clock::now();
@@ -160,6 +191,7 @@ std::optional<HangVerdict> HangWatch::observe(const std::vector<bool>& live) {
       last_updates_[i] = record->updates;
       last_change_[i] = now;
     }
+    if (record) note_steps(i, *record);
     if (i >= live.size() || !live[i]) continue;  // an exited worker waits for nothing
     RankProgress p{workers_[i].rank, workers_[i].pid, record,
                    std::chrono::duration<double>(now - last_change_[i]).count(), false};
@@ -167,7 +199,7 @@ std::optional<HangVerdict> HangWatch::observe(const std::vector<bool>& live) {
     ranks.push_back(std::move(p));
     index.push_back(i);
   }
-  auto verdict = judge(ranks, timeout_s_);
+  auto verdict = judge(ranks, limit());
   if (verdict) verdict->culprit = index[verdict->culprit];
   return verdict;
 }

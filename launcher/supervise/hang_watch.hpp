@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,18 @@ struct HangVerdict {
 // least one has ever fed its record; otherwise nullopt.
 std::optional<HangVerdict> judge(const std::vector<RankProgress>& ranks, double timeout_s);
 
+// --hang-timeout auto: the limit follows the step times. Before any rank completed two
+// observed steps: kBeforeFirstStepS (start-up, data loading, compilation); after:
+// max(kFloorS, kFactor x the slowest rank's recent step time).
+struct AutoHangLimit {
+  static constexpr double kBeforeFirstStepS = 600;
+  static constexpr double kFloorS = 120;
+  static constexpr double kFactor = 10;
+  static constexpr size_t kRecentSteps = 8;  // a rank's recent step time: the mean of these
+};
+// Pure: the auto limit for each rank's recent step time (nullopt: none measured yet).
+double auto_hang_limit(const std::vector<std::optional<double>>& recent_step_s);
+
 // Reads a record file (nullopt if absent, short, or not yet initialised by the worker).
 std::optional<progress::Record> read_progress_record(const std::string& path);
 // Creates (or empties) a zeroed record file for a worker to map. Throws LaunchError 125.
@@ -45,6 +58,7 @@ class HangWatch {
     long pid = 0;
     std::string progress_file;
   };
+  // timeout_s < 0: auto (AutoHangLimit).
   HangWatch(std::vector<Worker> workers, double timeout_s);
   // Reads every record; returns a verdict once judge() finds one. `live[i]`: worker i runs.
   std::optional<HangVerdict> observe(const std::vector<bool>& live);
@@ -55,6 +69,11 @@ class HangWatch {
   double timeout_s_;
   std::vector<uint64_t> last_updates_;
   std::vector<Clock::time_point> last_change_;
+  std::vector<uint64_t> last_step_, last_step_ns_;     // auto: the last step seen, and when
+  std::vector<std::vector<double>> recent_step_s_;     // auto: its last step intervals
+
+  void note_steps(size_t i, const progress::Record& r);
+  double limit() const;
 };
 
 }  // namespace ddp::launch

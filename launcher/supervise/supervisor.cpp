@@ -18,6 +18,7 @@
 #include "launcher/os/watchdog.hpp"
 #include "launcher/supervise/hang_watch.hpp"
 #include "launcher/supervise/stack_capture.hpp"
+#include "launcher/supervise/straggler_watch.hpp"
 #include "launcher/supervise/worker_pipes.hpp"
 #include "launcher/worker/console_board.hpp"
 #include "launcher/worker/output.hpp"
@@ -60,6 +61,7 @@ struct Supervisor::Impl {
   bool live_timer_armed = false;
   asio::steady_timer hang_timer;        // reads the progress records (--hang-timeout)
   std::optional<HangWatch> hang_watch;
+  std::optional<StragglerWatch> straggler_watch;  // --straggler-threshold, on the hang tick
   std::optional<HangVerdict> hang;      // this attempt's verdict
   std::unique_ptr<ConsoleBoard> board;  // null unless stdout or stderr is a terminal
   Watchdog watchdog;
@@ -203,14 +205,18 @@ struct Supervisor::Impl {
   // --- hangs -------------------------------------------------------------------------
   void start_hang_watch() {
     hang_watch.reset();
-    if (config.hang_timeout_s <= 0 || workers.empty()) return;
+    straggler_watch.reset();
+    if (workers.empty()) return;
     std::vector<HangWatch::Worker> watched;
+    std::vector<StragglerWatch::Rank> ranks;
     for (const Worker& w : workers) {
       if (w.launch.progress_file.empty()) return;  // no run directory: nothing to watch
       watched.push_back({w.launch.rank, static_cast<long>(w.pid), w.launch.progress_file});
+      ranks.push_back({w.launch.rank, static_cast<long>(w.pid)});
     }
-    hang_watch.emplace(std::move(watched), config.hang_timeout_s);
-    schedule_hang_tick();
+    if (config.hang_timeout_s != 0) hang_watch.emplace(std::move(watched), config.hang_timeout_s);
+    if (config.straggler_threshold > 0) straggler_watch.emplace(std::move(ranks), config.straggler_threshold);
+    if (hang_watch || straggler_watch) schedule_hang_tick();
   }
 
   void schedule_hang_tick() {
@@ -219,9 +225,19 @@ struct Supervisor::Impl {
       if (ec || id != attempt_id || !attempt_running || stopping || interrupt_signal != 0) return;
       std::vector<bool> live;
       for (const Worker& w : workers) live.push_back(w.pid > 0 && !w.outcome);
-      if (auto verdict = hang_watch->observe(live)) return on_hang(std::move(*verdict));
+      if (hang_watch)
+        if (auto verdict = hang_watch->observe(live)) return on_hang(std::move(*verdict));
+      if (straggler_watch) observe_stragglers(live);
       schedule_hang_tick();
     });
+  }
+
+  void observe_stragglers(const std::vector<bool>& live) {
+    std::vector<std::optional<progress::Record>> records;
+    for (size_t i = 0; i < workers.size(); ++i)
+      records.push_back(live[i] ? read_progress_record(workers[i].launch.progress_file) : std::nullopt);
+    const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    for (const std::string& notice : straggler_watch->observe(now, records)) launcher_notice(notice);
   }
 
   // The verdict, then every live worker's stacks (native, then Python via SIGABRT: a

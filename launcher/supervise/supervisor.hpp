@@ -6,7 +6,8 @@
 // only forwarded. A second stop signal kills the workers at once. With a hang timeout, a
 // hang tick reads the workers' progress records (hang_watch): on a verdict it captures
 // every worker's stacks first, then stops them like a failure whose root cause is the rank
-// behind (its outcome carries the verdict). Blocks in run_attempt.
+// behind (its outcome carries the verdict). The same tick feeds straggler_watch (notices
+// only) when straggler_threshold > 0. Blocks in run_attempt.
 #pragma once
 
 #include <chrono>
@@ -49,7 +50,8 @@ struct SupervisorConfig {
   double shutdown_timeout_s = 30.0;
   std::vector<int> stop_signals;     // forwarded, then the attempt ends
   std::vector<int> forward_signals;  // forwarded only
-  double hang_timeout_s = 0;         // --hang-timeout; 0: no hang detection
+  double hang_timeout_s = 0;         // --hang-timeout; 0: no hang detection; < 0: auto
+  double straggler_threshold = 0;    // --straggler-threshold; 0: no straggler notices
   std::string tool_path;             // PATH to find eu-stack / gdb
 };
 

@@ -111,6 +111,47 @@ TEST_CASE("hang: --hang-timeout rejects bad values") {
   for (std::string bad : {"abc", "0.5", "-1"}) {
     auto r = launch({"--hang-timeout", bad, "true"}, {}, 30s);
     CHECK(r.exit_code == 121);
-    CHECK_THAT(r.err, Catch::Contains("--hang-timeout must be 0 (off) or a number of seconds >= 1"));
+    CHECK_THAT(r.err, Catch::Contains("--hang-timeout must be 0 (off), auto, or a number of seconds >= 1"));
+  }
+}
+
+TEST_CASE("hang: --hang-timeout auto (and PET_HANG_TIMEOUT=auto) is accepted and watches a normal run quietly") {
+  CHECK(launch({"--nproc-per-node=2", "--hang-timeout", "auto", "true"}, {}, 30s).exit_code == 0);
+  auto env = launch({"--nproc-per-node=2", "true"}, {{"PET_HANG_TIMEOUT", "auto"}}, 30s);
+  CHECK(env.exit_code == 0);
+  CHECK_THAT(env.err, !Catch::Contains("hang:"));
+}
+
+TEST_CASE("straggler: the rank that sleeps extra per step is named once, no other, and nothing is stopped") {
+  TempDir dir;
+  write_file(dir / "worker.py", R"(
+import os, sys, time
+sys.path.insert(0, os.environ["DDP_TEST_PYTHON_DIR"])
+import ddp_progress as p
+rank, t0, step = int(os.environ["RANK"]), time.monotonic(), 0
+while time.monotonic() - t0 < 16:
+    time.sleep(0.4 if rank == 1 else 0.05)
+    step += 1
+    p.heartbeat(step)
+)");
+  const EnvOverrides env = {{"DDP_TEST_PYTHON_DIR", std::string(DDP_SOURCE_DIR) + "/python"}};
+  auto r = launch({"--nproc-per-node=3", dir / "worker.py"}, env, 120s);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Matches("(.|\\n)*straggler: rank 1 \\(pid [0-9]+\\) takes [0-9.]+ s per step, [0-9.]+x the "
+                                   "job median of [0-9.e-]+ s \\(--straggler-threshold 2\\); reporting only(.|\\n)*"));
+  size_t count = 0;
+  for (size_t at = r.err.find("straggler:"); at != std::string::npos; at = r.err.find("straggler:", at + 1)) ++count;
+  CHECK(count == 1);
+  auto off = launch({"--nproc-per-node=3", "--straggler-threshold=0", dir / "worker.py"}, env, 120s);
+  CHECK(off.exit_code == 0);
+  CHECK_THAT(off.err, !Catch::Contains("straggler:"));
+}
+
+TEST_CASE("straggler: --straggler-threshold rejects bad values") {
+  for (std::string bad : {"abc", "1", "0.5", "-2", "inf"}) {
+    auto r = launch({"--straggler-threshold", bad, "true"}, {}, 30s);
+    CHECK(r.exit_code == 121);
+    CHECK_THAT(r.err, Catch::Contains("--straggler-threshold must be 0 (off) or a factor above 1 (e.g. 2)"));
   }
 }

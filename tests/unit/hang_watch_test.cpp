@@ -62,3 +62,12 @@ TEST_CASE("judge: the same sequence number in different collectives is a desync"
   CHECK(v->summary == "desync: no progress for 40 s; at collective #5 the ranks differ: rank 0 in broadcast #5 "
                       "(10 float32); rank 1 in all_reduce #5 (4996 float32)");
 }
+
+TEST_CASE("auto_hang_limit: long before the first step, then k times the slowest rank's step time, with a floor") {
+  CHECK(auto_hang_limit({}) == AutoHangLimit::kBeforeFirstStepS);
+  CHECK(auto_hang_limit({std::nullopt, std::nullopt}) == 600);
+  CHECK(auto_hang_limit({0.1, std::nullopt}) == AutoHangLimit::kFloorS);  // 10 x 0.1 s < the floor
+  CHECK(auto_hang_limit({0.5, 30.0, 2.0}) == 300);                        // 10 x the slowest
+  CHECK(auto_hang_limit({12.0, 11.0}) == 120);
+  CHECK(auto_hang_limit({std::nullopt, 13.0}) == 130);
+}
