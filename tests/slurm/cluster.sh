@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# A real local Slurm cluster on this one host, for the tests: munged with its own key and
+# socket, slurmctld and three slurmd (n1..n3, all NodeHostName=localhost, own ports), every
+# file under DIR, SLURM_CONF=DIR/slurm.conf so nothing in /etc is read or written.
+# Usage: cluster.sh up DIR     (prints `export SLURM_CONF=...`; exits 77 where Slurm cannot run)
+#        cluster.sh down DIR   (stops every daemon it started; safe to run twice)
+set -euo pipefail
+
+kNodes=3
+kCpusPerNode=16        # declared, not real (SlurmdParameters=config_overrides), so
+                       # scripts/slurm.sbatch's --cpus-per-task=16 fits on a small machine
+
+skip_file=/dev/null   # up writes the reason to DIR/skip too, for the test cases to repeat
+skip() { echo "cluster.sh: SKIP: $*" | tee "$skip_file" >&2; exit 77; }
+die() { echo "cluster.sh: $*" >&2; exit 1; }
+
+free_ports() {  # N distinct free TCP ports on loopback
+  python3 - "$1" <<'PY'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+PY
+}
+
+write_conf() {
+  local dir=$1 ctld_port=$2; shift 2
+  local host; host=$(hostname -s)
+  cat >"$dir/slurm.conf" <<CONF
+ClusterName=ddptest
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$ctld_port
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$dir/munge/munge.socket
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool/%n
+SlurmctldPidFile=$dir/run/slurmctld.pid
+SlurmdPidFile=$dir/run/slurmd.%n.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd.%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/builtin
+MpiDefault=none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+ReturnToService=2
+SlurmdParameters=config_overrides
+SlurmctldTimeout=30
+SlurmdTimeout=60
+InactiveLimit=0
+KillWait=5
+MinJobAge=300
+MessageTimeout=20
+CONF
+  local i=1
+  for port in "$@"; do
+    echo "NodeName=n$i NodeHostName=localhost NodeAddr=127.0.0.1 Port=$port CPUs=$kCpusPerNode RealMemory=1000 State=UNKNOWN" >>"$dir/slurm.conf"
+    i=$((i + 1))
+  done
+  echo "PartitionName=test Nodes=n[1-$kNodes] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES" >>"$dir/slurm.conf"
+}
+
+start_munge() {
+  local dir=$1
+  mkdir -p "$dir/munge" && chmod 700 "$dir/munge"
+  head -c 1024 /dev/urandom >"$dir/munge/munge.key" && chmod 400 "$dir/munge/munge.key"
+  munged --force --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
+    --pid-file="$dir/munge/munged.pid" --log-file="$dir/munge/munged.log" \
+    --seed-file="$dir/munge/munged.seed" 2>"$dir/log/munged.err" ||
+    die "munged did not start: $(cat "$dir/log/munged.err" "$dir/munge/munged.log" 2>/dev/null | tail -3)"
+}
+
+wait_idle() {  # until all nodes are idle (slurmd registered), or fail with the logs
+  local dir=$1
+  for _ in $(seq 1 120); do
+    local idle
+    idle=$(sinfo -h -N -t idle -o '%N' 2>/dev/null | sort -u | wc -l)
+    ((idle >= kNodes)) && return 0
+    sleep 0.5
+  done
+  sinfo -N -l >&2 || true
+  tail -n 5 "$dir"/log/*.log >&2 || true
+  die "the nodes did not become idle within 60 s (logs above)"
+}
+
+up() {
+  local dir=$1
+  down "$dir"  # a cluster left by an interrupted run
+  rm -rf "$dir" && mkdir -p "$dir" && skip_file=$dir/skip
+  [[ $(id -u) -eq 0 ]] || skip "needs root (slurmd runs jobs as the submitting user and must be root; CI runs the tests as root)"
+  for b in munged slurmctld slurmd sbatch srun scancel sinfo; do
+    command -v "$b" >/dev/null || skip "$b not installed (scripts/install-deps.sh installs slurm-wlm and munge)"
+  done
+  mkdir -p "$dir"/{state,spool,run,log}
+  local ports; read -r -a ports <<<"$(free_ports $((kNodes + 1)))"
+  write_conf "$dir" "${ports[@]}"
+  export SLURM_CONF=$dir/slurm.conf
+  start_munge "$dir"
+  slurmctld -c -f "$SLURM_CONF" || die "slurmctld did not start: $(tail -n 5 "$dir/log/slurmctld.log")"
+  for i in $(seq 1 "$kNodes"); do
+    mkdir -p "$dir/spool/n$i"
+    slurmd -N "n$i" -f "$SLURM_CONF" || die "slurmd n$i did not start: $(tail -n 5 "$dir/log/slurmd.n$i.log")"
+  done
+  wait_idle "$dir"
+  echo "export SLURM_CONF=$SLURM_CONF"
+}
+
+stop_pidfile() {  # SIGTERM, then SIGKILL after 10 s, the daemon whose pid the file holds
+  local file=$1 pid
+  [[ -s $file ]] || return 0
+  pid=$(cat "$file")
+  kill "$pid" 2>/dev/null || return 0
+  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.2; done
+  kill -9 "$pid" 2>/dev/null || true
+}
+
+down() {
+  local dir=$1
+  [[ -f $dir/slurm.conf ]] || return 0
+  (
+  export SLURM_CONF=$dir/slurm.conf
+  scancel --full --signal=KILL --partition=test 2>/dev/null || true
+  for f in "$dir"/run/slurmd.*.pid; do stop_pidfile "$f"; done
+  stop_pidfile "$dir/run/slurmctld.pid"
+  stop_pidfile "$dir/munge/munged.pid"
+  )
+}
+
+case "${1:-}" in
+  up) [[ $# -eq 2 ]] || die "usage: cluster.sh up DIR"; up "$2" ;;
+  down) [[ $# -eq 2 ]] || die "usage: cluster.sh down DIR"; down "$2" ;;
+  *) die "usage: cluster.sh up|down DIR" ;;
+esac
