@@ -71,9 +71,14 @@ std::vector<std::string> expand_nodelist(const std::string& nodelist) {
 }
 
 std::optional<SlurmJob> slurm_job(const Environment& env) {
-  auto nnodes = slurm_count(env, "SLURM_NNODES");
+  // Inside a step (srun) the step's variables come first: a step may run on part of the
+  // allocation (srun -N2 -w n2,n3 in a three-node job), and SLURM_NODEID counts the step's
+  // nodes, while SLURM_JOB_NODELIST still lists the whole allocation.
+  auto nnodes = slurm_count(env, "SLURM_STEP_NUM_NODES");
+  if (!nnodes) nnodes = slurm_count(env, "SLURM_NNODES");
   auto node_id = slurm_count(env, "SLURM_NODEID");
-  auto list = lookup(env, "SLURM_JOB_NODELIST");
+  auto list = lookup(env, "SLURM_STEP_NODELIST");
+  if (!list) list = lookup(env, "SLURM_JOB_NODELIST");
   if (!list) list = lookup(env, "SLURM_NODELIST");
   if (!nnodes || !node_id || !list) return std::nullopt;
   SlurmJob job;

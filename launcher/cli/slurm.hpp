@@ -1,5 +1,6 @@
 // Slurm defaults: under srun, a launcher with no --nnodes/--node-rank/--master-addr takes
-// SLURM_NNODES, SLURM_NODEID and the first host of SLURM_JOB_NODELIST. Pure.
+// the step's node count, its SLURM_NODEID and the first host of the step's node list
+// (SLURM_STEP_* first, else the job's: SLURM_NNODES, SLURM_JOB_NODELIST). Pure.
 #pragma once
 
 #include <optional>
@@ -20,8 +21,9 @@ struct SlurmJob {
   std::string first_host;
 };
 
-// The job this process runs in, if SLURM_NNODES, SLURM_NODEID and SLURM_JOB_NODELIST
-// (or SLURM_NODELIST) are all set.
+// The job step this process runs in, if a node count (SLURM_STEP_NUM_NODES or
+// SLURM_NNODES), SLURM_NODEID and a node list (SLURM_STEP_NODELIST, SLURM_JOB_NODELIST or
+// SLURM_NODELIST) are all set.
 std::optional<SlurmJob> slurm_job(const Environment& env);
 
 }  // namespace ddp::launch

@@ -2,9 +2,10 @@
 # Jobs through a real local Slurm cluster (tests/slurm/cluster.sh, brought up once by the
 # CTest fixture): scripts/slurm.sbatch running `train` on two nodes x two workers; scancel
 # mid-run leaves no process behind; sbatch --signal=USR1@N and scancel --signal=USR1 reach
-# every worker without stopping the job; srun of the c10d rendezvous form.
+# every worker without stopping the job; srun of the c10d rendezvous form; a step on part of
+# the allocation places its launchers by the step's nodes.
 # Usage: slurm_test.sh CASE CLUSTER_DIR DDP_LAUNCH TRAIN|none REPO_ROOT
-#   CASE: sbatch_train | scancel | usr1 | srun_c10d. Exit 77: Slurm cannot run here (the
+#   CASE: sbatch_train | scancel | usr1 | srun_c10d | srun_step. Exit 77: Slurm cannot run here (the
 #   cluster's skip reason), or sbatch_train without a built trainer (DDP_BUILD_RUNTIME=OFF).
 set -euo pipefail
 [[ $# -eq 5 ]] || { echo "usage: slurm_test.sh CASE CLUSTER_DIR DDP_LAUNCH TRAIN|none REPO_ROOT" >&2; exit 2; }
@@ -61,12 +62,9 @@ wait_files() {  # wait_files COUNT GLOB-PREFIX WHAT: until COUNT files match PRE
   fail "$what: fewer than $n files $prefix* after ${kJobTimeout} s"
 }
 
-submit() {  # submit ENV... -- SBATCH-ARGS...: sbatch scripts/slurm.sbatch, prints the job id
-  local envs=()
-  while [[ $1 != -- ]]; do envs+=("$1"); shift; done
-  shift
+submit() {  # submit SBATCH-ARGS... (scripts/slurm.sbatch and its program among them): prints the job id
   local id
-  id=$(env "${envs[@]}" DDP_LAUNCH="$launcher" NPROC_PER_NODE=2 MASTER_PORT="$(free_port)" \
+  id=$(DDP_LAUNCH="$launcher" NPROC_PER_NODE=2 MASTER_PORT="$(free_port)" \
     sbatch --parsable --gpus-per-node=0 --chdir="$tmp" --output="$tmp/job-%j.out" "$@") ||
     fail "sbatch refused the job"
   echo "$id" >>"$tmp/jobs"
@@ -78,7 +76,7 @@ submit() {  # submit ENV... -- SBATCH-ARGS...: sbatch scripts/slurm.sbatch, prin
 case_sbatch_train() {
   [[ $train != none && -x $train ]] || { echo "SKIP: the train trainer is not built (DDP_BUILD_RUNTIME=OFF)"; exit 77; }
   local id result out
-  id=$(submit -- "$repo/scripts/slurm.sbatch" "$train" --epochs 2 --checkpoint-dir "$tmp/ckpt" \
+  id=$(submit "$repo/scripts/slurm.sbatch" "$train" --epochs 2 --checkpoint-dir "$tmp/ckpt" \
     --train-samples 4096 --val-samples 1024 --progress plain --log-every 20)
   result=$(wait_job "$id")
   out=$tmp/job-$id.out
@@ -121,11 +119,12 @@ case_scancel() {
 bash -c "while :; do sleep 1; done" '"$marker"'-child &
 touch "$dir/ready.$SLURM_NODEID.$LOCAL_RANK"
 while :; do sleep 0.2; done')
-  id=$(submit -- "$repo/scripts/slurm.sbatch" "$worker")
+  id=$(submit "$repo/scripts/slurm.sbatch" "$worker")
   wait_files 4 "$tmp/ready." "workers of job $id"
   local before
   before=$(pgrep -f -c "$marker" || true)
   ((before >= 10)) || fail "expected >= 10 processes (2 launchers, 4 workers, 4 children), pgrep found $before"
+  local t0; t0=$(date +%s.%N)
   scancel "$id"
   local result
   result=$(wait_job "$id")
@@ -133,7 +132,7 @@ while :; do sleep 0.2; done')
   for _ in $(seq 1 120); do
     if ! pgrep -f "$marker" >/dev/null; then
       grep -q "ddp-launch: received SIGTERM" "$tmp/job-$id.out" || fail "no launcher reported the SIGTERM of scancel"
-      echo "ok: job $id: scancel stopped $before processes, none left"
+      echo "ok: job $id: scancel stopped $before processes, none left ($(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s; informational)"
       return 0
     fi
     sleep 0.5
@@ -150,10 +149,12 @@ trap "touch \"\$dir/usr1.\$SLURM_JOB_ID.\$SLURM_NODEID.\$LOCAL_RANK\"; got=1" US
 touch "$dir/ready.$SLURM_JOB_ID.$SLURM_NODEID.$LOCAL_RANK"
 for _ in $(seq 1 600); do sleep 0.2; [[ -z ${got:-} ]] || { sleep 1; exit 0; }; done
 exit 3')
-  # Slurm's own timer: 59 s before the 1-minute limit (Slurm checks it every few seconds).
-  timed=$(submit -- --time=1 --signal=USR1@59 --cpus-per-task=1 "$repo/scripts/slurm.sbatch" "$worker")
+  # Slurm's own timer: 100 s before the 2-minute limit, i.e. at least 20 s after the start
+  # (Slurm checks its timers every few seconds to ~30 s), when the workers are long up: a
+  # signal sent while the launchers are still in rendezvous would have no worker to reach.
+  timed=$(submit --time=2 --signal=USR1@100 --cpus-per-task=1 "$repo/scripts/slurm.sbatch" "$worker")
   # By hand, as an operator would: scancel --signal=USR1 signals the job's steps.
-  by_scancel=$(submit -- --cpus-per-task=1 "$repo/scripts/slurm.sbatch" "$worker")
+  by_scancel=$(submit --cpus-per-task=1 "$repo/scripts/slurm.sbatch" "$worker")
   wait_files 4 "$tmp/ready.$by_scancel." "workers of job $by_scancel"
   scancel --signal=USR1 "$by_scancel"
   for id in "$by_scancel" "$timed"; do
@@ -163,7 +164,7 @@ exit 3')
     local got=("$tmp/usr1.$id."*)
     [[ ${#got[@]} -eq 4 && -e ${got[0]} ]] || fail "job $id: USR1 reached ${#got[@]} of 4 workers"
   done
-  echo "ok: USR1 reached all 4 workers of job $timed (--signal=USR1@59) and job $by_scancel (scancel --signal=USR1); both completed"
+  echo "ok: USR1 reached all 4 workers of job $timed (--signal=USR1@100) and job $by_scancel (scancel --signal=USR1); both completed"
 }
 
 case_srun_c10d() {
@@ -193,6 +194,27 @@ echo "worker rank=$RANK local=$LOCAL_RANK group=$GROUP_RANK world=$WORLD_SIZE no
     grep -q "on 4 worker" "$out" || fail "train under srun (c10d) did not finish on 4 workers"
   fi
   echo "ok: srun -N2 ddp-launch --rdzv-backend=c10d: ranks 0..3 in two groups of two"
+}
+
+case_srun_step() {
+  # A step on part of a three-node allocation (srun -N2 -w n2,n3): the launchers must place
+  # themselves by the step (node 0 and 1 of 2, master n2), not by the job's node list (n1).
+  # --dry-run prints the placement and starts nothing, so node names need not resolve.
+  local batch=$tmp/step-$marker.sbatch id result out
+  cat >"$batch" <<B
+#!/bin/bash
+srun -N2 -w n2,n3 --ntasks-per-node=1 "$launcher" --dry-run --nproc-per-node=2 /bin/true
+B
+  id=$(sbatch --parsable -N3 --cpus-per-task=1 --chdir="$tmp" --output="$tmp/job-%j.out" "$batch") ||
+    fail "sbatch refused the job"
+  echo "$id" >>"$tmp/jobs"
+  result=$(wait_job "$id")
+  out=$tmp/job-$id.out
+  [[ $result == "COMPLETED 0:0" ]] || fail "job $id ended '$result', expected 'COMPLETED 0:0'"
+  grep -q "on node 0 of 2 (world size 4)" "$out" && grep -q "on node 1 of 2 (world size 4)" "$out" ||
+    fail "the two launchers are not node 0 and node 1 of 2"
+  [[ $(grep -c "MASTER_ADDR=n2$" "$out") -eq 4 ]] || fail "not all 4 workers get MASTER_ADDR=n2 (the step's first node)"
+  echo "ok: job $id: srun -N2 -w n2,n3 in a three-node job: nodes 0 and 1 of 2, master n2"
 }
 
 "case_$case_name"

@@ -24,3 +24,21 @@ TEST_CASE("a Slurm job is recognised only with all its variables") {
   CHECK_FALSE(slurm_job({{"SLURM_NNODES", "2"}}));
   CHECK_FALSE(slurm_job({}));
 }
+
+// The variables of a real srun -N2 -w n2,n3 step inside a three-node sbatch job (Slurm
+// 22.05, recorded from the tests/slurm cluster): the master is the step's first node, n2.
+TEST_CASE("a Slurm step on part of its allocation takes the step's nodes, not the job's") {
+  Environment step{{"SLURM_JOB_NODELIST", "n[1-3]"}, {"SLURM_NODELIST", "n[1-3]"},  {"SLURM_JOB_NUM_NODES", "3"},
+                   {"SLURM_NNODES", "2"},            {"SLURM_STEP_NUM_NODES", "2"}, {"SLURM_NODEID", "1"},
+                   {"SLURM_STEP_NODELIST", "n[2-3]"}, {"SLURM_PROCID", "1"}};
+  auto job = slurm_job(step);
+  REQUIRE(job);
+  CHECK(job->nnodes == 2);
+  CHECK(job->node_rank == 1);
+  CHECK(job->first_host == "n2");
+  // The batch shell itself (no step variables): the job's.
+  auto batch = slurm_job({{"SLURM_JOB_NODELIST", "n[1-3]"}, {"SLURM_NNODES", "3"}, {"SLURM_NODEID", "0"}});
+  REQUIRE(batch);
+  CHECK(batch->nnodes == 3);
+  CHECK(batch->first_host == "n1");
+}
