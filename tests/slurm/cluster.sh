@@ -115,25 +115,40 @@ up() {
   echo "export SLURM_CONF=$SLURM_CONF"
 }
 
-stop_pidfile() {  # SIGTERM, then SIGKILL after 10 s, the daemon whose pid the file holds
-  local file=$1 pid
+daemon_pid() {  # the live pid in pid file $2 if it is still our $1 (its command line names $3)
+  local name=$1 file=$2 dir=$3 pid
   [[ -s $file ]] || return 0
   pid=$(cat "$file")
-  kill "$pid" 2>/dev/null || return 0
-  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.2; done
-  kill -9 "$pid" 2>/dev/null || true
+  [[ $(cat "/proc/$pid/comm" 2>/dev/null) == "$name" ]] || return 0
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$dir/" && echo "$pid"
+  return 0
 }
 
-down() {
-  local dir=$1
+down() {  # cancels the jobs, then SIGTERMs the daemons (SIGKILL after 15 s); only ours
+  local dir=$1 pids=() pid
   [[ -f $dir/slurm.conf ]] || return 0
-  (
-  export SLURM_CONF=$dir/slurm.conf
-  scancel --full --signal=KILL --partition=test 2>/dev/null || true
-  for f in "$dir"/run/slurmd.*.pid; do stop_pidfile "$f"; done
-  stop_pidfile "$dir/run/slurmctld.pid"
-  stop_pidfile "$dir/munge/munged.pid"
-  )
+  local ctld; ctld=$(daemon_pid slurmctld "$dir/run/slurmctld.pid" "$dir")
+  if [[ -n $ctld ]]; then
+    SLURM_CONF=$dir/slurm.conf timeout 20 scancel --full --signal=KILL --partition=test 2>/dev/null || true
+    pids+=("$ctld")
+  fi
+  for f in "$dir"/run/slurmd.*.pid; do
+    pid=$(daemon_pid slurmd "$f" "$dir")
+    [[ -z $pid ]] || pids+=("$pid")
+  done
+  pid=$(daemon_pid munged "$dir/munge/munged.pid" "$dir")
+  [[ -z $pid ]] || pids+=("$pid")
+  ((${#pids[@]} > 0)) || return 0
+  kill "${pids[@]}" 2>/dev/null || true
+  local alive=("${pids[@]}")
+  for _ in $(seq 1 75); do
+    pids=("${alive[@]}") alive=()
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive+=("$pid"); done
+    ((${#alive[@]} > 0)) || break
+    sleep 0.2
+  done
+  ((${#alive[@]} == 0)) || kill -9 "${alive[@]}" 2>/dev/null || true
+  rm -f "$dir"/run/*.pid "$dir/munge/munged.pid"
 }
 
 case "${1:-}" in
