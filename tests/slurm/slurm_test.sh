@@ -10,7 +10,7 @@
 set -euo pipefail
 [[ $# -eq 5 ]] || { echo "usage: slurm_test.sh CASE CLUSTER_DIR DDP_LAUNCH TRAIN|none REPO_ROOT" >&2; exit 2; }
 case_name=$1 cluster=$2 launcher=$3 train=$4 repo=$5
-if [[ -s $cluster/skip ]]; then echo "SKIP: $(cat "$cluster/skip")"; exit 77; fi
+if [[ -s $cluster/skip ]]; then cat "$cluster/skip"; exit 77; fi
 [[ -f $cluster/slurm.conf ]] || { echo "FAIL: no cluster at $cluster (the 'slurm: cluster up' fixture did not run)"; exit 1; }
 export SLURM_CONF=$cluster/slurm.conf
 
