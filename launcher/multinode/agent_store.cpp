@@ -99,8 +99,7 @@ class StoreKeyWaiter : public rdzv::KeyWaiter {
 
 std::unique_ptr<rdzv::KeyWaiter> open_abort_waiter(const AgentStoreLink& link) {
   store::ClientOptions options = link.client_options;
-  options.name.clear();  // not a node: its loss is nobody's failure
-  options.heartbeat_timeout_ms = 0;
+  options.name.clear();  // not a node: its loss is nobody's failure (its waits still ping)
   auto client = std::make_unique<store::TcpStoreClient>(link.client_host, static_cast<uint16_t>(link.endpoint.port),
                                                          options);
   return std::make_unique<StoreKeyWaiter>(std::move(client), link.job_prefix);

@@ -11,6 +11,7 @@ namespace {
 class Writer {
  public:
   Writer() { out_.resize(kFrameHeaderBytes); }  // length filled in by finish()
+  void reserve(size_t bytes) { out_.reserve(bytes); }
   void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
   void u16(uint16_t v) { put(v, 2); }
   void u32(uint32_t v) { put(v, 4); }
@@ -176,6 +177,21 @@ std::string encode_response(const Response& p) {
   w.i64(p.number);
   w.list(p.values);
   w.bytes(p.message);
+  return w.finish();
+}
+
+std::string encode_values_reply(Op op, const std::vector<const std::string*>& values) {
+  Writer w;
+  size_t bytes = kFrameHeaderBytes + 1 + 1 + 1 + 8 + 4 + 4;
+  for (const std::string* v : values) bytes += 4 + v->size();
+  w.reserve(bytes);
+  w.u8(static_cast<uint8_t>(op));
+  w.u8(static_cast<uint8_t>(Status::kOk));
+  w.u8(0);
+  w.i64(0);
+  w.u32(static_cast<uint32_t>(values.size()));
+  for (const std::string* v : values) w.bytes(*v);
+  w.bytes("");
   return w.finish();
 }
 

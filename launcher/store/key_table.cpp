@@ -34,6 +34,17 @@ std::string KeyTable::compare_set(const std::string& key, const std::string& exp
 
 bool KeyTable::erase(const std::string& key) { return data_.erase(key) > 0; }
 
+bool KeyTable::find_all(const std::vector<std::string>& keys, std::vector<const std::string*>& values) const {
+  values.clear();
+  values.reserve(keys.size());
+  for (const auto& k : keys) {
+    auto it = data_.find(k);
+    if (it == data_.end()) return false;
+    values.push_back(&it->second);
+  }
+  return true;
+}
+
 std::vector<std::string> KeyTable::missing(const std::vector<std::string>& keys) const {
   std::vector<std::string> out;
   std::unordered_set<std::string_view> seen;  // views into keys, which outlive it

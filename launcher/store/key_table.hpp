@@ -25,6 +25,9 @@ class KeyTable {
   int64_t add(const std::string& key, int64_t delta);  // throws StoreError if not an integer
   std::string compare_set(const std::string& key, const std::string& expected, const std::string& desired);
   bool erase(const std::string& key);
+  // One lookup per key: true with a pointer to each value (in order, valid until the next
+  // change) when every key exists; false as soon as one is missing.
+  bool find_all(const std::vector<std::string>& keys, std::vector<const std::string*>& values) const;
   // The keys that do not exist, each once, in the order first named.
   std::vector<std::string> missing(const std::vector<std::string>& keys) const;
   std::vector<std::string> values(const std::vector<std::string>& keys) const;  // all must exist

@@ -264,12 +264,15 @@ bool Session::run(const Request& q) {
         reply_and_close(std::move(r));
         return true;
       case Op::kGet: case Op::kWait: case Op::kMultiGet: {
-        auto absent = t.missing(q.keys);
-        if (absent.empty()) {
-          if (q.op != Op::kWait) r = found_reply(q);
+        std::vector<const std::string*> found;
+        if (t.find_all(q.keys, found)) {
+          if (q.op != Op::kWait) {
+            send_frame(found_reply(q, found));
+            return true;
+          }
         } else if (q.timeout_ms == 0) {
           r.status = Status::kTimeout;
-          r.values = std::move(absent);
+          r.values = t.missing(q.keys);
         } else {  // park until the keys arrive or the request's own timeout
           parked_ = q;
           const uint64_t gen = ++wait_generation_;
@@ -315,12 +318,16 @@ void Session::on_wait_done(uint64_t generation, bool timed_out) {
   t.unpark(waiter_);
   Response r;
   r.op = q.op;
-  auto absent = t.missing(q.keys);
-  if (absent.empty()) {
-    if (q.op != Op::kWait) r = found_reply(q);
+  std::vector<const std::string*> found;
+  if (t.find_all(q.keys, found)) {
+    if (q.op != Op::kWait) {
+      send_frame(found_reply(q, found));
+      run_queued();
+      return;
+    }
   } else if (timed_out) {
     r.status = Status::kTimeout;
-    r.values = std::move(absent);
+    r.values = t.missing(q.keys);
   } else {  // woken, but a key was deleted since: wait on (the timer restarts; rare)
     run(q);
     return;
@@ -330,15 +337,19 @@ void Session::on_wait_done(uint64_t generation, bool timed_out) {
 }
 
 // Sized before anything is copied: a reply over the frame limit is an error, never built.
-Response Session::found_reply(const Request& q) const {
-  const KeyTable& t = shared_.table;
-  const uint64_t bytes = encoded_size(Response{}) + t.value_bytes(q.keys) + 4 * q.keys.size();
+std::string Session::found_reply(const Request& q, const std::vector<const std::string*>& values) const {
+  uint64_t bytes = encoded_size(Response{}) + 4 * values.size();
+  for (const std::string* v : values) bytes += v->size();
   if (bytes > uint64_t{shared_.options.max_frame_bytes} + kFrameHeaderBytes)
-    return error_reply(q.op, reply_too_large(bytes, shared_.options.max_frame_bytes));
-  Response r;
-  r.op = q.op;
-  r.values = t.values(q.keys);
-  return r;
+    return encode_response(error_reply(q.op, reply_too_large(bytes, shared_.options.max_frame_bytes)));
+  return encode_values_reply(q.op, values);
+}
+
+void Session::send_frame(std::string frame) {
+  if (!open()) return;
+  writes_.push_back(std::move(frame));
+  write_bytes_ += writes_.back().size();
+  if (writes_.size() == 1) do_write();
 }
 
 void Session::reply(Response response) {

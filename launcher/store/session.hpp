@@ -74,7 +74,10 @@ class Session : public std::enable_shared_from_this<Session> {
   int64_t add_once(const Request& request);
   void forget_name(const std::string& reason);
   void drop_later(const std::string& reason);
-  Response found_reply(const Request& request) const;  // GET / MULTI_GET, all keys exist
+  // GET / MULTI_GET whose keys all exist (`values` from KeyTable::find_all): the reply's
+  // frame, encoded straight from the table, or an ERROR frame if it would be too large.
+  std::string found_reply(const Request& request, const std::vector<const std::string*>& values) const;
+  void send_frame(std::string frame);
   void reply(Response response);
   void reply_and_close(Response response);
   void do_write();

@@ -66,7 +66,7 @@ class TcpStoreClient::Connection {
       q.op = Op::kAddOnce;
       q.values = {std::to_string(++request_id_)};
     }
-    const auto started = Clock::now();
+    const auto started = call_started_ = Clock::now();
     const uint32_t wait_ms = q.timeout_ms;
     for (;;) {
       if (interrupted_) give_up("interrupted");
@@ -320,6 +320,7 @@ class TcpStoreClient::Connection {
         read_error_ = ec == asio::error::eof ? "the store closed the connection" : ec.message();
         return;
       }
+      last_heard_ = Clock::now();
       try {
         decoder_.feed(buf_.data(), n);
       } catch (const ProtocolError& e) {  // kept for receive_frame, which calls lost() with it
@@ -333,7 +334,9 @@ class TcpStoreClient::Connection {
     socket_.close(ignored);
     if (read_pending_) run_until([&] { return !read_pending_; }, Clock::now() + std::chrono::seconds(1));
     broken_ = true;
-    if (lost_since_ == Clock::time_point{}) lost_since_ = Clock::now();
+    // The window counts from the last sign of life we could expect: bytes heard, or this
+    // call's start (an idle connection may have been closed by the server meanwhile).
+    if (lost_since_ == Clock::time_point{}) lost_since_ = std::max(last_heard_, call_started_);
     broken_why_ = fmt::format("lost the connection to the rendezvous store at {}: {}; is node 0's ddp-launch "
                               "still running?", endpoint_, why);
     throw ConnectionLost(broken_why_);
@@ -352,7 +355,9 @@ class TcpStoreClient::Connection {
   bool broken_ = false;  // no usable connection now
   bool final_ = false;   // and none will be made: closed, rejected, interrupted, or not back in time
   std::string broken_why_;
-  Clock::time_point lost_since_{};  // when the current loss began ({}: connected)
+  Clock::time_point lost_since_{};  // the last sign of life before the current loss ({}: connected)
+  Clock::time_point last_heard_ = Clock::now();  // when bytes last arrived
+  Clock::time_point call_started_{};              // when the current (or last) call began
   uint64_t request_id_ = 0;         // ADD_ONCE ids
   std::atomic<bool> interrupted_{false};
 };

@@ -25,8 +25,9 @@ struct ClientOptions {
   Duration connect_timeout{30000};  // keep retrying (with backoff) a refused connection until this
   Duration request_timeout{30000};  // a non-waiting request's reply (waits get their own timeout + this)
   uint32_t heartbeat_timeout_ms = 0;  // 0: the server does not watch this client
-  // How long after a broken connection (reset, EOF, a reply missing its deadline) the
-  // client keeps reconnecting; 0: never (the first loss is final). A refused connection
+  // How long after the last bytes from the store, once the connection broke (reset, EOF,
+  // a reply missing its deadline), the client keeps reconnecting; 0: never (the first loss
+  // is final). Keep it alive between calls (ping(), or a heartbeat: waits ping). A refused connection
   // ends it at once (nobody listens: the store is gone). Retried after a reconnect: every
   // read and wait (what is left of its timeout), SET, MULTI_SET, PING, COMPARE_SET (it
   // returns the value now stored: after a lost reply, our own value if ours was applied),

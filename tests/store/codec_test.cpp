@@ -197,3 +197,14 @@ TEST_CASE("codec: response status and flag bytes are validated") {
   p[2] = 2;
   CHECK_THROWS_WITH(decode_response(p), Catch::Contains("flag"));
 }
+
+TEST_CASE("codec: encode_values_reply writes what encode_response writes for the same values") {
+  const std::string a = "x", b(70000, 'y'), c;
+  Response r;
+  r.op = Op::kMultiGet;
+  r.values = {a, b, c};
+  CHECK(encode_values_reply(Op::kMultiGet, {&a, &b, &c}) == encode_response(r));
+  Response empty;
+  empty.op = Op::kGet;
+  CHECK(encode_values_reply(Op::kGet, {}) == encode_response(empty));
+}
