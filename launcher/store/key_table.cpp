@@ -7,6 +7,7 @@
 namespace ddp::launch::store {
 
 void KeyTable::set(const std::string& key, const std::string& value) {
+  ++generation_;
   const bool is_new = data_.insert_or_assign(key, value).second;
   if (is_new) on_new_key(key);
 }
@@ -32,7 +33,10 @@ std::string KeyTable::compare_set(const std::string& key, const std::string& exp
   return desired;
 }
 
-bool KeyTable::erase(const std::string& key) { return data_.erase(key) > 0; }
+bool KeyTable::erase(const std::string& key) {
+  ++generation_;
+  return data_.erase(key) > 0;
+}
 
 bool KeyTable::find_all(const std::vector<std::string>& keys, std::vector<const std::string*>& values) const {
   values.clear();

@@ -39,6 +39,9 @@ class KeyTable {
   void unpark(WaiterId id);  // forget a waiter (timed out, disconnected); no-op if gone
 
   size_t size() const { return data_.size(); }
+  // Changes with every write or delete: a reply computed at one generation is still
+  // right while it holds.
+  uint64_t generation() const { return generation_; }
   size_t waiter_count() const { return waiters_.size(); }
 
  private:
@@ -56,6 +59,7 @@ class KeyTable {
   std::unordered_map<WaiterId, Waiter> waiters_;
   std::unordered_map<std::string, std::unordered_set<WaiterId>> by_key_;  // missing key -> waiters
   WaiterId next_id_ = 1;
+  uint64_t generation_ = 0;
 };
 
 }  // namespace ddp::launch::store

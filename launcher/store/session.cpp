@@ -164,6 +164,10 @@ void Session::do_read() {
 void Session::on_frame(const std::string& payload) {
   if (state_ == State::kHandshake) return on_hello(payload);
   if (heartbeat_ms_ > 0) heartbeat_.expires_after(std::chrono::milliseconds(heartbeat_ms_));
+  auto& cache = shared_.multi_get_cache;
+  if (!parked_ && queued_.empty() && !payload.empty() && payload[0] == static_cast<char>(Op::kMultiGet) &&
+      cache.generation == shared_.table.generation() && !cache.frame.empty() && payload == cache.request)
+    return send_frame(cache.frame);
   Request q;
   try {
     q = decode_request(payload);
@@ -183,7 +187,9 @@ void Session::on_frame(const std::string& payload) {
     queued_.push_back(std::move(q));
     return;
   }
+  running_payload_ = &payload;
   run(q);
+  running_payload_ = nullptr;
 }
 
 // Nothing but this frame is looked at before the proof checks out; bytes the client
@@ -267,7 +273,14 @@ bool Session::run(const Request& q) {
         std::vector<const std::string*> found;
         if (t.find_all(q.keys, found)) {
           if (q.op != Op::kWait) {
-            send_frame(found_reply(q, found));
+            std::string frame = found_reply(q, found);
+            if (q.op == Op::kMultiGet && running_payload_) {
+              auto& cache = shared_.multi_get_cache;
+              cache.generation = t.generation();
+              cache.request = *running_payload_;
+              cache.frame = frame;
+            }
+            send_frame(std::move(frame));
             return true;
           }
         } else if (q.timeout_ms == 0) {

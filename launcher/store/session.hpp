@@ -41,6 +41,13 @@ struct ServerShared {
   std::unordered_map<std::string, int> live_names;
   std::unordered_map<std::string, std::shared_ptr<boost::asio::steady_timer>> pending_drops;
   std::unordered_map<std::string, std::pair<std::string, int64_t>> last_add_once;
+  // The last MULTI_GET answered at once: its request bytes and reply frame, valid while
+  // the table's generation holds (K agents reading the same K keys: one lookup pass).
+  struct {
+    uint64_t generation = 0;
+    std::string request;
+    std::string frame;
+  } multi_get_cache;
   void log(const std::string& line) const {
     if (options.log) options.log(line);
   }
@@ -103,6 +110,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool goodbye_ = false;
   bool broken_ = false;  // the connection failed (reset, error), as opposed to EOF or silence
   std::string closing_reason_;  // why, once the last reply is written (kClosing)
+  const std::string* running_payload_ = nullptr;  // the frame run() is answering, if fresh
 
   std::deque<Request> queued_;      // requests behind a parked one
   size_t queued_bytes_ = 0;         // their keys and values
