@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench-store.sh: the agent store vs c10d's TCPStore (Debian's LibTorch) on loopback —
-# rendezvous rounds for K agents and single-client SET/GET throughput, alternating runs,
-# medians and ratios as a Markdown table (see docs/store.md). A benchmark, not a test.
+# rendezvous rounds for K agents (default K = 8, 64, 256, 1024, 4096; TCPStore up to
+# --c10d-max-agents, 1024) and single-client SET/GET throughput, alternating runs, medians
+# and ratios as a Markdown table (see docs/store.md). A benchmark, not a test.
 #
 #   scripts/bench-store.sh [store_bench options]   e.g. --agents 8,64,256 --repeats 5 --ops 20000
 #

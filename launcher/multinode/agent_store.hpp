@@ -2,12 +2,15 @@
 // can bind --rdzv-endpoint in c10d mode) hosts it and connects to itself; every other
 // launcher joins it as a client. connect_agent_store blocks until connected (up to the
 // join timeout), prints where the store is, and throws LaunchError (123/121 when the
-// leader cannot listen) or store::StoreError (cannot reach it). Not thread-safe.
+// leader cannot listen) or store::StoreError (cannot reach it). A connection that breaks
+// is re-opened for up to heartbeat_timeout. open_abort_waiter opens a second connection
+// for the abort watch. Not thread-safe.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "launcher/multinode/abort_watch.hpp"
 #include "launcher/multinode/multinode_agent.hpp"
 #include "launcher/os/ports.hpp"
 #include "launcher/store/prefix_store.hpp"
@@ -23,8 +26,15 @@ struct AgentStoreLink {
   std::unique_ptr<store::StoreServer> server;     // the leader's
   std::unique_ptr<store::TcpStoreClient> client;  // this launcher's connection
   std::unique_ptr<store::PrefixStore> job;        // the run's keys ("ddp-launch/<run id>/...")
+  std::string job_prefix;                         // "ddp-launch/<run id>"
+  std::string client_host;                        // where client connected
+  store::ClientOptions client_options;            // and how
 };
 
 AgentStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& run_id);
+
+// A KeyWaiter on the job's keys over a connection of its own (nameless: the store never
+// reports it dropped; it reconnects like the main one). Throws store::StoreError.
+std::unique_ptr<rdzv::KeyWaiter> open_abort_waiter(const AgentStoreLink& link);
 
 }  // namespace ddp::launch

@@ -11,6 +11,7 @@ namespace {
 class Writer {
  public:
   Writer() { out_.resize(kFrameHeaderBytes); }  // length filled in by finish()
+  void reserve(size_t bytes) { out_.reserve(bytes); }
   void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
   void u16(uint16_t v) { put(v, 2); }
   void u32(uint32_t v) { put(v, 4); }
@@ -101,7 +102,7 @@ void check_shape(const Request& q, Reader& r) {
   switch (q.op) {
     case Op::kSet: ok = k == 1 && v == 1; break;
     case Op::kGet: case Op::kAdd: case Op::kDelete: case Op::kTryGet: ok = k == 1 && v == 0; break;
-    case Op::kCompareSet: ok = k == 1 && v == 2; break;
+    case Op::kCompareSet: case Op::kAddOnce: ok = k == 1 && v == (q.op == Op::kAddOnce ? 1 : 2); break;
     case Op::kWait: case Op::kCheck: case Op::kMultiGet: ok = v == 0; break;
     case Op::kMultiSet: ok = k == v; break;
     case Op::kPing: case Op::kGoodbye: ok = k == 0 && v == 0; break;
@@ -127,6 +128,7 @@ const char* op_name(Op op) {
     case Op::kTryGet: return "TRY_GET";
     case Op::kPing: return "PING";
     case Op::kGoodbye: return "GOODBYE";
+    case Op::kAddOnce: return "ADD_ONCE";
   }
   return "UNKNOWN";
 }
@@ -175,6 +177,21 @@ std::string encode_response(const Response& p) {
   w.i64(p.number);
   w.list(p.values);
   w.bytes(p.message);
+  return w.finish();
+}
+
+std::string encode_values_reply(Op op, const std::vector<const std::string*>& values) {
+  Writer w;
+  size_t bytes = kFrameHeaderBytes + 1 + 1 + 1 + 8 + 4 + 4;
+  for (const std::string* v : values) bytes += 4 + v->size();
+  w.reserve(bytes);
+  w.u8(static_cast<uint8_t>(op));
+  w.u8(static_cast<uint8_t>(Status::kOk));
+  w.u8(0);
+  w.i64(0);
+  w.u32(static_cast<uint32_t>(values.size()));
+  for (const std::string* v : values) w.bytes(*v);
+  w.bytes("");
   return w.finish();
 }
 

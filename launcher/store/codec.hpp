@@ -18,6 +18,9 @@ std::string encode_greeting(const Greeting& greeting);
 std::string encode_hello(const Hello& hello);
 std::string encode_request(const Request& request);
 std::string encode_response(const Response& response);
+// The frame encode_response writes for an OK reply carrying `values`, copied once from
+// where they are stored (the server's GET / MULTI_GET replies: no Response in between).
+std::string encode_values_reply(Op op, const std::vector<const std::string*>& values);
 // The bytes encode_response would produce (header included), computed without encoding.
 size_t encoded_size(const Response& response);
 

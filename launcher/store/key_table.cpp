@@ -7,6 +7,7 @@
 namespace ddp::launch::store {
 
 void KeyTable::set(const std::string& key, const std::string& value) {
+  ++generation_;
   const bool is_new = data_.insert_or_assign(key, value).second;
   if (is_new) on_new_key(key);
 }
@@ -32,7 +33,21 @@ std::string KeyTable::compare_set(const std::string& key, const std::string& exp
   return desired;
 }
 
-bool KeyTable::erase(const std::string& key) { return data_.erase(key) > 0; }
+bool KeyTable::erase(const std::string& key) {
+  ++generation_;
+  return data_.erase(key) > 0;
+}
+
+bool KeyTable::find_all(const std::vector<std::string>& keys, std::vector<const std::string*>& values) const {
+  values.clear();
+  values.reserve(keys.size());
+  for (const auto& k : keys) {
+    auto it = data_.find(k);
+    if (it == data_.end()) return false;
+    values.push_back(&it->second);
+  }
+  return true;
+}
 
 std::vector<std::string> KeyTable::missing(const std::vector<std::string>& keys) const {
   std::vector<std::string> out;

@@ -25,6 +25,9 @@ class KeyTable {
   int64_t add(const std::string& key, int64_t delta);  // throws StoreError if not an integer
   std::string compare_set(const std::string& key, const std::string& expected, const std::string& desired);
   bool erase(const std::string& key);
+  // One lookup per key: true with a pointer to each value (in order, valid until the next
+  // change) when every key exists; false as soon as one is missing.
+  bool find_all(const std::vector<std::string>& keys, std::vector<const std::string*>& values) const;
   // The keys that do not exist, each once, in the order first named.
   std::vector<std::string> missing(const std::vector<std::string>& keys) const;
   std::vector<std::string> values(const std::vector<std::string>& keys) const;  // all must exist
@@ -36,6 +39,9 @@ class KeyTable {
   void unpark(WaiterId id);  // forget a waiter (timed out, disconnected); no-op if gone
 
   size_t size() const { return data_.size(); }
+  // Changes with every write or delete: a reply computed at one generation is still
+  // right while it holds.
+  uint64_t generation() const { return generation_; }
   size_t waiter_count() const { return waiters_.size(); }
 
  private:
@@ -53,6 +59,7 @@ class KeyTable {
   std::unordered_map<WaiterId, Waiter> waiters_;
   std::unordered_map<std::string, std::unordered_set<WaiterId>> by_key_;  // missing key -> waiters
   WaiterId next_id_ = 1;
+  uint64_t generation_ = 0;
 };
 
 }  // namespace ddp::launch::store

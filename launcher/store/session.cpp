@@ -80,11 +80,44 @@ void Session::close(const std::string& reason) {
   write_deadline_.cancel();
   heartbeat_.cancel();
   wait_timer_.cancel();
-  if (ready && !name_.empty() && heartbeat_ms_ > 0 && !goodbye_ && !shared_.stopping) {
-    shared_.log(fmt::format("store: client {} dropped: {}", who(), reason));
-    shared_.table.set(kDroppedPrefix + name_, reason);
-  }
+  if (ready && !name_.empty() && heartbeat_ms_ > 0) forget_name(reason);
   shared_.sessions.erase(shared_from_this());
+}
+
+void Session::forget_name(const std::string& reason) {
+  auto live = shared_.live_names.find(name_);
+  if (live != shared_.live_names.end() && --live->second == 0) shared_.live_names.erase(live);
+  if (goodbye_ || shared_.stopping) return;
+  if (shared_.live_names.count(name_)) {  // it reconnected before this connection was noticed dead
+    shared_.log(fmt::format("store: client {}: an old connection closed ({}); a newer one is open", who(), reason));
+    return;
+  }
+  if (broken_) return drop_later(reason);
+  shared_.log(fmt::format("store: client {} dropped: {}", who(), reason));
+  shared_.last_add_once.erase(name_);
+  shared_.table.set(kDroppedPrefix + name_, reason);
+}
+
+// The connection broke, the client may be alive: it has heartbeat_ms to reconnect
+// (on_hello cancels this) before it is dropped.
+void Session::drop_later(const std::string& reason) {
+  shared_.log(fmt::format("store: client {}: connection broken ({}); dropped unless it reconnects within {} ms",
+                          who(), reason, heartbeat_ms_));
+  auto timer = std::make_shared<asio::steady_timer>(socket_.get_executor());
+  timer->expires_after(std::chrono::milliseconds(heartbeat_ms_));
+  shared_.pending_drops[name_] = timer;
+  ServerShared& shared = shared_;
+  const std::string name = name_;
+  const std::string why = reason + fmt::format(", not back within {} ms", heartbeat_ms_);
+  timer->async_wait([&shared, name, why, timer](boost::system::error_code ec) {
+    auto it = shared.pending_drops.find(name);
+    if (ec || it == shared.pending_drops.end() || it->second != timer) return;
+    shared.pending_drops.erase(it);
+    if (shared.stopping || shared.live_names.count(name)) return;
+    shared.log(fmt::format("store: client '{}' dropped: {}", name, why));
+    shared.last_add_once.erase(name);
+    shared.table.set(kDroppedPrefix + name, why);
+  });
 }
 
 // Runs what can run while the client takes its replies: requests queued behind a finished
@@ -110,6 +143,7 @@ void Session::do_read() {
     if (!open()) return;
     if (ec) {
       const bool plain = ec == asio::error::eof || ec == asio::error::connection_reset;
+      broken_ = ec != asio::error::eof;
       close(plain ? "connection lost" : "connection lost: " + ec.message());
       return;
     }
@@ -130,6 +164,10 @@ void Session::do_read() {
 void Session::on_frame(const std::string& payload) {
   if (state_ == State::kHandshake) return on_hello(payload);
   if (heartbeat_ms_ > 0) heartbeat_.expires_after(std::chrono::milliseconds(heartbeat_ms_));
+  auto& cache = shared_.multi_get_cache;
+  if (!parked_ && queued_.empty() && !payload.empty() && payload[0] == static_cast<char>(Op::kMultiGet) &&
+      cache.generation == shared_.table.generation() && !cache.frame.empty() && payload == cache.request)
+    return send_frame(cache.frame);
   Request q;
   try {
     q = decode_request(payload);
@@ -149,7 +187,9 @@ void Session::on_frame(const std::string& payload) {
     queued_.push_back(std::move(q));
     return;
   }
+  running_payload_ = &payload;
   run(q);
+  running_payload_ = nullptr;
 }
 
 // Nothing but this frame is looked at before the proof checks out; bytes the client
@@ -178,6 +218,14 @@ void Session::on_hello(const std::string& payload) {
   name_ = h.name;
   heartbeat_ms_ = h.heartbeat_ms;
   state_ = State::kReady;
+  if (!name_.empty() && heartbeat_ms_ > 0) {
+    ++shared_.live_names[name_];
+    if (auto it = shared_.pending_drops.find(name_); it != shared_.pending_drops.end()) {
+      it->second->cancel();
+      shared_.pending_drops.erase(it);
+      shared_.log(fmt::format("store: client {} reconnected", who()));
+    }
+  }
   Response ok;
   ok.op = Op::kHello;
   reply(std::move(ok));
@@ -204,6 +252,7 @@ bool Session::run(const Request& q) {
     switch (q.op) {
       case Op::kSet: t.set(q.keys[0], q.values[0]); break;
       case Op::kAdd: r.number = t.add(q.keys[0], q.delta); break;
+      case Op::kAddOnce: r.number = add_once(q); break;
       case Op::kCompareSet: r.values = {t.compare_set(q.keys[0], q.values[0], q.values[1])}; break;
       case Op::kCheck: r.flag = t.missing(q.keys).empty(); break;
       case Op::kDelete: r.flag = t.erase(q.keys[0]); break;
@@ -221,12 +270,22 @@ bool Session::run(const Request& q) {
         reply_and_close(std::move(r));
         return true;
       case Op::kGet: case Op::kWait: case Op::kMultiGet: {
-        auto absent = t.missing(q.keys);
-        if (absent.empty()) {
-          if (q.op != Op::kWait) r = found_reply(q);
+        std::vector<const std::string*> found;
+        if (t.find_all(q.keys, found)) {
+          if (q.op != Op::kWait) {
+            std::string frame = found_reply(q, found);
+            if (q.op == Op::kMultiGet && running_payload_) {
+              auto& cache = shared_.multi_get_cache;
+              cache.generation = t.generation();
+              cache.request = *running_payload_;
+              cache.frame = frame;
+            }
+            send_frame(std::move(frame));
+            return true;
+          }
         } else if (q.timeout_ms == 0) {
           r.status = Status::kTimeout;
-          r.values = std::move(absent);
+          r.values = t.missing(q.keys);
         } else {  // park until the keys arrive or the request's own timeout
           parked_ = q;
           const uint64_t gen = ++wait_generation_;
@@ -251,6 +310,17 @@ bool Session::run(const Request& q) {
   return true;
 }
 
+// ADD, applied once per (client name, request id): a retry after a reconnect gets the first
+// result. Only the last id per name is kept (a client retries only its last request).
+int64_t Session::add_once(const Request& q) {
+  if (name_.empty()) return shared_.table.add(q.keys[0], q.delta);
+  auto& last = shared_.last_add_once[name_];
+  if (!last.first.empty() && last.first == q.values[0]) return last.second;
+  const int64_t result = shared_.table.add(q.keys[0], q.delta);
+  last = {q.values[0], result};
+  return result;
+}
+
 void Session::on_wait_done(uint64_t generation, bool timed_out) {
   if (state_ != State::kReady || !parked_ || generation != wait_generation_) return;
   KeyTable& t = shared_.table;
@@ -261,12 +331,16 @@ void Session::on_wait_done(uint64_t generation, bool timed_out) {
   t.unpark(waiter_);
   Response r;
   r.op = q.op;
-  auto absent = t.missing(q.keys);
-  if (absent.empty()) {
-    if (q.op != Op::kWait) r = found_reply(q);
+  std::vector<const std::string*> found;
+  if (t.find_all(q.keys, found)) {
+    if (q.op != Op::kWait) {
+      send_frame(found_reply(q, found));
+      run_queued();
+      return;
+    }
   } else if (timed_out) {
     r.status = Status::kTimeout;
-    r.values = std::move(absent);
+    r.values = t.missing(q.keys);
   } else {  // woken, but a key was deleted since: wait on (the timer restarts; rare)
     run(q);
     return;
@@ -276,15 +350,19 @@ void Session::on_wait_done(uint64_t generation, bool timed_out) {
 }
 
 // Sized before anything is copied: a reply over the frame limit is an error, never built.
-Response Session::found_reply(const Request& q) const {
-  const KeyTable& t = shared_.table;
-  const uint64_t bytes = encoded_size(Response{}) + t.value_bytes(q.keys) + 4 * q.keys.size();
+std::string Session::found_reply(const Request& q, const std::vector<const std::string*>& values) const {
+  uint64_t bytes = encoded_size(Response{}) + 4 * values.size();
+  for (const std::string* v : values) bytes += v->size();
   if (bytes > uint64_t{shared_.options.max_frame_bytes} + kFrameHeaderBytes)
-    return error_reply(q.op, reply_too_large(bytes, shared_.options.max_frame_bytes));
-  Response r;
-  r.op = q.op;
-  r.values = t.values(q.keys);
-  return r;
+    return encode_response(error_reply(q.op, reply_too_large(bytes, shared_.options.max_frame_bytes)));
+  return encode_values_reply(q.op, values);
+}
+
+void Session::send_frame(std::string frame) {
+  if (!open()) return;
+  writes_.push_back(std::move(frame));
+  write_bytes_ += writes_.back().size();
+  if (writes_.size() == 1) do_write();
 }
 
 void Session::reply(Response response) {
@@ -309,7 +387,10 @@ void Session::do_write() {
   write_deadline_.expires_after(shared_.options.write_timeout);
   asio::async_write(socket_, asio::buffer(writes_.front()), [this, self](boost::system::error_code ec, size_t) {
     if (state_ == State::kClosed) return;
-    if (ec) return close("connection lost: " + ec.message());
+    if (ec) {
+      broken_ = true;
+      return close("connection lost: " + ec.message());
+    }
     write_bytes_ -= writes_.front().size();
     writes_.pop_front();
     if (!writes_.empty()) do_write();

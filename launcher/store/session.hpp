@@ -16,6 +16,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
+#include <utility>
 
 #include "launcher/store/codec.hpp"
 #include "launcher/store/key_table.hpp"
@@ -33,6 +35,19 @@ struct ServerShared {
   std::set<std::shared_ptr<Session>> sessions;
   uint64_t next_serial = 0;  // accept order, to find the oldest connection
   bool stopping = false;
+  // Named heartbeating clients: their open connections, the drop deferred after a lost
+  // connection (cancelled when the client reconnects in time), their last ADD_ONCE (id,
+  // result).
+  std::unordered_map<std::string, int> live_names;
+  std::unordered_map<std::string, std::shared_ptr<boost::asio::steady_timer>> pending_drops;
+  std::unordered_map<std::string, std::pair<std::string, int64_t>> last_add_once;
+  // The last MULTI_GET answered at once: its request bytes and reply frame, valid while
+  // the table's generation holds (K agents reading the same K keys: one lookup pass).
+  struct {
+    uint64_t generation = 0;
+    std::string request;
+    std::string frame;
+  } multi_get_cache;
   void log(const std::string& line) const {
     if (options.log) options.log(line);
   }
@@ -45,7 +60,10 @@ class Session : public std::enable_shared_from_this<Session> {
   bool authenticated() const { return state_ != State::kHandshake; }
   uint64_t serial() const { return serial_; }
   // Closes the connection; a named heartbeating client that did not say GOODBYE gets
-  // __dropped__/<name> = reason (unless the server is stopping).
+  // __dropped__/<name> = reason (unless the server is stopping or another connection of
+  // the same name is open): at once when it closed the connection itself (EOF: its process
+  // exited) or fell silent, but only after heartbeat_ms, and only if it has not reconnected
+  // by then, when the connection broke (reset, error: maybe the network).
   void close(const std::string& reason);
 
  private:
@@ -60,7 +78,13 @@ class Session : public std::enable_shared_from_this<Session> {
   void run_queued();
   bool run(const Request& request);  // false: parked
   void on_wait_done(uint64_t generation, bool timed_out);
-  Response found_reply(const Request& request) const;  // GET / MULTI_GET, all keys exist
+  int64_t add_once(const Request& request);
+  void forget_name(const std::string& reason);
+  void drop_later(const std::string& reason);
+  // GET / MULTI_GET whose keys all exist (`values` from KeyTable::find_all): the reply's
+  // frame, encoded straight from the table, or an ERROR frame if it would be too large.
+  std::string found_reply(const Request& request, const std::vector<const std::string*>& values) const;
+  void send_frame(std::string frame);
   void reply(Response response);
   void reply_and_close(Response response);
   void do_write();
@@ -84,7 +108,9 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string name_;
   uint32_t heartbeat_ms_ = 0;
   bool goodbye_ = false;
+  bool broken_ = false;  // the connection failed (reset, error), as opposed to EOF or silence
   std::string closing_reason_;  // why, once the last reply is written (kClosing)
+  const std::string* running_payload_ = nullptr;  // the frame run() is answering, if fresh
 
   std::deque<Request> queued_;      // requests behind a parked one
   size_t queued_bytes_ = 0;         // their keys and values

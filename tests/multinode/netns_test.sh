@@ -2,7 +2,8 @@
 # Two "hosts" as network namespaces joined by a veth pair, one ddp-launch in each, running
 # a real gloo allreduce across them (Debian's python3-torch). Then node failures: the
 # follower's launcher SIGKILLed, and the link taken down; the survivor must stop its
-# workers and exit (not hang). Needs root and iproute2; exits 77 (skip) otherwise.
+# workers and exit (not hang). Last, a 1 s link flap: nothing is lost or restarted.
+# Needs root and iproute2; exits 77 (skip) otherwise.
 # Usage: netns_test.sh DDP_LAUNCH ALLREDUCE_PY
 set -uo pipefail
 launch=$1
@@ -99,6 +100,22 @@ echo "INFO: detection after the link went down took ${took}s (target: under 5 s 
 check "leader reports the lost node" grep -q "was lost" "$work/a3.log"
 check "follower reports the lost store" grep -q "lost the agent store" "$work/b3.log"
 check "no worker left after the link failure" no_processes_left
+
+# 4. A link flap shorter than heartbeat_timeout (down 1 s, then up) mid-job: the store
+# connections ride it out (TCP retransmits; a connection that breaks is re-opened): no
+# node is lost, nothing restarts, both finish.
+ip -n "$b" link set "${tag}vb" up   # down since case 3
+for _ in $(seq 50); do ip netns exec "$a" ping -c1 -W1 "$ip_b" >/dev/null 2>&1 && break; sleep 0.1; done
+node "$a" 0 29704 "$work/a4.log" "$script" --hold 8; pa=$!
+node "$b" 1 29704 "$work/b4.log" "$script" --hold 8; pb=$!
+for _ in $(seq 600); do grep -q "allreduce ok" "$work/b4.log" 2>/dev/null && break; sleep 0.1; done
+ip -n "$b" link set "${tag}vb" down
+sleep 1
+ip -n "$b" link set "${tag}vb" up
+wait_rc $pa 90; rc_a=$rc; wait_rc $pb 90; rc_b=$rc
+check "a 1 s link flap: both launchers finish (rc $rc_a/$rc_b)" test "$rc_a" = 0 -a "$rc_b" = 0
+check "a 1 s link flap: no node lost, no restart" \
+  bash -c "! grep -Eq 'was lost|lost the agent store|restarting' '$work/a4.log' '$work/b4.log'"
 
 if (( failures > 0 )); then
   for f in "$work"/*.log; do echo "--- $f"; cat "$f"; done

@@ -296,3 +296,21 @@ TEST_CASE("server: wrong magic is dropped silently, wrong version is told why") 
     CHECK(p.closed());
   }
 }
+
+TEST_CASE("server: a repeated MULTI_GET sees every write in between (the server's reply cache)") {
+  LocalServer srv;
+  auto a = srv.client();
+  auto b = srv.client();
+  using V = std::vector<std::string>;
+  a->multi_set({{"x", "1"}, {"y", "2"}});
+  CHECK(a->multi_get({"x", "y"}, 1s) == V{"1", "2"});
+  CHECK(b->multi_get({"x", "y"}, 1s) == V{"1", "2"});  // the same request bytes: served from the cache
+  a->set("y", "3");
+  CHECK(b->multi_get({"x", "y"}, 1s) == V{"1", "3"});
+  CHECK(a->add("x", 4) == 5);
+  CHECK(b->multi_get({"x", "y"}, 1s) == V{"5", "3"});
+  CHECK(a->compare_set("y", "3", "7") == "7");
+  CHECK(b->multi_get({"x", "y"}, 1s) == V{"5", "7"});
+  CHECK(a->remove("x"));
+  CHECK_THROWS_AS(b->multi_get({"x", "y"}, 1s), StoreTimeout);
+}
