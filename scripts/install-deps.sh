@@ -11,6 +11,7 @@ packages=(
   python3-torch python3-numpy
   iproute2 iputils-ping procps time
   elfutils gdb
+  gnuplot-nox
 )
 
 missing=()
