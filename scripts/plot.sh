@@ -112,17 +112,21 @@ script=$(cat <<EOF
 set terminal pngcairo size 1500,460 enhanced font 'DejaVu Sans,10'
 set output $(quoted "$out")
 set datafile separator ','
-set key noenhanced bottom right
+set key noenhanced
 set grid
 set xlabel 'epoch'
 set xtics 1
 set multiplot layout 1,3 title $(quoted "$title") noenhanced
 set title 'training loss (mean over ranks)'
+set key top right
 plot $(series '$3')
 set title 'validation accuracy (%)'
+set key bottom right
 plot $(series '$4*100')
 set title 'throughput (samples/s, all ranks)'
+set key top right
 set yrange [0:*]
+set offsets 0, 0, graph 0.35, 0
 plot $(series '$5')
 unset multiplot
 EOF
