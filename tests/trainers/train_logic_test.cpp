@@ -3,6 +3,7 @@
 // the benchmark line. No processes, no torch.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -251,7 +252,7 @@ TEST_CASE("bench line: same format as python_ddp_bench.py") {
         "peer=cpp-ddp world=2 steps=100 batch=32 params=2913290 samples_per_s=2000.0 step_ms=32.00");
 }
 
-TEST_CASE("uneven shards: consecutive, cover every sample once, sizes grow with the rank") {
+TEST_CASE("uneven shards: consecutive, cover every sample once, sizes proportional to world + rank") {
   for (int world : {1, 2, 3, 4, 7}) {
     for (int64_t samples : {0, 1, 5, 99, 8192}) {
       INFO("world " << world << " samples " << samples);
@@ -260,7 +261,9 @@ TEST_CASE("uneven shards: consecutive, cover every sample once, sizes grow with 
         const Shard s = uneven_shard(samples, world, r);
         CHECK(s.begin == next);
         CHECK(s.size() >= 0);
-        if (r > 0) CHECK(s.size() >= uneven_shard(samples, world, r - 1).size());
+        // Within one sample of the exact share samples * (world + r) / sum of (world + q).
+        const double total = world * world + world * (world - 1) / 2.0;
+        CHECK(std::abs(double(s.size()) - double(samples) * (world + r) / total) < 1.0);
         next = s.end;
       }
       CHECK(next == samples);
