@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The README's main command: real distributed training in one go. Installs missing packages,
 # builds ddp-launch and the `train` trainer (Release, Ninja) into build/, then trains an MLP
-# with 4 workers on the synthetic teacher task and ends with the validation accuracy and the
-# paths of the checkpoint and metrics. Env: BUILD_DIR (default build), DEMO_WORKERS (4),
+# with 4 workers on the synthetic teacher task and ends with the validation accuracy, the
+# paths of the checkpoint and metrics, and a PNG of the training curves (scripts/plot.sh). Env: BUILD_DIR (default build), DEMO_WORKERS (4),
 # DEMO_EPOCHS (5). Extra arguments go to `train` (e.g. --epochs 8 --progress bar).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,3 +24,6 @@ start=$(date +%s)
 echo "demo: kill a worker and watch the run resume: add --max-restarts 1 to ddp-launch and --fail-at-step 300 to train."
 echo "demo: trained with $workers workers in $(($(date +%s) - start)) s (global batch 256); accuracy above,"
 echo "demo: checkpoints and metrics.csv in $out/"
+scripts/plot.sh -o "$out/curves.png" --title "train: $workers workers, global batch 256" \
+  "$workers workers=$out/metrics.csv" > /dev/null
+echo "demo: training curves (loss, validation accuracy, samples/s per epoch): $out/curves.png"

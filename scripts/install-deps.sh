@@ -12,6 +12,7 @@ packages=(
   iproute2 iputils-ping procps time
   elfutils gdb
   slurm-wlm munge
+  gnuplot-nox
 )
 
 missing=()

@@ -1,8 +1,10 @@
 // DataParallelEngine: DDP construction (parameter collection, cross-rank model check,
-// parameter/buffer broadcast) and the per-forward protocol around the Reducer.
+// parameter/buffer broadcast) and the per-forward protocol around the Reducer (inside a
+// join(), the forward's join round: join.cpp).
 #include <unordered_set>
 
 #include "ddp/distributed_data_parallel.hpp"
+#include "broadcast_coalesced.hpp"
 #include "group_impl.hpp"
 #include "reducer.hpp"
 
@@ -55,8 +57,11 @@ void verify_same_model(const std::vector<torch::Tensor>& params, const std::vect
   }
 }
 
-// Broadcasts tensors from the group's first rank, coalesced into flat buffers per dtype.
-void broadcast_coalesced(const std::vector<torch::Tensor>& tensors, const Group& group) {
+}  // namespace
+
+namespace detail {
+
+void broadcast_coalesced(const std::vector<torch::Tensor>& tensors, const Group& group, int root) {
   torch::NoGradGuard no_grad;
   size_t start = 0;
   while (start < tensors.size()) {
@@ -70,7 +75,7 @@ void broadcast_coalesced(const std::vector<torch::Tensor>& tensors, const Group&
     std::vector<torch::Tensor> flat_parts;
     for (size_t i = start; i < end; ++i) flat_parts.push_back(tensors[i].detach().reshape({-1}));
     auto flat = torch::cat(flat_parts);
-    broadcast(flat, group.ranks().front(), group);
+    broadcast(flat, root < 0 ? group.ranks().front() : root, group);
     int64_t offset = 0;
     for (size_t i = start; i < end; ++i) {
       auto t = tensors[i];
@@ -81,7 +86,8 @@ void broadcast_coalesced(const std::vector<torch::Tensor>& tensors, const Group&
   }
 }
 
-}  // namespace
+}  // namespace detail
+using detail::broadcast_coalesced;
 
 DataParallelEngine::DataParallelEngine(std::shared_ptr<torch::nn::Module> module, DdpOptions options)
     : module_(std::move(module)), options_(std::move(options)) {
@@ -115,12 +121,14 @@ DataParallelEngine::DataParallelEngine(std::shared_ptr<torch::nn::Module> module
     if (options_.broadcast_buffers) state.insert(state.end(), buffers_.begin(), buffers_.end());
     broadcast_coalesced(state, options_.group);
   }
+  params_ = params;
   reducer_ = std::make_unique<detail::Reducer>(std::move(params), std::move(names), options_);
 }
 
 DataParallelEngine::~DataParallelEngine() = default;
 
 void DataParallelEngine::pre_forward() {
+  if (join_) return join_pre_forward();
   if (torch::GradMode::is_enabled()) reducer_->prepare_for_forward();
   if (options_.broadcast_buffers && require_forward_param_sync_ && !buffers_.empty() && options_.group.size() > 1) {
     broadcast_coalesced(buffers_, options_.group);

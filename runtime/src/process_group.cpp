@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "group_impl.hpp"
+#include "join_guard.hpp"
 
 namespace ddp {
 namespace detail {
@@ -204,12 +205,14 @@ torch::Tensor staged(const torch::Tensor& tensor, const detail::GroupImpl& g) {
 }  // namespace
 
 void barrier(const Group& group) {
+  detail::join_guard::check("barrier");
   auto& g = group.impl();
   detail::FedCollective fed(g, progress::Op::kBarrier, torch::Tensor());
   g.wait(g.backend().barrier(c10d::BarrierOptions()), "barrier");
 }
 
 void broadcast(torch::Tensor& tensor, int src, const Group& group) {
+  detail::join_guard::check("broadcast");
   auto& g = group.impl();
   c10d::BroadcastOptions opts;
   opts.rootRank = g.group_rank_of(src);
@@ -220,6 +223,7 @@ void broadcast(torch::Tensor& tensor, int src, const Group& group) {
 }
 
 void all_reduce(torch::Tensor& tensor, ReduceOp op, const Group& group) {
+  detail::join_guard::check("all_reduce");
   auto& g = group.impl();
   c10d::AllreduceOptions opts;
   switch (op) {
@@ -237,6 +241,7 @@ void all_reduce(torch::Tensor& tensor, ReduceOp op, const Group& group) {
 }
 
 std::vector<torch::Tensor> all_gather(const torch::Tensor& tensor, const Group& group) {
+  detail::join_guard::check("all_gather");
   auto& g = group.impl();
   std::vector<torch::Tensor> inputs{staged(tensor, g)};
   std::vector<std::vector<torch::Tensor>> outputs(1);

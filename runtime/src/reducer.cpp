@@ -44,7 +44,7 @@ std::vector<BucketInput> bucket_inputs_of(const std::vector<torch::Tensor>& para
 Reducer::Reducer(std::vector<torch::Tensor> params, std::vector<std::string> names, const DdpOptions& options)
     : params_(std::move(params)), names_(std::move(names)), bucket_inputs_(bucket_inputs_of(params_)),
       options_(options), group_(options.group),
-      world_size_(options.group.size()) {
+      world_size_(options.group.size()), divisor_(options.group.size()) {
   const size_t count = params_.size();
   accumulators_.resize(count);
   hook_keys_.resize(count);
@@ -160,9 +160,15 @@ void Reducer::prepare_for_forward() {
       finalized_ = true;
     }
   }
-  if (rebuilt_ || ready_order_.size() != params_.size()) return;
+  if (rebuilt_ || !synced_once_) return;
   // Rebuild once, from rank 0's observed gradient-ready order (identical buckets everywhere).
-  auto order = torch::tensor(std::vector<int64_t>(ready_order_.begin(), ready_order_.end()), torch::kLong);
+  // A rank that joined before training a step has no order of its own: it offers the default.
+  std::vector<int64_t> offered(ready_order_.begin(), ready_order_.end());
+  if (offered.size() != params_.size()) {
+    offered.clear();
+    for (size_t i = 0; i < params_.size(); ++i) offered.push_back(static_cast<int64_t>(params_.size() - 1 - i));
+  }
+  auto order = torch::tensor(offered, torch::kLong);
   if (world_size_ > 1) broadcast(order, group_.ranks().front(), group_);
   std::vector<size_t> new_order(params_.size());
   auto acc = order.accessor<int64_t, 1>();
@@ -243,7 +249,7 @@ void Reducer::mark_ready(size_t index) {
     throw DdpError("DistributedDataParallel: parameter " + std::to_string(index) + " '" + names_[index] +
                    "' has a sparse gradient, which libddp does not support; use a dense embedding (sparse=false)");
   }
-  const double scale = 1.0 / world_size_;
+  const double scale = 1.0 / divisor_;
   if (!grad.defined()) {
     view.zero_();
   } else if (aliases(grad, view)) {
@@ -285,14 +291,7 @@ void Reducer::launch_ready_buckets() {
 void Reducer::finalize_backward() {
   std::lock_guard<std::mutex> lock(mutex_);
   torch::NoGradGuard no_grad;
-  auto wait = [&](const Future& f, const std::string& what) {
-    try {
-      f->wait();
-      if (f->hasError()) std::rethrow_exception(f->exception_ptr());
-    } catch (...) {
-      group_.impl().rethrow_comm_error(what);
-    }
-  };
+  auto wait = [&](const Future& f, const std::string& what) { wait_for(f, what); };
   std::vector<char> used(params_.size(), 1);
   if (options_.find_unused_parameters) {
     wait(used_future_, "all-reduce of the used-parameter map");
@@ -328,10 +327,60 @@ void Reducer::finalize_backward() {
   used_future_.reset();
   expect_hooks_ = false;
   finalized_ = true;
+  synced_once_ = true;
   // The launcher's progress record: every collective of this step has been waited for (their
   // future callbacks may still be on their way), and one more synchronised DDP step is done.
   feed::complete(feed::last_entered());
   feed::step();
+}
+
+}  // namespace ddp::detail
+
+namespace ddp::detail {
+
+void Reducer::wait_for(const Future& future, const std::string& what) const {
+  try {
+    future->wait();
+    if (future->hasError()) std::rethrow_exception(future->exception_ptr());
+  } catch (...) {
+    group_.impl().rethrow_comm_error(what);
+  }
+}
+
+void Reducer::set_divisor(int divisor) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  divisor_ = divisor;
+  scale_ = torch::scalar_tensor(1.0 / divisor, torch::kDouble);
+}
+
+void Reducer::shadow_backward() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  torch::NoGradGuard no_grad;
+  std::vector<Future> futures;
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    // Fresh zeros, never the bucket itself: with gradient_as_bucket_view it holds our .grad.
+    const Bucket& bucket = buckets_[b];
+    torch::Tensor zeros = torch::zeros_like(bucket.flat);
+    if (!comm_hook_) {
+      futures.push_back(all_reduce_async(zeros, group_));
+      continue;
+    }
+    std::vector<torch::Tensor> views;
+    int64_t offset = 0;
+    for (const auto& view : bucket.views) {
+      views.push_back(zeros.narrow(0, offset, view.numel()).view(view.sizes()));
+      offset += view.numel();
+    }
+    GradBucket grad_bucket(b, b + 1 == buckets_.size(), zeros, views, bucket.param_tensors, group_);
+    futures.push_back(comm_hook_(grad_bucket));
+  }
+  if (options_.find_unused_parameters) {
+    futures.push_back(all_reduce_async(torch::zeros_like(local_used_).to(params_.front().device()), group_));
+  }
+  for (size_t i = 0; i < futures.size(); ++i) wait_for(futures[i], "join: shadow of gradient bucket " + std::to_string(i));
+  synced_once_ = true;
+  feed::complete(feed::last_entered());
+  feed::step();  // a joined rank shadowing the others is making progress too
 }
 
 }  // namespace ddp::detail

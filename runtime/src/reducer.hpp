@@ -31,6 +31,11 @@ class Reducer {
   void prepare_for_backward(const std::vector<torch::Tensor>& outputs);
   void set_comm_hook(CommHook hook);
   std::vector<std::vector<size_t>> bucket_indices() const;
+  // join(): gradients are divided by `divisor` (default: the group size) from the next backward.
+  void set_divisor(int divisor);
+  // join(): a joined rank matches one synced backward of the others: every bucket (through the
+  // comm hook if any) and the used-parameter map, all zeros, in order; blocks until done.
+  void shadow_backward();
 
  private:
   struct Bucket {
@@ -52,6 +57,7 @@ class Reducer {
   Future launch(Bucket& bucket, size_t index);
   void finalize_backward();
   void finalize_bucket(Bucket& bucket, const torch::Tensor& result);
+  void wait_for(const Future& future, const std::string& what) const;
   std::string describe_unready() const;
 
   std::vector<torch::Tensor> params_;
@@ -63,7 +69,8 @@ class Reducer {
   std::vector<compat::NodePtr> accumulators_;
   std::vector<uintptr_t> hook_keys_;
   CommHook comm_hook_;
-  torch::Tensor scale_;  // 0-dim 1/world_size, multiplied in on copy into the bucket
+  torch::Tensor scale_;  // 0-dim 1/divisor_, multiplied in on copy into the bucket
+  int divisor_;          // world_size_, or the ranks still training inside a join()
 
   mutable std::mutex mutex_;
   std::vector<Bucket> buckets_;
@@ -76,6 +83,7 @@ class Reducer {
   bool callback_queued_ = false;
 
   bool rebuilt_ = false;
+  bool synced_once_ = false;  // a synced backward (or its shadow) has completed: rebuild is due
   std::vector<size_t> ready_order_;
 
   // find_unused_parameters

@@ -338,6 +338,7 @@ int spawn_fail() {
 }  // namespace
 
 const std::map<std::string, std::function<int()>>& hang_scenarios();  // hang_scenarios.cpp
+const std::map<std::string, std::function<int()>>& join_scenarios();  // join_scenarios.cpp
 
 int run_scenario(const std::string& name) {
   static const std::map<std::string, std::function<int()>> scenarios = {
@@ -347,6 +348,7 @@ int run_scenario(const std::string& name) {
       {"spawn-fail", spawn_fail}};
   auto it = scenarios.find(name);
   if (it == scenarios.end() && hang_scenarios().count(name)) return hang_scenarios().at(name)();
+  if (it == scenarios.end() && join_scenarios().count(name)) return join_scenarios().at(name)();
   if (it == scenarios.end()) throw std::runtime_error("unknown worker scenario '" + name + "'");
   return it->second();
 }

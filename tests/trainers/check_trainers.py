@@ -265,6 +265,35 @@ def check_train_bench():
     print("ok: " + next(l for l in lines if l.startswith("peer=")))
 
 
+def check_train_uneven():
+    n = ARGS.nproc
+    if n != 3:
+        fail("train_uneven expects --nproc 3 (its shard sizes are computed for 3 workers)")
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, out = launch(n, "train", "--uneven", "--epochs", "4", "--batch-size", "32", "--accum-steps", "2",
+                         "--train-samples", "6144", "--val-samples", "2048", "--checkpoint-dir", tmp,
+                         "--progress", "none")
+        expect_rc(rc, out)
+        lines = rank_lines(out, 0)
+        # Shares 3:4:5 of 6144: 48, 64 and 80 micro-batches of 32; 24, 32 and 40 steps of 2.
+        if not any("train: uneven shards (--uneven): 1536/2048/2560 samples per rank, no padding, trained under join()"
+                   in l for l in lines):
+            fail("train did not announce the uneven shards 1536/2048/2560", out)
+        if "train: uneven: rank 0 shadowed 32 forwards of the others in join() in the last epoch" not in lines:
+            fail("rank 0 (48 micro-batches) should have shadowed 80 - 48 = 32 forwards of rank 2", out)
+        acc, steps = final_accuracy(out)
+        if steps != 4 * 40:
+            fail(f"{steps} steps; expected 4 epochs x 40 steps (the longest shard)", out)
+        if acc < 85.0:
+            fail(f"accuracy {acc}% below 85% after 4 epochs on uneven shards", out)
+        rows = metrics_rows(os.path.join(tmp, "metrics.csv"), out)
+        if [int(r["step"]) for r in rows] != [40, 80, 120, 160]:
+            fail(f"metrics.csv steps should be 40, 80, 120, 160, are {[r['step'] for r in rows]}", out)
+        if not os.path.exists(os.path.join(tmp, "ckpt_000000160.pt")):
+            fail(f"no epoch-end checkpoint ckpt_000000160.pt in {os.listdir(tmp)}", out)
+    print(f"ok: 3 workers on 1536/2048/2560-sample shards under join() reached {acc}% in {steps} steps")
+
+
 def check_train_bad_input():
     train = os.path.join(ARGS.bin_dir, "train")
     cases = [

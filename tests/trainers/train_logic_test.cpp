@@ -3,6 +3,7 @@
 // the benchmark line. No processes, no torch.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "metrics_csv.hpp"
 #include "progress.hpp"
 #include "train_options.hpp"
+#include "uneven_shards.hpp"
 #include "tests/support/files.hpp"
 
 using namespace ddp::train;
@@ -248,4 +250,34 @@ TEST_CASE("checkpoint files: names, latest, stale removal, temp files ignored") 
 TEST_CASE("bench line: same format as python_ddp_bench.py") {
   CHECK(bench_line(2, 100, 32, 2913290, 3.2) ==
         "peer=cpp-ddp world=2 steps=100 batch=32 params=2913290 samples_per_s=2000.0 step_ms=32.00");
+}
+
+TEST_CASE("uneven shards: consecutive, cover every sample once, sizes proportional to world + rank") {
+  for (int world : {1, 2, 3, 4, 7}) {
+    for (int64_t samples : {0, 1, 5, 99, 8192}) {
+      INFO("world " << world << " samples " << samples);
+      int64_t next = 0;
+      for (int r = 0; r < world; ++r) {
+        const Shard s = uneven_shard(samples, world, r);
+        CHECK(s.begin == next);
+        CHECK(s.size() >= 0);
+        // Within one sample of the exact share samples * (world + r) / sum of (world + q).
+        const double total = world * world + world * (world - 1) / 2.0;
+        CHECK(std::abs(double(s.size()) - double(samples) * (world + r) / total) < 1.0);
+        next = s.end;
+      }
+      CHECK(next == samples);
+    }
+  }
+  CHECK(uneven_shard(1000, 2, 0).size() == 400);  // 2/5 and 3/5
+  CHECK(uneven_shard(1000, 2, 1).size() == 600);
+  CHECK(uneven_steps_per_epoch(1000, 2, 64, 1) == 10);  // ceil(600 / 64)
+  CHECK(uneven_steps_per_epoch(1000, 2, 64, 4) == 3);
+}
+
+TEST_CASE("options: --uneven parses, and is refused with --bench") {
+  CHECK(parse({"--uneven"}).parsed.options.uneven);
+  auto p = parse({"--uneven", "--bench"});
+  CHECK(p.parsed.exit_code == 2);
+  CHECK(p.err == "train: error: --uneven trains on uneven shards of the data; it does not apply to --bench\n");
 }

@@ -45,6 +45,7 @@ std::string validate(const TrainOptions& o) {
     return fmt::format("--steps must be >= 1 and --warmup >= 0, got {} and {}", o.steps, o.warmup);
   }
   if (o.fail_rank < 0) return fmt::format("--fail-rank must be >= 0, got {}", o.fail_rank);
+  if (o.uneven && o.bench) return "--uneven trains on uneven shards of the data; it does not apply to --bench";
   return "";
 }
 
@@ -79,6 +80,9 @@ void add_model_and_data_options(CLI::App& app, TrainOptions& o, BenchDefaulted& 
       ->group("Data");
   app.add_option("--data-seed", o.data_seed, "seed of the synthetic teacher and samples")
       ->capture_default_str()
+      ->group("Data");
+  app.add_flag("--uneven", o.uneven,
+               "uneven shards: rank r gets a (world+r)/sum share of each epoch, no padding; trained under join()")
       ->group("Data");
 }
 

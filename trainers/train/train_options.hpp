@@ -21,6 +21,9 @@ struct TrainOptions {
   int64_t val_samples = 4096;    // synthetic only
   double val_fraction = 0.2;     // CSV only: the last fraction of rows is validation
   uint64_t data_seed = 1234;     // teacher and samples; independent of world size
+  // Uneven shards: rank r trains on a share proportional to world + r of each epoch's samples
+  // (no padding, nothing dropped), under ddp::join(); checkpoints at epoch ends only.
+  bool uneven = false;
   // Optimisation.
   int epochs = 8;
   int batch_size = 64;  // per rank; global batch = batch_size * world * accum_steps

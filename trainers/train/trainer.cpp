@@ -1,5 +1,5 @@
-// The training half of `train`: the epoch loop with DistributedRandomSampler and set_epoch,
-// no_sync accumulation, periodic and epoch-end checkpoints, resume, rank-0 progress and
+// The training half of `train`: the epoch loop with DistributedRandomSampler and set_epoch
+// (or, with --uneven, shards of different sizes trained under ddp::join()), no_sync accumulation, periodic and epoch-end checkpoints, resume, rank-0 progress and
 // metrics, the test-only fault injection, and the --bench mode. The model and its collective
 // helpers come from model.hpp, checkpoints from resume.hpp, data from data.hpp.
 #include "trainer.hpp"
@@ -25,6 +25,7 @@
 #include "model.hpp"
 #include "progress.hpp"
 #include "resume.hpp"
+#include "uneven_shards.hpp"
 
 namespace ddp::train {
 namespace {
@@ -102,6 +103,7 @@ torch::nn::Sequential seeded_mlp(const TrainOptions& o, const Data& data, const 
 
 // Optimizer steps per epoch: each rank's share of the samples in micro-batches, accum_steps a step.
 int64_t steps_per_epoch(const TrainOptions& o, int64_t train_samples, int world) {
+  if (o.uneven) return uneven_steps_per_epoch(train_samples, world, o.batch_size, o.accum_steps);
   const int64_t local_samples = (train_samples + world - 1) / world;
   const int64_t micro_batches = (local_samples + o.batch_size - 1) / o.batch_size;
   return (micro_batches + o.accum_steps - 1) / o.accum_steps;
@@ -118,6 +120,7 @@ class TrainingRun {
  private:
   void announce();
   void run_epoch();
+  void run_uneven_epoch();
   void start_epoch();
   std::vector<torch::Tensor> next_step_batches();
   void train_step(const std::vector<torch::Tensor>& batches);
@@ -146,6 +149,11 @@ class TrainingRun {
   Clock::time_point epoch_start_;
   int64_t samples_seen_ = 0;  // this attempt, this epoch, this rank
   double accuracy_ = -1;
+  // --uneven: this epoch's permutation of the samples, this rank's shard of it, the next position.
+  torch::Tensor permutation_;
+  Shard shard_;
+  int64_t shard_next_ = 0;
+  int64_t shadowed_ = 0;  // forwards of other ranks this rank matched in join() (last epoch)
 };
 
 TrainingRun::TrainingRun(const TrainOptions& o, const Data& data)
@@ -173,6 +181,14 @@ void TrainingRun::announce() {
              world_, (long long)train_x_.size(0), (long long)data_.val_x.size(0), data_.description.c_str(),
              shape_of(data_.in_dim, o_.hidden, data_.classes).c_str(), (long long)parameter_count(*net_),
              (long long)o_.batch_size * world_ * o_.accum_steps, (long long)steps_per_epoch_));
+  if (o_.uneven) {
+    std::string sizes;
+    for (int r = 0; r < world_; ++r) {
+      sizes += (r ? "/" : "") + std::to_string(uneven_shard(train_x_.size(0), world_, r).size());
+    }
+    say("train: uneven shards (--uneven): " + sizes + " samples per rank, no padding, trained under join(); "
+        "checkpoints at epoch ends only");
+  }
   if (resumed_) {
     say(format("train: resumed from %s (epoch %lld, step %lld, restart %d)", resumed_->path.c_str(),
                (long long)pos_.epoch + 1, (long long)pos_.step, ddp::worker_env().restart_count));
@@ -187,15 +203,37 @@ void TrainingRun::run(Clock::time_point started) {
 
 void TrainingRun::run_epoch() {
   start_epoch();
-  for (auto batches = next_step_batches(); !batches.empty(); batches = next_step_batches()) train_step(batches);
+  if (o_.uneven) {
+    run_uneven_epoch();
+  } else {
+    for (auto batches = next_step_batches(); !batches.empty(); batches = next_step_batches()) train_step(batches);
+  }
   end_epoch();
+}
+
+// This rank's shard under join(): ranks whose shard ends first shadow the others' steps. The
+// step counter then moves on by the longest shard's steps on every rank (same schedule).
+void TrainingRun::run_uneven_epoch() {
+  const int64_t epoch_first_step = pos_.step - pos_.batch;
+  const ddp::JoinResult joined = model_.join([&] {
+    for (auto batches = next_step_batches(); !batches.empty(); batches = next_step_batches()) train_step(batches);
+  });
+  shadowed_ = joined.shadowed_steps;
+  pos_.step = epoch_first_step + steps_per_epoch_;
 }
 
 // Reshuffles for this epoch and skips the micro-batches a resumed position already trained on.
 void TrainingRun::start_epoch() {
-  sampler_.set_epoch(static_cast<size_t>(pos_.epoch));
-  sampler_.reset();
-  for (int64_t skip = 0; skip < pos_.batch * o_.accum_steps; ++skip) sampler_.next(o_.batch_size);
+  if (o_.uneven) {
+    torch::manual_seed(o_.data_seed + static_cast<uint64_t>(pos_.epoch));  // the same permutation on every rank
+    permutation_ = torch::randperm(train_x_.size(0), torch::kLong);
+    shard_ = uneven_shard(train_x_.size(0), world_, rank_);
+    shard_next_ = std::min(shard_.end, shard_.begin + pos_.batch * o_.accum_steps * o_.batch_size);
+  } else {
+    sampler_.set_epoch(static_cast<size_t>(pos_.epoch));
+    sampler_.reset();
+    for (int64_t skip = 0; skip < pos_.batch * o_.accum_steps; ++skip) sampler_.next(o_.batch_size);
+  }
   epoch_start_ = Clock::now();
   samples_seen_ = 0;
 }
@@ -204,6 +242,13 @@ void TrainingRun::start_epoch() {
 std::vector<torch::Tensor> TrainingRun::next_step_batches() {
   std::vector<torch::Tensor> batches;
   for (int k = 0; k < o_.accum_steps; ++k) {
+    if (o_.uneven) {
+      if (shard_next_ >= shard_.end) break;
+      const int64_t take = std::min<int64_t>(o_.batch_size, shard_.end - shard_next_);
+      batches.push_back(permutation_.slice(0, shard_next_, shard_next_ + take).to(device_));
+      shard_next_ += take;
+      continue;
+    }
     auto indices = sampler_.next(o_.batch_size);
     if (!indices) break;
     batches.push_back(torch::tensor(std::vector<int64_t>(indices->begin(), indices->end()), torch::kLong).to(device_));
@@ -249,14 +294,18 @@ void TrainingRun::finish_step(double step_loss) {
   ++pos_.loss_count;
   progress_.step({int(pos_.epoch), o_.epochs, pos_.batch, steps_per_epoch_, pos_.step, pos_.loss_sum / pos_.loss_count,
                   samples_per_s()});
-  if (o_.checkpoint_interval > 0 && pos_.step % o_.checkpoint_interval == 0 && pos_.batch < steps_per_epoch_) {
+  if (o_.checkpoint_interval > 0 && pos_.step % o_.checkpoint_interval == 0 && pos_.batch < steps_per_epoch_ &&
+      !o_.uneven) {  // inside join() no collective but the model's may run
     save_position(o_, net_, optimizer_, pos_);
   }
 }
 
 // Validation, the epoch line, the metrics row and the checkpoint of the next epoch's start.
 void TrainingRun::end_epoch() {
-  const double samples_per_s = this->samples_per_s();
+  // --uneven: every rank's own samples over the epoch (the ranks trained different amounts).
+  const double samples_per_s = o_.uneven ? mean_over_ranks(double(samples_seen_)) * world_ /
+                                               std::max(seconds_since(epoch_start_), 1e-9)
+                                         : this->samples_per_s();
   const double loss = mean_over_ranks(pos_.loss_count ? pos_.loss_sum / pos_.loss_count : 0.0);
   accuracy_ = evaluate(net_, data_);
   progress_.epoch_end(int(pos_.epoch), o_.epochs, loss, accuracy_, samples_per_s);
@@ -280,6 +329,8 @@ void TrainingRun::report_done(Clock::time_point started) {
   const auto latest = latest_checkpoint(o_.checkpoint_dir);
   say(format("train: done: val_accuracy %.2f%% after %d epochs (%lld steps) on %d worker(s) in %.1f s",
              accuracy_ * 100, o_.epochs, (long long)pos_.step, world_, seconds_since(started)));
+  if (o_.uneven) say(format("train: uneven: rank 0 shadowed %lld forwards of the others in join() in the last epoch",
+                            (long long)shadowed_));
   say("train: checkpoint: " + (latest ? fs::absolute(*latest).string() : std::string("<none>")));
   say("train: metrics: " + fs::absolute(o_.metrics_path()).string());
 }

@@ -1,4 +1,4 @@
-// libddp umbrella header: process groups, DistributedDataParallel, checkpoints, spawn, run,
+// libddp umbrella header: process groups, DistributedDataParallel (and join()), checkpoints, spawn, run,
 // the progress feed (PauseProgress).
 #pragma once
 
@@ -7,6 +7,7 @@
 #include "ddp/distributed_data_parallel.hpp"
 #include "ddp/env.hpp"
 #include "ddp/errors.hpp"
+#include "ddp/join.hpp"
 #include "ddp/process_group.hpp"
 #include "ddp/progress.hpp"
 #include "ddp/run.hpp"

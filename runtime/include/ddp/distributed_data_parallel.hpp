@@ -15,6 +15,7 @@
 
 #include "ddp/comm_hook.hpp"
 #include "ddp/errors.hpp"
+#include "ddp/join.hpp"
 #include "ddp/process_group.hpp"
 
 namespace ddp {
@@ -62,11 +63,30 @@ class DataParallelEngine {
   std::vector<std::vector<size_t>> bucket_indices() const;
   torch::nn::Module& module() { return *module_; }
 
+  // join() support (join.cpp): the join round every forward starts inside a join, a joined
+  // rank's shadow of one forward/backward (false once every rank has joined), the final
+  // broadcast of the last joiner's parameters and buffers. Collective; training thread only.
+  void begin_join(const JoinOptions& options);
+  void end_join() noexcept;
+  bool shadow_step();
+  void sync_final_model(bool last_joiner);
+
  private:
+  struct JoinRound {
+    int active = 0;          // ranks still training
+    bool sync = false;       // some active rank will all-reduce gradients in this backward
+    bool buffers = false;    // some active rank broadcasts buffers before this forward
+    int authority = -1;      // global rank of the highest active rank
+  };
+  JoinRound join_round(bool active);
+  void join_pre_forward();
+
   std::shared_ptr<torch::nn::Module> module_;
   DdpOptions options_;
   std::unique_ptr<detail::Reducer> reducer_;
+  std::vector<torch::Tensor> params_;  // the same tensors the reducer synchronises
   std::vector<torch::Tensor> buffers_;
+  std::unique_ptr<JoinOptions> join_;  // set while a join() is running
   bool require_backward_grad_sync_ = true;
   bool require_forward_param_sync_ = true;
 };
@@ -139,6 +159,10 @@ class DistributedDataParallel {
 
   [[nodiscard]] NoSyncGuard no_sync() { return NoSyncGuard(*engine_); }
   void register_comm_hook(CommHook hook) { engine_->register_comm_hook(std::move(hook)); }
+  // Uneven inputs: model.join([&] { for (auto& batch : my_shard) { ... } }); see ddp/join.hpp.
+  JoinResult join(const std::function<void()>& body, const JoinOptions& options = {}) {
+    return ddp::join(*engine_, body, options);
+  }
   DataParallelEngine& engine() { return *engine_; }
 
  private:

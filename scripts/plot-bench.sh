@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Benchmark chart: turns the result lines of scripts/bench-ddp.sh (`case=mlp peer=cpp-ddp
+# world=2 ... samples_per_s=2061.3 step_ms=31.1`, an optional hook=NAME joins the peer's name)
+# into a bar chart of median samples/s per case and world size, one bar per peer, as a PNG
+# (gnuplot, pngcairo). Other lines (comments, the medians table) are ignored.
+#
+# Usage: scripts/bench-ddp.sh | tee bench.txt; scripts/plot-bench.sh [-o OUT.png] [--title TEXT] bench.txt
+# Exit status: 0 drawn, 2 bad usage or input (one 'plot-bench.sh: error:' line), 1 gnuplot failed.
+set -euo pipefail
+
+die() {
+  echo "plot-bench.sh: error: $*" >&2
+  exit 2
+}
+
+out=""
+title="libddp vs PyTorch DDP (gloo, CPU): median samples/s"
+input=""
+while (($#)); do
+  case $1 in
+    -h|--help) sed -n '7,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -o|--output) (($# >= 2)) || die "$1 needs a file name"; out=$2; shift 2 ;;
+    --title) (($# >= 2)) || die "--title needs a text"; title=$2; shift 2 ;;
+    -*) die "unknown option '$1'; run scripts/plot-bench.sh --help" ;;
+    *) [[ -z $input ]] || die "one input file only, got '$input' and '$1'"; input=$1; shift ;;
+  esac
+done
+[[ -n $input ]] || die "no input; usage: scripts/plot-bench.sh [-o OUT.png] bench.txt (saved output of scripts/bench-ddp.sh)"
+[[ -f $input ]] || die "$input: no such file"
+[[ -n $out ]] || out="${input%.*}.png"
+[[ $out == *.png ]] || die "-o $out: the output must be a .png file"
+command -v gnuplot > /dev/null || die "gnuplot not found; install it with scripts/install-deps.sh (Debian package gnuplot-nox)"
+
+data=$(mktemp)
+trap 'rm -f "$data"' EXIT
+# Medians per (case world) row and peer column; a gnuplot data file with a header row.
+/usr/bin/python3 - "$input" > "$data" <<'PY' || exit 2
+import statistics, sys
+rows, peers, groups = {}, [], []
+for number, line in enumerate(open(sys.argv[1]), 1):
+    if not line.startswith("case="):
+        continue
+    try:
+        kv = dict(tok.split("=", 1) for tok in line.split())
+        peer = kv["peer"] + (f"+{kv['hook']}" if kv.get("hook") else "")
+        group = f"{kv['case']} world {int(kv['world'])}"
+        value = float(kv["samples_per_s"])
+    except (KeyError, ValueError) as e:
+        sys.exit(f"plot-bench.sh: error: {sys.argv[1]}:{number}: not a bench-ddp.sh result line ({e}): {line.strip()}")
+    if peer not in peers:
+        peers.append(peer)
+    if group not in groups:
+        groups.append(group)
+    rows.setdefault((group, peer), []).append(value)
+if not rows:
+    sys.exit(f"plot-bench.sh: error: {sys.argv[1]}: no 'case=... peer=... samples_per_s=...' lines; "
+             "save the output of scripts/bench-ddp.sh (e.g. | tee bench.txt)")
+print("group " + " ".join(f'"{p}"' for p in peers))
+for g in groups:
+    cells = [f"{statistics.median(rows[(g, p)]):.1f}" if (g, p) in rows else "NaN" for p in peers]
+    print(f'"{g}" ' + " ".join(cells))
+PY
+columns=$(head -1 "$data" | wc -w)
+
+gnuplot <<EOF || { echo "plot-bench.sh: gnuplot failed" >&2; exit 1; }
+set terminal pngcairo size 1000,480 font 'DejaVu Sans,10'
+set output '${out//\'/\'\'}'
+set title '${title//\'/\'\'}' noenhanced
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set key noenhanced top left
+set grid ytics
+set yrange [0:*]
+set ylabel 'samples/s (median)'
+peers = $((columns - 1))
+plot for [c=2:$columns] '$data' using c:xticlabels(1) title columnheader(c), \
+     for [c=2:$columns] '$data' using (\$0 - 1 + (c - 2 - (peers - 1) / 2.0) / (peers + 1.0)):c:(sprintf('%.0f', column(c))) \\
+       with labels offset 0,0.7 font ',8' notitle
+EOF
+[[ -s $out ]] || { echo "plot-bench.sh: gnuplot wrote no $out" >&2; exit 1; }
+echo "plot-bench.sh: wrote $out"
