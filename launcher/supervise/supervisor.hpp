@@ -60,7 +60,12 @@ struct SupervisorConfig {
 struct AttemptWatch {
   std::chrono::milliseconds interval{0};  // 0: no ticks
   std::function<std::optional<std::string>()> tick;
+  // Asked when tick() returned a reason: true (a hang elsewhere) captures every live
+  // worker's stacks, as for a local hang verdict, before stopping them. May be empty.
+  std::function<bool()> capture_stacks;
 };
+
+class EventLog;
 
 class Supervisor {
  public:
@@ -78,6 +83,9 @@ class Supervisor {
   // returned). One received before the call does not end it: after a stop the agent still
   // waits, briefly, for the other nodes to read the outcome. Used for barriers.
   int wait_until(std::chrono::milliseconds interval, const std::function<bool()>& done);
+
+  // Where worker exits and straggler notices are logged (null: nowhere); borrowed.
+  void set_event_log(EventLog* log);
 
   // The stop signal received so far (0 if none): the agent stops restarting once set.
   int interrupted_by() const;
