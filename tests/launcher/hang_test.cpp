@@ -106,6 +106,43 @@ TEST_CASE("hang: a pause longer than the limit is no hang") {
   CHECK_THAT(run.r.err, !Catch::Contains("hang:"));
 }
 
+// A normal ~60 s run: steps of one all_reduce each (~0.05 s); every 110 steps rank 0 saves
+// a slow "checkpoint" (8 s) inside pause() while rank 1 waits in the checkpoint's
+// all_reduce (for a file rank 0 writes when done); four of them. --hang-timeout 3: no
+// verdict, exit 0.
+TEST_CASE("hang: a 60 s run with slow checkpoint saves inside pause() gets no verdict") {
+  TempDir dir;
+  write_file(dir / "worker.py", R"(
+import os, sys, time
+sys.path.insert(0, os.environ["DDP_TEST_PYTHON_DIR"])
+import ddp_progress as p
+rank, here, step, saves = int(os.environ["RANK"]), os.environ["DIR"], 0, 0
+while saves < 4:
+    step += 1
+    p.collective_enter("all_reduce", 4996, "float32"); time.sleep(0.05); p.collective_exit()
+    p.heartbeat(step)
+    if step % 110 == 0:  # a checkpoint
+        saves += 1
+        done = os.path.join(here, "saved.%d" % saves)
+        if rank == 0:
+            with p.pause(timeout=60):
+                time.sleep(8)  # the slow save
+            open(done, "w").close()
+        else:
+            p.collective_enter("all_reduce", 1, "float32")
+            while not os.path.exists(done):
+                time.sleep(0.1)
+            p.collective_exit()
+print("rank %d: %d steps, %d checkpoints" % (rank, step, saves), flush=True)
+)");
+  const EnvOverrides env = {{"DIR", dir.path()}, {"DDP_TEST_PYTHON_DIR", std::string(DDP_SOURCE_DIR) + "/python"}};
+  auto r = launch({"--nproc-per-node=2", "--hang-timeout=3", dir / "worker.py"}, env, 170s);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, !Catch::Contains("hang:"));
+  CHECK(file_exists(dir / "saved.4"));  // four slow saves happened
+}
+
 // Workers that feed no record are watched by what the launcher sees: output and CPU time.
 TEST_CASE("hang: workers that feed nothing, print nothing and use no CPU are hung (no --log-dir)") {
   auto r = launch({"--nproc-per-node=2", "--hang-timeout=2", "sh", "-c", "sleep 1000"}, {}, 120s);
