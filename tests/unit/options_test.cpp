@@ -228,7 +228,7 @@ TEST_CASE("under Slurm the node count, node rank and master address come from th
   CHECK(explicit_flags.master_addr == "x");
 }
 
-TEST_CASE("--hang-timeout: auto by default, a number is a fixed limit, 0 is off") {
+TEST_CASE("hang timeout: auto by default (--hang-timeout), a number is a fixed limit, 0 is off") {
   CHECK(parse({"prog"}).hang_timeout_s == kHangTimeoutAuto);
   CHECK(parse({"--hang-timeout=45", "prog"}).hang_timeout_s == 45);
   CHECK(parse({"--hang-timeout=0", "prog"}).hang_timeout_s == 0);
