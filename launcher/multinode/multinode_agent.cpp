@@ -267,7 +267,7 @@ Settled MultiNodeAgent::after_failure(const Round& r, const AttemptResult& resul
     state_.store_lost = e.what();
   }
   if (!(abort.final && abort.node_rank == r.rank() && abort.pid == mine.pid)) return {std::nullopt, abort};
-  log_worker_failure(*events_, root, true);
+  log_abort(*events_, abort);
   keep_reported_error_file(*layout_, root);
   const ReportContext ctx{job_.program, host_name(), r.plan.restart_count, job_.max_restarts};
   write_all(STDERR_FILENO, format_failure_report(ctx, result.outcomes, *result.root_cause));

@@ -226,7 +226,8 @@ std::optional<HangVerdict> HangWatch::observe(const std::vector<bool>& live, con
     if (i >= live.size() || !live[i]) continue;  // an exited worker waits for nothing
     RankProgress p{workers_[i].rank, workers_[i].pid, record,
                    std::chrono::duration<double>(now - last_change_[i]).count(), false};
-    p.silent_s = std::chrono::duration<double>(now - last_sign_[i]).count();
+    // No signs given (every worker fed once): nothing is known of its silence.
+    p.silent_s = i < signs.size() ? std::chrono::duration<double>(now - last_sign_[i]).count() : 0;
     p.paused = record && record->paused > 0 && (record->pause_deadline_ns == 0 || mono < record->pause_deadline_ns);
     ranks.push_back(std::move(p));
     index.push_back(i);
