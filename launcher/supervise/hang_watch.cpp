@@ -232,6 +232,16 @@ std::optional<HangVerdict> HangWatch::observe(const std::vector<bool>& live, con
     ranks.push_back(std::move(p));
     index.push_back(i);
   }
+  // A pause holds the whole job's clock: the ranks that waited for the paused one get a
+  // full limit from the pause's end (it may end by exiting) to show progress.
+  if (std::any_of(ranks.begin(), ranks.end(), [](const RankProgress& p) { return p.paused; })) last_pause_ = now;
+  if (last_pause_) {
+    const double since_pause = std::chrono::duration<double>(now - *last_pause_).count();
+    for (RankProgress& p : ranks) {
+      p.idle_s = std::min(p.idle_s, since_pause);
+      p.silent_s = std::min(p.silent_s, since_pause);
+    }
+  }
   auto verdict = judge(ranks, limit());
   if (verdict) verdict->culprit = index[verdict->culprit];
   return verdict;

@@ -84,6 +84,7 @@ class HangWatch {
   std::vector<bool> fed_;                              // its record was ever initialised
   std::vector<SignsOfLife> last_signs_;
   std::vector<Clock::time_point> last_sign_;           // when its signs of life last changed
+  std::optional<Clock::time_point> last_pause_;        // the last tick that saw a rank paused
   std::vector<uint64_t> last_step_, last_step_ns_;     // auto: the last step seen, and when
   std::vector<std::vector<double>> recent_step_s_;     // auto: its last step intervals
 
