@@ -5,6 +5,7 @@
 # launcher (PyTorch 1.13's torchrun via bench/peers/torchrun_fixed.py), OMP_NUM_THREADS=1.
 # Env: BUILD_DIR (default build; ddp_bench is built there if missing), REPEATS (default 3),
 #      PEERS (default bench/peers), WORLDS (default "1 2"), CASES (default "mlp tiny").
+# FEED=1: only the hang-detection feed's cost, on vs off (section "feed on/off" below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
@@ -22,6 +23,47 @@ if ls /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 >/dev/null 2>&1; t
   echo "# BLAS: ${blas:-unknown}"
 fi
 echo "# $cores cores, load average $(cut -d" " -f1-3 /proc/loadavg), $(date -u +%FT%TZ), repeats=$repeats"
+
+# ---- feed on/off (FEED=1; the hangs engineer's section, docs/hangs.md) -------------------
+# The hang-detection progress feed's cost on the tiny model's step: ddp_bench under
+# ddp-launch with the feed on (DDP_LAUNCH_PROGRESS_FILE set by the launcher) and off (`env -u`
+# in front of the program), runs alternating, medians of the step time and their ratio.
+# Env: FEED_RUNS (default 15 pairs), FEED_STEPS (default 10000), FEED_WORLD (default 1).
+feed_bench() {
+  local launcher=$build/launcher/ddp-launch runs=${FEED_RUNS:-15} steps=${FEED_STEPS:-10000}
+  local world=${FEED_WORLD:-1} out on off
+  [[ -x $launcher ]] || cmake --build "$build" --target ddp-launch >/dev/null
+  local args="--in-dim 10 --hidden 10 --layers 2 --classes 5 --batch 20 --warmup 50 --steps $steps"
+  out=$(mktemp)
+  for ((i = 0; i < runs; i++)); do
+    # shellcheck disable=SC2086
+    on=$("$launcher" --nproc-per-node="$world" "$bench" $args 2>/dev/null | grep -o 'peer=.*' | head -1)
+    # shellcheck disable=SC2086
+    off=$("$launcher" --nproc-per-node="$world" env -u DDP_LAUNCH_PROGRESS_FILE "$bench" $args 2>/dev/null |
+      grep -o 'peer=.*' | head -1)
+    echo "feed=on $on" | tee -a "$out"
+    echo "feed=off $off" | tee -a "$out"
+  done
+  /usr/bin/python3 - "$out" "$world" <<'PY'
+import statistics, sys
+step = {"on": [], "off": []}
+for line in open(sys.argv[1]):
+    kv = dict(tok.split("=", 1) for tok in line.split())
+    # step_ms is printed to 0.01 ms: the step time from the throughput is finer
+    step[kv["feed"]].append(1000 * int(kv["batch"]) * int(kv["world"]) / float(kv["samples_per_s"]))
+on, off = statistics.median(step["on"]), statistics.median(step["off"])
+pairs = [a / b for a, b in zip(step["on"], step["off"])]
+print(f"\n# feed on/off, tiny model, world {sys.argv[2]}, {len(pairs)} pairs: median step {on:.4f} ms on, "
+      f"{off:.4f} ms off, ratio {on / off:.3f}; per-pair ratio median {statistics.median(pairs):.3f}, "
+      f"feed on faster in {sum(p < 1 for p in pairs)} of {len(pairs)}")
+PY
+  rm -f "$out"
+}
+if [[ ${FEED:-0} == 1 ]]; then
+  feed_bench
+  exit 0
+fi
+# ---- end of feed on/off ------------------------------------------------------------------
 
 args_for() {
   case $1 in

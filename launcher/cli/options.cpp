@@ -70,10 +70,11 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.add_option("--shutdown-timeout,--shutdown_timeout", raw.shutdown_timeout,
                  "Seconds between SIGTERM and SIGKILL when stopping workers (default 30)");
   app.add_option("--hang-timeout,--hang_timeout", raw.hang_timeout,
-                 "Seconds without progress from any worker that feeds its progress record (libddp, "
-                 "python/ddp_progress.py) before the job counts as hung: stacks, then stop "
-                 "(default 300; 0: off; auto: 600 before the first steps, then max(120, 10 x the "
-                 "slowest rank's recent step time))");
+                 "Seconds without progress from any worker (its progress record, fed by libddp or "
+                 "python/ddp_progress.py; a job that feeds none: no output and no CPU time) before "
+                 "the job counts as hung: stacks, then stop (default auto: 600 before the first "
+                 "steps, then max(120, 10 x the slowest rank's recent step time); a number: that "
+                 "fixed limit; 0: off)");
   app.add_option("--straggler-threshold,--straggler_threshold", raw.straggler_threshold,
                  "Report (once, no kill) a rank whose step time over 20 s is at least this many times "
                  "the job median (default 2; 0: off)");

@@ -42,7 +42,7 @@ struct LaunchOptions {
   // Supervision.
   int max_restarts = 0;
   double shutdown_timeout_s = 30.0;
-  double hang_timeout_s = 300.0;  // --hang-timeout; 0: off
+  double hang_timeout_s = kHangTimeoutAuto;  // --hang-timeout; 0: off; default auto
   double straggler_threshold = 2.0;  // --straggler-threshold; 0: off
   std::vector<int> signals_to_handle;  // signal numbers
   // GPUs.

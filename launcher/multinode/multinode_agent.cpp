@@ -13,6 +13,8 @@
 #include "launcher/multinode/rendezvous.hpp"
 #include "launcher/os/ports.hpp"
 #include "launcher/store/protocol.hpp"
+#include "launcher/multinode/round_events.hpp"
+#include "launcher/supervise/event_log.hpp"
 #include "launcher/supervise/failure_report.hpp"
 #include "launcher/supervise/worker_launches.hpp"
 #include "launcher/worker/output.hpp"
@@ -60,6 +62,7 @@ class MultiNodeAgent {
   int run();
 
  private:
+  int run_rounds();
   rdzv::NodeInfo self_info(int previous_rank);
   Round join_round(rdzv::Rendezvous& rendezvous, const NextRound& next);
   AttemptResult run_round(const Round& r);
@@ -86,6 +89,7 @@ class MultiNodeAgent {
   AgentStoreLink store_;  // hosted here (leader) or joined
   rdzv::WatchState state_;  // this round's record, a lost store or an unreadable record
   std::unique_ptr<RunLayout> layout_;
+  std::unique_ptr<EventLog> events_;  // RUN/events.jsonl; null until the run directory exists
   int acknowledged_round_ = -1;
   int rendezvous_signal_ = 0;  // the stop signal that interrupted a rendezvous
   std::unique_ptr<rdzv::AbortWatch> abort_watch_;  // last: stopped before the supervisor goes
@@ -186,7 +190,15 @@ AttemptResult MultiNodeAgent::run_round(const Round& r) {
                               r.me.base_rank + group.local_world_size - 1, plan.world_size,
                               plan.master_addr, plan.master_port,
                               plan.restart_count ? fmt::format(" (restart {})", plan.restart_count) : ""));
-  const AttemptWatch watch{ms(spec_.rdzv.heartbeat_interval_s), [&] { return this->watch(r); }};
+  events_->set_node(r.rank());
+  events_->set_attempt(plan.restart_count);
+  events_->write("rendezvous", {{"round", r.number()}, {"nnodes", group.nnodes}, {"world_size", plan.world_size},
+                                {"base_rank", r.me.base_rank}, {"nproc", group.local_world_size},
+                                {"master_addr", plan.master_addr}, {"master_port", plan.master_port}});
+  // A hang detected on another node: this node's workers' stacks are captured too.
+  const AttemptWatch watch{ms(spec_.rdzv.heartbeat_interval_s), [&] { return this->watch(r); }, [&] {
+                             return state_.abort && !state_.abort->hang.empty() && state_.abort->node_rank != r.rank();
+                           }};
   state_ = rdzv::WatchState{};
   abort_watch_->watch(r.number());
   return supervisor_.run_attempt(prepare_attempt(job_, env_, group, *layout_), watch);
@@ -257,6 +269,7 @@ Settled MultiNodeAgent::after_failure(const Round& r, const AttemptResult& resul
     state_.store_lost = e.what();
   }
   if (!(abort.final && abort.node_rank == r.rank() && abort.pid == mine.pid)) return {std::nullopt, abort};
+  log_abort(*events_, abort);
   keep_reported_error_file(*layout_, root);
   const ReportContext ctx{job_.program, host_name(), r.plan.restart_count, job_.max_restarts};
   write_all(STDERR_FILENO, format_failure_report(ctx, result.outcomes, *result.root_cause));
@@ -328,11 +341,18 @@ Settled MultiNodeAgent::settle(const Round& r, const AttemptResult& result) {
 // Exit (the code), or restart on every node: `next` says how the next round gathers.
 std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settled, NextRound& next) {
   if (settled.exit_code) return settled.exit_code;
-  if (!settled.abort)  // the store was lost before any record could be read
+  if (!settled.abort) {  // the store was lost before any record could be read
+    events_->write("failure", {{"kind", "store_lost"}, {"final", true}, {"reason", state_.store_lost}});
     throw LaunchError(exit_code::kRendezvousFailed,
                       fmt::format("this node's workers were stopped: {}", state_.store_lost));
+  }
   const AbortRecord& abort = *settled.abort;
+  log_abort(*events_, abort);
   if (abort.final) {
+    if (!abort.hang.empty() && layout_->temporary()) {  // this node's stacks were captured there
+      layout_->keep();
+      launcher_notice(fmt::format("kept the run directory {}: it holds this node's stacks files", layout_->run_dir()));
+    }
     write_all(STDERR_FILENO, format_remote_failure_report(job_.program, abort.remote_failure(), r.rank(),
                                                           host_name()));
     leave(r);
@@ -346,10 +366,31 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
   if (abort.kind == AbortRecord::Kind::kLost) next.expected_nodes -= 1;
   if (abort.kind == AbortRecord::Kind::kMembership && store_.leader)
     next.expected_nodes += static_cast<int>(store_.job->add(JobKeys::waiting(r.number()), 0));
+  events_->set_attempt(next.restart_count);
+  events_->write("restart", {{"round", next.round}, {"restart", next.restart_count},
+                             {"max_restarts", job_.max_restarts}, {"reason", abort.reason}});
   return std::nullopt;
 }
 
+// The rounds, then the finish event (also when the launcher itself fails).
 int MultiNodeAgent::run() {
+  try {
+    const int code = run_rounds();
+    if (events_) events_->write("finish", {{"outcome", code == 0 ? "succeeded" : "failed"}, {"exit_code", code}});
+    return code;
+  } catch (const LaunchError& e) {  // not swallowed: logged, then main() reports it
+    if (events_) events_->write("finish", {{"outcome", "error"}, {"exit_code", e.exit_code()}, {"message", e.what()}});
+    throw;
+  } catch (const store::StoreError& e) {  // not swallowed: run_multi_node_agent reports it
+    if (events_) {
+      events_->write("failure", {{"kind", "store_lost"}, {"final", true}, {"reason", e.what()}});
+      events_->write("finish", {{"outcome", "error"}, {"exit_code", exit_code::kRendezvousFailed}, {"message", e.what()}});
+    }
+    throw;
+  }
+}
+
+int MultiNodeAgent::run_rounds() {
   store_ = connect_agent_store(spec_, job_.run_id);
   abort_watch_ = std::make_unique<rdzv::AbortWatch>(open_abort_waiter(store_), [this] { supervisor_.wake(); });
   rdzv::Rendezvous rendezvous(*store_.job, spec_.rdzv, store_.leader, spec_.nnodes_min, spec_.nnodes_max,
@@ -357,6 +398,9 @@ int MultiNodeAgent::run() {
   notice_omp_threads(env_, job_.devices.nproc);
   layout_ = std::make_unique<RunLayout>(job_.layout, env_);
   if (layout_->enabled() && !layout_->temporary()) launcher_notice("logs in " + layout_->run_dir());
+  events_ = std::make_unique<EventLog>(layout_->run_dir(), spec_.node_rank);
+  supervisor_.set_event_log(events_.get());
+  log_start(*events_, job_);
   NextRound next;
   next.round = store_.leader ? 0 : -1;
   std::optional<Round> last;

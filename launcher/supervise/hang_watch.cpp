@@ -86,14 +86,33 @@ std::string describe_culprit(const RankProgress& p) {
   return s + ", in no collective";
 }
 
+// No rank ever fed its record: every one has been silent (no output, no CPU) for the limit.
+std::optional<HangVerdict> judge_unfed(const std::vector<RankProgress>& ranks, double timeout_s) {
+  if (!std::all_of(ranks.begin(), ranks.end(), [&](const RankProgress& p) { return p.silent_s >= timeout_s; }))
+    return std::nullopt;
+  HangVerdict v;
+  for (size_t i = 1; i < ranks.size(); ++i)
+    if (ranks[i].silent_s > ranks[v.culprit].silent_s) v.culprit = i;
+  const RankProgress& p = ranks[v.culprit];
+  v.summary = fmt::format("hang: rank {} (pid {}) fed no progress record; no output and no CPU time for {:.0f} s",
+                          p.rank, p.pid, p.silent_s);
+  std::vector<int> others;
+  for (size_t i = 0; i < ranks.size(); ++i)
+    if (i != v.culprit) others.push_back(ranks[i].rank);
+  if (!others.empty())
+    v.summary += fmt::format("; rank{} {} silent too", others.size() == 1 ? "" : "s", rank_list(others));
+  return v;
+}
+
 }  // namespace
 
 std::optional<HangVerdict> judge(const std::vector<RankProgress>& ranks, double timeout_s) {
   if (ranks.empty()) return std::nullopt;
   const bool any_fed = std::any_of(ranks.begin(), ranks.end(), [](const RankProgress& p) { return p.record.has_value(); });
+  if (!any_fed) return judge_unfed(ranks, timeout_s);
   const bool all_idle = std::all_of(ranks.begin(), ranks.end(),
                                     [&](const RankProgress& p) { return !p.paused && p.idle_s >= timeout_s; });
-  if (!any_fed || !all_idle) return std::nullopt;
+  if (!all_idle) return std::nullopt;
   double idle = ranks[0].idle_s;
   for (const auto& p : ranks) idle = std::min(idle, p.idle_s);
   const std::string head = fmt::format("no progress for {:.0f} s", idle);
@@ -155,7 +174,8 @@ double auto_hang_limit(const std::vector<std::optional<double>>& recent_step_s) 
 
 HangWatch::HangWatch(std::vector<Worker> workers, double timeout_s)
     : workers_(std::move(workers)), timeout_s_(timeout_s), last_updates_(workers_.size(), 0),
-      last_change_(workers_.size(), Clock::now()), last_step_(workers_.size(), 0),
+      last_change_(workers_.size(), Clock::now()), fed_(workers_.size(), false),
+      last_signs_(workers_.size()), last_sign_(workers_.size(), Clock::now()), last_step_(workers_.size(), 0),
       last_step_ns_(workers_.size(), 0), recent_step_s_(workers_.size()) {}
 
 void HangWatch::note_steps(size_t i, const Record& r) {
@@ -180,7 +200,11 @@ double HangWatch::limit() const {
   return auto_hang_limit(recent);
 }
 
-std::optional<HangVerdict> HangWatch::observe(const std::vector<bool>& live) {
+bool HangWatch::wants_signs_of_life() const {
+  return std::any_of(fed_.begin(), fed_.end(), [](bool fed) { return !fed; });
+}
+
+std::optional<HangVerdict> HangWatch::observe(const std::vector<bool>& live, const std::vector<SignsOfLife>& signs) {
   const auto now = Clock::now();
   const uint64_t mono = monotonic_ns();
   std::vector<RankProgress> ranks;
@@ -191,13 +215,32 @@ std::optional<HangVerdict> HangWatch::observe(const std::vector<bool>& live) {
       last_updates_[i] = record->updates;
       last_change_[i] = now;
     }
-    if (record) note_steps(i, *record);
+    if (record) {
+      fed_[i] = true;
+      note_steps(i, *record);
+    }
+    if (i < signs.size() && signs[i] != last_signs_[i]) {
+      last_signs_[i] = signs[i];
+      last_sign_[i] = now;
+    }
     if (i >= live.size() || !live[i]) continue;  // an exited worker waits for nothing
     RankProgress p{workers_[i].rank, workers_[i].pid, record,
                    std::chrono::duration<double>(now - last_change_[i]).count(), false};
+    // No signs given (every worker fed once): nothing is known of its silence.
+    p.silent_s = i < signs.size() ? std::chrono::duration<double>(now - last_sign_[i]).count() : 0;
     p.paused = record && record->paused > 0 && (record->pause_deadline_ns == 0 || mono < record->pause_deadline_ns);
     ranks.push_back(std::move(p));
     index.push_back(i);
+  }
+  // A pause holds the whole job's clock: the ranks that waited for the paused one get a
+  // full limit from the pause's end (it may end by exiting) to show progress.
+  if (std::any_of(ranks.begin(), ranks.end(), [](const RankProgress& p) { return p.paused; })) last_pause_ = now;
+  if (last_pause_) {
+    const double since_pause = std::chrono::duration<double>(now - *last_pause_).count();
+    for (RankProgress& p : ranks) {
+      p.idle_s = std::min(p.idle_s, since_pause);
+      p.silent_s = std::min(p.silent_s, since_pause);
+    }
   }
   auto verdict = judge(ranks, limit());
   if (verdict) verdict->culprit = index[verdict->culprit];

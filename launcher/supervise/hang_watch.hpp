@@ -1,7 +1,8 @@
 // Hang detection from the workers' progress records (contract/progress_record.hpp): the
 // Supervisor calls observe() on its hang tick; when no watched rank has progressed for
 // the limit (none paused), judge() names the rank behind and the collective, or a desync.
-// A worker that never wrote its record is watched only once another rank feeds its own.
+// A job where no worker feeds its record is watched by what the launcher sees instead:
+// output on the workers' pipes and CPU time of their process groups (signs of life).
 #pragma once
 
 #include <chrono>
@@ -21,6 +22,7 @@ struct RankProgress {
   std::optional<progress::Record> record;  // nullopt: never fed (or unreadable)
   double idle_s = 0;                       // seconds since its record last changed
   bool paused = false;                     // inside pause(), before its deadline
+  double silent_s = 0;                     // seconds since its output or CPU time last changed
 };
 
 struct HangVerdict {
@@ -30,7 +32,8 @@ struct HangVerdict {
 };
 
 // Pure: a verdict when every watched rank has been idle for timeout_s, none paused, and at
-// least one has ever fed its record; otherwise nullopt.
+// least one has ever fed its record; when none has fed, when every rank has been silent
+// (no output, no CPU time) for timeout_s (the one silent longest is named); else nullopt.
 std::optional<HangVerdict> judge(const std::vector<RankProgress>& ranks, double timeout_s);
 
 // --hang-timeout auto: the limit follows the step times. Before any rank completed two
@@ -60,8 +63,17 @@ class HangWatch {
   };
   // timeout_s < 0: auto (AutoHangLimit).
   HangWatch(std::vector<Worker> workers, double timeout_s);
-  // Reads every record; returns a verdict once judge() finds one. `live[i]`: worker i runs.
-  std::optional<HangVerdict> observe(const std::vector<bool>& live);
+  // What the launcher itself sees of a worker: any change is a sign of life.
+  struct SignsOfLife {
+    uint64_t output_bytes = 0;  // read from its pipes so far
+    uint64_t cpu_ticks = 0;     // of its process group (os/cpu_time)
+    bool operator!=(const SignsOfLife& o) const { return output_bytes != o.output_bytes || cpu_ticks != o.cpu_ticks; }
+  };
+  // Whether some worker has not fed its record yet: only then observe() needs `signs`.
+  bool wants_signs_of_life() const;
+  // Reads every record; returns a verdict once judge() finds one. `live[i]`: worker i runs;
+  // `signs[i]` (may be empty when !wants_signs_of_life()): what the launcher sees of it.
+  std::optional<HangVerdict> observe(const std::vector<bool>& live, const std::vector<SignsOfLife>& signs = {});
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -69,6 +81,10 @@ class HangWatch {
   double timeout_s_;
   std::vector<uint64_t> last_updates_;
   std::vector<Clock::time_point> last_change_;
+  std::vector<bool> fed_;                              // its record was ever initialised
+  std::vector<SignsOfLife> last_signs_;
+  std::vector<Clock::time_point> last_sign_;           // when its signs of life last changed
+  std::optional<Clock::time_point> last_pause_;        // the last tick that saw a rank paused
   std::vector<uint64_t> last_step_, last_step_ns_;     // auto: the last step seen, and when
   std::vector<std::vector<double>> recent_step_s_;     // auto: its last step intervals
 

@@ -7,9 +7,11 @@
 #include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
 #include "launcher/base/signal_names.hpp"
 #include "launcher/os/ports.hpp"
 #include "launcher/os/process.hpp"
+#include "launcher/supervise/event_log.hpp"
 #include "launcher/supervise/failure_report.hpp"
 #include "launcher/supervise/supervisor.hpp"
 #include "launcher/supervise/worker_launches.hpp"
@@ -61,24 +63,54 @@ GroupPlan single_node_group(const JobConfig& job, const SingleNodeSpec& node) {
   return group_plan(job, where);
 }
 
+namespace {
+
+int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const Environment& env, GroupPlan& plan,
+                 RunLayout& layout, EventLog& events) {
+  Supervisor supervisor(job.supervisor);
+  supervisor.set_event_log(&events);
+  for (int attempt = 0;; ++attempt) {
+    plan.restart_count = attempt;
+    events.set_attempt(attempt);
+    AttemptResult result = supervisor.run_attempt(prepare_attempt(job, env, plan, layout));
+    if (result.kind == AttemptResult::Kind::kSucceeded) {
+      events.write("finish", {{"outcome", "succeeded"}, {"exit_code", exit_code::kSuccess}});
+      return exit_code::kSuccess;
+    }
+    if (result.kind == AttemptResult::Kind::kInterrupted) {
+      launcher_notice(fmt::format("stopped by {}", signal_name(result.signal)));
+      events.write("finish", {{"outcome", "interrupted"}, {"signal", signal_name(result.signal)},
+                              {"exit_code", exit_code::from_signal(result.signal)}});
+      return exit_code::from_signal(result.signal);
+    }
+    const bool final = attempt >= job.max_restarts || supervisor.interrupted_by() != 0;
+    log_worker_failure(events, result.outcomes[*result.root_cause], final);
+    if (final) {
+      const int code = report_failure(job, env, result, attempt, layout);
+      events.write("finish", {{"outcome", "failed"}, {"exit_code", code}});
+      return code;
+    }
+    restart_notice(job, result, attempt);
+    events.set_attempt(attempt + 1);
+    events.write("restart", {{"restart", attempt + 1}, {"max_restarts", job.max_restarts}});
+    if (!node.master_port) plan.master_port = pick_free_port();  // the old port may linger in TIME_WAIT
+  }
+}
+
+}  // namespace
+
 int run_single_node_agent(const JobConfig& job, const SingleNodeSpec& node, const Environment& env) {
   GroupPlan plan = single_node_group(job, node);
   notice_omp_threads(env, job.devices.nproc);
   RunLayout layout(job.layout, env);
   if (layout.enabled() && !layout.temporary()) launcher_notice("logs in " + layout.run_dir());
-  Supervisor supervisor(job.supervisor);
-  for (int attempt = 0;; ++attempt) {
-    plan.restart_count = attempt;
-    AttemptResult result = supervisor.run_attempt(prepare_attempt(job, env, plan, layout));
-    if (result.kind == AttemptResult::Kind::kSucceeded) return exit_code::kSuccess;
-    if (result.kind == AttemptResult::Kind::kInterrupted) {
-      launcher_notice(fmt::format("stopped by {}", signal_name(result.signal)));
-      return exit_code::from_signal(result.signal);
-    }
-    if (attempt >= job.max_restarts || supervisor.interrupted_by() != 0)
-      return report_failure(job, env, result, attempt, layout);
-    restart_notice(job, result, attempt);
-    if (!node.master_port) plan.master_port = pick_free_port();  // the old port may linger in TIME_WAIT
+  EventLog events(layout.run_dir());
+  log_start(events, job);
+  try {
+    return run_attempts(job, node, env, plan, layout, events);
+  } catch (const LaunchError& e) {  // not swallowed: logged, then main() reports it
+    events.write("finish", {{"outcome", "error"}, {"exit_code", e.exit_code()}, {"message", e.what()}});
+    throw;
   }
 }
 

@@ -21,7 +21,7 @@ std::optional<double> StragglerWatch::step_time(size_t i) const {
   return per_step * static_cast<double>(busy) / static_cast<double>(s.size());
 }
 
-std::vector<std::string> StragglerWatch::observe(double now_s,
+std::vector<StragglerWatch::Flag> StragglerWatch::observe(double now_s,
                                                  const std::vector<std::optional<progress::Record>>& records) {
   for (size_t i = 0; i < ranks_.size(); ++i) {
     auto& s = samples_[i];
@@ -39,7 +39,7 @@ std::vector<std::string> StragglerWatch::observe(double now_s,
   std::vector<std::optional<double>> per_rank(ranks_.size());
   for (size_t i = 0; i < ranks_.size(); ++i)
     if ((per_rank[i] = step_time(i))) times.push_back(*per_rank[i]);
-  std::vector<std::string> notices;
+  std::vector<Flag> notices;
   if (times.size() < 2) return notices;
   std::sort(times.begin(), times.end());
   const double median = times[(times.size() - 1) / 2];  // the lower median: with 2 ranks, the faster
@@ -49,9 +49,10 @@ std::vector<std::string> StragglerWatch::observe(double now_s,
     const double ratio = median > 0 ? *per_rank[i] / median : std::numeric_limits<double>::infinity();
     if (busy < static_cast<long>(kMinBusy) || ratio < threshold_) continue;
     flagged_[i] = true;
-    notices.push_back(fmt::format("straggler: rank {} (pid {}) takes {:.3g} s per step, {:.1f}x the job median of "
-                                  "{:.3g} s (--straggler-threshold {:g}); reporting only",
-                                  ranks_[i].rank, ranks_[i].pid, *per_rank[i], ratio, median, threshold_));
+    notices.push_back({ranks_[i].rank, ranks_[i].pid, *per_rank[i], median,
+                       fmt::format("straggler: rank {} (pid {}) takes {:.3g} s per step, {:.1f}x the job median of "
+                                   "{:.3g} s (--straggler-threshold {:g}); reporting only",
+                                   ranks_[i].rank, ranks_[i].pid, *per_rank[i], ratio, median, threshold_)});
   }
   return notices;
 }

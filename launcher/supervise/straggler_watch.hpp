@@ -28,9 +28,16 @@ class StragglerWatch {
   // threshold > 0 (--straggler-threshold; 0 means no StragglerWatch at all).
   StragglerWatch(std::vector<Rank> ranks, double threshold);
 
+  struct Flag {
+    int rank = 0;
+    long pid = 0;
+    double step_s = 0;    // its step time
+    double median_s = 0;  // the job median
+    std::string notice;   // "straggler: rank 1 (pid 4712) takes ..."
+  };
   // One sample per rank at now_s (any monotonic clock, seconds); records[i] is rank i's
-  // record (nullopt: never fed or exited). Returns the notice of each rank newly flagged.
-  std::vector<std::string> observe(double now_s, const std::vector<std::optional<progress::Record>>& records);
+  // record (nullopt: never fed or exited). Returns each rank newly flagged.
+  std::vector<Flag> observe(double now_s, const std::vector<std::optional<progress::Record>>& records);
 
   // A rank's own step time over the window in seconds (nullopt: not enough samples yet, or
   // stalled: a rank that stopped stepping is the hang watch's business, not a straggler):

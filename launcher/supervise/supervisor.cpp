@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <set>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/io_context.hpp>
@@ -16,7 +17,9 @@
 #include <fmt/format.h>
 
 #include "launcher/base/launch_error.hpp"
+#include "launcher/os/cpu_time.hpp"
 #include "launcher/os/watchdog.hpp"
+#include "launcher/supervise/event_log.hpp"
 #include "launcher/supervise/hang_watch.hpp"
 #include "launcher/supervise/stack_capture.hpp"
 #include "launcher/supervise/straggler_watch.hpp"
@@ -64,8 +67,10 @@ struct Supervisor::Impl {
   std::optional<HangWatch> hang_watch;
   std::optional<StragglerWatch> straggler_watch;  // --straggler-threshold, on the hang tick
   std::optional<HangVerdict> hang;      // this attempt's verdict
+  bool stacks_captured = false;         // this attempt's workers' stacks were taken
   std::unique_ptr<ConsoleBoard> board;  // null unless stdout or stderr is a terminal
   Watchdog watchdog;
+  EventLog* events = nullptr;           // borrowed from the agent
   AttemptWatch watch;
   std::optional<std::string> stop_reason;  // the watch stopped the workers
   std::function<void()> on_wake;           // what wake() runs now (loop thread only)
@@ -137,8 +142,9 @@ struct Supervisor::Impl {
           stopping && !status->vanished &&
           (status->signaled ? (status->signal == SIGTERM || status->signal == SIGKILL ||
                                status->signal == interrupt_signal ||
-                               (hang && w.launch.python && status->signal == SIGABRT))
+                               (stacks_captured && w.launch.python && status->signal == SIGABRT))
                             : status->code == 0 || interrupt_signal != 0);
+      if (events) log_worker_exit(*events, o);
       w.outcome = std::move(o);
       if (!status->success() && !stopping && interrupt_signal == 0) {
         root_cause = i;
@@ -204,7 +210,8 @@ struct Supervisor::Impl {
       stop_reason = reason;
       launcher_notice(fmt::format("{}; stopping the {} local worker{} (SIGTERM, SIGKILL after {} s)", *reason,
                          count_live(), count_live() == 1 ? "" : "s", config.shutdown_timeout_s));
-      begin_stop(SIGTERM);
+      if (watch.capture_stacks && watch.capture_stacks()) capture_then_stop();  // a hang elsewhere
+      else begin_stop(SIGTERM);
     }
   }
 
@@ -232,10 +239,21 @@ struct Supervisor::Impl {
       std::vector<bool> live;
       for (const Worker& w : workers) live.push_back(w.pid > 0 && !w.outcome);
       if (hang_watch)
-        if (auto verdict = hang_watch->observe(live)) return on_hang(std::move(*verdict));
+        if (auto verdict = hang_watch->observe(live, signs_of_life())) return on_hang(std::move(*verdict));
       if (straggler_watch) observe_stragglers(live);
       schedule_hang_tick();
     });
+  }
+
+  // Output and CPU time per worker, for a hang watch with a worker that feeds nothing yet.
+  std::vector<HangWatch::SignsOfLife> signs_of_life() const {
+    if (!hang_watch->wants_signs_of_life()) return {};
+    std::set<long> groups;
+    for (const Worker& w : workers) groups.insert(static_cast<long>(w.pid));
+    const auto cpu = process_group_cpu_ticks(groups);
+    std::vector<HangWatch::SignsOfLife> signs;
+    for (const Worker& w : workers) signs.push_back({w.pipes->bytes_read(), cpu.at(static_cast<long>(w.pid))});
+    return signs;
   }
 
   void observe_stragglers(const std::vector<bool>& live) {
@@ -243,20 +261,35 @@ struct Supervisor::Impl {
     for (size_t i = 0; i < workers.size(); ++i)
       records.push_back(live[i] ? read_progress_record(workers[i].launch.progress_file) : std::nullopt);
     const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    for (const std::string& notice : straggler_watch->observe(now, records)) launcher_notice(notice);
+    for (const auto& flag : straggler_watch->observe(now, records)) {
+      launcher_notice(flag.notice);
+      if (events)
+        events->write("straggler", {{"rank", flag.rank}, {"pid", flag.pid}, {"step_s", flag.step_s},
+                                    {"median_s", flag.median_s}, {"threshold", config.straggler_threshold}});
+    }
   }
 
-  // The verdict, then every live worker's stacks (native, then Python via SIGABRT: a
-  // stopped worker is continued for it, and given kPythonDump before SIGTERM could cut
-  // its faulthandler short), and only then the stop: SIGTERM, and SIGCONT.
+  // The verdict, then every live worker's stacks, and only then the stop.
   void on_hang(HangVerdict verdict) {
     launcher_notice(verdict.summary);
+    root_cause = verdict.culprit;
+    hang = std::move(verdict);
+    capture_then_stop();
+  }
+
+  // Every live worker's stacks (native, then Python via SIGABRT: a stopped worker is
+  // continued for it, and given kPythonDump before SIGTERM could cut its faulthandler
+  // short), then the stop: SIGTERM, and SIGCONT. From now on no exit is a root cause.
+  void capture_then_stop() {
     launcher_notice(fmt::format("capturing the stacks of {} worker{} before stopping them",
                                 count_live(), count_live() == 1 ? "" : "s"));
+    std::string files;
     for (Worker& w : workers) {
       if (w.pid <= 0 || w.outcome || w.launch.stacks_file.empty()) continue;
       capture_native_stacks(w.pid, w.launch.rank, w.launch.stacks_file, config.tool_path);
+      files += (files.empty() ? "" : ", ") + w.launch.stacks_file;
     }
+    if (!files.empty()) launcher_notice("stacks in " + files);
     bool python = false;
     for (Worker& w : workers)
       if (w.pid > 0 && !w.outcome && w.launch.python) {
@@ -264,9 +297,9 @@ struct Supervisor::Impl {
         ::kill(w.pid, SIGCONT);
         python = true;
       }
-    root_cause = verdict.culprit;
-    hang = std::move(verdict);
-    stopping = true;  // from now on no exit is a root cause of its own
+    stacks_captured = true;
+    stopping = true;
+    hang_timer.cancel();
     hang_timer.expires_after(python ? kPythonDump : std::chrono::milliseconds(0));
     hang_timer.async_wait([this, id = attempt_id](const boost::system::error_code& ec) {
       if (ec || id != attempt_id) return;
@@ -361,7 +394,7 @@ struct Supervisor::Impl {
     for (Worker& w : workers) {
       watchdog.forget(w.pid);
       WorkerOutcome o = std::move(*w.outcome);
-      if (hang) o.stacks_file = w.launch.stacks_file;
+      if (stacks_captured) o.stacks_file = w.launch.stacks_file;
       const auto& tail = w.pipes->stderr_tail();
       o.stderr_tail.assign(tail.begin(), tail.end());
       result.outcomes.push_back(std::move(o));
@@ -385,6 +418,8 @@ struct Supervisor::Impl {
 Supervisor::Supervisor(SupervisorConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
 Supervisor::~Supervisor() = default;
 
+void Supervisor::set_event_log(EventLog* log) { impl_->events = log; }
+
 int Supervisor::interrupted_by() const { return impl_->interrupt_signal; }
 
 int Supervisor::poll_signals() {
@@ -401,6 +436,7 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   s.root_cause.reset();
   s.stop_reason.reset();
   s.hang.reset();
+  s.stacks_captured = false;
   s.watch = watch;
   if (s.interrupt_signal != 0) {
     AttemptResult r;

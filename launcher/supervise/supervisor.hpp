@@ -6,8 +6,11 @@
 // only forwarded. A second stop signal kills the workers at once. With a hang timeout, a
 // hang tick reads the workers' progress records (hang_watch): on a verdict it captures
 // every worker's stacks first, then stops them like a failure whose root cause is the rank
-// behind (its outcome carries the verdict). The same tick feeds straggler_watch (notices
-// only) when straggler_threshold > 0. Blocks in run_attempt.
+// behind (its outcome carries the verdict); workers that feed no record are watched by their
+// output and CPU time. A watch tick may ask for the same capture before its stop (a hang
+// on another node). The same tick feeds straggler_watch (notices only) when
+// straggler_threshold > 0. Worker exits and stragglers go to the event log if one is set.
+// Blocks in run_attempt.
 #pragma once
 
 #include <chrono>
@@ -60,7 +63,12 @@ struct SupervisorConfig {
 struct AttemptWatch {
   std::chrono::milliseconds interval{0};  // 0: no ticks
   std::function<std::optional<std::string>()> tick;
+  // Asked when tick() returned a reason: true (a hang elsewhere) captures every live
+  // worker's stacks, as for a local hang verdict, before stopping them. May be empty.
+  std::function<bool()> capture_stacks;
 };
+
+class EventLog;
 
 class Supervisor {
  public:
@@ -83,6 +91,9 @@ class Supervisor {
   // rather than at its next interval; does nothing when neither runs. For an event source
   // on another thread (the multi-node agent's abort watch: a store key appeared).
   void wake();
+
+  // Where worker exits and straggler notices are logged (null: nowhere); borrowed.
+  void set_event_log(EventLog* log);
 
   // The stop signal received so far (0 if none): the agent stops restarting once set.
   int interrupted_by() const;

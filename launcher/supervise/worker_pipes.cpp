@@ -55,6 +55,7 @@ void WorkerPipes::cancel() {
 void WorkerPipes::read(Reader& reader) {
   reader.descriptor.async_read_some(
       boost::asio::buffer(reader.buffer), [this, &reader](const boost::system::error_code& ec, size_t n) {
+        bytes_read_ += n;
         if (n > 0) reader.stream.consume(std::string_view(reader.buffer.data(), n));
         if (on_data_) on_data_();
         if (ec) {

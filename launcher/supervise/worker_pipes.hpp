@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -33,6 +34,7 @@ class WorkerPipes {
   bool open() const;        // either pipe may still deliver data
   void cancel();            // stop reading (a grandchild holds a pipe past the drain)
   const std::deque<std::string>& stderr_tail() const { return err_.stream.tail(); }
+  uint64_t bytes_read() const { return bytes_read_; }  // both pipes: a sign of life (hang watch)
 
  private:
   struct Reader {
@@ -51,6 +53,7 @@ class WorkerPipes {
   Reader out_;
   Reader err_;
   std::function<void()> on_data_;
+  uint64_t bytes_read_ = 0;
 };
 
 }  // namespace ddp::launch

@@ -10,6 +10,9 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/support/test_support.hpp"
 
@@ -356,6 +359,15 @@ struct MultiNodeHang {
     r0 = run(node(0, logs0), env, 120s);
     r1 = node1.wait(60s);
   }
+  // The lines of node `node`'s events.jsonl.
+  std::vector<std::string> events(int node) const {
+    std::vector<std::string> lines;
+    for (const auto& e : std::filesystem::directory_iterator((node == 0 ? logs0 : logs1).path())) {
+      std::istringstream in(read_file(e.path().string() + "/events.jsonl"));
+      for (std::string line; std::getline(in, line);) lines.push_back(line);
+    }
+    return lines;
+  }
   // The stacks file of node `node`'s worker in attempt `attempt` ("" if none).
   std::string stacks(int node, int attempt) const {
     for (const auto& e : std::filesystem::directory_iterator((node == 0 ? logs0 : logs1).path())) {
@@ -384,6 +396,12 @@ TEST_CASE("a hang on either node is the root cause on every node: both report it
                             Catch::Contains("attempt_0/0/stacks.txt on node " + std::to_string(hung)) &&
                             Catch::Contains("a hang (exit code 119)"));
   CHECK_FALSE(run.stacks(hung, 0).empty());  // captured where the hang was detected
+  // ... and on the other node, when it learnt of the hang from the abort record: native
+  // frames, then the Python traceback (faulthandler) of the worker that kept stepping.
+  const std::string other_stacks = run.stacks(1 - hung, 0);
+  CHECK_THAT(other_stacks, Catch::Contains("== native stacks of rank " + std::to_string(1 - hung)) &&
+                               Catch::Contains("#0 ") && Catch::Contains("worker.py"));
+  CHECK_THAT(other.err, Catch::Contains("attempt_0/0/stacks.txt"));  // its own, named in its output
   for (int rank = 0; rank < 2; ++rank) {
     const std::string pid = read_file(run.dir / ("pid." + std::to_string(rank)));
     CHECK_FALSE(process_alive(std::stoi(pid)));  // every node's worker was stopped
@@ -398,6 +416,21 @@ TEST_CASE("a hang on one node restarts every node under --max-restarts") {
   CHECK_THAT(run.r0.err, Catch::Contains("node 1 (") && Catch::Contains("detected a hang: no progress") &&
                              Catch::Contains("restarting on every node"));
   CHECK_THAT(run.r1.err, Catch::Contains("detected a hang: no progress") && Catch::Contains("restarting"));
+  // Both nodes' events.jsonl: round 0, the hang on node 1 (as every node read it), the
+  // restart, round 1, the finish.
+  for (int node : {0, 1}) {
+    std::vector<std::string> seq;
+    for (const std::string& line : run.events(node)) {
+      const auto e = nlohmann::json::parse(line);
+      CHECK(e.at("node") == node);
+      const std::string name = e.at("event");
+      if (name == "worker_exit") continue;
+      seq.push_back(name + (name == "rendezvous" ? std::to_string(e.at("round").get<int>()) : "") +
+                    (name == "failure" ? ":" + e.at("kind").get<std::string>() : ""));
+      if (name == "failure") CHECK(e.at("node_rank") == 1);
+    }
+    CHECK(seq == std::vector<std::string>{"start", "rendezvous0", "failure:hang", "restart", "rendezvous1", "finish"});
+  }
 }
 
 // Real gloo workers (tests/multinode/allreduce.py all-reducing for 30 s) on two nodes; one

@@ -1,7 +1,8 @@
 """End-to-end checks: plain PyTorch scripts run unchanged under ddp-launch.
 
 Usage: check_interop.py --launcher PATH --python PATH CASE [--nproc N]
-CASE is env_allreduce, record_traceback, legacy_local_rank or tutorial_local_rank. Runs the launcher on the
+CASE is env_allreduce, record_traceback, legacy_local_rank, tutorial_local_rank or
+hang_all_reduce. Runs the launcher on the
 script next to this file with PYTHON_EXEC=--python (an interpreter that has torch), checks
 its exit code and output, prints what it checked, and exits 1 on the first mismatch.
 """
@@ -124,13 +125,48 @@ def check_tutorial_local_rank(args):
     print(f"ok: the tutorial-style script (only --local_rank) ran on {n} workers with --use_env=False")
 
 
+def line_of(script, marker):
+    with open(os.path.join(HERE, script)) as f:
+        return next(i for i, line in enumerate(f, 1) if marker in line)
+
+
+def check_hang_all_reduce(args):
+    """Rank 1 stops (SIGSTOP); rank 0 waits in dist.all_reduce: a hang verdict naming rank 1
+    and rank 0's all_reduce, every worker's stacks with its Python traceback, exit 119."""
+    script = "hang_all_reduce.py"
+    stop_line, wait_line = line_of(script, "STOP-LINE"), line_of(script, "WAIT-LINE")
+    python_dir = os.path.join(os.path.dirname(os.path.dirname(HERE)), "python")
+    os.environ["DDP_PROGRESS_DIR"] = python_dir
+    with tempfile.TemporaryDirectory() as log_dir:
+        rc, out = launch(args, ["--nproc_per_node=2", "--hang-timeout=5", f"--log-dir={log_dir}"], script)
+        if rc != 119:
+            fail(f"exit code {rc}, expected 119 (a hang)", out)
+        if not re.search(r"hang: no progress for \d+ s; rank 1 \(pid \d+\) at step 3, last completed "
+                         r"all_reduce #\d+, in no collective; rank 0 waits in all_reduce #\d+ \(4996 float32\)", out):
+            fail("the verdict does not name rank 1 and rank 0's all_reduce", out)
+        # The report's top frames of the culprit: its Python traceback (faulthandler), at the stop.
+        report = "\n".join(line for line in out.splitlines() if not line.startswith("[rank"))
+        if not re.search(rf'File ".*{script}", line {stop_line} in <module>', report):
+            fail(f"the report lacks rank 1's Python traceback at {script}:{stop_line}", out)
+        # Rank 0's traceback in its stacks file: the dist.all_reduce line.
+        stacks = glob.glob(os.path.join(log_dir, "*", "attempt_0", "0", "stacks.txt"))
+        if len(stacks) != 1:
+            fail(f"expected rank 0's stacks file, found {stacks}", out)
+        with open(stacks[0]) as f:
+            text = f.read()
+        where = rf'File ".*{script}", line {wait_line} in <module>'
+        if "== native stacks of rank 0" not in text or not re.search(where, text):
+            fail(f"rank 0's stacks file lacks native stacks or its traceback at {script}:{wait_line}", text)
+    print(f"ok: hang verdict names rank 1 and rank 0's all_reduce; tracebacks at lines {stop_line} and {wait_line}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--launcher", required=True)
     parser.add_argument("--python", default="/usr/bin/python3")
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("case", choices=["env_allreduce", "record_traceback", "legacy_local_rank",
-                                           "tutorial_local_rank"])
+                                           "tutorial_local_rank", "hang_all_reduce"])
     args = parser.parse_args()
     globals()[f"check_{args.case}"](args)
 

@@ -71,3 +71,20 @@ TEST_CASE("auto_hang_limit: long before the first step, then k times the slowest
   CHECK(auto_hang_limit({12.0, 11.0}) == 120);
   CHECK(auto_hang_limit({std::nullopt, 13.0}) == 130);
 }
+
+TEST_CASE("judge: a job that feeds nothing is hung only when every rank is silent (no output, no CPU)") {
+  std::vector<RankProgress> ranks = {rank(0, std::nullopt), rank(1, std::nullopt)};
+  ranks[0].silent_s = 35;
+  ranks[1].silent_s = 5;  // rank 1 computes or prints: the job is alive
+  CHECK_FALSE(judge(ranks, 30));
+  ranks[1].silent_s = 41;
+  auto v = judge(ranks, 30);
+  REQUIRE(v);
+  CHECK_FALSE(v->desync);
+  CHECK(v->culprit == 1);  // silent the longest
+  CHECK(v->summary == "hang: rank 1 (pid 4701) fed no progress record; no output and no CPU time for 41 s; "
+                      "rank 0 silent too");
+  // In a job where some rank feeds, silence is not looked at: the records decide.
+  ranks[0] = rank(0, record(3, 5, 4), 2);
+  CHECK_FALSE(judge(ranks, 30));
+}

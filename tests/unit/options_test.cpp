@@ -227,3 +227,10 @@ TEST_CASE("under Slurm the node count, node rank and master address come from th
   CHECK(explicit_flags.nnodes_max == 2);
   CHECK(explicit_flags.master_addr == "x");
 }
+
+TEST_CASE("hang timeout: auto by default (--hang-timeout), a number is a fixed limit, 0 is off") {
+  CHECK(parse({"prog"}).hang_timeout_s == kHangTimeoutAuto);
+  CHECK(parse({"--hang-timeout=45", "prog"}).hang_timeout_s == 45);
+  CHECK(parse({"--hang-timeout=0", "prog"}).hang_timeout_s == 0);
+  CHECK(parse({"prog"}, {{"PET_HANG_TIMEOUT", "20"}}).hang_timeout_s == 20);
+}

@@ -1,14 +1,18 @@
 // process.hpp on real children: wait-status decoding, signal names, program lookup,
-// sessions and PDEATHSIG, and a child that vanished (ECHILD).
+// sessions and PDEATHSIG, a child that vanished (ECHILD); cpu_time.hpp on this process.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <csignal>
+#include <ctime>
 #include <algorithm>
 #include <sstream>
 #include <thread>
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/os/cpu_time.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/supervise/failure_report.hpp"
 #include "tests/support/test_support.hpp"
@@ -131,4 +135,16 @@ TEST_CASE("a child reaped behind the launcher's back is unknown, not SIGKILL") {
   std::string report = format_failure_report(ReportContext{"prog", "host", 0, 0}, root, {});
   CHECK_THAT(report, Catch::Contains("exit      : exit status unknown: the process vanished (ECHILD)\n"));
   CHECK_THAT(report, !Catch::Contains("SIGKILL") && !Catch::Contains("out-of-memory"));
+}
+
+TEST_CASE("process_group_cpu_ticks: rises while a process of the group computes; an empty group is 0") {
+  const long mine = static_cast<long>(::getpgrp());
+  const long none = 999999999;  // above pid_max: no such group
+  auto before = process_group_cpu_ticks({mine, none});
+  const std::clock_t start = std::clock();  // this process's CPU time: 0.1 s of it, however loaded
+  volatile unsigned long spin = 0;
+  while (std::clock() - start < CLOCKS_PER_SEC / 10) spin = spin + 1;
+  auto after = process_group_cpu_ticks({mine, none});
+  CHECK(after.at(mine) > before.at(mine));
+  CHECK(after.at(none) == 0);
 }

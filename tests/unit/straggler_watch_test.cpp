@@ -48,7 +48,7 @@ std::vector<std::string> simulate(StragglerWatch& watch, int n, double seconds, 
       }
       records.push_back(record(step[i], 100 + last[i], waiting(i, tick)));
     }
-    for (auto& s : watch.observe(100 + t, records)) notices.push_back(s);
+    for (auto& f : watch.observe(100 + t, records)) notices.push_back(f.notice);
   }
   return notices;
 }

@@ -1,0 +1,114 @@
+#include "launcher/supervise/event_log.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "launcher/base/signal_names.hpp"
+#include "launcher/os/process.hpp"
+#include "launcher/worker/output.hpp"
+
+namespace ddp::launch {
+namespace {
+
+// "2026-11-30T11:06:53.123Z"
+std::string utc_now() {
+  const auto now = std::chrono::system_clock::now();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms % 1000));
+}
+
+void put(nlohmann::ordered_json& j, const EventField& f) {
+  switch (f.type) {
+    case EventField::Type::kString: j[f.key] = f.s; break;
+    case EventField::Type::kInt: j[f.key] = f.i; break;
+    case EventField::Type::kDouble: j[f.key] = f.d; break;
+    case EventField::Type::kBool: j[f.key] = f.b; break;
+  }
+}
+
+}  // namespace
+
+EventLog::EventLog(const std::string& run_dir, int node) : node_(node) {
+  if (run_dir.empty()) return;
+  path_ = run_dir + "/" + kFileName;
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail("open", errno);
+}
+
+EventLog::~EventLog() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void EventLog::fail(const std::string& what, int err) {
+  if (!warned_)
+    launcher_notice(fmt::format("warning: cannot {} the event log {}: {}; the job goes on without it", what, path_,
+                                std::strerror(err)));
+  warned_ = true;
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+void EventLog::write(const std::string& event, const std::vector<EventField>& fields) {
+  if (fd_ < 0) return;
+  nlohmann::ordered_json j;
+  j["event"] = event;
+  j["time"] = utc_now();
+  j["attempt"] = attempt_;
+  if (node_ >= 0) j["node"] = node_;
+  for (const EventField& f : fields) put(j, f);
+  // Invalid UTF-8 (a worker's bytes in a message) is replaced, never thrown.
+  const std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  ssize_t n = ::write(fd_, line.data(), line.size());
+  if (n != static_cast<ssize_t>(line.size())) fail("write", n < 0 ? errno : ENOSPC);
+}
+
+void log_start(EventLog& log, const JobConfig& job) {
+  const double hang = job.supervisor.hang_timeout_s;
+  log.write("start", {{"run_id", job.run_id},
+                      {"host", host_name()},
+                      {"launcher_pid", static_cast<long>(::getpid())},
+                      {"program", job.program},
+                      {"nproc", job.devices.nproc},
+                      {"max_restarts", job.max_restarts},
+                      hang < 0 ? EventField("hang_timeout", "auto") : EventField("hang_timeout", hang),
+                      {"straggler_threshold", job.supervisor.straggler_threshold}});
+}
+
+std::string failure_kind(const WorkerOutcome& root) {
+  if (!root.hang.empty()) return root.hang.rfind("desync:", 0) == 0 ? "desync" : "hang";
+  return root.status.signaled ? "signal" : "crash";
+}
+
+void log_worker_exit(EventLog& log, const WorkerOutcome& o) {
+  std::vector<EventField> f = {{"rank", o.rank}, {"local_rank", o.local_rank}, {"pid", o.pid}};
+  if (o.status.vanished) f.emplace_back("status", "unknown");
+  else if (o.status.signaled) f.emplace_back("signal", signal_name(o.status.signal));
+  else f.emplace_back("exit_code", o.status.code);
+  f.emplace_back("stopped_by_launcher", o.stopped_by_launcher);
+  log.write("worker_exit", f);
+}
+
+void log_worker_failure(EventLog& log, const WorkerOutcome& root, bool final) {
+  std::vector<EventField> f = {{"kind", failure_kind(root)}, {"rank", root.rank}, {"local_rank", root.local_rank},
+                               {"pid", root.pid}, {"exit_code", failure_exit_code(root)}, {"final", final}};
+  if (!root.hang.empty()) f.emplace_back("verdict", root.hang);
+  else f.emplace_back("status", root.status.describe());
+  if (!root.stacks_file.empty()) f.emplace_back("stacks_file", root.stacks_file);
+  if (root.error) f.emplace_back("error", root.error->message);
+  log.write("failure", f);
+}
+
+}  // namespace ddp::launch
