@@ -8,6 +8,7 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/multinode/etcd_link.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/worker/output.hpp"
 
@@ -49,6 +50,7 @@ bool host_store(const MultiNodeSpec& spec, const std::string& listen_host, Agent
 }  // namespace
 
 AgentStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& run_id) {
+  if (spec.rdzv_backend == "etcd") return connect_etcd(spec, run_id);
   const RendezvousConf& conf = spec.rdzv;
   const bool static_rdzv = spec.rdzv_backend == "static";
   AgentStoreLink link;
@@ -68,6 +70,9 @@ AgentStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string&
   const std::string host = !link.leader ? link.endpoint.host : listen_host == "0.0.0.0" ? "127.0.0.1" : listen_host;
   link.client = std::make_unique<store::TcpStoreClient>(host, static_cast<uint16_t>(link.endpoint.port), options);
   link.job = std::make_unique<store::PrefixStore>("ddp-launch/" + run_id, *link.client);
+  link.root = link.client.get();
+  link.address = fmt::format("{}:{}", link.endpoint.host, link.endpoint.port);
+  link.close = [client = link.client.get()] { client->close_gracefully(); };
   launcher_notice(fmt::format("{} the agent store at {}:{}{} ({} rendezvous, run id {})",
                               link.leader ? "hosting" : "joined", link.endpoint.host, link.endpoint.port,
                               link.leader ? ", listening on " + link.server->listen_address() : "",
