@@ -11,6 +11,7 @@ packages=(
   python3-torch python3-numpy
   iproute2 iputils-ping procps time
   elfutils gdb
+  libssl-dev openssl etcd-server etcd-client  # etcd rendezvous: TLS client, tests' real etcd and CA
 )
 
 missing=()

@@ -107,6 +107,9 @@ std::string EtcdClient::call_once(const std::string& target, const std::string& 
                                        ? "it requires authentication: pass --rdzv-conf username=NAME and the "
                                          "password in DDP_LAUNCH_ETCD_PASSWORD (or password_file=PATH)"
                                        : "give user '" + options_.username + "' read-write access to the prefix /ddp-launch/"));
+  if (mentions(reply.body, "HTTPS server"))
+    throw EtcdRejected(fmt::format("{} speaks TLS: pass --rdzv-conf protocol=https,cacert=PATH (or https:// endpoints)",
+                                   conn.endpoint().text()));
   throw EtcdError(fmt::format("etcd at {} refused {}: {} (code {})", conn.endpoint().text(), target,
                               err.message.empty() ? "HTTP " + std::to_string(reply.status) : err.message, err.code));
 }

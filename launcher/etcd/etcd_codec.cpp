@@ -154,6 +154,7 @@ std::vector<Endpoint> parse_endpoints(const std::string& text, int default_port,
   std::vector<Endpoint> out;
   for (std::string item : split(text, ',', EmptyItems::kSkip)) {
     item = trim(item);
+    if (item.empty()) continue;
     const std::string bad = "--rdzv-endpoint: '" + item + "' is not HOST[:PORT]";
     for (const char* scheme : {"http://", "https://"}) {
       if (item.rfind(scheme, 0) == 0) {

@@ -72,7 +72,8 @@ void EtcdStore::open(Clock::time_point deadline) {
     } catch (const etcd::EtcdUnavailable& e) {
       if (Clock::now() >= deadline)
         throw store::StoreUnavailable(fmt::format("cannot reach {} within the join timeout: {}; is etcd running "
-                                                  "there, and is --rdzv-endpoint right?",
+                                                  "there, and is --rdzv-endpoint right (etcd serving TLS needs --rdzv-conf "
+                                                  "protocol=https)?",
                                                   address(), e.what()));
       std::this_thread::sleep_for(kOpenRetry);
     } catch (const etcd::EtcdError& e) {
