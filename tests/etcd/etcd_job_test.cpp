@@ -135,7 +135,7 @@ TEST_CASE("etcd rendezvous: user/password authentication, wrong credentials name
   CHECK_THAT(on_command_line.err, Catch::Contains("ps"));
 }
 
-TEST_CASE("etcd rendezvous: TLS with the right CA works; an untrusted certificate or plain HTTP is a clear error") {
+TEST_CASE("etcd rendezvous: TLS with the right CA works, an untrusted certificate or plain HTTP is a clear error") {
   require_etcd();
   TempDir certs_dir;
   TestCerts certs(certs_dir);
