@@ -20,7 +20,7 @@ command -v etcd >/dev/null || { echo "bench-reform.sh: needs etcd (scripts/insta
 
 tmp=$(mktemp -d)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
@@ -40,10 +40,10 @@ one_run() {  # backend id
   local worker="date +%s.%N >> $dir/start.\$TORCHELASTIC_RESTART_COUNT.\$GROUP_RANK; [ \$TORCHELASTIC_RESTART_COUNT -ge 1 ] && exit 0; sleep 60"
   local args=(--nnodes=1:2 --max-restarts=1 --rdzv-backend="$backend" --rdzv-endpoint="$endpoint" --rdzv-id="$id"
               --nproc-per-node=1 --rdzv-conf="join_timeout=30,last_call_timeout=30,heartbeat_timeout=$hb")
-  "$launcher" "${args[@]}" --node-rank=0 sh -c "$worker" >"$dir/a.log" 2>&1 &
+  "$launcher" "${args[@]}" sh -c "$worker" >"$dir/a.log" 2>&1 &
   local a=$!
   sleep 0.3
-  "$launcher" "${args[@]}" --node-rank=1 sh -c "$worker" >"$dir/b.log" 2>&1 &
+  "$launcher" "${args[@]}" sh -c "$worker" >"$dir/b.log" 2>&1 &
   local b=$!
   for _ in $(seq 300); do [[ -e $dir/start.0.0 && -e $dir/start.0.1 ]] && break; sleep 0.05; done
   sleep 0.5
