@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <cstdlib>
 #include <map>
 #include <thread>
 
@@ -156,4 +157,34 @@ TEST_CASE("etcd rendezvous: TLS with the right CA works, an untrusted certificat
                                   {"true"}), {}, 60s);
   CHECK(missing_ca.exit_code == 124);
   CHECK_THAT(missing_ca.err, Catch::Contains("/nonexistent.pem"));
+}
+
+TEST_CASE("etcd rendezvous: connections to etcd cut again and again (ss -K), the job carries on without a restart") {
+  require_etcd();
+  EtcdCluster cluster(1);
+  TempDir dir;
+  const std::string port = cluster.endpoint(0).substr(cluster.endpoint(0).rfind(':') + 1);
+  const std::string script = "echo $TORCHELASTIC_RESTART_COUNT >> " + dir.path() + "/count.$RANK; sleep 8";
+  auto node = etcd_node(cluster.endpoint(0), "2", "cut", "heartbeat_interval=0.5,heartbeat_timeout=5");
+  node.insert(node.begin() + 1, "--max-restarts=1");
+  Background a(with(node, {"sh", "-c", script}));
+  Background b(with(node, {"sh", "-c", script}));
+  REQUIRE(wait_until([&] { return !read_file(dir / "count.0").empty() && !read_file(dir / "count.1").empty(); }, 60s));
+  int cuts = 0;
+  for (int i = 0; i < 8; ++i) {
+    const std::string cmd = "ss -K dst 127.0.0.1 dport = :" + port + " 2>/dev/null | grep -q ESTAB";
+    cuts += std::system(cmd.c_str()) == 0 ? 1 : 0;
+    std::this_thread::sleep_for(400ms);
+  }
+  RunResult ra = a.wait(120s), rb = b.wait(120s);
+  if (cuts == 0) {
+    WARN("cannot cut connections with `ss -K` here (needs root and CONFIG_INET_DIAG_DESTROY): case not run");
+    return;
+  }
+  INFO("cuts: " << cuts << "\n" << ra.err << rb.err);
+  CHECK(ra.exit_code == 0);
+  CHECK(rb.exit_code == 0);
+  CHECK(read_file(dir / "count.0") == "0\n");
+  CHECK(read_file(dir / "count.1") == "0\n");
+  CHECK_THAT(ra.err + rb.err, !Catch::Contains("restarting") && !Catch::Contains("lost"));
 }
