@@ -293,7 +293,7 @@ TEST_CASE("an abort record read by the watch stays known after the store is gone
   CHECK(state.abort->final);
 }
 
-TEST_CASE("leaderless rendezvous (etcd): each round elects its leader; a later round needs none of round 0's") {
+TEST_CASE("leaderless rendezvous (etcd): each round elects its leader, a later round needs none of round 0's") {
   store::MemoryStore store;
   auto conf = fast_conf();
   auto join = [&](const std::string& name, int round, int restarts, Regroup regroup = {}) {
