@@ -86,7 +86,8 @@ void EtcdClient::authenticate(HttpConnection& conn, Clock::time_point deadline) 
 
 HttpConnection& EtcdClient::connection(Clock::time_point deadline) {
   if (conn_) return *conn_;
-  auto conn = std::make_unique<HttpConnection>(options_.endpoints[current_], tls_ ? &tls_->context : nullptr);
+  auto conn = std::make_unique<HttpConnection>(options_.endpoints[current_], tls_ ? &tls_->context : nullptr,
+                                               &interrupted_);
   conn->connect(std::min(deadline, Clock::now() + options_.connect_timeout));
   if (!options_.username.empty() && token_.empty()) authenticate(*conn, deadline);
   conn_ = std::move(conn);
@@ -119,6 +120,7 @@ std::string EtcdClient::call(const std::string& target, const std::string& body)
   std::vector<std::string> failures(options_.endpoints.size());
   bool token_renewed = false;
   for (size_t tries = 1;; ++tries) {
+    if (interrupted_) throw EtcdError("interrupted");
     try {
       return call_once(target, body, deadline);
     } catch (const ConnectionError& e) {
@@ -174,7 +176,8 @@ void EtcdClient::lease_revoke(int64_t id) {
 
 bool EtcdClient::watch_change(const std::string& key, int64_t from, Clock::time_point deadline) {
   try {
-    HttpConnection watch(options_.endpoints[current_], tls_ ? &tls_->context : nullptr);
+    if (interrupted_) return false;
+    HttpConnection watch(options_.endpoints[current_], tls_ ? &tls_->context : nullptr, &interrupted_);
     watch.connect(std::min(deadline, Clock::now() + options_.connect_timeout));
     if (!options_.username.empty() && token_.empty()) authenticate(watch, deadline);
     std::string error_body;

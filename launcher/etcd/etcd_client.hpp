@@ -4,9 +4,11 @@
 // unreachable (or the member answers "unavailable") moves on to the next endpoint, round
 // robin, until request_timeout; only then it throws EtcdUnavailable. Retries are plain
 // resends: a txn whose reply was lost may run twice (callers compare, so that is safe).
-// Not thread-safe: one client per thread (the lease keeper has its own).
+// Not thread-safe: one client per thread (the lease keeper has its own), except
+// interrupt().
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <stdexcept>
@@ -65,6 +67,11 @@ class EtcdClient {
   // early (false) when the watch breaks: the caller reads the key again either way.
   bool watch_change(const std::string& key, int64_t from, Clock::time_point deadline);
 
+  // Thread-safe: a blocked call returns within kInterruptPoll, throwing EtcdError (or
+  // false from watch_change), and so does every later one. For the abort watch's shutdown.
+  void interrupt() { interrupted_ = true; }
+  bool interrupted() const { return interrupted_; }
+
   std::string endpoints_text() const;  // "h1:p1, h2:p2"
   std::string current_endpoint() const;
 
@@ -80,6 +87,7 @@ class EtcdClient {
   std::unique_ptr<HttpConnection> conn_;
   size_t current_ = 0;  // the member in use
   std::string token_;   // auth token, once authenticated
+  std::atomic<bool> interrupted_{false};
 };
 
 }  // namespace ddp::launch::etcd

@@ -19,6 +19,8 @@ using tcp = asio::ip::tcp;
 struct HttpConnection::Impl {
   asio::io_context ioc;
   ssl::context* tls = nullptr;
+  const std::atomic<bool>* interrupted = nullptr;
+  bool abandoned = false;  // interrupted with an operation pending: never run ioc again
   std::unique_ptr<beast::tcp_stream> plain;
   std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> secure;
   beast::flat_buffer buffer;
@@ -38,13 +40,26 @@ struct HttpConnection::Impl {
   // Runs one asynchronous operation to completion or the deadline; start(stream, handler).
   template <class Start>
   beast::error_code run(Clock::time_point deadline, Start start) {
+    if (abandoned) return asio::error::operation_aborted;
     lowest().expires_at(deadline);
     beast::error_code result = asio::error::would_block;
     auto done = [&result](beast::error_code ec, auto&&...) { result = ec; };
     if (secure) start(*secure, done);
     else start(*plain, done);
+    return finish(result);
+  }
+
+  // Runs the loop until the pending operation has set `result`, looking at `interrupted`.
+  beast::error_code finish(const beast::error_code& result) {
     ioc.restart();
-    ioc.run();
+    while (result == asio::error::would_block) {
+      if (interrupted && interrupted->load()) {
+        abandoned = true;  // the handler still refers to `result`: it must never run
+        return asio::error::operation_aborted;
+      }
+      ioc.run_for(kInterruptPoll);
+      if (ioc.stopped()) ioc.restart();
+    }
     return result;
   }
 };
@@ -71,15 +86,17 @@ void prepare(Request& req, const Endpoint& e, const std::string& target, const s
 
 }  // namespace
 
-HttpConnection::HttpConnection(Endpoint endpoint, ssl::context* tls)
+HttpConnection::HttpConnection(Endpoint endpoint, ssl::context* tls, const std::atomic<bool>* interrupted)
     : endpoint_(std::move(endpoint)), impl_(std::make_unique<Impl>()) {
   impl_->tls = tls;
+  impl_->interrupted = interrupted;
 }
 
 HttpConnection::~HttpConnection() = default;
 
 void HttpConnection::connect(Clock::time_point deadline) {
   Impl& m = *impl_;
+  if (m.abandoned) throw ConnectionError("interrupted", false);
   m.reset();
   beast::error_code ec;
   tcp::resolver resolver(m.ioc);
@@ -87,11 +104,8 @@ void HttpConnection::connect(Clock::time_point deadline) {
   if (ec) throw ConnectionError("cannot resolve " + endpoint_.host + ": " + ec.message(), false);
   if (m.tls) m.secure = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(m.ioc, *m.tls);
   else m.plain = std::make_unique<beast::tcp_stream>(m.ioc);
-  m.lowest().expires_at(deadline);
-  beast::error_code result = asio::error::would_block;
-  m.lowest().async_connect(found, [&result](beast::error_code e, const tcp::endpoint&) { result = e; });
-  m.ioc.restart();
-  m.ioc.run();
+  beast::error_code result =
+      m.run(deadline, [&](auto&, auto done) { m.lowest().async_connect(found, done); });
   if (result) {
     m.reset();
     throw ConnectionError("cannot connect to " + endpoint_.text() + ": " + describe(result), false);
@@ -100,11 +114,7 @@ void HttpConnection::connect(Clock::time_point deadline) {
   if (!SSL_set_tlsext_host_name(m.secure->native_handle(), endpoint_.host.c_str()))
     throw ConnectionError("cannot set the TLS server name " + endpoint_.host, true);
   m.secure->set_verify_callback(ssl::host_name_verification(endpoint_.host));
-  m.lowest().expires_at(deadline);
-  ec = asio::error::would_block;
-  m.secure->async_handshake(ssl::stream_base::client, [&ec](beast::error_code e) { ec = e; });
-  m.ioc.restart();
-  m.ioc.run();
+  ec = m.run(deadline, [&](auto&, auto done) { m.secure->async_handshake(ssl::stream_base::client, done); });
   if (ec) {
     const bool rejected = ec.category() == asio::error::get_ssl_category() || ec == asio::ssl::error::stream_truncated;
     m.reset();

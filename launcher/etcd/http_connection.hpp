@@ -1,9 +1,12 @@
 // One HTTP/1.1 connection to one etcd member, plain or TLS (Boost.Beast), for the v3 JSON
 // gateway: unary POSTs, and one streamed POST (a watch) whose reply is read line by line.
 // Every call blocks on the connection's private io_context until done or its deadline; a
-// deadline that passes closes the connection. Throws ConnectionError; not thread-safe.
+// deadline that passes closes the connection. `interrupted` (optional, set from another
+// thread) ends a blocked call within kInterruptPoll; the connection is then unusable.
+// Throws ConnectionError; not thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -19,6 +22,8 @@ class context;
 namespace ddp::launch::etcd {
 
 using Clock = std::chrono::steady_clock;
+
+inline constexpr std::chrono::milliseconds kInterruptPoll{100};
 
 // The member cannot be reached or the exchange broke. `rejected`: not worth retrying on
 // this or another member (TLS verification failed: a configuration error).
@@ -39,7 +44,8 @@ struct HttpReply {
 class HttpConnection {
  public:
   // tls: the client context (CA, certificate), or nullptr for plain HTTP. Not owned.
-  HttpConnection(Endpoint endpoint, boost::asio::ssl::context* tls);
+  HttpConnection(Endpoint endpoint, boost::asio::ssl::context* tls,
+                 const std::atomic<bool>* interrupted = nullptr);
   ~HttpConnection();
   HttpConnection(const HttpConnection&) = delete;
   HttpConnection& operator=(const HttpConnection&) = delete;

@@ -28,6 +28,7 @@ bool host_store(const MultiNodeSpec& spec, const std::string& listen_host, Agent
   options.host = listen_host;
   options.port = static_cast<uint16_t>(link.endpoint.port);
   options.token = spec.rdzv.token;
+  options.max_connections = 1u << 16;  // two per node (abort watch); lowered to fit the open-file limit
   link.server = std::make_unique<store::StoreServer>(options);
   try {
     link.server->start();
@@ -66,10 +67,14 @@ AgentStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string&
   options.connect_timeout = ms(conf.join_timeout_s);
   options.request_timeout = ms(conf.heartbeat_timeout_s);
   options.heartbeat_timeout_ms = static_cast<uint32_t>(conf.heartbeat_timeout_s * 1000);
+  options.reconnect_window = ms(conf.heartbeat_timeout_s);  // lost only after heartbeat_timeout
   // The leader's own client connects where its server listens.
   const std::string host = !link.leader ? link.endpoint.host : listen_host == "0.0.0.0" ? "127.0.0.1" : listen_host;
   link.client = std::make_unique<store::TcpStoreClient>(host, static_cast<uint16_t>(link.endpoint.port), options);
-  link.job = std::make_unique<store::PrefixStore>("ddp-launch/" + run_id, *link.client);
+  link.job_prefix = "ddp-launch/" + run_id;
+  link.job = std::make_unique<store::PrefixStore>(link.job_prefix, *link.client);
+  link.client_host = host;
+  link.client_options = options;
   link.root = link.client.get();
   link.address = fmt::format("{}:{}", link.endpoint.host, link.endpoint.port);
   link.close = [client = link.client.get()] { client->close_gracefully(); };
@@ -78,6 +83,33 @@ AgentStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string&
                               link.leader ? ", listening on " + link.server->listen_address() : "",
                               spec.rdzv_backend, run_id));
   return link;
+}
+
+namespace {
+
+class StoreKeyWaiter : public rdzv::KeyWaiter {
+ public:
+  StoreKeyWaiter(std::unique_ptr<store::TcpStoreClient> client, const std::string& prefix)
+      : client_(std::move(client)), job_(prefix, *client_) {}
+  ~StoreKeyWaiter() override { client_->close_gracefully(); }
+  bool wait_for(const std::string& key, store::Duration slice) override { return job_.wait({key}, slice); }
+  void interrupt() override { client_->interrupt(); }
+
+ private:
+  std::unique_ptr<store::TcpStoreClient> client_;
+  store::PrefixStore job_;
+};
+
+}  // namespace
+
+std::unique_ptr<rdzv::KeyWaiter> open_abort_waiter(const AgentStoreLink& link) {
+  if (link.open_waiter) return link.open_waiter();
+  store::ClientOptions options = link.client_options;
+  options.name.clear();  // not a node: its loss is nobody's failure
+  options.heartbeat_timeout_ms = 0;
+  auto client = std::make_unique<store::TcpStoreClient>(link.client_host, static_cast<uint16_t>(link.endpoint.port),
+                                                         options);
+  return std::make_unique<StoreKeyWaiter>(std::move(client), link.job_prefix);
 }
 
 }  // namespace ddp::launch

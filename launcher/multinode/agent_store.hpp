@@ -3,13 +3,16 @@
 // launcher joins it as a client. connect_agent_store blocks until connected (up to the
 // join timeout), prints where the store is, and throws LaunchError (123/121 when the
 // leader cannot listen) or store::StoreError (cannot reach it). With --rdzv-backend=etcd
-// nobody hosts: every launcher is a client of etcd (etcd_link.hpp). Not thread-safe.
+// nobody hosts: every launcher is a client of etcd (etcd_link.hpp). A connection that
+// breaks is re-opened for up to heartbeat_timeout. open_abort_waiter opens a second
+// connection for the abort watch (an etcd watch with etcd). Not thread-safe.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <string>
 
+#include "launcher/multinode/abort_watch.hpp"
 #include "launcher/multinode/multinode_agent.hpp"
 #include "launcher/os/ports.hpp"
 #include "launcher/store/prefix_store.hpp"
@@ -30,8 +33,16 @@ struct AgentStoreLink {
   std::unique_ptr<store::Store> job;              // the run's keys ("ddp-launch/<run id>/...")
   store::Store* root = nullptr;                   // where the kDroppedPrefix keys are read
   std::function<void()> close;                    // leaves the store gracefully
+  std::string job_prefix;                         // "ddp-launch/<run id>" (agent store)
+  std::string client_host;                        // where client connected
+  store::ClientOptions client_options;            // and how
+  std::function<std::unique_ptr<rdzv::KeyWaiter>()> open_waiter;  // etcd: its abort waiter
 };
 
 AgentStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& run_id);
+
+// A KeyWaiter on the job's keys over a connection of its own (nameless: the store never
+// reports it dropped; it reconnects like the main one). Throws store::StoreError.
+std::unique_ptr<rdzv::KeyWaiter> open_abort_waiter(const AgentStoreLink& link);
 
 }  // namespace ddp::launch

@@ -11,6 +11,7 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/text.hpp"
+#include "launcher/multinode/abort_watch.hpp"
 #include "launcher/multinode/etcd_store.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/worker/output.hpp"
@@ -62,6 +63,34 @@ etcd::EtcdOptions etcd_options(const MultiNodeSpec& spec) {
   return o;
 }
 
+// The abort watch's waiter: a watch on the round's abort key over a client of its own.
+class EtcdKeyWaiter : public rdzv::KeyWaiter {
+ public:
+  EtcdKeyWaiter(const etcd::EtcdOptions& options, std::string prefix)
+      : client_(options), prefix_(std::move(prefix)) {}
+  bool wait_for(const std::string& key, store::Duration slice) override {
+    const auto deadline = etcd::Clock::now() + slice;
+    try {
+      for (;;) {
+        etcd::RangeResult r = client_.range(prefix_ + key);
+        if (!r.kvs.empty()) return true;
+        if (etcd::Clock::now() >= deadline) return false;
+        client_.watch_change(prefix_ + key, r.revision + 1, deadline);
+        if (client_.interrupted()) throw store::StoreUnavailable("the abort watch was stopped");
+      }
+    } catch (const etcd::EtcdError& e) {
+      throw store::StoreUnavailable(e.what());
+    } catch (const etcd::EtcdProtocolError& e) {
+      throw store::StoreUnavailable(e.what());
+    }
+  }
+  void interrupt() override { client_.interrupt(); }
+
+ private:
+  etcd::EtcdClient client_;
+  std::string prefix_;
+};
+
 }  // namespace
 
 AgentStoreLink connect_etcd(const MultiNodeSpec& spec, const std::string& run_id) {
@@ -78,6 +107,9 @@ AgentStoreLink connect_etcd(const MultiNodeSpec& spec, const std::string& run_id
   link.address = store->address();
   link.root = store.get();
   link.close = [s = store.get()] { s->close(); };
+  link.open_waiter = [options, prefix = "/ddp-launch/" + run_id + "/"] {
+    return std::unique_ptr<rdzv::KeyWaiter>(std::make_unique<EtcdKeyWaiter>(options, prefix));
+  };
   link.job = std::move(store);
   launcher_notice(fmt::format("joined {}{} (etcd rendezvous, run id {}, lease TTL {} s)", link.address,
                               options.tls ? " over TLS" : "", run_id, ttl));

@@ -88,6 +88,7 @@ class MultiNodeAgent {
   std::unique_ptr<RunLayout> layout_;
   int acknowledged_round_ = -1;
   int rendezvous_signal_ = 0;  // the stop signal that interrupted a rendezvous
+  std::unique_ptr<rdzv::AbortWatch> abort_watch_;  // last: stopped before the supervisor goes
 };
 
 rdzv::NodeInfo MultiNodeAgent::self_info(int previous_rank) {
@@ -187,6 +188,7 @@ AttemptResult MultiNodeAgent::run_round(const Round& r) {
                               plan.restart_count ? fmt::format(" (restart {})", plan.restart_count) : ""));
   const AttemptWatch watch{ms(spec_.rdzv.heartbeat_interval_s), [&] { return this->watch(r); }};
   state_ = rdzv::WatchState{};
+  abort_watch_->watch(r.number());
   return supervisor_.run_attempt(prepare_attempt(job_, env_, group, *layout_), watch);
 }
 
@@ -349,6 +351,7 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
 
 int MultiNodeAgent::run() {
   store_ = connect_agent_store(spec_, job_.run_id);
+  abort_watch_ = std::make_unique<rdzv::AbortWatch>(open_abort_waiter(store_), [this] { supervisor_.wake(); });
   rdzv::Rendezvous rendezvous(*store_.job, spec_.rdzv, store_.leader, spec_.nnodes_min, spec_.nnodes_max,
                               [this] { return rendezvous_signal_ = supervisor_.poll_signals(); });
   if (store_.leaderless) rendezvous.elect_leaders(store_.name);

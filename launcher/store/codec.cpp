@@ -101,7 +101,7 @@ void check_shape(const Request& q, Reader& r) {
   switch (q.op) {
     case Op::kSet: ok = k == 1 && v == 1; break;
     case Op::kGet: case Op::kAdd: case Op::kDelete: case Op::kTryGet: ok = k == 1 && v == 0; break;
-    case Op::kCompareSet: ok = k == 1 && v == 2; break;
+    case Op::kCompareSet: case Op::kAddOnce: ok = k == 1 && v == (q.op == Op::kAddOnce ? 1 : 2); break;
     case Op::kWait: case Op::kCheck: case Op::kMultiGet: ok = v == 0; break;
     case Op::kMultiSet: ok = k == v; break;
     case Op::kPing: case Op::kGoodbye: ok = k == 0 && v == 0; break;
@@ -127,6 +127,7 @@ const char* op_name(Op op) {
     case Op::kTryGet: return "TRY_GET";
     case Op::kPing: return "PING";
     case Op::kGoodbye: return "GOODBYE";
+    case Op::kAddOnce: return "ADD_ONCE";
   }
   return "UNKNOWN";
 }

@@ -40,8 +40,12 @@ enum class Op : uint8_t {
   kTryGet = 11,     // key -> flag, value
   kPing = 12,       // answered at once, even while another request waits
   kGoodbye = 13,    // a clean leave: no __dropped__ key when the connection closes
+  // key, request id (one value), delta -> number. Like ADD, but a named client's retry of
+  // its last ADD_ONCE (same id, after a reconnect) returns the first result instead of
+  // adding twice: what makes a retried ADD safe.
+  kAddOnce = 14,
 };
-inline constexpr uint8_t kLastOp = static_cast<uint8_t>(Op::kGoodbye);
+inline constexpr uint8_t kLastOp = static_cast<uint8_t>(Op::kAddOnce);
 const char* op_name(Op op);
 
 enum class Status : uint8_t {

@@ -146,6 +146,8 @@ void StoreServer::stop() {
     boost::system::error_code ignored;
     impl->acceptor.close(ignored);
     impl->accept_retry.cancel();
+    for (auto& [name, timer] : impl->shared.pending_drops) timer->cancel();
+    impl->shared.pending_drops.clear();
     auto sessions = impl->shared.sessions;  // close() erases from the set
     for (auto& s : sessions) s->close("server stopping");
   });

@@ -80,11 +80,44 @@ void Session::close(const std::string& reason) {
   write_deadline_.cancel();
   heartbeat_.cancel();
   wait_timer_.cancel();
-  if (ready && !name_.empty() && heartbeat_ms_ > 0 && !goodbye_ && !shared_.stopping) {
-    shared_.log(fmt::format("store: client {} dropped: {}", who(), reason));
-    shared_.table.set(kDroppedPrefix + name_, reason);
-  }
+  if (ready && !name_.empty() && heartbeat_ms_ > 0) forget_name(reason);
   shared_.sessions.erase(shared_from_this());
+}
+
+void Session::forget_name(const std::string& reason) {
+  auto live = shared_.live_names.find(name_);
+  if (live != shared_.live_names.end() && --live->second == 0) shared_.live_names.erase(live);
+  if (goodbye_ || shared_.stopping) return;
+  if (shared_.live_names.count(name_)) {  // it reconnected before this connection was noticed dead
+    shared_.log(fmt::format("store: client {}: an old connection closed ({}); a newer one is open", who(), reason));
+    return;
+  }
+  if (broken_) return drop_later(reason);
+  shared_.log(fmt::format("store: client {} dropped: {}", who(), reason));
+  shared_.last_add_once.erase(name_);
+  shared_.table.set(kDroppedPrefix + name_, reason);
+}
+
+// The connection broke, the client may be alive: it has heartbeat_ms to reconnect
+// (on_hello cancels this) before it is dropped.
+void Session::drop_later(const std::string& reason) {
+  shared_.log(fmt::format("store: client {}: connection broken ({}); dropped unless it reconnects within {} ms",
+                          who(), reason, heartbeat_ms_));
+  auto timer = std::make_shared<asio::steady_timer>(socket_.get_executor());
+  timer->expires_after(std::chrono::milliseconds(heartbeat_ms_));
+  shared_.pending_drops[name_] = timer;
+  ServerShared& shared = shared_;
+  const std::string name = name_;
+  const std::string why = reason + fmt::format(", not back within {} ms", heartbeat_ms_);
+  timer->async_wait([&shared, name, why, timer](boost::system::error_code ec) {
+    auto it = shared.pending_drops.find(name);
+    if (ec || it == shared.pending_drops.end() || it->second != timer) return;
+    shared.pending_drops.erase(it);
+    if (shared.stopping || shared.live_names.count(name)) return;
+    shared.log(fmt::format("store: client '{}' dropped: {}", name, why));
+    shared.last_add_once.erase(name);
+    shared.table.set(kDroppedPrefix + name, why);
+  });
 }
 
 // Runs what can run while the client takes its replies: requests queued behind a finished
@@ -110,6 +143,7 @@ void Session::do_read() {
     if (!open()) return;
     if (ec) {
       const bool plain = ec == asio::error::eof || ec == asio::error::connection_reset;
+      broken_ = ec != asio::error::eof;
       close(plain ? "connection lost" : "connection lost: " + ec.message());
       return;
     }
@@ -178,6 +212,14 @@ void Session::on_hello(const std::string& payload) {
   name_ = h.name;
   heartbeat_ms_ = h.heartbeat_ms;
   state_ = State::kReady;
+  if (!name_.empty() && heartbeat_ms_ > 0) {
+    ++shared_.live_names[name_];
+    if (auto it = shared_.pending_drops.find(name_); it != shared_.pending_drops.end()) {
+      it->second->cancel();
+      shared_.pending_drops.erase(it);
+      shared_.log(fmt::format("store: client {} reconnected", who()));
+    }
+  }
   Response ok;
   ok.op = Op::kHello;
   reply(std::move(ok));
@@ -204,6 +246,7 @@ bool Session::run(const Request& q) {
     switch (q.op) {
       case Op::kSet: t.set(q.keys[0], q.values[0]); break;
       case Op::kAdd: r.number = t.add(q.keys[0], q.delta); break;
+      case Op::kAddOnce: r.number = add_once(q); break;
       case Op::kCompareSet: r.values = {t.compare_set(q.keys[0], q.values[0], q.values[1])}; break;
       case Op::kCheck: r.flag = t.missing(q.keys).empty(); break;
       case Op::kDelete: r.flag = t.erase(q.keys[0]); break;
@@ -249,6 +292,17 @@ bool Session::run(const Request& q) {
   }
   reply(std::move(r));
   return true;
+}
+
+// ADD, applied once per (client name, request id): a retry after a reconnect gets the first
+// result. Only the last id per name is kept (a client retries only its last request).
+int64_t Session::add_once(const Request& q) {
+  if (name_.empty()) return shared_.table.add(q.keys[0], q.delta);
+  auto& last = shared_.last_add_once[name_];
+  if (!last.first.empty() && last.first == q.values[0]) return last.second;
+  const int64_t result = shared_.table.add(q.keys[0], q.delta);
+  last = {q.values[0], result};
+  return result;
 }
 
 void Session::on_wait_done(uint64_t generation, bool timed_out) {
@@ -309,7 +363,10 @@ void Session::do_write() {
   write_deadline_.expires_after(shared_.options.write_timeout);
   asio::async_write(socket_, asio::buffer(writes_.front()), [this, self](boost::system::error_code ec, size_t) {
     if (state_ == State::kClosed) return;
-    if (ec) return close("connection lost: " + ec.message());
+    if (ec) {
+      broken_ = true;
+      return close("connection lost: " + ec.message());
+    }
     write_bytes_ -= writes_.front().size();
     writes_.pop_front();
     if (!writes_.empty()) do_write();

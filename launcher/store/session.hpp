@@ -16,6 +16,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
+#include <utility>
 
 #include "launcher/store/codec.hpp"
 #include "launcher/store/key_table.hpp"
@@ -33,6 +35,12 @@ struct ServerShared {
   std::set<std::shared_ptr<Session>> sessions;
   uint64_t next_serial = 0;  // accept order, to find the oldest connection
   bool stopping = false;
+  // Named heartbeating clients: their open connections, the drop deferred after a lost
+  // connection (cancelled when the client reconnects in time), their last ADD_ONCE (id,
+  // result).
+  std::unordered_map<std::string, int> live_names;
+  std::unordered_map<std::string, std::shared_ptr<boost::asio::steady_timer>> pending_drops;
+  std::unordered_map<std::string, std::pair<std::string, int64_t>> last_add_once;
   void log(const std::string& line) const {
     if (options.log) options.log(line);
   }
@@ -45,7 +53,10 @@ class Session : public std::enable_shared_from_this<Session> {
   bool authenticated() const { return state_ != State::kHandshake; }
   uint64_t serial() const { return serial_; }
   // Closes the connection; a named heartbeating client that did not say GOODBYE gets
-  // __dropped__/<name> = reason (unless the server is stopping).
+  // __dropped__/<name> = reason (unless the server is stopping or another connection of
+  // the same name is open): at once when it closed the connection itself (EOF: its process
+  // exited) or fell silent, but only after heartbeat_ms, and only if it has not reconnected
+  // by then, when the connection broke (reset, error: maybe the network).
   void close(const std::string& reason);
 
  private:
@@ -60,6 +71,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void run_queued();
   bool run(const Request& request);  // false: parked
   void on_wait_done(uint64_t generation, bool timed_out);
+  int64_t add_once(const Request& request);
+  void forget_name(const std::string& reason);
+  void drop_later(const std::string& reason);
   Response found_reply(const Request& request) const;  // GET / MULTI_GET, all keys exist
   void reply(Response response);
   void reply_and_close(Response response);
@@ -84,6 +98,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string name_;
   uint32_t heartbeat_ms_ = 0;
   bool goodbye_ = false;
+  bool broken_ = false;  // the connection failed (reset, error), as opposed to EOF or silence
   std::string closing_reason_;  // why, once the last reply is written (kClosing)
 
   std::deque<Request> queued_;      // requests behind a parked one

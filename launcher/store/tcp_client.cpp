@@ -3,11 +3,13 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <functional>
 #include <limits>
 #include <random>
@@ -33,11 +35,16 @@ uint32_t to_wire_ms(Duration d) {
 // The connection dropped (reset, EOF, a send or read that missed its deadline, bytes
 // that are not our protocol). During connect() it is retried until connect_timeout: a
 // store that is starting up or whose accept backlog is full resets new connections, and
-// nothing was asked of it yet. After the handshake it reaches the caller as the
-// StoreUnavailable it is: a request may have been applied, so it is never replayed.
+// nothing was asked of it yet. After the handshake the client reconnects within its
+// reconnect window and retries the request where that is safe (ClientOptions).
 struct ConnectionLost : StoreUnavailable {
   using StoreUnavailable::StoreUnavailable;
 };
+
+bool waits(Op op) { return op == Op::kGet || op == Op::kWait || op == Op::kMultiGet; }
+
+// Safe to send again when its first sending may or may not have been applied.
+bool retryable(Op op) { return op != Op::kDelete && op != Op::kAdd; }
 
 }  // namespace
 
@@ -53,8 +60,61 @@ class TcpStoreClient::Connection {
     connect();
   }
 
-  Response call(const Request& q) {
-    if (broken_) throw StoreUnavailable(broken_why_);
+  // Sends q and returns its reply; reconnects and retries (see ClientOptions).
+  Response call(Request q) {
+    if (q.op == Op::kAdd && options_.reconnect_window.count() > 0 && !options_.name.empty()) {
+      q.op = Op::kAddOnce;
+      q.values = {std::to_string(++request_id_)};
+    }
+    const auto started = Clock::now();
+    const uint32_t wait_ms = q.timeout_ms;
+    for (;;) {
+      if (interrupted_) give_up("interrupted");
+      if (broken_) reconnect();
+      try {
+        Response r = call_once(q);
+        if (r.op == Op::kAddOnce) r.op = Op::kAdd;
+        return r;
+      } catch (const ConnectionLost&) {
+        if (interrupted_) give_up("interrupted");
+        if (options_.reconnect_window.count() == 0 || !retryable(q.op)) throw;
+      }
+      if (waits(q.op)) {
+        const auto spent = std::chrono::duration_cast<Duration>(Clock::now() - started).count();
+        q.timeout_ms = static_cast<uint32_t>(std::max<int64_t>(0, int64_t{wait_ms} - spent));
+      }
+    }
+  }
+
+  void close(bool graceful) {
+    if (final_) return;
+    if (graceful && !interrupted_) {
+      try {
+        Request bye;
+        bye.op = Op::kGoodbye;
+        call(bye);
+      } catch (const StoreError&) {  // best effort: closing anyway, the server notices EOF too
+      }
+    }
+    final_ = broken_ = true;
+    broken_why_ = fmt::format("the connection to the rendezvous store at {} was closed", endpoint_);
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+  }
+
+  // Any thread: the posted handler runs on the owner's thread, inside its next run_until.
+  void interrupt() {
+    interrupted_ = true;
+    asio::post(io_, [this] {
+      boost::system::error_code ignored;
+      socket_.cancel(ignored);
+    });
+  }
+
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  Response call_once(const Request& q) {
     send(encode_request(q), Clock::now() + options_.request_timeout);
     const auto deadline = Clock::now() + options_.request_timeout + std::chrono::milliseconds(q.timeout_ms);
     for (;;) {
@@ -70,35 +130,41 @@ class TcpStoreClient::Connection {
     }
   }
 
-  void close(bool graceful) {
-    if (broken_) return;
-    if (graceful) {
-      try {
-        Request bye;
-        bye.op = Op::kGoodbye;
-        call(bye);
-      } catch (const StoreError&) {  // best effort: closing anyway, the server notices EOF too
-      }
-    }
-    broken_ = true;
-    broken_why_ = fmt::format("the connection to the rendezvous store at {} was closed", endpoint_);
+  [[noreturn]] void give_up(const std::string& why) {
+    final_ = broken_ = true;
+    broken_why_ = fmt::format("the connection to the rendezvous store at {} was {}", endpoint_, why);
     boost::system::error_code ignored;
     socket_.close(ignored);
+    throw StoreUnavailable(broken_why_);
   }
 
-  const std::string& endpoint() const { return endpoint_; }
+  // After a loss: connect again until the reconnect window (from the loss) has passed;
+  // a refused connection, a rejection or the window's end is final.
+  void reconnect() {
+    if (final_ || options_.reconnect_window.count() == 0) throw StoreUnavailable(broken_why_);
+    const std::string first = broken_why_;
+    try {
+      connect(lost_since_ + options_.reconnect_window, true);
+    } catch (const StoreUnavailable& e) {
+      final_ = true;
+      broken_why_ = fmt::format("{}; reconnecting failed: {}", first, e.what());
+      throw StoreUnavailable(broken_why_);
+    }
+  }
 
- private:
-  // Retries refused or reset connections with backoff until connect_timeout.
-  void connect() {
-    const auto deadline = Clock::now() + options_.connect_timeout;
+  // Retries refused or reset connections with backoff until connect_timeout (the first
+  // connection) or the deadline given (a reconnect: a refused one is final at once).
+  void connect(Clock::time_point deadline = {}, bool reconnecting = false) {
+    if (!reconnecting) deadline = Clock::now() + options_.connect_timeout;
     auto backoff = std::chrono::milliseconds(20);
     std::mt19937 jitter(std::random_device{}());
     std::string last;
     for (;;) {
+      bool refused = false;
       try {
-        if (connect_once(deadline, last)) {
+        if (connect_once(deadline, last, refused)) {
           handshake();
+          lost_since_ = {};
           return;
         }
       } catch (const ConnectionLost& e) {  // retried: see ConnectionLost
@@ -106,17 +172,21 @@ class TcpStoreClient::Connection {
       }
       boost::system::error_code ignored;
       socket_.close(ignored);
+      if (interrupted_) give_up("interrupted");
+      if (reconnecting && refused) throw StoreUnavailable(last + " (nobody listens: the store is gone)");
       const auto pause = backoff + std::chrono::milliseconds(jitter() % (backoff.count() / 2 + 1));
-      if (Clock::now() + pause >= deadline)
+      if (Clock::now() + pause >= deadline) {
+        if (reconnecting) throw StoreUnavailable(fmt::format("not back within {}: {}", seconds(options_.reconnect_window), last));
         throw StoreUnavailable(fmt::format(
             "cannot reach the rendezvous store at {} after {}: {}; is node 0's ddp-launch running, and is "
             "the address right?", endpoint_, seconds(options_.connect_timeout), last));
+      }
       std::this_thread::sleep_for(pause);
       backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::milliseconds(1000));
     }
   }
 
-  bool connect_once(Clock::time_point deadline, std::string& why) {
+  bool connect_once(Clock::time_point deadline, std::string& why, bool& refused) {
     boost::system::error_code ec;
     tcp::resolver resolver(io_);
     auto endpoints = resolver.resolve(host_, std::to_string(port_), ec);
@@ -138,6 +208,7 @@ class TcpStoreClient::Connection {
     }
     if (ec) {
       why = ec.message();
+      refused = ec == asio::error::connection_refused;
       return false;
     }
     socket_.set_option(tcp::no_delay(true), ec);
@@ -177,7 +248,7 @@ class TcpStoreClient::Connection {
   }
 
   [[noreturn]] void fail_handshake(const std::string& why) {
-    broken_ = true;
+    final_ = broken_ = true;
     broken_why_ = why;
     boost::system::error_code ignored;
     socket_.close(ignored);
@@ -262,6 +333,7 @@ class TcpStoreClient::Connection {
     socket_.close(ignored);
     if (read_pending_) run_until([&] { return !read_pending_; }, Clock::now() + std::chrono::seconds(1));
     broken_ = true;
+    if (lost_since_ == Clock::time_point{}) lost_since_ = Clock::now();
     broken_why_ = fmt::format("lost the connection to the rendezvous store at {}: {}; is node 0's ddp-launch "
                               "still running?", endpoint_, why);
     throw ConnectionLost(broken_why_);
@@ -277,8 +349,12 @@ class TcpStoreClient::Connection {
   std::array<char, 64 * 1024> buf_{};
   bool read_pending_ = false;
   std::string read_error_;
-  bool broken_ = false;
+  bool broken_ = false;  // no usable connection now
+  bool final_ = false;   // and none will be made: closed, rejected, interrupted, or not back in time
   std::string broken_why_;
+  Clock::time_point lost_since_{};  // when the current loss began ({}: connected)
+  uint64_t request_id_ = 0;         // ADD_ONCE ids
+  std::atomic<bool> interrupted_{false};
 };
 
 TcpStoreClient::TcpStoreClient(std::string host, uint16_t port, ClientOptions options)
@@ -355,6 +431,8 @@ std::optional<std::string> TcpStoreClient::try_get(const std::string& key) {
 }
 
 void TcpStoreClient::ping() { conn_->call(make(Op::kPing)); }
+
+void TcpStoreClient::interrupt() { conn_->interrupt(); }
 
 void TcpStoreClient::close_gracefully() { conn_->close(true); }
 

@@ -1,8 +1,10 @@
 // TcpStoreClient: the Store interface over one TCP connection to a StoreServer. Every
 // call blocks on a private io_context with a deadline, so it may be called from inside
 // another io_context's handler. While a call waits it PINGs every heartbeat/3; between
-// calls the owner keeps a heartbeat alive with ping(). Not thread-safe: one per thread.
-// After a lost connection or a missed deadline every call throws StoreUnavailable.
+// calls the owner keeps a heartbeat alive with ping(). Not thread-safe (one per thread),
+// except interrupt(). With a reconnect window, a connection that breaks is re-opened and
+// re-authenticated, and the request retried where that is safe; otherwise (or once the
+// window has passed) every call throws StoreUnavailable.
 #pragma once
 
 #include <chrono>
@@ -23,6 +25,14 @@ struct ClientOptions {
   Duration connect_timeout{30000};  // keep retrying (with backoff) a refused connection until this
   Duration request_timeout{30000};  // a non-waiting request's reply (waits get their own timeout + this)
   uint32_t heartbeat_timeout_ms = 0;  // 0: the server does not watch this client
+  // How long after a broken connection (reset, EOF, a reply missing its deadline) the
+  // client keeps reconnecting; 0: never (the first loss is final). A refused connection
+  // ends it at once (nobody listens: the store is gone). Retried after a reconnect: every
+  // read and wait (what is left of its timeout), SET, MULTI_SET, PING, COMPARE_SET (it
+  // returns the value now stored: after a lost reply, our own value if ours was applied),
+  // and ADD, sent as ADD_ONCE with a request id when the client has a name (the server
+  // applies it once). Never retried: DELETE, and ADD without a name.
+  Duration reconnect_window{0};
 };
 
 class TcpStoreClient : public Store {
@@ -47,6 +57,9 @@ class TcpStoreClient : public Store {
   std::optional<std::string> try_get(const std::string& key) override;
 
   void ping();
+  // Thread-safe: makes the call in progress (or the next one) throw StoreUnavailable soon,
+  // and every later one; for a thread blocked in a wait that must end (shutdown).
+  void interrupt();
   // Says GOODBYE (no __dropped__ key) and closes. Further calls throw StoreUnavailable.
   void close_gracefully();
   // Closes without GOODBYE, as a crash would (tests use it).

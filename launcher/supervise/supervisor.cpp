@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -67,6 +68,7 @@ struct Supervisor::Impl {
   Watchdog watchdog;
   AttemptWatch watch;
   std::optional<std::string> stop_reason;  // the watch stopped the workers
+  std::function<void()> on_wake;           // what wake() runs now (loop thread only)
 
   std::vector<Worker> workers;
   bool attempt_running = false;
@@ -191,15 +193,19 @@ struct Supervisor::Impl {
     tick_timer.expires_after(watch.interval);
     tick_timer.async_wait([this](const boost::system::error_code& ec) {
       if (ec || !attempt_running) return;
-      std::optional<std::string> reason = watch.tick();
-      if (reason && !stopping && interrupt_signal == 0 && count_live() > 0) {
-        stop_reason = reason;
-        launcher_notice(fmt::format("{}; stopping the {} local worker{} (SIGTERM, SIGKILL after {} s)", *reason,
-                           count_live(), count_live() == 1 ? "" : "s", config.shutdown_timeout_s));
-        begin_stop(SIGTERM);
-      }
+      run_tick();
       schedule_tick();
     });
+  }
+
+  void run_tick() {
+    std::optional<std::string> reason = watch.tick();
+    if (reason && !stopping && interrupt_signal == 0 && count_live() > 0) {
+      stop_reason = reason;
+      launcher_notice(fmt::format("{}; stopping the {} local worker{} (SIGTERM, SIGKILL after {} s)", *reason,
+                         count_live(), count_live() == 1 ? "" : "s", config.shutdown_timeout_s));
+      begin_stop(SIGTERM);
+    }
   }
 
   // --- hangs -------------------------------------------------------------------------
@@ -419,13 +425,23 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   s.reap();  // a worker may have exited before the SIGCHLD wait was armed
   s.schedule_tick();
   s.start_hang_watch();
+  s.on_wake = [&s] {
+    if (s.attempt_running && s.watch.tick) s.run_tick();
+  };
   while (s.count_live() > 0 || s.pipes_open()) s.io.run_one();
+  s.on_wake = nullptr;
   s.grace_timer.cancel();
   s.tick_timer.cancel();
   s.live_timer.cancel();
   s.hang_timer.cancel();
   s.attempt_running = false;
   return s.finish();
+}
+
+void Supervisor::wake() {
+  asio::post(impl_->io, [s = impl_.get()] {
+    if (s->on_wake) s->on_wake();
+  });
 }
 
 int Supervisor::wait_until(std::chrono::milliseconds interval, const std::function<bool()>& done) {
@@ -443,7 +459,11 @@ int Supervisor::wait_until(std::chrono::milliseconds interval, const std::functi
   };
   if (s.stops_received == stops_before && done()) return 0;
   arm();
+  s.on_wake = [&] {
+    if (!finished && done()) finished = true;
+  };
   while (!finished && s.stops_received == stops_before) s.io.run_one();
+  s.on_wake = nullptr;
   s.tick_timer.cancel();
   s.io.poll();  // let the cancelled handler run while `arm` and `finished` are alive
   return finished ? 0 : s.interrupt_signal;

@@ -79,6 +79,11 @@ class Supervisor {
   // waits, briefly, for the other nodes to read the outcome. Used for barriers.
   int wait_until(std::chrono::milliseconds interval, const std::function<bool()>& done);
 
+  // Thread-safe: runs the attempt's watch tick (or wait_until's done()) now, on the loop,
+  // rather than at its next interval; does nothing when neither runs. For an event source
+  // on another thread (the multi-node agent's abort watch: a store key appeared).
+  void wake();
+
   // The stop signal received so far (0 if none): the agent stops restarting once set.
   int interrupted_by() const;
   // Delivers pending signals without blocking, then returns interrupted_by().

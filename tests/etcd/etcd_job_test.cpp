@@ -159,6 +159,33 @@ TEST_CASE("etcd rendezvous: TLS with the right CA works, an untrusted certificat
   CHECK_THAT(missing_ca.err, Catch::Contains("/nonexistent.pem"));
 }
 
+// With a 30 s heartbeat interval the tick alone would find the abort record up to 30 s
+// late; the etcd watch on the round's abort key delivers it at once. The bound (20 s) is
+// far above the expected tens of milliseconds (scripts/bench-reform.sh measures it).
+TEST_CASE("etcd rendezvous: a worker failure restarts the other node through its abort watch, not at a heartbeat") {
+  require_etcd();
+  EtcdCluster cluster(1);
+  TempDir dir;
+  const std::string script = "echo $TORCHELASTIC_RESTART_COUNT >> " + dir.path() + "/count.$RANK; "
+                             "if [ $RANK = 1 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then "
+                             "while [ ! -s " + dir.path() + "/count.0 ]; do sleep 0.05; done; sleep 0.5; exit 4; fi; "
+                             "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then sleep 100; fi";
+  auto node = etcd_node(cluster.endpoint(0), "2", "abort-watch", "heartbeat_interval=30,heartbeat_timeout=90");
+  node.insert(node.begin() + 1, "--max-restarts=1");
+  Background b(with(node, {"--node-rank=1", "sh", "-c", script}));
+  const auto started = std::chrono::steady_clock::now();
+  RunResult a = run(with(node, {"--node-rank=0", "sh", "-c", script}), {}, 120s);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  RunResult rb = b.wait(120s);
+  INFO("node 0:\n" << a.err << "\nnode 1:\n" << rb.err);
+  CHECK(a.exit_code == 0);
+  CHECK(rb.exit_code == 0);
+  CHECK(read_file(dir / "count.0") == "0\n1\n");
+  CHECK(read_file(dir / "count.1") == "0\n1\n");
+  CHECK_THAT(a.err, Catch::Contains("restarting on every node in round 1"));
+  CHECK(wall < 20.0);
+}
+
 TEST_CASE("etcd rendezvous: connections to etcd cut again and again (ss -K), the job carries on without a restart") {
   require_etcd();
   EtcdCluster cluster(1);

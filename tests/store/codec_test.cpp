@@ -29,6 +29,7 @@ Request sample(Op op) {
     case Op::kGet: q.keys = {"k"}; q.timeout_ms = 1500; break;
     case Op::kAdd: q.keys = {"counter"}; q.delta = -(int64_t{1} << 40); break;
     case Op::kCompareSet: q.keys = {"k"}; q.values = {"", "new"}; break;
+    case Op::kAddOnce: q.keys = {"counter"}; q.values = {"7"}; q.delta = 1; break;
     case Op::kWait: case Op::kMultiGet: q.keys = {"a", "b", ""}; q.timeout_ms = 0xffffffffu; break;
     case Op::kCheck: q.keys = {"a"}; break;
     case Op::kDelete: case Op::kTryGet: q.keys = {"x"}; break;
@@ -41,7 +42,7 @@ Request sample(Op op) {
 
 TEST_CASE("codec: every request op round-trips") {
   for (Op op : {Op::kSet, Op::kGet, Op::kAdd, Op::kCompareSet, Op::kWait, Op::kCheck, Op::kDelete,
-                Op::kMultiGet, Op::kMultiSet, Op::kTryGet, Op::kPing, Op::kGoodbye}) {
+                Op::kMultiGet, Op::kMultiSet, Op::kTryGet, Op::kPing, Op::kGoodbye, Op::kAddOnce}) {
     INFO(op_name(op));
     const Request q = sample(op);
     CHECK(decode_request(payload_of(encode_request(q))) == q);

@@ -49,7 +49,7 @@ Corpus load_corpus() {
     q.timeout_ms = 50;
     q.delta = 1;
     q.keys = {"k"};
-    if (q.op == Op::kSet || q.op == Op::kMultiSet) q.values = {"v"};
+    if (q.op == Op::kSet || q.op == Op::kMultiSet || q.op == Op::kAddOnce) q.values = {"v"};
     if (q.op == Op::kCompareSet) q.values = {"", "v"};
     if (q.op == Op::kPing || q.op == Op::kGoodbye) q.keys.clear();
     c.frames.push_back(encode_request(q));

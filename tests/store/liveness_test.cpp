@@ -39,6 +39,10 @@ TEST_CASE("liveness: a SIGKILLed client process is reported within a second") {
   ddp::test::Background helper(
       {ddp::test::self_exe(), "--client-helper", std::to_string(srv.server.port()), "node2", "10000"});
   REQUIRE(watcher->get("helper/node2", 10s) == "up");
+  // Let the helper read its SET's reply: a process killed with a reply unread resets its
+  // connection (the kernel sends RST), which the server treats as a broken connection
+  // that may come back (dropped after the heartbeat; reconnect_test.cpp), not as an exit.
+  std::this_thread::sleep_for(300ms);
   Stopwatch sw;
   helper.signal(SIGKILL);
   CHECK(watcher->get(dropped("node2"), 5s) == "connection lost");

@@ -1,0 +1,52 @@
+// AbortWatch: a round's abort record as an event, not a heartbeat-tick discovery. A thread
+// of its own blocks in a server-side wait (KeyWaiter) on the watched round's abort key and,
+// when the key appears, calls `wake` (the agent passes Supervisor::wake: the watch tick
+// then reads the record at once). The seam for any backend: a KeyWaiter (the agent store's
+// WAIT on a dedicated connection here; an etcd watch would be another). Trouble in the
+// waiter (a lost store) ends the thread quietly: the heartbeat tick reports it.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "launcher/store/store.hpp"
+
+namespace ddp::launch::rdzv {
+
+// Blocks until `key` exists (true) or `slice` passes (false); throws store::StoreError to
+// give up. interrupt() is called from another thread and must end a blocked wait soon.
+class KeyWaiter {
+ public:
+  virtual ~KeyWaiter() = default;
+  virtual bool wait_for(const std::string& key, store::Duration slice) = 0;
+  virtual void interrupt() = 0;
+};
+
+class AbortWatch {
+ public:
+  AbortWatch(std::unique_ptr<KeyWaiter> waiter, std::function<void()> wake);
+  ~AbortWatch();  // interrupts the waiter and joins the thread
+  AbortWatch(const AbortWatch&) = delete;
+  AbortWatch& operator=(const AbortWatch&) = delete;
+
+  // From now on, wait for round `round`'s abort key (JobKeys::abort, job-relative).
+  void watch(int round);
+
+ private:
+  void loop();
+
+  std::unique_ptr<KeyWaiter> waiter_;
+  std::function<void()> wake_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int round_ = -1;  // the round to watch (-1: none yet)
+  int fired_ = -1;  // the last round whose key was seen
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace ddp::launch::rdzv
