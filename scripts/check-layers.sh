@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Checks that launcher/ keeps its layers (docs/architecture.md): every #include "launcher/X/..."
 # in folder F must name a layer F may use. A layer may use the layers below it:
-#   base  <-  cli, os  <-  worker  <-  supervise  <-  multinode  ->  store
-# store uses nothing of the launcher's; the top-level agent and main may use everything.
+#   base  <-  cli, os  <-  worker  <-  supervise  <-  multinode  ->  store, etcd (-> base)
+# store uses nothing of the launcher's, etcd only base; the top-level agent and main may use everything.
 # Prints each violation (file: include) and exits 1 if there is one. Usage: check-layers.sh [ROOT]
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -12,8 +12,9 @@ declare -A allowed=(
   [os]="base os"
   [worker]="base cli os worker"
   [supervise]="base cli os worker supervise"
-  [multinode]="base cli os worker supervise multinode store"
+  [multinode]="base cli os worker supervise multinode store etcd"
   [store]="store"
+  [etcd]="base etcd"
 )
 status=0
 cd "$root/launcher"

@@ -13,6 +13,7 @@ packages=(
   elfutils gdb
   slurm-wlm munge
   gnuplot-nox
+  libssl-dev openssl etcd-server etcd-client  # etcd rendezvous: TLS client, tests' real etcd and CA
 )
 
 missing=()

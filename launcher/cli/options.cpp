@@ -58,7 +58,7 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.add_option("--master-port,--master_port", raw.master_port,
                  "Port of rank 0's store (default: a free port on a single node, 29500 otherwise)");
   app.add_option("--local-addr,--local_addr", o.local_addr, "Address this node advertises");
-  app.add_option("--rdzv-backend,--rdzv_backend", o.rdzv_backend, "static (default) or c10d");
+  app.add_option("--rdzv-backend,--rdzv_backend", o.rdzv_backend, "static (default), c10d or etcd (alias etcd-v2)");
   app.add_option("--rdzv-endpoint,--rdzv_endpoint", o.rdzv_endpoint, "host[:port] of the rendezvous");
   app.add_option("--rdzv-id,--rdzv_id", o.rdzv_id, "Job id shared by all nodes (TORCHELASTIC_RUN_ID)");
   app.add_option("--rdzv-conf,--rdzv_conf", raw.rdzv_conf,
@@ -239,11 +239,13 @@ void convert_raw_options(const RawOptions& raw, const Environment& env, const Gi
     o.log_line_prefix_template = raw.log_line_prefix_template;
   convert_local_rank_arg(raw, o);
   convert_stdin_rank(raw.stdin_rank, o);
+  // torchrun's etcd backends (v2 API) become ours (v3), so their command lines work.
+  if (o.rdzv_backend == "etcd-v2" || o.rdzv_backend == "etcd-v3") o.rdzv_backend = "etcd";
   o.rdzv = parse_rdzv_conf(raw.rdzv_conf, env);
   for (const auto& key : o.rdzv.ignored_keys)
     o.warnings.push_back(fmt::format("--rdzv-conf: ignoring unknown key '{}' (known: join_timeout, "
                                      "last_call_timeout, heartbeat_interval, heartbeat_timeout, "
-                                     "token, is_host, bind_all)",
+                                     "token, is_host, bind_all, protocol, cacert, cert, key, username, password_file)",
                                      key));
 }
 
@@ -253,8 +255,8 @@ void check_contradictions(const GivenFlags& given, const LaunchOptions& o) {
     usage_error("-m/--module and --no-python contradict each other; a module needs python");
   if (o.module && o.run_path)
     usage_error("-m/--module and --run-path contradict each other; give a module or a file");
-  if (o.rdzv_backend != "static" && o.rdzv_backend != "c10d")
-    usage_error(fmt::format("--rdzv-backend '{}' is not supported; use static or c10d", o.rdzv_backend));
+  if (o.rdzv_backend != "static" && o.rdzv_backend != "c10d" && o.rdzv_backend != "etcd")
+    usage_error(fmt::format("--rdzv-backend '{}' is not supported; use static, c10d or etcd", o.rdzv_backend));
   if (o.standalone && o.nnodes_max > 1)
     usage_error("--standalone runs a single node; drop --nnodes or --standalone");
   if (is_multi_node(o)) {
@@ -266,7 +268,10 @@ void check_contradictions(const GivenFlags& given, const LaunchOptions& o) {
         usage_error("a multi-node job needs --master-addr: the address of node 0, reachable from "
                     "every node");
     } else if (o.rdzv_endpoint.empty()) {
-      usage_error("--rdzv-backend=c10d needs --rdzv-endpoint=HOST[:PORT], the same on every node");
+      usage_error(o.rdzv_backend == "etcd"
+                      ? "--rdzv-backend=etcd needs --rdzv-endpoint=HOST[:PORT][,HOST[:PORT]...]: etcd's client "
+                        "addresses, the same on every node"
+                      : "--rdzv-backend=c10d needs --rdzv-endpoint=HOST[:PORT], the same on every node");
     }
   }
   if (o.rdzv_id.empty()) usage_error("--rdzv-id must not be empty");

@@ -23,6 +23,17 @@ void apply_item(const std::string& key, const std::string& v, RendezvousConf& co
   else if (key == "token") conf.token = v;
   else if (key == "is_host") conf.is_host = (v == "1" || v == "true" || v == "True");
   else if (key == "bind_all") conf.bind_all = (v == "1" || v == "true" || v == "True");
+  else if (key == "protocol") {
+    if (v != "http" && v != "https") usage_error(fmt::format("--rdzv-conf protocol={}: expected http or https", v));
+    conf.https = v == "https";
+  } else if (key == "cacert" || key == "ca_cert") conf.cacert = v;
+  else if (key == "cert") conf.cert = v;
+  else if (key == "key") conf.key = v;
+  else if (key == "username" || key == "user") conf.username = v;
+  else if (key == "password_file") conf.password_file = v;
+  else if (key == "password")
+    usage_error("--rdzv-conf password= would show the password to anyone who runs ps; put it in "
+                "DDP_LAUNCH_ETCD_PASSWORD or in a file named by --rdzv-conf password_file=PATH");
   else if (key == "close_timeout" || key == "keep_alive_max_attempt" || key == "read_timeout" ||
            key == "store_type" || key == "use_libuv")
     return;  // torchrun keys with no meaning here
@@ -35,12 +46,15 @@ void apply_item(const std::string& key, const std::string& v, RendezvousConf& co
 RendezvousConf parse_rdzv_conf(const std::string& value, const Environment& env) {
   RendezvousConf conf;
   if (auto token = lookup(env, "DDP_LAUNCH_RDZV_TOKEN")) conf.token = *token;
+  if (auto password = lookup(env, "DDP_LAUNCH_ETCD_PASSWORD")) conf.password = *password;
   if (trim(value).empty()) return conf;
   for (const auto& item : split(trim(value), ',')) {
     auto kv = split_once(item, '=');
     if (!kv) usage_error(fmt::format("--rdzv-conf expects key=value items, got '{}'", item));
     apply_item(trim(kv->first), trim(kv->second), conf);
   }
+  if (conf.cert.empty() != conf.key.empty())
+    usage_error("--rdzv-conf cert= and key= go together: the client certificate and its private key");
   if (conf.heartbeat_timeout_s <= conf.heartbeat_interval_s)
     usage_error("--rdzv-conf heartbeat_timeout must be longer than heartbeat_interval");
   return conf;

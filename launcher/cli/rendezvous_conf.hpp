@@ -1,5 +1,6 @@
 // --rdzv-conf k=v,...: the rendezvous settings of a multi-node run (torchrun's keys where
-// they exist), with DDP_LAUNCH_RDZV_TOKEN as the token's default. Pure; a bad value of a
+// they exist), with DDP_LAUNCH_RDZV_TOKEN as the token's default and DDP_LAUNCH_ETCD_PASSWORD
+// as the etcd password (never a flag: ps shows command lines). Pure; a bad value of a
 // known key throws LaunchError(kUsage) naming the key; an unknown key is ignored (as
 // torchrun does) and listed in ignored_keys for a warning.
 #pragma once
@@ -22,6 +23,12 @@ struct RendezvousConf {
   std::optional<bool> is_host;        // is_host: force hosting (or not) the agent store
   std::vector<std::string> ignored_keys;  // unknown keys, in the order given
   bool bind_all = false;              // bind_all: the store listens on every interface
+  // --rdzv-backend=etcd (torchrun's etcd keys): TLS and user/password authentication.
+  bool https = false;                 // protocol=https (or http)
+  std::string cacert, cert, key;      // cacert=, cert=, key=: PEM files
+  std::string username;               // username=: etcd user (auth enabled)
+  std::string password;               // env DDP_LAUNCH_ETCD_PASSWORD
+  std::string password_file;          // password_file=: read at start (first line)
 };
 
 RendezvousConf parse_rdzv_conf(const std::string& value, const Environment& env);

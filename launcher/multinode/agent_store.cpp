@@ -8,6 +8,7 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/multinode/etcd_link.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/worker/output.hpp"
 
@@ -50,6 +51,7 @@ bool host_store(const MultiNodeSpec& spec, const std::string& listen_host, Agent
 }  // namespace
 
 AgentStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& run_id) {
+  if (spec.rdzv_backend == "etcd") return connect_etcd(spec, run_id);
   const RendezvousConf& conf = spec.rdzv;
   const bool static_rdzv = spec.rdzv_backend == "static";
   AgentStoreLink link;
@@ -73,6 +75,9 @@ AgentStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string&
   link.job = std::make_unique<store::PrefixStore>(link.job_prefix, *link.client);
   link.client_host = host;
   link.client_options = options;
+  link.root = link.client.get();
+  link.address = fmt::format("{}:{}", link.endpoint.host, link.endpoint.port);
+  link.close = [client = link.client.get()] { client->close_gracefully(); };
   launcher_notice(fmt::format("{} the agent store at {}:{}{} ({} rendezvous, run id {})",
                               link.leader ? "hosting" : "joined", link.endpoint.host, link.endpoint.port,
                               link.leader ? ", listening on " + link.server->listen_address() : "",
@@ -98,6 +103,7 @@ class StoreKeyWaiter : public rdzv::KeyWaiter {
 }  // namespace
 
 std::unique_ptr<rdzv::KeyWaiter> open_abort_waiter(const AgentStoreLink& link) {
+  if (link.open_waiter) return link.open_waiter();
   store::ClientOptions options = link.client_options;
   options.name.clear();  // not a node: its loss is nobody's failure (its waits still ping)
   auto client = std::make_unique<store::TcpStoreClient>(link.client_host, static_cast<uint16_t>(link.endpoint.port),

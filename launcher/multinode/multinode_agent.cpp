@@ -115,8 +115,8 @@ rdzv::NodeInfo MultiNodeAgent::self_info(int previous_rank) {
 }
 
 rdzv::PeerWatch MultiNodeAgent::peer_watch() {
-  return rdzv::PeerWatch{*store_.job, *store_.client, store_.leader, job_.max_restarts, spec_.nnodes_max,
-                         host_name(), fmt::format("{}:{}", store_.endpoint.host, store_.endpoint.port)};
+  return rdzv::PeerWatch{*store_.job,  *store_.root, store_.leader || store_.leaderless, job_.max_restarts,
+                         spec_.nnodes_max, host_name(), store_.address};
 }
 
 // A final record read here is acknowledged at once, while this node's workers still stop:
@@ -143,7 +143,7 @@ void MultiNodeAgent::acknowledge(const Round& r) {
 void MultiNodeAgent::leave(const Round& r) {
   acknowledge(r);
   if (store_.leader) wait_for_others_to_leave(r);
-  store_.client->close_gracefully();
+  store_.close();
 }
 
 // The leader keeps the store up until every other node has read the outcome and left
@@ -308,7 +308,7 @@ int MultiNodeAgent::stopped_between_rounds(const std::optional<Round>& last, int
   try {
     publish_job_stop(stop);
     if (store_.leader && last) wait_for_others_to_leave(*last);
-    store_.client->close_gracefully();
+    store_.close();
   } catch (const std::exception&) {  // best effort, as in after_interrupt
   }
   return stop.exit_code;
@@ -322,7 +322,7 @@ int MultiNodeAgent::job_stopped(const std::optional<Round>& last, const AbortRec
   try {
     store_.job->set(JobKeys::stop_seen(store_.name), "1");
     if (store_.leader && last) wait_for_others_to_leave(*last);
-    store_.client->close_gracefully();
+    store_.close();
   } catch (const store::StoreError&) {  // best effort: nobody left to tell
   }
   return stop.exit_code;
@@ -364,7 +364,7 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
   next.restart_count = r.plan.restart_count + (abort.kind == AbortRecord::Kind::kMembership ? 0 : 1);
   next.expected_nodes = static_cast<int>(r.plan.nodes.size());
   if (abort.kind == AbortRecord::Kind::kLost) next.expected_nodes -= 1;
-  if (abort.kind == AbortRecord::Kind::kMembership && store_.leader)
+  if (abort.kind == AbortRecord::Kind::kMembership && (store_.leader || store_.leaderless))
     next.expected_nodes += static_cast<int>(store_.job->add(JobKeys::waiting(r.number()), 0));
   events_->set_attempt(next.restart_count);
   events_->write("restart", {{"round", next.round}, {"restart", next.restart_count},
@@ -395,6 +395,7 @@ int MultiNodeAgent::run_rounds() {
   abort_watch_ = std::make_unique<rdzv::AbortWatch>(open_abort_waiter(store_), [this] { supervisor_.wake(); });
   rdzv::Rendezvous rendezvous(*store_.job, spec_.rdzv, store_.leader, spec_.nnodes_min, spec_.nnodes_max,
                               [this] { return rendezvous_signal_ = supervisor_.poll_signals(); });
+  if (store_.leaderless) rendezvous.elect_leaders(store_.name);
   notice_omp_threads(env_, job_.devices.nproc);
   layout_ = std::make_unique<RunLayout>(job_.layout, env_);
   if (layout_->enabled() && !layout_->temporary()) launcher_notice("logs in " + layout_->run_dir());

@@ -64,6 +64,7 @@ bool Rendezvous::wait_key(const std::string& key, Clock::time_point deadline) {
 
 RoundPlan Rendezvous::join(const NodeInfo& self, int round, int restart_count, Regroup regroup) {
   check_interrupted();
+  if (!elect_name_.empty()) return join_elected(self, round, restart_count, regroup);
   return leader_ ? lead(self, round, restart_count, regroup) : follow(self, round);
 }
 
@@ -133,32 +134,56 @@ void Rendezvous::fail_join_timeout(const NodeInfo& self, int round, long count) 
   rendezvous_failed(failed.error);
 }
 
+[[noreturn]] void Rendezvous::follow_timed_out(const std::string& what) const {
+  rendezvous_failed(fmt::format("rendezvous timed out after {} s waiting for {}; is node 0's "
+                                "ddp-launch running with the same --rdzv-id?",
+                                conf_.join_timeout_s, what));
+}
+
+RoundPlan Rendezvous::follow_one(const NodeInfo& self, int round, Clock::time_point deadline) {
+  if (!wait_key(JobKeys::open(round), deadline)) follow_timed_out(fmt::format("round {} to open", round));
+  long ticket = job_.add(JobKeys::ticket(round), 1);
+  job_.set(JobKeys::join(round, ticket), to_json(self));
+  if (!wait_key(JobKeys::plan(round), deadline)) follow_timed_out(fmt::format("the plan of round {}", round));
+  RoundPlan plan = plan_from_json(job_.get(JobKeys::plan(round), kPublishedKeyTimeout));
+  job_.add(JobKeys::plan_read(round), 1);
+  if (!plan.error.empty()) rendezvous_failed(plan.error);
+  if (plan.find(self.name)) return plan;
+  if (static_cast<int>(plan.nodes.size()) >= nnodes_max_)
+    rendezvous_failed(fmt::format("the job already runs with its maximum of {} node{}; this node "
+                                  "is not needed (raise --nnodes MAX to add it)",
+                                  nnodes_max_, nnodes_max_ == 1 ? "" : "s"));
+  job_.add(JobKeys::waiting(round), 1);  // the running nodes restart to let us in
+  return plan;
+}
+
 RoundPlan Rendezvous::follow(const NodeInfo& self, int round) {
   const auto join_deadline = Clock::now() + seconds(conf_.join_timeout_s);
-  auto timed_out = [&](const std::string& what) {
-    rendezvous_failed(fmt::format("rendezvous timed out after {} s waiting for {}; is node 0's "
-                                  "ddp-launch running with the same --rdzv-id?",
-                                  conf_.join_timeout_s, what));
-  };
   if (round < 0) {
-    if (!wait_key(JobKeys::current_round(), join_deadline)) timed_out("the first round to open");
+    if (!wait_key(JobKeys::current_round(), join_deadline)) follow_timed_out("the first round to open");
     round = round_number(job_.get(JobKeys::current_round(), kPublishedKeyTimeout));
   }
-  for (;;) {
-    if (!wait_key(JobKeys::open(round), join_deadline)) timed_out(fmt::format("round {} to open", round));
-    long ticket = job_.add(JobKeys::ticket(round), 1);
-    job_.set(JobKeys::join(round, ticket), to_json(self));
-    if (!wait_key(JobKeys::plan(round), join_deadline)) timed_out(fmt::format("the plan of round {}", round));
-    RoundPlan plan = plan_from_json(job_.get(JobKeys::plan(round), kPublishedKeyTimeout));
-    job_.add(JobKeys::plan_read(round), 1);
-    if (!plan.error.empty()) rendezvous_failed(plan.error);
+  for (;; ++round) {
+    RoundPlan plan = follow_one(self, round, join_deadline);
     if (plan.find(self.name)) return plan;
-    if (static_cast<int>(plan.nodes.size()) >= nnodes_max_)
-      rendezvous_failed(fmt::format("the job already runs with its maximum of {} node{}; this node "
-                                    "is not needed (raise --nnodes MAX to add it)",
-                                    nnodes_max_, nnodes_max_ == 1 ? "" : "s"));
-    job_.add(JobKeys::waiting(round), 1);  // the running nodes restart to let us in
-    ++round;
+  }
+}
+
+// Leaderless (etcd): the first launcher to claim a round leads it; the others follow. A
+// first join (round -1) takes the round currently open, or round 0.
+RoundPlan Rendezvous::join_elected(const NodeInfo& self, int round, int restart_count, Regroup regroup) {
+  const auto join_deadline = Clock::now() + seconds(conf_.join_timeout_s);
+  if (round < 0) {
+    std::optional<std::string> current = job_.try_get(JobKeys::current_round());
+    round = current ? round_number(*current) : 0;
+  }
+  for (;; ++round) {
+    if (job_.compare_set(JobKeys::leader(round), "", self.name) == self.name)
+      return lead(self, round, restart_count, regroup);
+    RoundPlan plan = follow_one(self, round, join_deadline);
+    if (plan.find(self.name)) return plan;
+    restart_count = plan.restart_count;  // a membership change: not a restart
+    regroup = {};
   }
 }
 

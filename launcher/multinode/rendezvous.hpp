@@ -5,7 +5,9 @@
 // slices of at most the heartbeat interval (each wait also keeps the connection alive) and
 // asking `interrupted` between slices. Throws LaunchError(kRendezvousFailed) on timeout, a
 // failed plan or a malformed record, JobStopped when a launcher was stopped by a signal
-// (the job's stop record), store::StoreError when the store is lost.
+// (the job's stop record), store::StoreError when the store is lost. With elect_leaders
+// (etcd: nobody hosts the store) the leader of each round is whoever claims rN/leader first,
+// so no round depends on a launcher of an earlier one.
 #pragma once
 
 #include <functional>
@@ -24,6 +26,7 @@ struct JobKeys {
   static std::string open(int r) { return "r" + std::to_string(r) + "/open"; }
   static std::string ticket(int r) { return "r" + std::to_string(r) + "/ticket"; }
   static std::string join(int r, long t) { return "r" + std::to_string(r) + "/join/" + std::to_string(t); }
+  static std::string leader(int r) { return "r" + std::to_string(r) + "/leader"; }
   static std::string plan(int r) { return "r" + std::to_string(r) + "/plan"; }
   static std::string plan_read(int r) { return "r" + std::to_string(r) + "/plan_read"; }
   static std::string abort(int r) { return "r" + std::to_string(r) + "/abort"; }
@@ -61,15 +64,24 @@ class Rendezvous {
   // Returns a plan that contains `self`. `regroup` matters to the leader only.
   RoundPlan join(const NodeInfo& self, int round, int restart_count, Regroup regroup = {});
 
+  // Every round elects its leader (compare-and-set of rN/leader to `name`) instead of the
+  // store's host leading them all.
+  void elect_leaders(std::string name) { elect_name_ = std::move(name); }
+
   // Waits until `key` exists or the deadline passes, in heartbeat-sized slices.
   bool wait_key(const std::string& key, std::chrono::steady_clock::time_point deadline);
 
  private:
   RoundPlan lead(const NodeInfo& self, int round, int restart_count, Regroup regroup);
   RoundPlan follow(const NodeInfo& self, int round);
+  RoundPlan join_elected(const NodeInfo& self, int round, int restart_count, Regroup regroup);
+  // Joins round `round` as a follower and returns its plan; a plan without `self` means the
+  // round was full (this node then waits for the next, counted in rN/waiting).
+  RoundPlan follow_one(const NodeInfo& self, int round, std::chrono::steady_clock::time_point deadline);
   // Publishes a failed plan naming who joined (and who is missing), then throws.
   [[noreturn]] void fail_join_timeout(const NodeInfo& self, int round, long count);
   void check_interrupted();  // also throws JobStopped
+  [[noreturn]] void follow_timed_out(const std::string& what) const;
 
   store::Store& job_;
   RendezvousConf conf_;
@@ -77,6 +89,7 @@ class Rendezvous {
   int nnodes_min_;
   int nnodes_max_;
   std::function<int()> interrupted_;
+  std::string elect_name_;  // non-empty: elect each round's leader
 };
 
 }  // namespace ddp::launch::rdzv

@@ -175,7 +175,12 @@ TEST_CASE("bad input gives one actionable line") {
   CHECK_THAT(usage_error_of({"--rdzv-conf=heartbeat_timeout=soon", "prog"}), Catch::Contains("heartbeat_timeout"));
   CHECK_THAT(usage_error_of({"--rdzv-conf=heartbeat_interval=5,heartbeat_timeout=2", "prog"}),
              Catch::Contains("heartbeat_timeout must be longer"));
-  CHECK_THAT(usage_error_of({"--rdzv-backend=etcd", "prog"}), Catch::Contains("etcd"));
+  CHECK_THAT(usage_error_of({"--rdzv-backend=zookeeper", "prog"}), Catch::Contains("static, c10d or etcd"));
+  CHECK_THAT(usage_error_of({"--nnodes=2", "--rdzv-backend=etcd", "prog"}),
+             Catch::Contains("--rdzv-endpoint=HOST[:PORT][,HOST[:PORT]...]"));
+  CHECK_THAT(usage_error_of({"--rdzv-conf=password=hunter2", "prog"}), Catch::Contains("DDP_LAUNCH_ETCD_PASSWORD"));
+  CHECK_THAT(usage_error_of({"--rdzv-conf=protocol=ftp", "prog"}), Catch::Contains("http or https"));
+  CHECK_THAT(usage_error_of({"--rdzv-conf=cert=c.pem", "prog"}), Catch::Contains("cert= and key= go together"));
   CHECK_THAT(usage_error_of({"prog"}, {{"PET_NPROC_PER_NODE", "zero"}}), Catch::Contains("zero"));
 }
 
@@ -233,4 +238,19 @@ TEST_CASE("hang timeout: auto by default (--hang-timeout), a number is a fixed l
   CHECK(parse({"--hang-timeout=45", "prog"}).hang_timeout_s == 45);
   CHECK(parse({"--hang-timeout=0", "prog"}).hang_timeout_s == 0);
   CHECK(parse({"prog"}, {{"PET_HANG_TIMEOUT", "20"}}).hang_timeout_s == 20);
+}
+
+TEST_CASE("etcd backend: torchrun's etcd-v2 name, TLS and auth keys, the password from the environment") {
+  auto o = parse({"--nnodes=1:2", "--rdzv-backend=etcd-v2", "--rdzv-endpoint=e1:2379,e2",
+                  "--rdzv-conf=protocol=https,cacert=/ca.pem,cert=/c.pem,key=/c.key,username=ddp", "prog"},
+                 {{"DDP_LAUNCH_ETCD_PASSWORD", "pw"}});
+  CHECK(o.rdzv_backend == "etcd");
+  CHECK(o.rdzv.https);
+  CHECK(o.rdzv.cacert == "/ca.pem");
+  CHECK(o.rdzv.cert == "/c.pem");
+  CHECK(o.rdzv.key == "/c.key");
+  CHECK(o.rdzv.username == "ddp");
+  CHECK(o.rdzv.password == "pw");
+  CHECK(o.warnings.empty());
+  CHECK(parse({"--rdzv-conf=password_file=/run/pw", "prog"}).rdzv.password_file == "/run/pw");
 }

@@ -292,3 +292,30 @@ TEST_CASE("an abort record read by the watch stays known after the store is gone
   CHECK(state.abort->exit_code == 3);
   CHECK(state.abort->final);
 }
+
+TEST_CASE("leaderless rendezvous (etcd): each round elects its leader, a later round needs none of round 0's") {
+  store::MemoryStore store;
+  auto conf = fast_conf();
+  auto join = [&](const std::string& name, int round, int restarts, Regroup regroup = {}) {
+    Rendezvous r(store, conf, false, 1, 2, {});
+    r.elect_leaders(name);
+    return r.join(node(name, 1, -1, 1, 2), round, restarts, regroup);
+  };
+  auto b = std::async(std::launch::async, [&] { return join("b", -1, 0); });
+  RoundPlan a0 = join("a", -1, 0);
+  RoundPlan b0 = b.get();
+  CHECK(a0.round == 0);
+  CHECK(a0.nodes.size() == 2);
+  CHECK(b0.world_size == 2);
+  const std::string leader0 = *store.try_get(JobKeys::leader(0));
+  CHECK((leader0 == "a" || leader0 == "b"));
+  // Round 0's leader is gone; the survivor claims round 1 and forms it alone.
+  const std::string survivor = leader0 == "a" ? "b" : "a";
+  RoundPlan r1 = join(survivor, 1, 1, Regroup{1, 0.1});
+  CHECK(r1.round == 1);
+  CHECK(r1.restart_count == 1);
+  REQUIRE(r1.nodes.size() == 1);
+  CHECK(r1.nodes[0].info.name == survivor);
+  CHECK(*store.try_get(JobKeys::leader(1)) == survivor);
+  CHECK(*store.try_get(JobKeys::current_round()) == "1");
+}
