@@ -212,6 +212,29 @@ TEST_CASE("PowerSGD state survives a checkpoint: the resumed run continues ident
   }
 }
 
+TEST_CASE("fp16/bf16 hooks on gloo all-reduce in float32 (never slower) and warn once", "[ddp][hooks]") {
+  TrainConfig c;
+  c.world = 2;
+  c.steps = 3;
+  for (const char* hook : {"fp16", "bf16"}) {
+    const TempDir scratch;
+    Workers w = run_workers("train", 2,
+                            {{"DDP_TEST_OUT", scratch.path()}, {"DDP_TEST_HOOK", hook}, {"DDP_TEST_STEPS", "3"},
+                             {"DDP_TEST_BUCKET_MB", "0.0005"}},
+                            std::chrono::seconds(90));
+    INFO(hook << ": " << w.describe());
+    REQUIRE(w.all_ok());
+    const std::string& out = w.ranks[0].output;
+    const std::string warning = std::string("warning: hooks::") + hook + "_compress on gloo";
+    CHECK(out.find(warning) != std::string::npos);
+    CHECK(out.find(warning) == out.rfind(warning));  // once, though there are several buckets and steps
+    CHECK(w.ranks[1].output.find(warning) == std::string::npos);  // rank 0 only
+    const auto expected = reference_training(c);
+    const auto got = trained_params(scratch.path(), 0);
+    for (size_t i = 0; i < expected.size(); ++i) CHECK(torch::allclose(got[i], expected[i], 0, 1e-5));
+  }
+}
+
 TEST_CASE("PowerSGD options are validated with a clear error", "[powersgd]") {
   PowerSgdOptions o;
   o.matrix_approximation_rank = 0;

@@ -54,11 +54,11 @@ Future all_reduce_async(torch::Tensor tensor, const Group& group = {});
 namespace hooks {
 // Divide by world size, then SUM all-reduce (same result as no hook).
 CommHook allreduce();
-// Send the bucket as float16 / bfloat16 (half the bytes) and sum in float32. NCCL all-reduces
-// the 16-bit buffer; gloo sums 16-bit floats slowly (and bfloat16 not at all) on CPU, so there
-// the hook all-gathers the 16-bit buffers and sums them locally in float32. The gathered bytes
-// grow with the world size: from 4 ranks on gloo the hook sends at least as much as a float32
-// all-reduce and warns once, at construction (the world must be initialized to check).
+// Send the bucket as float16 / bfloat16 (half the bytes), divided by the world size first. On
+// NCCL the 16-bit buffer is all-reduced. On gloo (CPU) 16-bit compression cannot pay: gloo sums
+// float16 slowly and bfloat16 not at all, and gathering 16-bit buffers to sum them in float32
+// measured slower than a float32 all-reduce; there the hook all-reduces in float32 (exactly
+// hooks::allreduce) and logs a warning once, at construction when the world is initialized.
 CommHook fp16_compress(const Group& group = {});
 CommHook bf16_compress(const Group& group = {});
 }  // namespace hooks
