@@ -87,7 +87,7 @@ python_run() {
   line=$(/usr/bin/python3 "$peers/torchrun_fixed.py" --standalone --nproc_per_node="$world" \
     --monitor_interval=0.1 "$peers/python_ddp_bench.py" "$@" 2>"$log" | grep '^peer=' || true)
   if [[ -z $line ]]; then
-    line="peer=python-ddp world=$world reason=$(grep -m1 -oE '(enforce fail|[A-Za-z]*Error)[^"]*' "$log" | cut -c1-110)"
+    line="peer=python-ddp world=$world reason=$(grep -m1 -oE '(enforce fail[^"]*|[A-Za-z]+Error: [^"]*)' "$log" | cut -c1-110)"
     [[ $line == *reason= ]] && line+="no result line (exit status; see torchrun's output)"
   fi
   rm -f "$log"
