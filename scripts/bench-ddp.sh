@@ -4,7 +4,10 @@
 # world 1 and 2, runs alternating C++/Python, medians and ratios. Both are started by the same
 # launcher (PyTorch 1.13's torchrun via bench/peers/torchrun_fixed.py), OMP_NUM_THREADS=1.
 # Env: BUILD_DIR (default build; ddp_bench is built there if missing), REPEATS (default 3),
-#      PEERS (default bench/peers), WORLDS (default "1 2"), CASES (default "mlp tiny").
+#      PEERS (default bench/peers), WORLDS (default "1 2"), CASES (default "mlp tiny"; "" skips).
+# Comm hooks section (hook_rows below): HOOKS (default "allreduce fp16 bf16 powersgd"; ""
+#      skips it), PSGD_RANK (default 2): the MLP at world 2 with each hook, libddp and Python DDP
+#      side by side, plus the compute floor (one worker alone, no communication).
 # FEED=1: only the hang-detection feed's cost, on vs off (section "feed on/off" below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -80,7 +83,7 @@ launch() {  # world, then the program and its arguments
 
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
-for case_name in ${CASES:-mlp tiny}; do
+for case_name in ${CASES-mlp tiny}; do
   for world in ${WORLDS:-1 2}; do
     for ((i = 0; i < repeats; i++)); do
       # shellcheck disable=SC2046
@@ -93,7 +96,8 @@ for case_name in ${CASES:-mlp tiny}; do
   done
 done
 
-/usr/bin/python3 - "$results" <<'PY'
+summarize_cases() {
+/usr/bin/python3 - "$1" <<'PY'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
@@ -113,3 +117,82 @@ for case in sorted({k[0] for k in med}):
         if one and two:
             print(f"{case:5} scaling efficiency {peer}: {two[0] / (2 * one[0]):.2f} (world 2 vs 2x world 1)")
 PY
+}
+[[ -s $results ]] && summarize_cases "$results"
+
+# ---- comm hooks (libddp hooks::*, PyTorch's default_hooks / powerSGD_hook) ----------------
+# One Python run; prints its peer= line, or "peer=python-ddp world=W reason=<first error line>".
+python_run() {
+  local world=$1; shift
+  local log line
+  log=$(mktemp)
+  line=$(/usr/bin/python3 "$peers/torchrun_fixed.py" --standalone --nproc_per_node="$world" \
+    --monitor_interval=0.1 "$peers/python_ddp_bench.py" "$@" 2>"$log" | grep '^peer=' || true)
+  if [[ -z $line ]]; then
+    line="peer=python-ddp world=$world reason=$(grep -m1 -oE '(enforce fail[^"]*|[A-Za-z]+Error: [^"]*)' "$log" | cut -c1-110)"
+    [[ $line == *reason= ]] && line+="no result line (exit status; see torchrun's output)"
+  fi
+  rm -f "$log"
+  echo "$line"
+}
+
+hook_rows() {
+  local out=$1 hook line
+  for ((i = 0; i < repeats; i++)); do
+    # shellcheck disable=SC2046
+    line=$(launch 1 --no_python "$bench" $(args_for mlp) || true)
+    echo "hook=floor $line" | tee -a "$out"
+    for hook in $HOOKS; do
+      # shellcheck disable=SC2046
+      line=$(launch 2 --no_python "$bench" $(args_for mlp) --comm-hook "$hook" --powersgd-rank "$PSGD_RANK" || true)
+      echo "hook=$hook ${line:-peer=cpp-ddp world=2 reason=no result line}" | tee -a "$out"
+      # shellcheck disable=SC2046
+      line=$(python_run 2 $(args_for mlp) --comm-hook "$hook" --powersgd-rank "$PSGD_RANK")
+      echo "hook=$hook $line" | tee -a "$out"
+    done
+  done
+}
+
+summarize_hooks() {
+/usr/bin/python3 - "$1" <<'PY'
+import statistics, sys
+rows, reasons = {}, {}
+for line in open(sys.argv[1]):
+    head, _, reason = line.rstrip("\n").partition(" reason=")
+    kv = dict(tok.split("=", 1) for tok in head.split())
+    key = (kv["hook"], kv["peer"])
+    if reason:
+        reasons[key] = reason
+    else:
+        rows.setdefault(key, []).append((float(kv["samples_per_s"]), float(kv["step_ms"])))
+med = {k: (statistics.median(v[0] for v in vs), statistics.median(v[1] for v in vs)) for k, vs in rows.items()}
+base = med.get(("allreduce", "python-ddp"))
+print("\n# comm hooks: MLP, world 2, medians (x py allreduce: samples/s over Python DDP's plain all-reduce)")
+print(f"{'hook':10} {'cpp samples/s':>14} {'cpp step_ms':>12} {'x py allreduce':>15}   {'py samples/s':>12} {'py step_ms':>11}")
+def cell(key):
+    if key in med:
+        return med[key]
+    return None
+for hook in [h for h in dict.fromkeys(k[0] for k in list(med) + list(reasons)) if h != "floor"]:
+    c, p = cell((hook, "cpp-ddp")), cell((hook, "python-ddp"))
+    left = f"{c[0]:14.1f} {c[1]:12.2f} {c[0] / base[0] if base else float('nan'):15.2f}" if c else \
+        f"{'fails: ' + reasons.get((hook, 'cpp-ddp'), '?'):>42}"
+    right = f"{p[0]:12.1f} {p[1]:11.2f}" if p else "fails: " + reasons.get((hook, "python-ddp"), "?")
+    print(f"{hook:10} {left}   {right}")
+floor = med.get(("floor", "cpp-ddp"))
+if floor:
+    print(f"compute floor: 1 worker alone {floor[0]:.1f} samples/s ({floor[1]:.2f} ms/step); world 2 with free "
+          f"communication would reach 2x = {2 * floor[0]:.1f} samples/s"
+          + (f" = {2 * floor[0] / base[0]:.2f}x py allreduce" if base else ""))
+PY
+}
+
+if [[ -n ${HOOKS-allreduce fp16 bf16 powersgd} ]]; then
+  HOOKS=${HOOKS-allreduce fp16 bf16 powersgd}
+  PSGD_RANK=${PSGD_RANK:-2}
+  hook_results=$(mktemp)
+  trap 'rm -f "$results" "$hook_results"' EXIT
+  echo "# comm hooks: HOOKS='$HOOKS' PSGD_RANK=$PSGD_RANK"
+  hook_rows "$hook_results"
+  summarize_hooks "$hook_results"
+fi

@@ -268,7 +268,7 @@ void Reducer::mark_ready(size_t index) {
 Future Reducer::launch(Bucket& bucket, size_t index) {
   if (comm_hook_) {
     GradBucket grad_bucket(index, index + 1 == buckets_.size(), bucket.flat, bucket.views, bucket.param_tensors,
-                           group_);
+                           group_, bucket.params);
     return comm_hook_(grad_bucket);
   }
   return all_reduce_async(bucket.flat, group_);

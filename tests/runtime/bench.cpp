@@ -10,20 +10,38 @@
 
 namespace {
 
-std::map<std::string, double> parse(int argc, char** argv) {
+std::map<std::string, double> parse(int argc, char** argv, std::string& hook) {
   std::map<std::string, double> a{{"steps", 100}, {"warmup", 10}, {"batch", 32},   {"hidden", 1024},
                                   {"layers", 4},  {"in-dim", 784}, {"classes", 10}, {"bucket-mb", 25},
-                                  {"grad-view", 0}};
+                                  {"grad-view", 0}, {"powersgd-rank", 2}};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string key = argv[i];
+    if (key == "--comm-hook") {
+      hook = argv[i + 1];
+      continue;
+    }
     if (key.rfind("--", 0) != 0 || !a.count(key.substr(2))) throw ddp::ConfigError("unknown flag " + key);
     a[key.substr(2)] = std::stod(argv[i + 1]);
   }
   return a;
 }
 
+// --comm-hook as in the Python peer: allreduce (no hook), fp16, bf16, powersgd (start 2, rate 2).
+void register_hook(ddp::DistributedDataParallel<torch::nn::Sequential>& model, const std::string& hook, int rank) {
+  if (hook == "allreduce") return;
+  if (hook == "fp16") return model.register_comm_hook(ddp::hooks::fp16_compress());
+  if (hook == "bf16") return model.register_comm_hook(ddp::hooks::bf16_compress());
+  if (hook != "powersgd") throw ddp::ConfigError("--comm-hook must be allreduce, fp16, bf16 or powersgd");
+  ddp::PowerSgdOptions o;
+  o.matrix_approximation_rank = rank;
+  o.start_powersgd_iter = 2;
+  o.min_compression_rate = 2;
+  model.register_comm_hook(ddp::hooks::powersgd(std::make_shared<ddp::PowerSgdState>(o)));
+}
+
 int bench(int argc, char** argv) {
-  auto a = parse(argc, argv);
+  std::string hook = "allreduce";
+  auto a = parse(argc, argv, hook);
   const char* threads = std::getenv("OMP_NUM_THREADS");
   torch::set_num_threads(threads ? std::atoi(threads) : 1);
   ddp::ProcessGroupOptions pg;
@@ -44,6 +62,7 @@ int bench(int argc, char** argv) {
   options.bucket_cap_mb = a["bucket-mb"];
   options.gradient_as_bucket_view = a["grad-view"] != 0;  // not in the Python peer; off by default
   auto model = ddp::DistributedDataParallel(net, options);
+  register_hook(model, hook, static_cast<int>(a["powersgd-rank"]));
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
   auto gen_seed = 1000 + rank;
   torch::manual_seed(gen_seed);

@@ -38,6 +38,13 @@ CommHook make_hook(const std::string& name) {
   if (name == "allreduce") return hooks::allreduce();
   if (name == "fp16") return hooks::fp16_compress();
   if (name == "bf16") return hooks::bf16_compress();
+  if (name == "powersgd") {
+    PowerSgdOptions o;
+    o.matrix_approximation_rank = env_int("DDP_TEST_PSGD_RANK", 1);
+    o.start_powersgd_iter = env_int("DDP_TEST_PSGD_START", 2);
+    o.min_compression_rate = std::stod(env_or("DDP_TEST_PSGD_MIN_RATE", "2"));
+    return hooks::powersgd(std::make_shared<PowerSgdState>(o));
+  }
   if (name == "custom") {
     // A user hook that does not divide up front and returns a new tensor (not in place).
     return [](GradBucket& bucket) -> Future {
@@ -339,6 +346,7 @@ int spawn_fail() {
 
 const std::map<std::string, std::function<int()>>& hang_scenarios();  // hang_scenarios.cpp
 const std::map<std::string, std::function<int()>>& join_scenarios();  // join_scenarios.cpp
+const std::map<std::string, std::function<int()>>& powersgd_scenarios();  // powersgd_test.cpp
 
 int run_scenario(const std::string& name) {
   static const std::map<std::string, std::function<int()>> scenarios = {
@@ -349,6 +357,7 @@ int run_scenario(const std::string& name) {
   auto it = scenarios.find(name);
   if (it == scenarios.end() && hang_scenarios().count(name)) return hang_scenarios().at(name)();
   if (it == scenarios.end() && join_scenarios().count(name)) return join_scenarios().at(name)();
+  if (it == scenarios.end() && powersgd_scenarios().count(name)) return powersgd_scenarios().at(name)();
   if (it == scenarios.end()) throw std::runtime_error("unknown worker scenario '" + name + "'");
   return it->second();
 }

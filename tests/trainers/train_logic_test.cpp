@@ -67,6 +67,15 @@ TEST_CASE("options: values, lists and the no-resume flag") {
   CHECK(o.metrics_path() == "/tmp/x/metrics.csv");
 }
 
+TEST_CASE("options: powersgd hook with its rank and start iteration") {
+  auto p = parse({"--comm-hook", "powersgd", "--powersgd-rank", "4", "--powersgd-start-iter", "0"});
+  REQUIRE(p.parsed.exit_code == -1);
+  CHECK(p.parsed.options.comm_hook == "powersgd");
+  CHECK(p.parsed.options.powersgd_rank == 4);
+  CHECK(p.parsed.options.powersgd_start_iter == 0);
+  CHECK(parse({}).parsed.options.powersgd_rank == 2);
+}
+
 TEST_CASE("options: bench mode takes the Python peer's model unless overridden") {
   auto p = parse({"--bench"});
   REQUIRE(p.parsed.exit_code == -1);
@@ -87,7 +96,9 @@ TEST_CASE("options: bad values give one clear error line and exit code 2") {
       {{"--batch-size", "-3"}, "--batch-size must be at least 1"},
       {{"--lr", "0"}, "--lr must be positive"},
       {{"--momentum", "1.5"}, "--momentum must be in [0, 1)"},
-      {{"--comm-hook", "int8"}, "--comm-hook must be allreduce, fp16 or bf16, got 'int8'"},
+      {{"--comm-hook", "int8"}, "--comm-hook must be allreduce, fp16, bf16 or powersgd, got 'int8'"},
+      {{"--powersgd-rank", "0"}, "--powersgd-rank must be at least 1"},
+      {{"--powersgd-start-iter", "-1"}, "--powersgd-start-iter must be >= 0"},
       {{"--hidden", "64,0"}, "--hidden sizes must be positive"},
       {{"--progress", "fancy"}, "--progress must be auto, bar, plain or none"},
       {{"--classes", "1"}, "--classes must be at least 2"},

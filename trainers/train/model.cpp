@@ -29,12 +29,21 @@ int64_t parameter_count(torch::nn::Module& module) {
   return n;
 }
 
-DdpMlp wrap_ddp(const torch::nn::Sequential& net, const TrainOptions& o) {
+std::shared_ptr<ddp::PowerSgdState> make_powersgd_state(const TrainOptions& o) {
+  if (o.comm_hook != "powersgd") return nullptr;
+  ddp::PowerSgdOptions options;
+  options.matrix_approximation_rank = o.powersgd_rank;
+  options.start_powersgd_iter = o.powersgd_start_iter;
+  return std::make_shared<ddp::PowerSgdState>(options);
+}
+
+DdpMlp wrap_ddp(const torch::nn::Sequential& net, const TrainOptions& o, std::shared_ptr<ddp::PowerSgdState> powersgd) {
   ddp::DdpOptions ddp_options;
   ddp_options.bucket_cap_mb = o.bucket_mb;
   DdpMlp model(net, ddp_options);
   if (o.comm_hook == "fp16") model.register_comm_hook(ddp::hooks::fp16_compress());
   if (o.comm_hook == "bf16") model.register_comm_hook(ddp::hooks::bf16_compress());
+  if (o.comm_hook == "powersgd") model.register_comm_hook(ddp::hooks::powersgd(std::move(powersgd)));
   return model;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,13 @@ torch::nn::Sequential make_mlp(int in_dim, const std::vector<int>& hidden, int c
 std::string shape_of(int in_dim, const std::vector<int>& hidden, int classes);
 int64_t parameter_count(torch::nn::Module& module);
 
-// DDP around `net` with --bucket-mb and --comm-hook; broadcasts rank 0's weights (collective).
-DdpMlp wrap_ddp(const torch::nn::Sequential& net, const TrainOptions& options);
+// The PowerSGD state for --comm-hook powersgd (--powersgd-rank, --powersgd-start-iter), else null.
+std::shared_ptr<ddp::PowerSgdState> make_powersgd_state(const TrainOptions& options);
+
+// DDP around `net` with --bucket-mb and --comm-hook (powersgd over `powersgd`, which must then
+// be non-null); broadcasts rank 0's weights (collective).
+DdpMlp wrap_ddp(const torch::nn::Sequential& net, const TrainOptions& options,
+                std::shared_ptr<ddp::PowerSgdState> powersgd = nullptr);
 
 // Cosine decay from --lr to 0 over the run (a function of the step, so resume-safe), or constant.
 void set_learning_rate(torch::optim::SGD& optimizer, const TrainOptions& options, int64_t step, int64_t total_steps);

@@ -50,17 +50,18 @@ Position position_from(const ddp::CheckpointExtra& extra, const std::string& pat
 }  // namespace
 
 void save_position(const TrainOptions& o, torch::nn::Sequential& net, torch::optim::SGD& optimizer,
-                   Position pos) {
+                   Position pos, const ddp::PowerSgdState* powersgd) {
   pos.loss_sum = mean_over_ranks(pos.loss_sum);
-  const ddp::CheckpointExtra extra{{"epoch", pos.epoch},       {"batch", pos.batch},
+  ddp::CheckpointExtra extra = powersgd ? powersgd->state() : ddp::CheckpointExtra{};
+  extra.insert({{"epoch", pos.epoch},       {"batch", pos.batch},
                                    {"step", pos.step},         {"loss_sum", pos.loss_sum},
-                                   {"loss_count", pos.loss_count}, {"world_size", int64_t(ddp::get_world_size())}};
+                                   {"loss_count", pos.loss_count}, {"world_size", int64_t(ddp::get_world_size())}});
   ddp::save_checkpoint((fs::path(o.checkpoint_dir) / checkpoint_name(pos.step)).string(), *net, &optimizer, extra);
   if (ddp::get_rank() == 0) remove_stale_checkpoints(o.checkpoint_dir, o.keep_checkpoints);
 }
 
 std::optional<ResumePoint> resume_latest(const TrainOptions& o, torch::nn::Sequential& net,
-                                         torch::optim::SGD& optimizer) {
+                                         torch::optim::SGD& optimizer, ddp::PowerSgdState* powersgd) {
   const int64_t step = latest_step(o);
   if (step < 0) return std::nullopt;
   const std::string path = (fs::path(o.checkpoint_dir) / checkpoint_name(step)).string();
@@ -71,6 +72,7 @@ std::optional<ResumePoint> resume_latest(const TrainOptions& o, torch::nn::Seque
     throw ddp::CheckpointError(std::string(e.what()) + " (resuming from " + o.checkpoint_dir +
                                "; pass --no-resume or another --checkpoint-dir to start fresh)");
   }
+  if (powersgd && extra.count("powersgd/iteration")) powersgd->load_state(extra);
   return ResumePoint{position_from(extra, path), path};
 }
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include <ddp/powersgd.hpp>
 #include <torch/torch.h>
 
 #include "train_options.hpp"
@@ -28,14 +29,15 @@ struct ResumePoint {
   std::string path;  // the checkpoint it was loaded from
 };
 
-// Saves <checkpoint_dir>/ckpt_<pos.step>.pt with pos.loss_sum averaged over ranks; rank 0
-// then removes all but the newest --keep-checkpoints.
+// Saves <checkpoint_dir>/ckpt_<pos.step>.pt with pos.loss_sum averaged over ranks (and the
+// PowerSGD state when `powersgd` is set); rank 0 then removes all but the newest --keep-checkpoints.
 void save_position(const TrainOptions& options, torch::nn::Sequential& net, torch::optim::SGD& optimizer,
-                   Position pos);
+                   Position pos, const ddp::PowerSgdState* powersgd = nullptr);
 
-// Loads the latest checkpoint of checkpoint_dir into net and optimizer; nullopt when there is
-// none. A checkpoint from another world size restarts its epoch (the shards differ).
+// Loads the latest checkpoint of checkpoint_dir into net and optimizer (and `powersgd`, when
+// the checkpoint has PowerSGD state; one without starts PowerSGD afresh); nullopt when there
+// is none. A checkpoint from another world size restarts its epoch (the shards differ).
 std::optional<ResumePoint> resume_latest(const TrainOptions& options, torch::nn::Sequential& net,
-                                         torch::optim::SGD& optimizer);
+                                         torch::optim::SGD& optimizer, ddp::PowerSgdState* powersgd = nullptr);
 
 }  // namespace ddp::train

@@ -28,8 +28,12 @@ std::string validate(const TrainOptions& o) {
   }
   if (o.accum_steps <= 0) return fmt::format("--accum-steps must be at least 1, got {}", o.accum_steps);
   if (!(o.bucket_mb > 0)) return fmt::format("--bucket-mb must be positive, got {}", o.bucket_mb);
-  if (o.comm_hook != "allreduce" && o.comm_hook != "fp16" && o.comm_hook != "bf16") {
-    return fmt::format("--comm-hook must be allreduce, fp16 or bf16, got '{}'", o.comm_hook);
+  if (o.comm_hook != "allreduce" && o.comm_hook != "fp16" && o.comm_hook != "bf16" && o.comm_hook != "powersgd") {
+    return fmt::format("--comm-hook must be allreduce, fp16, bf16 or powersgd, got '{}'", o.comm_hook);
+  }
+  if (o.powersgd_rank < 1) return fmt::format("--powersgd-rank must be at least 1, got {}", o.powersgd_rank);
+  if (o.powersgd_start_iter < 0) {
+    return fmt::format("--powersgd-start-iter must be >= 0, got {}", o.powersgd_start_iter);
   }
   if (o.checkpoint_dir.empty()) return "--checkpoint-dir must not be empty";
   if (o.checkpoint_interval < 0) {
@@ -102,7 +106,13 @@ void add_optimisation_options(CLI::App& app, TrainOptions& o, BenchDefaulted& gi
   app.add_option("--seed", o.seed, "model initialisation seed")->capture_default_str()->group("Optimisation");
 
   app.add_option("--bucket-mb", o.bucket_mb, "DDP gradient bucket cap in MiB")->capture_default_str()->group("DDP");
-  app.add_option("--comm-hook", o.comm_hook, "gradient reduction: allreduce, fp16 or bf16")
+  app.add_option("--comm-hook", o.comm_hook, "gradient reduction: allreduce, fp16, bf16 or powersgd")
+      ->capture_default_str()
+      ->group("DDP");
+  app.add_option("--powersgd-rank", o.powersgd_rank, "powersgd: rank of each gradient matrix's approximation")
+      ->capture_default_str()
+      ->group("DDP");
+  app.add_option("--powersgd-start-iter", o.powersgd_start_iter, "powersgd: steps with plain all-reduce first")
       ->capture_default_str()
       ->group("DDP");
 }

@@ -34,7 +34,9 @@ struct TrainOptions {
   uint64_t seed = 0;    // model initialisation (rank 0's weights are broadcast)
   // DDP.
   double bucket_mb = 25.0;
-  std::string comm_hook = "allreduce";  // allreduce | fp16 | bf16
+  std::string comm_hook = "allreduce";  // allreduce | fp16 | bf16 | powersgd
+  int powersgd_rank = 2;                // powersgd: rank of each gradient matrix's approximation
+  int64_t powersgd_start_iter = 100;    // powersgd: optimizer steps with plain all-reduce first
   // Checkpoints, resume and metrics.
   std::string checkpoint_dir = "checkpoints";
   int64_t checkpoint_interval = 100;  // optimizer steps between checkpoints; 0: at epoch ends only

@@ -64,7 +64,7 @@ int run_bench(const TrainOptions& o) {
   torch::manual_seed(0);
   auto net = make_mlp(o.in_dim, o.hidden, o.classes);
   net->to(device);
-  auto model = wrap_ddp(net, o);
+  auto model = wrap_ddp(net, o, make_powersgd_state(o));
   torch::optim::SGD optimizer(net->parameters(), torch::optim::SGDOptions(o.lr).momentum(o.momentum));
   torch::manual_seed(1000 + rank);
   const auto x = torch::randn({int64_t(o.batch_size), int64_t(o.in_dim)}).to(device);
@@ -140,6 +140,7 @@ class TrainingRun {
   const torch::Tensor train_x_, train_y_;
   torch::nn::Sequential net_;
   torch::optim::SGD optimizer_;
+  const std::shared_ptr<ddp::PowerSgdState> powersgd_;  // --comm-hook powersgd; saved with checkpoints
   const std::optional<ResumePoint> resumed_;
   Position pos_;
   DdpMlp model_;
@@ -162,9 +163,10 @@ TrainingRun::TrainingRun(const TrainOptions& o, const Data& data)
       train_x_(data.train_x.to(device_)), train_y_(data.train_y.to(device_)),
       net_(seeded_mlp(o, data, device_)),
       optimizer_(net_->parameters(), torch::optim::SGDOptions(o.lr).momentum(o.momentum)),
-      resumed_(o.resume ? resume_latest(o, net_, optimizer_) : std::nullopt),
+      powersgd_(make_powersgd_state(o)),
+      resumed_(o.resume ? resume_latest(o, net_, optimizer_, powersgd_.get()) : std::nullopt),
       pos_(resumed_ ? resumed_->position : Position{}),
-      model_(wrap_ddp(net_, o)),
+      model_(wrap_ddp(net_, o, powersgd_)),
       sampler_(static_cast<size_t>(train_x_.size(0)), world_, rank_),
       steps_per_epoch_(steps_per_epoch(o, train_x_.size(0), world_)) {
   announce();
@@ -296,7 +298,7 @@ void TrainingRun::finish_step(double step_loss) {
                   samples_per_s()});
   if (o_.checkpoint_interval > 0 && pos_.step % o_.checkpoint_interval == 0 && pos_.batch < steps_per_epoch_ &&
       !o_.uneven) {  // inside join() no collective but the model's may run
-    save_position(o_, net_, optimizer_, pos_);
+    save_position(o_, net_, optimizer_, pos_, powersgd_.get());
   }
 }
 
@@ -310,7 +312,7 @@ void TrainingRun::end_epoch() {
   accuracy_ = evaluate(net_, data_);
   progress_.epoch_end(int(pos_.epoch), o_.epochs, loss, accuracy_, samples_per_s);
   if (metrics_) metrics_->write({int(pos_.epoch) + 1, pos_.step, loss, accuracy_, samples_per_s});
-  save_position(o_, net_, optimizer_, Position{pos_.epoch + 1, 0, pos_.step, 0.0, 0});
+  save_position(o_, net_, optimizer_, Position{pos_.epoch + 1, 0, pos_.step, 0.0, 0}, powersgd_.get());
   pos_.batch = pos_.loss_count = 0;
   pos_.loss_sum = 0;
 }

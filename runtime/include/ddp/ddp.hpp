@@ -4,6 +4,7 @@
 
 #include "ddp/checkpoint.hpp"
 #include "ddp/comm_hook.hpp"
+#include "ddp/powersgd.hpp"
 #include "ddp/distributed_data_parallel.hpp"
 #include "ddp/env.hpp"
 #include "ddp/errors.hpp"

@@ -1,0 +1,293 @@
+// PowerSGD (PyTorch's powerSGD_hook, one bucket at a time): plain all-reduce before
+// start_powersgd_iter; then per bucket one all-reduce of [uncompressed tensors | every P = M Q]
+// and one of [every Q = M^T P], both synchronous on the autograd thread so every rank issues
+// its collectives in the same order. State is keyed by parameter index, not bucket.
+#include "ddp/powersgd.hpp"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "ddp/errors.hpp"
+
+namespace ddp {
+namespace {
+
+const std::string kPrefix = "powersgd/";
+
+uint64_t mix(uint64_t x) {  // splitmix64: spreads (seed, parameter, iteration) over the seed space
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+Future completed(const torch::Tensor& value) {
+  auto future = c10::make_intrusive<c10::ivalue::Future>(c10::TensorType::get());
+  future->markCompleted(c10::IValue(value));
+  return future;
+}
+
+bool same_shape(const torch::Tensor& t, const torch::Tensor& like) {
+  return t.defined() && t.sizes() == like.sizes() && t.scalar_type() == like.scalar_type();
+}
+
+}  // namespace
+
+void orthogonalize_columns(torch::Tensor& matrix, double epsilon) {
+  const int64_t columns = matrix.size(1);
+  if (epsilon == 0 && columns > 1) {
+    // Householder QR: orthonormal to rounding even when the columns are nearly dependent (a
+    // gradient of lower rank than r), where one Gram-Schmidt pass loses orthogonality.
+    matrix.copy_(std::get<0>(torch::linalg_qr(matrix)));
+    return;
+  }
+  for (int64_t i = 0; i < columns; ++i) {
+    auto column = matrix.narrow(1, i, 1);
+    auto norm = column.norm();
+    // epsilon 0: a zero column stays zero (0 / tiny), like PyTorch's ZeroDivisionError branch.
+    column.div_(epsilon == 0 ? norm.clamp_min(std::numeric_limits<float>::min()) : norm + epsilon);
+    if (i + 1 < columns) {
+      auto rest = matrix.narrow(1, i + 1, columns - i - 1);
+      rest.sub_((column * rest).sum(0, /*keepdim=*/true) * column);
+    }
+  }
+}
+
+PowerSgdState::PowerSgdState(PowerSgdOptions options) : options_(options) {
+  if (options_.matrix_approximation_rank < 1) {
+    throw ConfigError("PowerSgdOptions::matrix_approximation_rank must be >= 1, got " +
+                      std::to_string(options_.matrix_approximation_rank));
+  }
+  if (options_.start_powersgd_iter < 0 || options_.min_compression_rate < 0 || options_.orthogonalization_epsilon < 0) {
+    throw ConfigError("PowerSgdOptions: start_powersgd_iter, min_compression_rate and orthogonalization_epsilon "
+                      "must be >= 0");
+  }
+}
+
+torch::Tensor PowerSgdState::error(size_t parameter) const {
+  auto it = errors_.find(parameter);
+  return it == errors_.end() ? torch::Tensor() : it->second;
+}
+
+torch::Tensor PowerSgdState::q(size_t parameter) const {
+  auto it = qs_.find(parameter);
+  return it == qs_.end() ? torch::Tensor() : it->second;
+}
+
+// Error buffers differ per rank: state() gathers them ("powersgd/error/<i>/<global rank>");
+// Q and the iteration are the same everywhere.
+CheckpointExtra PowerSgdState::state() const {
+  CheckpointExtra extra{{kPrefix + "iteration", iteration_}};
+  for (const auto& [i, q] : qs_) extra[kPrefix + "q/" + std::to_string(i)] = q;
+  if (errors_.empty()) return extra;
+  const auto ranks = group_.ranks();
+  for (const auto& [i, e] : errors_) {
+    const auto parts = all_gather(e.contiguous(), group_);
+    for (size_t r = 0; r < parts.size(); ++r) {
+      extra[kPrefix + "error/" + std::to_string(i) + "/" + std::to_string(ranks[r])] = parts[r];
+    }
+  }
+  return extra;
+}
+
+void PowerSgdState::load_state(const CheckpointExtra& extra) {
+  auto it = extra.find(kPrefix + "iteration");
+  if (it == extra.end() || !it->second.isInt()) {
+    throw CheckpointError("the checkpoint holds no PowerSGD state ('" + kPrefix +
+                          "iteration'); save it with PowerSgdState::state() in the extra values");
+  }
+  errors_.clear();
+  qs_.clear();
+  iteration_ = it->second.toInt();
+  const std::string mine = "/" + std::to_string(get_rank());
+  for (const auto& [key, value] : extra) {
+    if (key.rfind(kPrefix, 0) != 0 || !value.isTensor()) continue;
+    const std::string rest = key.substr(kPrefix.size());  // q/<i> or error/<i>/<rank>
+    const bool is_error = rest.rfind("error/", 0) == 0;
+    if (is_error && (rest.size() < mine.size() || rest.compare(rest.size() - mine.size(), mine.size(), mine) != 0)) {
+      continue;  // another rank's residual (or a rank that no longer exists: it starts at zero)
+    }
+    const size_t index = std::stoul(rest.substr(rest.find('/') + 1));
+    (is_error ? errors_ : qs_)[index] = value.toTensor().clone();
+  }
+}
+
+Future PowerSgdState::reduce(GradBucket& bucket) {
+  group_ = bucket.group();
+  if (iteration_ >= options_.start_powersgd_iter) return compress_and_reduce(bucket);
+  torch::Tensor buffer = bucket.buffer();
+  buffer.div_(bucket.group().size());
+  auto future = all_reduce_async(buffer, bucket.group());
+  finish_bucket(bucket);
+  return future;
+}
+
+void PowerSgdState::finish_bucket(const GradBucket& bucket) {
+  if (bucket.is_last()) ++iteration_;
+}
+
+torch::Tensor PowerSgdState::fresh_q(size_t parameter, int64_t columns, int64_t rank, const torch::Tensor& like) const {
+  const uint64_t seed = mix(options_.random_seed ^ mix(parameter ^ mix(static_cast<uint64_t>(iteration_))));
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+  return torch::randn({columns, rank}, generator, torch::kFloat).to(like.options());
+}
+
+// One gradient of the bucket: sent as is (rank 0) or as P (rows x rank) and Q (cols x rank).
+struct Slot {
+  torch::Tensor grad;  // view of the bucket's buffer
+  size_t parameter = 0;
+  int64_t rows = 0, cols = 0, rank = 0;
+  int64_t offset = 0;    // in the send buffer: its elements (uncompressed) or its P
+  int64_t q_offset = 0;  // in the Q buffer
+  torch::Tensor matrix() const { return grad.view({rows, cols}); }
+};
+
+// P and Q are stored transposed (rank x rows, rank x cols): each column of P and Q is a
+// contiguous row, so M Q and M^T P are matrix-vector products and P Q^T is rank-1 updates.
+// (OpenBLAS's single-thread GEMM with an inner or outer size of 1-4 is 5-40x slower here.)
+struct PowerSgdState::Plan {
+  std::vector<Slot> slots;
+  int64_t send_size = 0;     // uncompressed elements, then every P
+  int64_t uncompressed = 0;  // the send buffer's first elements
+  int64_t q_size = 0;
+  torch::Tensor send, qs;
+  torch::Tensor pt(const Slot& s) const { return send.narrow(0, s.offset, s.rows * s.rank).view({s.rank, s.rows}); }
+  torch::Tensor qt(const Slot& s) const { return qs.narrow(0, s.q_offset, s.cols * s.rank).view({s.rank, s.cols}); }
+};
+
+// Uncompressed tensors (1-D, or too small to shrink by min_compression_rate) first, then P's.
+PowerSgdState::Plan PowerSgdState::plan(const GradBucket& bucket) const {
+  const auto& grads = bucket.gradients();
+  const auto& indices = bucket.parameter_indices();
+  if (indices.size() != grads.size()) {
+    throw DdpError("hooks::powersgd needs each gradient's parameter index (GradBucket::parameter_indices()); "
+                   "register it on a ddp::DistributedDataParallel");
+  }
+  Plan plan;
+  for (size_t k = 0; k < grads.size(); ++k) {
+    Slot s;
+    s.grad = grads[k];
+    s.parameter = indices[k];
+    if (s.grad.dim() >= 2 && s.grad.numel() > 0) {
+      s.rows = s.grad.size(0);
+      s.cols = s.grad.numel() / s.rows;
+      const int64_t r = std::min<int64_t>({s.rows, s.cols, options_.matrix_approximation_rank});
+      if (double(s.rows + s.cols) * double(r) * options_.min_compression_rate < double(s.rows * s.cols)) s.rank = r;
+    }
+    if (s.rank == 0) {
+      s.offset = plan.send_size;
+      plan.send_size += s.grad.numel();
+    }
+    plan.slots.push_back(std::move(s));
+  }
+  plan.uncompressed = plan.send_size;
+  for (Slot& s : plan.slots) {
+    if (s.rank == 0) continue;
+    s.offset = plan.send_size;
+    plan.send_size += s.rows * s.rank;
+    s.q_offset = plan.q_size;
+    plan.q_size += s.cols * s.rank;
+  }
+  return plan;
+}
+
+// M += error; Q = orthogonalised (warm or fresh random) Q; P = M Q into the send buffer.
+void PowerSgdState::compute_ps(Plan& plan) {
+  for (const Slot& s : plan.slots) {
+    if (s.rank == 0) {
+      plan.send.narrow(0, s.offset, s.grad.numel()).copy_(s.grad.reshape({-1}));
+      continue;
+    }
+    auto m = s.matrix();
+    if (options_.use_error_feedback) {
+      auto& e = errors_[s.parameter];
+      if (!same_shape(e, m)) e = torch::zeros_like(m);
+      m.add_(e);
+    }
+    auto qt = plan.qt(s);
+    auto warm = qs_.find(s.parameter);
+    const bool reuse = options_.warm_start && warm != qs_.end() && warm->second.sizes() == qt.t().sizes();
+    qt.copy_((reuse ? warm->second : fresh_q(s.parameter, s.cols, s.rank, qt)).t());
+    auto q = qt.t();
+    orthogonalize_columns(q, options_.orthogonalization_epsilon);
+    auto pt = plan.pt(s);
+    for (int64_t j = 0; j < s.rank; ++j) {
+      auto column = pt.select(0, j);
+      torch::mv_out(column, m, qt.select(0, j));
+    }
+  }
+}
+
+// After the P all-reduce: uncompressed tensors get their mean; P is orthogonalised; Q = M^T P.
+void PowerSgdState::compute_qs(Plan& plan, int world) {
+  if (plan.uncompressed > 0) plan.send.narrow(0, 0, plan.uncompressed).div_(world);
+  for (const Slot& s : plan.slots) {
+    if (s.rank == 0) {
+      s.grad.copy_(plan.send.narrow(0, s.offset, s.grad.numel()).view(s.grad.sizes()));
+      continue;
+    }
+    auto pt = plan.pt(s);
+    auto p = pt.t();
+    orthogonalize_columns(p, options_.orthogonalization_epsilon);
+    auto qt = plan.qt(s);
+    const auto mt = s.matrix().t();
+    for (int64_t j = 0; j < s.rank; ++j) {
+      auto column = qt.select(0, j);
+      torch::mv_out(column, mt, pt.select(0, j));
+    }
+  }
+}
+
+// After the Q all-reduce (Q averaged): error = M - P Q^T, M = P Q^T, Q kept for warm start.
+void PowerSgdState::decompress(Plan& plan) {
+  for (const Slot& s : plan.slots) {
+    if (s.rank == 0) continue;
+    auto m = s.matrix();
+    auto pt = plan.pt(s);
+    auto qt = plan.qt(s);
+    if (options_.use_error_feedback) errors_[s.parameter].copy_(m);
+    m.zero_();  // P Q^T from the all-reduced P and Q only: bit-identical on every rank
+    for (int64_t j = 0; j < s.rank; ++j) m.addr_(pt.select(0, j), qt.select(0, j));
+    if (options_.use_error_feedback) errors_[s.parameter].sub_(m);
+    if (options_.warm_start) qs_[s.parameter] = qt.t().clone();
+  }
+}
+
+Future PowerSgdState::compress_and_reduce(GradBucket& bucket) {
+  torch::NoGradGuard no_grad;
+  Plan plan = this->plan(bucket);
+  torch::Tensor buffer = bucket.buffer();
+  const int world = bucket.group().size();
+  if (plan.q_size == 0) {  // nothing worth compressing: exactly the plain all-reduce
+    buffer.div_(world);
+    auto future = all_reduce_async(buffer, bucket.group());
+    finish_bucket(bucket);
+    return future;
+  }
+  plan.send = torch::empty({plan.send_size}, buffer.options());
+  plan.qs = torch::empty({plan.q_size}, buffer.options());
+  compute_ps(plan);
+  all_reduce(plan.send, ReduceOp::kSum, bucket.group());
+  compute_qs(plan, world);
+  all_reduce(plan.qs, ReduceOp::kSum, bucket.group());
+  plan.qs.div_(world);
+  decompress(plan);
+  last_send_ratio_ = double(plan.send_size + plan.q_size) / double(buffer.numel());
+  finish_bucket(bucket);
+  return completed(buffer);
+}
+
+namespace hooks {
+
+CommHook powersgd(std::shared_ptr<PowerSgdState> state) {
+  if (!state) throw ConfigError("hooks::powersgd needs a PowerSgdState (std::make_shared<ddp::PowerSgdState>(options))");
+  return [state](GradBucket& bucket) { return state->reduce(bucket); };
+}
+
+}  // namespace hooks
+}  // namespace ddp
