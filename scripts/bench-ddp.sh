@@ -142,6 +142,22 @@ hook_rows() {
     # shellcheck disable=SC2046
     line=$(launch 1 --no_python "$bench" $(args_for mlp) || true)
     echo "hook=floor $line" | tee -a "$out"
+    # Two such workers at once (no communication at all): what two workers can compute on
+    # this machine, the true ceiling of any hook at world 2.
+    # shellcheck disable=SC2046
+    { launch 1 --no_python "$bench" $(args_for mlp) > "$out.a" || true; } &
+    # shellcheck disable=SC2046
+    launch 1 --no_python "$bench" $(args_for mlp) > "$out.b" || true
+    wait
+    line=$(cat "$out.a" "$out.b" | /usr/bin/python3 -c '
+import sys
+kv = [dict(t.split("=", 1) for t in l.split()) for l in sys.stdin if l.strip()]
+if len(kv) == 2:
+    total = sum(float(k["samples_per_s"]) for k in kv)
+    slowest = max(float(k["step_ms"]) for k in kv)
+    print("peer=cpp-ddp world=2 samples_per_s=%.1f step_ms=%.3f" % (total, slowest))')
+    rm -f "$out.a" "$out.b"
+    [[ -n $line ]] && echo "hook=floor2 $line" | tee -a "$out"
     for hook in $HOOKS; do
       # shellcheck disable=SC2046
       line=$(launch 2 --no_python "$bench" $(args_for mlp) --comm-hook "$hook" --powersgd-rank "$PSGD_RANK" || true)
@@ -173,7 +189,7 @@ def cell(key):
     if key in med:
         return med[key]
     return None
-for hook in [h for h in dict.fromkeys(k[0] for k in list(med) + list(reasons)) if h != "floor"]:
+for hook in [h for h in dict.fromkeys(k[0] for k in list(med) + list(reasons)) if h not in ("floor", "floor2")]:
     c, p = cell((hook, "cpp-ddp")), cell((hook, "python-ddp"))
     left = f"{c[0]:14.1f} {c[1]:12.2f} {c[0] / base[0] if base else float('nan'):15.2f}" if c else \
         f"{'fails: ' + reasons.get((hook, 'cpp-ddp'), '?'):>42}"
@@ -184,6 +200,10 @@ if floor:
     print(f"compute floor: 1 worker alone {floor[0]:.1f} samples/s ({floor[1]:.2f} ms/step); world 2 with free "
           f"communication would reach 2x = {2 * floor[0]:.1f} samples/s"
           + (f" = {2 * floor[0] / base[0]:.2f}x py allreduce" if base else ""))
+floor2 = med.get(("floor2", "cpp-ddp"))
+if floor2:
+    print(f"compute floor, two workers at once (no communication): {floor2[0]:.1f} samples/s"
+          + (f" = {floor2[0] / base[0]:.2f}x py allreduce: no hook at world 2 can go faster" if base else ""))
 PY
 }
 

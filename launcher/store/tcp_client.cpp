@@ -153,7 +153,9 @@ class TcpStoreClient::Connection {
   }
 
   // Retries refused or reset connections with backoff until connect_timeout (the first
-  // connection) or the deadline given (a reconnect: a refused one is final at once).
+  // connection) or the deadline given (a reconnect: a refused one is final at once). A host
+  // name the resolver says does not exist is final at once too (a typo or an unresolvable
+  // node name does not fix itself; a temporary resolver failure is retried).
   void connect(Clock::time_point deadline = {}, bool reconnecting = false) {
     if (!reconnecting) deadline = Clock::now() + options_.connect_timeout;
     auto backoff = std::chrono::milliseconds(20);
@@ -161,8 +163,9 @@ class TcpStoreClient::Connection {
     std::string last;
     for (;;) {
       bool refused = false;
+      bool unknown_host = false;
       try {
-        if (connect_once(deadline, last, refused)) {
+        if (connect_once(deadline, last, refused, unknown_host)) {
           handshake();
           lost_since_ = {};
           return;
@@ -173,6 +176,9 @@ class TcpStoreClient::Connection {
       boost::system::error_code ignored;
       socket_.close(ignored);
       if (interrupted_) give_up("interrupted");
+      if (unknown_host)
+        throw StoreUnavailable(fmt::format("{}; pass the store's host as an address or a name every node "
+                                           "resolves (--master-addr / --rdzv-endpoint)", last));
       if (reconnecting && refused) throw StoreUnavailable(last + " (nobody listens: the store is gone)");
       const auto pause = backoff + std::chrono::milliseconds(jitter() % (backoff.count() / 2 + 1));
       if (Clock::now() + pause >= deadline) {
@@ -186,12 +192,13 @@ class TcpStoreClient::Connection {
     }
   }
 
-  bool connect_once(Clock::time_point deadline, std::string& why, bool& refused) {
+  bool connect_once(Clock::time_point deadline, std::string& why, bool& refused, bool& unknown_host) {
     boost::system::error_code ec;
     tcp::resolver resolver(io_);
     auto endpoints = resolver.resolve(host_, std::to_string(port_), ec);
     if (ec) {
       why = fmt::format("cannot resolve '{}': {}", host_, ec.message());
+      unknown_host = ec == asio::error::host_not_found;
       return false;
     }
     socket_ = tcp::socket(io_);

@@ -34,12 +34,14 @@ std::vector<StragglerWatch::Flag> StragglerWatch::observe(double now_s,
     const double t_step = !s.empty() && s.back().step == r->step ? s.back().t_step : now_s;
     s.push_back({now_s, t_step, r->step, r->step_time_ns, r->seq_entered > r->seq_completed});
     while (s.size() > 2 && now_s - s.front().t > kWindowS) s.pop_front();
+    if (r->paused > 0) last_pause_s_ = now_s;
   }
+  std::vector<Flag> notices;
+  if (last_pause_s_ && now_s - *last_pause_s_ <= kWindowS) return notices;
   std::vector<double> times;
   std::vector<std::optional<double>> per_rank(ranks_.size());
   for (size_t i = 0; i < ranks_.size(); ++i)
     if ((per_rank[i] = step_time(i))) times.push_back(*per_rank[i]);
-  std::vector<Flag> notices;
   if (times.size() < 2) return notices;
   std::sort(times.begin(), times.end());
   const double median = times[(times.size() - 1) / 2];  // the lower median: with 2 ranks, the faster

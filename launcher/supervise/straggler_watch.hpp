@@ -2,6 +2,8 @@
 // the Supervisor's hang tick calls observe() with every worker's record; a rank whose step
 // time over the last kWindowS seconds is at least `threshold` times the job median is
 // named once per attempt. Reporting only: nothing is stopped. Pure (time is a parameter).
+// A legitimate pause (progress::Record::paused) anywhere in the window judges nobody: the
+// paused rank's long step and the others' waiting for it say nothing about their pace.
 #pragma once
 
 #include <deque>
@@ -58,6 +60,7 @@ class StragglerWatch {
   double threshold_;
   std::vector<std::deque<Sample>> samples_;
   std::vector<bool> flagged_;
+  std::optional<double> last_pause_s_;  // when a rank was last seen in a pause
 };
 
 }  // namespace ddp::launch

@@ -72,3 +72,11 @@ TEST_CASE("client: a name resolution failure is reported with the host") {
   CHECK_THROWS_WITH(TcpStoreClient("no-such-host.invalid", 29400, o),
                     Catch::Contains("cannot resolve 'no-such-host.invalid'"));
 }
+
+TEST_CASE("client: a host name that does not exist is final at once, not retried until the timeout") {
+  ClientOptions o;
+  o.connect_timeout = 60s;  // a retry would end in "cannot reach ... after 60 s"
+  CHECK_THROWS_WITH(TcpStoreClient("no-such-host.invalid", 29400, o),
+                    Catch::Contains("cannot resolve 'no-such-host.invalid'") &&
+                        Catch::Contains("an address or a name every node resolves"));
+}

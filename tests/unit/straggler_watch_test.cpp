@@ -107,3 +107,35 @@ TEST_CASE("straggler: a rank below the threshold, or one that stops stepping, is
                  [](int i, int tick) { return i == 0 && tick >= 6; })
             .empty());
 }
+
+TEST_CASE("straggler: a legitimate pause judges nobody while it is in the window") {
+  // Rank 0 saves a checkpoint inside a pause for 8 s every 12 s; rank 1 waits for it in a
+  // collective meanwhile. Without the pause rule rank 0 (slow steps, rarely waiting) would
+  // be flagged against rank 1 (always waiting, so a step time near 0).
+  StragglerWatch watch(ranks(2), 2.0);
+  uint64_t step = 0;
+  double last_step = 0;
+  std::vector<std::string> notices;
+  for (double t = kTick; t <= 90; t += kTick) {
+    const bool saving = std::fmod(t, 12.0) < 8.0;
+    if (!saving) {
+      ++step;
+      last_step = t;
+    }
+    auto r0 = record(step, 100 + last_step, false);
+    r0.paused = saving ? 1 : 0;
+    auto r1 = record(step, 100 + last_step, saving);
+    for (auto& f : watch.observe(100 + t, {r0, r1})) notices.push_back(f.notice);
+  }
+  CHECK(notices.empty());
+  // After the last pause the watch judges again: rank 0 becomes the rank rank 1 waits for.
+  int tick = 0;
+  for (double t = 90 + kTick; t <= 150; t += kTick, ++tick) {
+    ++step;
+    auto r0 = record(step, 100 + t, false);
+    auto r1 = record(step, 100 + t, tick % 5 != 0);
+    for (auto& f : watch.observe(100 + t, {r0, r1})) notices.push_back(f.notice);
+  }
+  REQUIRE(notices.size() == 1);
+  CHECK_THAT(notices[0], Catch::StartsWith("straggler: rank 0 (pid 4700)"));
+}
