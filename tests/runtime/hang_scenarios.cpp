@@ -13,6 +13,7 @@
 #include "contract/progress_record.hpp"
 #include "ddp/ddp.hpp"
 #include "model.hpp"
+#include "worker_support.hpp"
 
 namespace ddp::test {
 
@@ -35,18 +36,6 @@ ProcessGroupOptions gloo_options() {
   return o;
 }
 
-void train(DistributedDataParallel<Net>& model, torch::optim::Optimizer& opt, int steps) {
-  const int rank = get_rank();
-  TrainConfig c;
-  c.world = get_world_size();
-  for (int step = 0; step < steps; ++step) {
-    opt.zero_grad();
-    auto [x, y] = global_batch(c, step, 0);
-    torch::mse_loss(model(x.narrow(0, rank * c.batch, c.batch)), y.narrow(0, rank * c.batch, c.batch)).backward();
-    opt.step();
-  }
-}
-
 // Three DDP steps, then rank 1 stops itself (DDP_TEST_HANG=stop) or blocks in a known
 // function (=block) while rank 0 enters an all_reduce of 4996 float32.
 int hang_feed() {
@@ -55,7 +44,7 @@ int hang_feed() {
   Net net = make_net(false, 1000);
   auto model = DistributedDataParallel(net);
   auto opt = make_optimizer(net->parameters());
-  train(model, opt, 3);
+  train_steps(model, opt, 0, 3);
   if (get_rank() == 1) {
     if (hang_mode() == "stop") ::raise(SIGSTOP);
     if (hang_mode() == "block") stuck_before_all_reduce();
@@ -74,7 +63,7 @@ int pause_save() {
   Net net = make_net(false, 1000);
   auto model = DistributedDataParallel(net);
   auto opt = make_optimizer(net->parameters());
-  train(model, opt, 2);
+  train_steps(model, opt, 0, 2);
   {
     PauseProgress evaluation(std::chrono::seconds(60));
     std::this_thread::sleep_for(std::chrono::seconds(6));
@@ -82,7 +71,7 @@ int pause_save() {
   if (get_rank() == 0) std::this_thread::sleep_for(std::chrono::seconds(6));
   const char* out = std::getenv("DDP_TEST_OUT");
   save_checkpoint(std::string(out ? out : "/tmp") + "/pause_save.pt", net, &opt);
-  train(model, opt, 2);
+  train_steps(model, opt, 0, 2);
   destroy_process_group();
   return 0;
 }
@@ -140,7 +129,7 @@ int feed_record() {
   Net net = make_net(false, 1000);
   auto model = DistributedDataParallel(net);
   auto opt = make_optimizer(net->parameters());
-  train(model, opt, 2);
+  train_steps(model, opt, 0, 2);
   r = read_record(path);
   expect(r.step == 2 && r.step_time_ns > 0, "two DDP steps, got " + std::to_string(r.step));
   int64_t params = 0;

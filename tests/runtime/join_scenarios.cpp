@@ -11,52 +11,36 @@
 
 #include "ddp/ddp.hpp"
 #include "join_model.hpp"
+#include "worker_support.hpp"
 
 namespace ddp::test {
 namespace {
 
-std::string env_text(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
-int env_number(const char* name, int fallback) { return std::stoi(env_text(name, std::to_string(fallback))); }
-std::string out_file(const std::string& name) { return env_text("DDP_TEST_OUT", "/tmp") + "/" + name; }
-
-void require(bool ok, const std::string& what) {
-  if (!ok) throw std::runtime_error("check failed: " + what);
-}
-
-ProcessGroupOptions gloo_options() {
-  ProcessGroupOptions o;
-  o.backend = "gloo";
-  o.timeout = std::chrono::milliseconds(env_number("DDP_TEST_TIMEOUT_MS", 60000));
-  return o;
-}
 
 JoinConfig config_from_env() {
   JoinConfig c;
-  std::stringstream list(env_text("DDP_TEST_JOIN_BATCHES", "3,5"));
+  std::stringstream list(env_or("DDP_TEST_JOIN_BATCHES", "3,5"));
   for (std::string item; std::getline(list, item, ',');) c.batches.push_back(std::stoi(item));
-  c.accumulate = env_number("DDP_TEST_ACCUM", 1);
-  c.divide_by_initial = env_text("DDP_TEST_JOIN_DIVIDE", "initial") == "initial";
+  c.accumulate = env_int("DDP_TEST_ACCUM", 1);
+  c.divide_by_initial = env_or("DDP_TEST_JOIN_DIVIDE", "initial") == "initial";
   return c;
 }
 
 DistributedDataParallel<JoinNet> make_model(const JoinNet& net) {
   DdpOptions o;
-  o.bucket_cap_mb = o.first_bucket_cap_mb = std::stod(env_text("DDP_TEST_BUCKET_MB", "25"));
-  o.gradient_as_bucket_view = env_number("DDP_TEST_GRAD_VIEW", 0) != 0;
-  o.find_unused_parameters = env_number("DDP_TEST_FIND_UNUSED", 0) != 0;
+  o.bucket_cap_mb = o.first_bucket_cap_mb = std::stod(env_or("DDP_TEST_BUCKET_MB", "25"));
+  o.gradient_as_bucket_view = env_int("DDP_TEST_GRAD_VIEW", 0) != 0;
+  o.find_unused_parameters = env_int("DDP_TEST_FIND_UNUSED", 0) != 0;
   DistributedDataParallel<JoinNet> model(net, o);
-  if (env_text("DDP_TEST_HOOK", "none") == "allreduce") model.register_comm_hook(hooks::allreduce());
+  if (env_or("DDP_TEST_HOOK", "none") == "allreduce") model.register_comm_hook(hooks::allreduce());
   return model;
 }
 
 int join_uneven() {
-  init_process_group(gloo_options());
+  init_process_group(pg_options());
   const int rank = get_rank();
   const JoinConfig c = config_from_env();
-  require(c.world() == get_world_size(), "DDP_TEST_JOIN_BATCHES has one entry per rank");
+  expect(c.world() == get_world_size(), "DDP_TEST_JOIN_BATCHES has one entry per rank");
   JoinNet net = make_join_net(1000 + rank);  // differs per rank: DDP broadcasts rank 0's
   auto model = make_model(net);
   auto opt = make_join_optimizer(net->parameters());
@@ -82,11 +66,11 @@ int join_uneven() {
       options);
   auto done = torch::ones({1});
   all_reduce(done);  // collectives work again once join() has returned
-  require(done.item<double>() == c.world(), "all_reduce after join");
+  expect(done.item<double>() == c.world(), "all_reduce after join");
   std::vector<torch::Tensor> params;
   for (auto& p : net->parameters()) params.push_back(p.detach().clone());
-  torch::save(params, out_file("params_" + std::to_string(rank) + ".pt"));
-  std::ofstream(out_file("result_" + std::to_string(rank) + ".txt"))
+  torch::save(params, out_path("params_" + std::to_string(rank) + ".pt"));
+  std::ofstream(out_path("result_" + std::to_string(rank) + ".txt"))
       << result.last_joiner << ' ' << result.shadowed_steps << ' ' << net->forwards.item<double>() << ' '
       << model.engine().bucket_indices().size() << '\n';
   destroy_process_group();
@@ -107,11 +91,11 @@ void expect_join_error(DistributedDataParallel<JoinNet>& model, const std::funct
     caught = e.what();
   }
   log() << "caught: " << caught;
-  require(caught.find(expected) != std::string::npos, "DdpError containing '" + expected + "', got '" + caught + "'");
+  expect(caught.find(expected) != std::string::npos, "DdpError containing '" + expected + "', got '" + caught + "'");
 }
 
 int join_misuse() {
-  init_process_group(gloo_options());
+  init_process_group(pg_options());
   JoinNet net = make_join_net(1000);
   auto model = make_model(net);
   expect_join_error(
@@ -123,7 +107,7 @@ int join_misuse() {
       "ddp::all_reduce was called inside ddp::join()");
   expect_join_error(model, [] { barrier(); }, "ddp::barrier was called inside ddp::join()");
   expect_join_error(
-      model, [] { save_checkpoint(out_file("never.pt"), JoinNet(), nullptr); }, "inside ddp::join()");
+      model, [] { save_checkpoint(out_path("never.pt"), JoinNet(), nullptr); }, "inside ddp::join()");
   expect_join_error(
       model,
       [&] {
@@ -135,7 +119,7 @@ int join_misuse() {
       model, [&] { model.join([] {}); }, "does not nest");
   auto t = torch::ones({1});
   all_reduce(t);  // the guard is lifted after each failed join
-  require(t.item<double>() == get_world_size(), "all_reduce after the failed joins");
+  expect(t.item<double>() == get_world_size(), "all_reduce after the failed joins");
   log() << "misuse ok";
   destroy_process_group();
   return 0;

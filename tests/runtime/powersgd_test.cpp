@@ -11,27 +11,12 @@
 #include "ddp/ddp.hpp"
 #include "harness.hpp"
 #include "model.hpp"
+#include "worker_support.hpp"
 
 namespace ddp::test {
 namespace {
 
-void check(bool ok, const std::string& what) {
-  if (!ok) throw std::runtime_error("check failed: " + what);
-}
-
 double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
-
-std::string out_file(const std::string& name) {
-  const char* dir = std::getenv("DDP_TEST_OUT");
-  return std::string(dir ? dir : "/tmp") + "/" + name;
-}
-
-ProcessGroupOptions gloo() {
-  ProcessGroupOptions o;
-  o.backend = "gloo";
-  o.timeout = std::chrono::milliseconds(60000);
-  return o;
-}
 
 // One hook call on a hand-made bucket holding `gradient` (parameter 0); returns what it sent.
 torch::Tensor reduce_once(PowerSgdState& state, const torch::Tensor& gradient) {
@@ -46,7 +31,7 @@ torch::Tensor reduce_once(PowerSgdState& state, const torch::Tensor& gradient) {
 // plus the error buffer equals the sum of the gradients; a rank-1 step leaves a residual that
 // the next (zero-gradient) step sends, so after two steps everything of M has been sent.
 int powersgd_error_feedback() {
-  init_process_group(gloo());
+  init_process_group(pg_options());
   PowerSgdOptions o;
   o.matrix_approximation_rank = 1;
   o.start_powersgd_iter = 0;
@@ -57,19 +42,19 @@ int powersgd_error_feedback() {
   const auto m = 3 * u.mm(torch::tensor({{1.0f, 0.0f, 2.0f, 1.0f}})) + w.mm(torch::tensor({{0.0f, 1.0f, -1.0f, 1.0f}}));
   const auto first = reduce_once(state, m);
   const auto singular = torch::linalg_svdvals(first);
-  check(singular[1].item<double>() < 1e-5 * singular[0].item<double>(), "the first step sends a rank-1 matrix");
-  check(max_diff(first, m) > 0.1, "a rank-1 step cannot send all of a rank-2 matrix");
-  check(max_diff(first + state.error(0), m) < 1e-5, "sent + error == gradient after step 1");
+  expect(singular[1].item<double>() < 1e-5 * singular[0].item<double>(), "the first step sends a rank-1 matrix");
+  expect(max_diff(first, m) > 0.1, "a rank-1 step cannot send all of a rank-2 matrix");
+  expect(max_diff(first + state.error(0), m) < 1e-5, "sent + error == gradient after step 1");
   const auto second = reduce_once(state, torch::zeros_like(m));
-  check(max_diff(second, first) > 0.1, "a zero gradient still sends the residual");
-  check(max_diff(first + second + state.error(0), m) < 1e-5, "sent + error == gradients after step 2");
-  check(max_diff(first + second, m) < 1e-4, "two rank-1 steps sent all of the rank-2 matrix");
-  check(state.iteration() == 2 && state.q(0).sizes() == torch::IntArrayRef({4, 1}), "iteration and Q kept");
+  expect(max_diff(second, first) > 0.1, "a zero gradient still sends the residual");
+  expect(max_diff(first + second + state.error(0), m) < 1e-5, "sent + error == gradients after step 2");
+  expect(max_diff(first + second, m) < 1e-4, "two rank-1 steps sent all of the rank-2 matrix");
+  expect(state.iteration() == 2 && state.q(0).sizes() == torch::IntArrayRef({4, 1}), "iteration and Q kept");
   PowerSgdOptions no_feedback = o;
   no_feedback.use_error_feedback = false;
   PowerSgdState plain(no_feedback);
   reduce_once(plain, m);
-  check(!plain.error(0).defined() && max_diff(reduce_once(plain, torch::zeros_like(m)), torch::zeros_like(m)) == 0,
+  expect(!plain.error(0).defined() && max_diff(reduce_once(plain, torch::zeros_like(m)), torch::zeros_like(m)) == 0,
         "without error feedback a zero gradient sends nothing");
   destroy_process_group();
   return 0;
@@ -87,33 +72,21 @@ std::shared_ptr<PowerSgdState> with_powersgd(Model& model) {
   return state;
 }
 
-void train(Model& model, torch::optim::Optimizer& opt, int first, int count) {
-  TrainConfig c;
-  c.world = get_world_size();
-  const int rank = get_rank();
-  for (int step = first; step < first + count; ++step) {
-    opt.zero_grad();
-    auto [x, y] = global_batch(c, step, 0);
-    torch::mse_loss(model(x.narrow(0, rank * c.batch, c.batch)), y.narrow(0, rank * c.batch, c.batch)).backward();
-    opt.step();
-  }
-}
-
 // Mode "restore": a resumed run (fresh process state, new DDP, state loaded) continues
 // exactly like the uninterrupted one. Mode "fresh": the same without load_state must differ.
 int powersgd_checkpoint() {
-  init_process_group(gloo());
+  init_process_group(pg_options());
   const bool restore = std::getenv("DDP_TEST_PSGD_MODE") == std::string("restore");
-  const std::string path = out_file("psgd.pt");
+  const std::string path = out_path("psgd.pt");
   Net net = make_net(false, 1000);
   Model model(net);
   auto state = with_powersgd(model);
   auto opt = make_optimizer(net->parameters());
-  train(model, opt, 0, 5);
+  train_steps(model, opt, 0, 5);
   CheckpointExtra extra = state->state();
   extra["step"] = int64_t{5};
   save_checkpoint(path, net, &opt, extra);
-  train(model, opt, 5, 4);
+  train_steps(model, opt, 5, 4);
 
   Net net2 = make_net(false, 77);
   Model model2(net2);
@@ -121,15 +94,15 @@ int powersgd_checkpoint() {
   auto opt2 = make_optimizer(net2->parameters());
   auto loaded = load_checkpoint(path, net2, &opt2);
   if (restore) state2->load_state(loaded);
-  check(state2->iteration() == (restore ? 5 : 0), "restored iteration");
+  expect(state2->iteration() == (restore ? 5 : 0), "restored iteration");
   if (!restore) state2->load_state({{"powersgd/iteration", int64_t{5}}});  // compresses, but no error/Q
-  train(model2, opt2, 5, 4);
+  train_steps(model2, opt2, 5, 4);
   double diff = 0;
   for (size_t i = 0; i < net->parameters().size(); ++i) {
     diff = std::max(diff, max_diff(net->parameters()[i], net2->parameters()[i]));
   }
   log() << "resumed vs continued max diff " << diff;
-  check(restore ? diff == 0 : diff > 1e-6, restore ? "resumed == continued" : "without the state it differs");
+  expect(restore ? diff == 0 : diff > 1e-6, restore ? "resumed == continued" : "without the state it differs");
   destroy_process_group();
   return 0;
 }

@@ -11,28 +11,11 @@
 
 #include "ddp/ddp.hpp"
 #include "model.hpp"
+#include "worker_support.hpp"
 
 namespace ddp::test {
 namespace {
 
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
-int env_int(const char* name, int fallback) { return std::stoi(env_or(name, std::to_string(fallback))); }
-std::string out_path(const std::string& name) { return env_or("DDP_TEST_OUT", "/tmp") + "/" + name; }
-
-void expect(bool ok, const std::string& what) {
-  if (!ok) throw std::runtime_error("check failed: " + what);
-}
-
-ProcessGroupOptions pg_options() {
-  ProcessGroupOptions o;
-  o.backend = "gloo";
-  o.init_method = env_or("DDP_TEST_INIT_METHOD", "env://");
-  o.timeout = std::chrono::milliseconds(env_int("DDP_TEST_TIMEOUT_MS", 60000));
-  return o;
-}
 
 CommHook make_hook(const std::string& name) {
   if (name == "allreduce") return hooks::allreduce();
@@ -173,18 +156,6 @@ int buffers() {
   expect(torch::equal(outs[0], outs[1]), "outputs equal after buffer broadcast");
   destroy_process_group();
   return 0;
-}
-
-void train_steps(DistributedDataParallel<Net>& model, torch::optim::Optimizer& opt, int first, int count) {
-  TrainConfig c;
-  c.world = get_world_size();
-  const int rank = get_rank();
-  for (int step = first; step < first + count; ++step) {
-    opt.zero_grad();
-    auto [x, y] = global_batch(c, step, 0);
-    torch::mse_loss(model(x.narrow(0, rank * c.batch, c.batch)), y.narrow(0, rank * c.batch, c.batch)).backward();
-    opt.step();
-  }
 }
 
 int checkpoint() {
