@@ -2,11 +2,12 @@
 # The etcd backend across separate "hosts": etcd (one member) in a third network namespace,
 # a bridge there joining it to two launcher namespaces by veth pairs, each launcher with
 # --rdzv-backend=etcd --rdzv-endpoint=<etcd's address>. Shell workers (no torch).
+# "node a" and "node b" below: the launcher in namespace a, in namespace b.
 #  (a) a two-node job end to end;
-#  (b) node 1's link taken down mid-job: node 0 sees node 1's lease expire, re-forms alone
-#      (--nnodes=1:2 --max-restarts=1) and finishes; node 1 loses etcd, stops its worker
+#  (b) node b's link taken down mid-job: node a sees node b's lease expire, re-forms alone
+#      (--nnodes=1:2 --max-restarts=1) and finishes; node b loses etcd, stops its worker
 #      and exits with the error;
-#  (c) a 1 s link flap between node 1 and etcd (heartbeat_timeout is 5 s): no restart.
+#  (c) a 1 s link flap between node b and etcd (heartbeat_timeout is 5 s): no restart.
 # Needs root, iproute2 and the etcd binary; exits 77 (skip) otherwise.
 # Usage: netns_etcd_test.sh DDP_LAUNCH
 set -uo pipefail
@@ -68,7 +69,7 @@ node() {  # node NS DIR LOG ARGS...: one launcher in a namespace, in the backgro
 }
 starts() { cat "$1"/starts.* 2>/dev/null | wc -l; }
 both_started() { [[ $(starts "$1") == 2 ]]; }
-link() { ip -n "$b" link set "${tag}vb" "$1"; }  # node 1's only link: to etcd and to node 0
+link() { ip -n "$b" link set "${tag}vb" "$1"; }  # node b's only link: to etcd and to node a
 
 # (a) A two-node job end to end through etcd in another namespace.
 d=$work/a; mkdir -p "$d"; touch "$d/go"
@@ -83,8 +84,8 @@ check "(a) one worker on each node, ranks 0 and 1 of 2" \
   test "$(cat "$d"/starts.a.*) / $(cat "$d"/starts.b.*)" = "0 2 0 / 1 2 0" -o \
        "$(cat "$d"/starts.a.*) / $(cat "$d"/starts.b.*)" = "1 2 0 / 0 2 0"
 
-# (b) Node 1's link goes down mid-job (3 s leases). Node 0: node 1's lease expires, it
-# re-forms alone and finishes. Node 1: no etcd member answers, its worker is stopped.
+# (b) Node b's link goes down mid-job (3 s leases). Node a: node b's lease expires, it
+# re-forms alone and finishes. Node b: no etcd member answers, its worker is stopped.
 d=$work/b
 conf=join_timeout=60,last_call_timeout=30,heartbeat_timeout=3
 node "$a" "$d" "$work/b-node0.log" --nnodes=1:2 --max-restarts=1 --rdzv-id=b --rdzv-conf=$conf; pa=$!
@@ -94,10 +95,10 @@ start=$(date +%s.%N)
 link down
 wait_rc $pa 60; rc_a=$rc; wait_rc $pb 60; rc_b=$rc
 took=$(seconds_since "$start")
-check "(b) link down: node 0 re-forms alone and finishes (rc $rc_a, both done ${took}s after the cut)" test "$rc_a" = 0
-check "(b) node 0 saw node 1's lease expire and restarted" \
+check "(b) link down: node a re-forms alone and finishes (rc $rc_a, both done ${took}s after the cut)" test "$rc_a" = 0
+check "(b) node a saw node b's lease expire and restarted" \
   bash -c "grep -q 'was lost: its etcd lease expired' '$work/b-node0.log' && grep -q '(restart 1)' '$work/b-node0.log'"
-check "(b) node 0's worker restarted as rank 0 of 1" grep -qx "0 1 1" "$d"/starts.a.*
+check "(b) node a's worker restarted as rank 0 of 1" grep -qx "0 1 1" "$d"/starts.a.*
 check "(b) the cut-off node exits with an error (rc $rc_b)" test "$rc_b" != 0 -a "$rc_b" != timeout
 check "(b) the cut-off node says it lost etcd" \
   grep -Eq "lost the agent store at etcd|no etcd member answered|lease .*(expired|gone)" "$work/b-node1.log"
@@ -106,7 +107,7 @@ check "(b) no worker left in either launcher namespace" no_processes_left "$a" "
 link up
 wait_for 10 ip netns exec "$b" ping -c1 -W1 "$ip_e" >/dev/null
 
-# (c) A 1 s flap of node 1's link, shorter than heartbeat_timeout (5 s): the client
+# (c) A 1 s flap of node b's link, shorter than heartbeat_timeout (5 s): the client
 # retries and reconnects within the request deadline, the leases outlive it; no restart.
 d=$work/c
 conf=join_timeout=60,last_call_timeout=1,heartbeat_timeout=5
