@@ -19,7 +19,9 @@ ip_a=$net.1 ip_b=$net.2 ip_e=$net.3
 port=23790
 work=$(mktemp -d)
 
+# shellcheck disable=SC2034  # namespaces: read by netns_lib.sh
 namespaces=("$a" "$b" "$e")
+# shellcheck source=SCRIPTDIR/../multinode/netns_lib.sh
 source "$(dirname "$0")/../multinode/netns_lib.sh"
 trap netns_cleanup EXIT
 
@@ -27,7 +29,7 @@ trap netns_cleanup EXIT
 command -v ip >/dev/null || skip "iproute2 (ip) is not installed"
 command -v etcd >/dev/null || skip "no etcd binary on PATH (Debian: apt-get install etcd-server)"
 ip netns add "$e" 2>/dev/null || skip "cannot create network namespaces here"
-ip netns add "$a" && ip netns add "$b" || skip "cannot create more namespaces"
+if ! ip netns add "$a" || ! ip netns add "$b"; then skip "cannot create more namespaces"; fi
 ip -n "$e" link add "${tag}br" type bridge || skip "cannot create a bridge"
 for n in a b; do  # veth "${tag}vN" in namespace N, its peer "${tag}pN" on the bridge in e
   ns="${tag}$n"
@@ -49,6 +51,7 @@ ip netns exec "$e" etcd --name=m0 --data-dir="$work/etcd" \
   --initial-cluster=m0=http://127.0.0.1:2380 --initial-cluster-state=new --initial-cluster-token="$tag" \
   --log-level=warn >"$work/etcd.log" 2>&1 &
 etcd_pid=$!
+# shellcheck disable=SC2317  # called through wait_for
 etcd_healthy() { ip netns exec "$a" env ETCDCTL_API=3 etcdctl --endpoints="$ip_e:$port" endpoint health >/dev/null 2>&1; }
 if command -v etcdctl >/dev/null; then
   wait_for 30 etcd_healthy || { cat "$work/etcd.log"; echo "FAIL: etcd did not come up"; exit 1; }
@@ -58,6 +61,7 @@ fi
 
 # A worker that records each start (rank, world size, restart count) in DIR/starts.<node's
 # namespace: a or b>.<pid>, then waits for DIR/go; after a restart it finishes at once.
+# shellcheck disable=SC2016  # expanded by the worker's sh, not here
 worker='echo "$RANK $WORLD_SIZE $TORCHELASTIC_RESTART_COUNT" >> "$DIR/starts.$NODE.$$";
   [ "$TORCHELASTIC_RESTART_COUNT" -ge 1 ] && exit 0; while [ ! -e "$DIR/go" ]; do sleep 0.1; done'
 node() {  # node NS DIR LOG ARGS...: one launcher in a namespace, in the background
@@ -68,6 +72,7 @@ node() {  # node NS DIR LOG ARGS...: one launcher in a namespace, in the backgro
     --local-addr="$( [[ $ns == "$a" ]] && echo "$ip_a" || echo "$ip_b")" "$@" sh -c "$worker" >"$log" 2>&1 &
 }
 starts() { cat "$1"/starts.* 2>/dev/null | wc -l; }
+# shellcheck disable=SC2317  # called through wait_for
 both_started() { [[ $(starts "$1") == 2 ]]; }
 link() { ip -n "$b" link set "${tag}vb" "$1"; }  # node b's only link: to etcd and to node a
 

@@ -1,6 +1,7 @@
 # Helpers shared by the network-namespace tests (sourced: tests/multinode/netns_test.sh,
 # tests/etcd/netns_etcd_test.sh). The sourcing script sets `namespaces` (the names it
 # made, for cleanup and no_processes_left) and `work` (a temp dir, removed on exit).
+# shellcheck shell=bash disable=SC2154,SC2034  # namespaces and work come from the caller; rc is its result
 failures=0 passes=0
 
 skip() { echo "SKIP: $*"; exit 77; }

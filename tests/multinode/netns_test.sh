@@ -14,7 +14,9 @@ a="${tag}a" b="${tag}b"
 ip_a=10.231.$(( $$ % 200 )).1 ip_b=10.231.$(( $$ % 200 )).2
 work=$(mktemp -d)
 
+# shellcheck disable=SC2034  # namespaces: read by netns_lib.sh
 namespaces=("$a" "$b")
+# shellcheck source=SCRIPTDIR/netns_lib.sh
 source "$(dirname "$0")/netns_lib.sh"
 trap netns_cleanup EXIT
 
