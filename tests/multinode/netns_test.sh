@@ -14,15 +14,11 @@ a="${tag}a" b="${tag}b"
 ip_a=10.231.$(( $$ % 200 )).1 ip_b=10.231.$(( $$ % 200 )).2
 work=$(mktemp -d)
 
-skip() { echo "SKIP: $*"; exit 77; }
-cleanup() {
-  for pid in $(jobs -p); do kill -9 "$pid" 2>/dev/null; done
-  ip netns pids "$a" 2>/dev/null | xargs -r kill -9 2>/dev/null
-  ip netns pids "$b" 2>/dev/null | xargs -r kill -9 2>/dev/null
-  ip netns del "$a" 2>/dev/null; ip netns del "$b" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck disable=SC2034  # namespaces: read by netns_lib.sh
+namespaces=("$a" "$b")
+# shellcheck source=SCRIPTDIR/netns_lib.sh
+source "$(dirname "$0")/netns_lib.sh"
+trap netns_cleanup EXIT
 
 [[ $(id -u) -eq 0 ]] || skip "needs root to create network namespaces"
 command -v ip >/dev/null || skip "iproute2 (ip) is not installed"
@@ -36,33 +32,12 @@ for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
 ip -n "$a" link set "${tag}va" up && ip -n "$b" link set "${tag}vb" up
 ip netns exec "$a" ping -c1 -W2 "$ip_b" >/dev/null || skip "the veth link does not pass traffic"
 
-failures=0 passes=0
-check() {  # check NAME CONDITION...
-  local name=$1; shift
-  if "$@"; then echo "PASS: $name"; passes=$((passes + 1)); else echo "FAIL: $name"; failures=$((failures + 1)); fi
-}
 node() {  # node NS RANK PORT LOG ARGS...: one launcher in a namespace, in the background
   local ns=$1 rank=$2 port=$3 log=$4; shift 4
   ip netns exec "$ns" env PYTHON_EXEC="$python" OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME="${tag}v${ns: -1}" \
     "$launch" --nnodes=2 --node-rank="$rank" --nproc-per-node=2 --master-addr="$ip_a" --master-port="$port" \
     --local-addr="$( [[ $ns == "$a" ]] && echo "$ip_a" || echo "$ip_b")" \
     --rdzv-conf=join_timeout=60 "$@" >"$log" 2>&1 &   # default heartbeats: 1 s, lost after 3 s
-}
-wait_rc() {  # wait_rc PID TIMEOUT: sets rc to the exit code, or "timeout"
-  local pid=$1 limit=$2 waited=0
-  while kill -0 "$pid" 2>/dev/null; do
-    sleep 0.1; waited=$((waited + 1))
-    if (( waited > limit * 10 )); then rc=timeout; return; fi
-  done
-  wait "$pid"; rc=$?
-}
-
-no_processes_left() {  # both namespaces empty within 5 s
-  for _ in $(seq 50); do
-    [[ -z "$(ip netns pids "$a"; ip netns pids "$b")" ]] && return 0
-    sleep 0.1
-  done
-  return 1
 }
 
 # 1. A real allreduce across the two hosts.
@@ -81,7 +56,7 @@ for _ in $(seq 600); do grep -q "allreduce ok" "$work/a2.log" 2>/dev/null && bre
 start=$(date +%s.%N)
 kill -9 $pb
 wait_rc $pa 60; rc_a=$rc
-took=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $start}")
+took=$(seconds_since "$start")
 check "leader exits after the follower is killed (rc $rc_a, ${took}s)" test "$rc_a" != timeout
 check "leader reports the failure (lost node, or its own rank hit by it)" grep -Eq "node 1 .* was lost|failed with" "$work/a2.log"
 check "no worker left in either namespace" no_processes_left
@@ -93,7 +68,7 @@ for _ in $(seq 600); do grep -q "allreduce ok" "$work/b3.log" 2>/dev/null && bre
 start=$(date +%s.%N)
 ip -n "$b" link set "${tag}vb" down
 wait_rc $pa 60; rc_a=$rc; wait_rc $pb 60; rc_b=$rc
-took=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $start}")
+took=$(seconds_since "$start")
 check "both launchers exit after the link goes down (rc $rc_a/$rc_b, ${took}s)" \
   test "$rc_a" != timeout -a "$rc_b" != timeout
 echo "INFO: detection after the link went down took ${took}s (target: under 5 s with default settings)"
@@ -117,8 +92,4 @@ check "a 1 s link flap: both launchers finish (rc $rc_a/$rc_b)" test "$rc_a" = 0
 check "a 1 s link flap: no node lost, no restart" \
   bash -c "! grep -Eq 'was lost|lost the agent store|restarting' '$work/a4.log' '$work/b4.log'"
 
-if (( failures > 0 )); then
-  for f in "$work"/*.log; do echo "--- $f"; cat "$f"; done
-fi
-echo "$passes passed, $failures failed"
-exit $(( failures > 0 ))
+netns_report
