@@ -395,7 +395,10 @@ int MultiNodeAgent::run_rounds() {
   abort_watch_ = std::make_unique<rdzv::AbortWatch>(open_abort_waiter(store_), [this] { supervisor_.wake(); });
   rdzv::Rendezvous rendezvous(*store_.job, spec_.rdzv, store_.leader, spec_.nnodes_min, spec_.nnodes_max,
                               [this] { return rendezvous_signal_ = supervisor_.poll_signals(); });
-  if (store_.leaderless) rendezvous.elect_leaders(store_.name);
+  if (store_.leaderless)
+    rendezvous.elect_leaders(store_.name, [root = store_.root](const std::string& name) {
+      return root->try_get(store::kDroppedPrefix + name).has_value();  // its liveness lease expired
+    });
   notice_omp_threads(env_, job_.devices.nproc);
   layout_ = std::make_unique<RunLayout>(job_.layout, env_);
   if (layout_->enabled() && !layout_->temporary()) launcher_notice("logs in " + layout_->run_dir());

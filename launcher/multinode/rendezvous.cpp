@@ -10,6 +10,7 @@
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/text.hpp"
 #include "launcher/os/process.hpp"
+#include "launcher/worker/output.hpp"
 
 namespace ddp::launch::rdzv {
 namespace {
@@ -140,11 +141,31 @@ void Rendezvous::fail_join_timeout(const NodeInfo& self, int round, long count) 
                                 conf_.join_timeout_s, what));
 }
 
-RoundPlan Rendezvous::follow_one(const NodeInfo& self, int round, Clock::time_point deadline) {
-  if (!wait_key(JobKeys::open(round), deadline)) follow_timed_out(fmt::format("round {} to open", round));
+Rendezvous::RoundWait Rendezvous::wait_round_key(const std::string& key, int round, Clock::time_point deadline) {
+  if (!leader_lost_) return wait_key(key, deadline) ? RoundWait::kFound : RoundWait::kTimedOut;
+  const auto slice = seconds(conf_.heartbeat_interval_s);
+  for (;;) {
+    const auto until = std::min(deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(slice));
+    if (wait_key(key, until)) return RoundWait::kFound;
+    std::optional<std::string> leader = job_.try_get(JobKeys::leader(round));
+    if (leader && leader_lost_(*leader)) return job_.check({key}) ? RoundWait::kFound : RoundWait::kLeaderLost;
+    if (Clock::now() >= deadline) return RoundWait::kTimedOut;
+  }
+}
+
+std::optional<RoundPlan> Rendezvous::follow_one(const NodeInfo& self, int round, Clock::time_point deadline) {
+  RoundWait w = wait_round_key(JobKeys::open(round), round, deadline);
+  if (w == RoundWait::kLeaderLost) return std::nullopt;
+  if (w == RoundWait::kTimedOut) follow_timed_out(fmt::format("round {} to open", round));
   long ticket = job_.add(JobKeys::ticket(round), 1);
   job_.set(JobKeys::join(round, ticket), to_json(self));
-  if (!wait_key(JobKeys::plan(round), deadline)) follow_timed_out(fmt::format("the plan of round {}", round));
+  w = wait_round_key(JobKeys::plan(round), round, deadline);
+  if (w == RoundWait::kLeaderLost) {
+    launcher_notice(fmt::format("round {}'s leader {} was lost before its plan; joining round {}", round,
+                                job_.try_get(JobKeys::leader(round)).value_or("?"), round + 1));
+    return std::nullopt;
+  }
+  if (w == RoundWait::kTimedOut) follow_timed_out(fmt::format("the plan of round {}", round));
   RoundPlan plan = plan_from_json(job_.get(JobKeys::plan(round), kPublishedKeyTimeout));
   job_.add(JobKeys::plan_read(round), 1);
   if (!plan.error.empty()) rendezvous_failed(plan.error);
@@ -164,8 +185,8 @@ RoundPlan Rendezvous::follow(const NodeInfo& self, int round) {
     round = round_number(job_.get(JobKeys::current_round(), kPublishedKeyTimeout));
   }
   for (;; ++round) {
-    RoundPlan plan = follow_one(self, round, join_deadline);
-    if (plan.find(self.name)) return plan;
+    std::optional<RoundPlan> plan = follow_one(self, round, join_deadline);
+    if (plan && plan->find(self.name)) return *plan;
   }
 }
 
@@ -180,9 +201,10 @@ RoundPlan Rendezvous::join_elected(const NodeInfo& self, int round, int restart_
   for (;; ++round) {
     if (job_.compare_set(JobKeys::leader(round), "", self.name) == self.name)
       return lead(self, round, restart_count, regroup);
-    RoundPlan plan = follow_one(self, round, join_deadline);
-    if (plan.find(self.name)) return plan;
-    restart_count = plan.restart_count;  // a membership change: not a restart
+    std::optional<RoundPlan> plan = follow_one(self, round, join_deadline);
+    if (!plan) continue;  // its leader was lost: the next round elects another
+    if (plan->find(self.name)) return *plan;
+    restart_count = plan->restart_count;  // a membership change: not a restart
     regroup = {};
   }
 }

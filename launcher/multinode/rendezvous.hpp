@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -65,8 +66,12 @@ class Rendezvous {
   RoundPlan join(const NodeInfo& self, int round, int restart_count, Regroup regroup = {});
 
   // Every round elects its leader (compare-and-set of rN/leader to `name`) instead of the
-  // store's host leading them all.
-  void elect_leaders(std::string name) { elect_name_ = std::move(name); }
+  // store's host leading them all. `lost(leader)` says whether a launcher's liveness is gone:
+  // a follower whose round's leader is lost before the plan moves on to the next round.
+  void elect_leaders(std::string name, std::function<bool(const std::string&)> lost) {
+    elect_name_ = std::move(name);
+    leader_lost_ = std::move(lost);
+  }
 
   // Waits until `key` exists or the deadline passes, in heartbeat-sized slices.
   bool wait_key(const std::string& key, std::chrono::steady_clock::time_point deadline);
@@ -77,7 +82,11 @@ class Rendezvous {
   RoundPlan join_elected(const NodeInfo& self, int round, int restart_count, Regroup regroup);
   // Joins round `round` as a follower and returns its plan; a plan without `self` means the
   // round was full (this node then waits for the next, counted in rN/waiting).
-  RoundPlan follow_one(const NodeInfo& self, int round, std::chrono::steady_clock::time_point deadline);
+  // Elected rounds: nullopt when the round's leader was lost before its plan.
+  std::optional<RoundPlan> follow_one(const NodeInfo& self, int round, std::chrono::steady_clock::time_point deadline);
+  enum class RoundWait { kFound, kTimedOut, kLeaderLost };
+  // wait_key, also watching (elected rounds only) the liveness of round `round`'s leader.
+  RoundWait wait_round_key(const std::string& key, int round, std::chrono::steady_clock::time_point deadline);
   // Publishes a failed plan naming who joined (and who is missing), then throws.
   [[noreturn]] void fail_join_timeout(const NodeInfo& self, int round, long count);
   void check_interrupted();  // also throws JobStopped
@@ -90,6 +99,7 @@ class Rendezvous {
   int nnodes_max_;
   std::function<int()> interrupted_;
   std::string elect_name_;  // non-empty: elect each round's leader
+  std::function<bool(const std::string&)> leader_lost_;
 };
 
 }  // namespace ddp::launch::rdzv

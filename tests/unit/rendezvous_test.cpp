@@ -298,7 +298,7 @@ TEST_CASE("leaderless rendezvous (etcd): each round elects its leader, a later r
   auto conf = fast_conf();
   auto join = [&](const std::string& name, int round, int restarts, Regroup regroup = {}) {
     Rendezvous r(store, conf, false, 1, 2, {});
-    r.elect_leaders(name);
+    r.elect_leaders(name, [](const std::string&) { return false; });
     return r.join(node(name, 1, -1, 1, 2), round, restarts, regroup);
   };
   auto b = std::async(std::launch::async, [&] { return join("b", -1, 0); });
@@ -318,4 +318,31 @@ TEST_CASE("leaderless rendezvous (etcd): each round elects its leader, a later r
   CHECK(r1.nodes[0].info.name == survivor);
   CHECK(*store.try_get(JobKeys::leader(1)) == survivor);
   CHECK(*store.try_get(JobKeys::current_round()) == "1");
+}
+
+TEST_CASE("leaderless rendezvous (etcd): a round whose leader is lost before its plan is left for the next") {
+  store::MemoryStore store;
+  auto conf = fast_conf();
+  // "a" claimed round 0 and opened it, then died before writing the plan (its lease expired).
+  store.set(JobKeys::leader(0), "a");
+  store.set(JobKeys::open(0), "1");
+  store.set(JobKeys::current_round(), "0");
+  store.add(JobKeys::ticket(0), 1);
+  Rendezvous b(store, conf, false, 1, 2, {});
+  b.elect_leaders("b", [](const std::string& name) { return name == "a"; });
+  RoundPlan plan = b.join(node("b", 1, -1, 1, 2), -1, 0);
+  CHECK(plan.round == 1);
+  REQUIRE(plan.nodes.size() == 1);
+  CHECK(plan.nodes[0].info.name == "b");
+  CHECK(*store.try_get(JobKeys::leader(1)) == "b");
+  CHECK_FALSE(store.check({JobKeys::plan(0)}));  // round 0 never got a plan
+  // Without the liveness check the same follower waits for round 0's plan until the timeout.
+  store::MemoryStore stale;
+  stale.set(JobKeys::leader(0), "a");
+  stale.set(JobKeys::open(0), "1");
+  stale.set(JobKeys::current_round(), "0");
+  conf.join_timeout_s = 1;
+  Rendezvous c(stale, conf, false, 1, 2, {});
+  c.elect_leaders("c", [](const std::string&) { return false; });
+  CHECK_THROWS_WITH(c.join(node("c", 1, -1, 1, 2), -1, 0), Catch::Contains("the plan of round 0"));
 }
