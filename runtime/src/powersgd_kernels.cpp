@@ -67,14 +67,40 @@ DDP_WIDEST_ISA void project_back(const Shape& s, const float* m, const float* pt
   }
 }
 
+namespace {
+
+// One row of P Q^T for a compile-time rank: products summed in column order 0..R-1, as the
+// generic loop below does, so both give the same bits.
+template <int64_t R>
+void reconstruct_row(int64_t cols, float* row, float* erow, const float* p, const float* qt) {
+  for (int64_t c = 0; c < cols; ++c) {
+    float approx = p[0] * qt[c];
+    for (int64_t j = 1; j < R; ++j) approx += p[j] * qt[j * cols + c];
+    if (erow) erow[c] = row[c] - approx;
+    row[c] = approx;
+  }
+}
+
+}  // namespace
+
 void reconstruct(const Shape& s, float* m, float* e, const float* pt, const float* qt) {
   std::vector<float> approx(static_cast<std::size_t>(s.cols));
+  float p[4];
   for (int64_t i = 0; i < s.rows; ++i) {
+    float* row = m + i * s.cols;
+    float* erow = e ? e + i * s.cols : nullptr;
+    if (s.rank <= 4) {
+      for (int64_t j = 0; j < s.rank; ++j) p[j] = pt[j * s.rows + i];
+      switch (s.rank) {
+        case 1: reconstruct_row<1>(s.cols, row, erow, p, qt); continue;
+        case 2: reconstruct_row<2>(s.cols, row, erow, p, qt); continue;
+        case 3: reconstruct_row<3>(s.cols, row, erow, p, qt); continue;
+        default: reconstruct_row<4>(s.cols, row, erow, p, qt); continue;
+      }
+    }
     for (int64_t c = 0; c < s.cols; ++c) approx[c] = pt[i] * qt[c];
     for (int64_t j = 1; j < s.rank; ++j) axpy(approx.data(), pt[j * s.rows + i], qt + j * s.cols, s.cols);
-    float* row = m + i * s.cols;
-    if (e) {
-      float* erow = e + i * s.cols;
+    if (erow) {
       for (int64_t c = 0; c < s.cols; ++c) erow[c] = row[c] - approx[c];
     }
     for (int64_t c = 0; c < s.cols; ++c) row[c] = approx[c];
