@@ -161,8 +161,10 @@ bool fusable(const torch::Tensor& m, const torch::Tensor& e) {
 }  // namespace
 
 // P and Q are stored transposed (rank x rows, rank x cols): each column of P and Q is a
-// contiguous row, so M Q and M^T P are matrix-vector products and P Q^T is rank-1 updates.
-// (OpenBLAS's single-thread GEMM with an inner or outer size of 1-4 is 5-40x slower here.)
+// contiguous row. Contiguous float32 gradients take the fused row loops of
+// powersgd_kernels.hpp (three passes per matrix); other dtypes and layouts take matrix-vector
+// products and rank-1 updates (OpenBLAS's single-thread GEMM with an inner or outer size of
+// 1-4 is 5-40x slower here).
 struct PowerSgdState::Plan {
   std::vector<Slot> slots;
   int64_t send_size = 0;     // uncompressed elements, then every P
