@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ddp/errors.hpp"
+#include "powersgd_kernels.hpp"
 
 namespace ddp {
 namespace {
@@ -145,11 +146,25 @@ struct Slot {
   int64_t offset = 0;    // in the send buffer: its elements (uncompressed) or its P
   int64_t q_offset = 0;  // in the Q buffer
   torch::Tensor matrix() const { return grad.view({rows, cols}); }
+  powersgd_kernels::Shape shape() const { return {rows, cols, rank}; }
 };
 
+namespace {
+
+// The fused kernels take contiguous float32 (the error buffer too, when there is one); other
+// dtypes and layouts take the torch path.
+bool fusable(const torch::Tensor& m, const torch::Tensor& e) {
+  const auto ok = [](const torch::Tensor& t) { return t.scalar_type() == torch::kFloat && t.is_contiguous(); };
+  return ok(m) && (!e.defined() || ok(e));
+}
+
+}  // namespace
+
 // P and Q are stored transposed (rank x rows, rank x cols): each column of P and Q is a
-// contiguous row, so M Q and M^T P are matrix-vector products and P Q^T is rank-1 updates.
-// (OpenBLAS's single-thread GEMM with an inner or outer size of 1-4 is 5-40x slower here.)
+// contiguous row. Contiguous float32 gradients take the fused row loops of
+// powersgd_kernels.hpp (three passes per matrix); other dtypes and layouts take matrix-vector
+// products and rank-1 updates (OpenBLAS's single-thread GEMM with an inner or outer size of
+// 1-4 is 5-40x slower here).
 struct PowerSgdState::Plan {
   std::vector<Slot> slots;
   int64_t send_size = 0;     // uncompressed elements, then every P
@@ -204,10 +219,11 @@ void PowerSgdState::compute_ps(Plan& plan) {
       continue;
     }
     auto m = s.matrix();
+    torch::Tensor e;
     if (options_.use_error_feedback) {
-      auto& e = errors_[s.parameter];
-      if (!same_shape(e, m)) e = torch::zeros_like(m);
-      m.add_(e);
+      auto& error = errors_[s.parameter];
+      if (!same_shape(error, m)) error = torch::zeros_like(m);
+      e = error;
     }
     auto qt = plan.qt(s);
     auto warm = qs_.find(s.parameter);
@@ -216,6 +232,12 @@ void PowerSgdState::compute_ps(Plan& plan) {
     auto q = qt.t();
     orthogonalize_columns(q, options_.orthogonalization_epsilon);
     auto pt = plan.pt(s);
+    if (fusable(m, e)) {
+      powersgd_kernels::add_error_and_project(s.shape(), m.data_ptr<float>(), e.defined() ? e.data_ptr<float>() : nullptr,
+                                              qt.data_ptr<float>(), pt.data_ptr<float>());
+      continue;
+    }
+    if (e.defined()) m.add_(e);
     for (int64_t j = 0; j < s.rank; ++j) {
       auto column = pt.select(0, j);
       torch::mv_out(column, m, qt.select(0, j));
@@ -235,6 +257,10 @@ void PowerSgdState::compute_qs(Plan& plan, int world) {
     auto p = pt.t();
     orthogonalize_columns(p, options_.orthogonalization_epsilon);
     auto qt = plan.qt(s);
+    if (fusable(s.matrix(), torch::Tensor())) {
+      powersgd_kernels::project_back(s.shape(), s.grad.data_ptr<float>(), pt.data_ptr<float>(), qt.data_ptr<float>());
+      continue;
+    }
     const auto mt = s.matrix().t();
     for (int64_t j = 0; j < s.rank; ++j) {
       auto column = qt.select(0, j);
@@ -250,10 +276,17 @@ void PowerSgdState::decompress(Plan& plan) {
     auto m = s.matrix();
     auto pt = plan.pt(s);
     auto qt = plan.qt(s);
-    if (options_.use_error_feedback) errors_[s.parameter].copy_(m);
-    m.zero_();  // P Q^T from the all-reduced P and Q only: bit-identical on every rank
-    for (int64_t j = 0; j < s.rank; ++j) m.addr_(pt.select(0, j), qt.select(0, j));
-    if (options_.use_error_feedback) errors_[s.parameter].sub_(m);
+    // P Q^T from the all-reduced P and Q only: bit-identical on every rank.
+    const torch::Tensor e = options_.use_error_feedback ? errors_[s.parameter] : torch::Tensor();
+    if (fusable(m, e)) {
+      powersgd_kernels::reconstruct(s.shape(), m.data_ptr<float>(), e.defined() ? e.data_ptr<float>() : nullptr,
+                                    pt.data_ptr<float>(), qt.data_ptr<float>());
+    } else {
+      if (e.defined()) e.copy_(m);
+      m.zero_();
+      for (int64_t j = 0; j < s.rank; ++j) m.addr_(pt.select(0, j), qt.select(0, j));
+      if (e.defined()) e.sub_(m);
+    }
     if (options_.warm_start) qs_[s.parameter] = qt.t().clone();
   }
 }
