@@ -7,7 +7,8 @@
 #      PEERS (default bench/peers), WORLDS (default "1 2"), CASES (default "mlp tiny"; "" skips).
 # Comm hooks section (hook_rows below): HOOKS (default "allreduce fp16 bf16 powersgd"; ""
 #      skips it), PSGD_RANK (default 2): the MLP at world 2 with each hook, libddp and Python DDP
-#      side by side, plus the compute floor (one worker alone, no communication).
+#      side by side, plus the compute floor (one worker alone, no communication);
+#      PY_HOOK_TIMEOUT (default 180 s): a Python hook run that hangs is stopped and reported.
 # FEED=1: only the hang-detection feed's cost, on vs off (section "feed on/off" below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -126,11 +127,13 @@ python_run() {
   local world=$1; shift
   local log line
   log=$(mktemp)
-  line=$(/usr/bin/python3 "$peers/torchrun_fixed.py" --standalone --nproc_per_node="$world" \
-    --monitor_interval=0.1 "$peers/python_ddp_bench.py" "$@" 2>"$log" | grep '^peer=' || true)
+  # PyTorch 1.13's PowerSGD hook on gloo usually aborts, but once in a while it hangs instead.
+  line=$(timeout -k 5 "${PY_HOOK_TIMEOUT:-180}" /usr/bin/python3 "$peers/torchrun_fixed.py" --standalone \
+    --nproc_per_node="$world" --monitor_interval=0.1 "$peers/python_ddp_bench.py" "$@" 2>"$log" |
+    grep '^peer=' || true)
   if [[ -z $line ]]; then
     line="peer=python-ddp world=$world reason=$(grep -m1 -oE '(enforce fail[^"]*|[A-Za-z]+Error: [^"]*)' "$log" | cut -c1-110)"
-    [[ $line == *reason= ]] && line+="no result line (exit status; see torchrun's output)"
+    [[ $line == *reason= ]] && line+="no result line (it failed, or hung past PY_HOOK_TIMEOUT=${PY_HOOK_TIMEOUT:-180} s)"
   fi
   rm -f "$log"
   echo "$line"
