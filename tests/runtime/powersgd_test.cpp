@@ -132,6 +132,12 @@ std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> train_with_pow
   Workers w = run_workers("train", 2, env, std::chrono::seconds(90));
   INFO(w.describe());
   REQUIRE(w.all_ok());
+  // Both ranks on this host over gloo: said once, by rank 0, though there are many buckets.
+  const std::string warning = "warning: hooks::powersgd on gloo with every rank on this host";
+  const std::string& out = w.ranks[0].output;
+  CHECK(out.find(warning) != std::string::npos);
+  CHECK(out.find(warning) == out.rfind(warning));
+  CHECK(w.ranks[1].output.find(warning) == std::string::npos);
   return {trained_params(scratch.path(), 0), trained_params(scratch.path(), 1)};
 }
 
