@@ -20,27 +20,20 @@
 #include <thread>
 #include <unistd.h>
 
-#include <sys/resource.h>
-
+#include "bench/bench_stats.hpp"
 #include "launcher/multinode/etcd_store.hpp"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using ddp::bench::Clock;
+using ddp::bench::cpu_seconds;
+using ddp::bench::median;
+using ddp::bench::since;
 using ddp::launch::EtcdStore;
 namespace etcd = ddp::launch::etcd;
 
 constexpr std::chrono::milliseconds kTimeout{120000};
 constexpr int64_t kLeaseTtlS = 60;
-
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-double self_cpu_seconds() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
-  return s(u.ru_utime) + s(u.ru_stime);
-}
 
 // utime + stime of another process (etcd) from /proc/PID/stat; 0 when pid <= 0 or unreadable.
 double process_cpu_seconds(int pid) {
@@ -84,7 +77,7 @@ Round etcd_round(const etcd::EtcdOptions& o, const std::string& prefix, int agen
   std::string failure;
   std::mutex failure_mutex;
   const auto go = Clock::now();
-  const double cpu_at_go = self_cpu_seconds() + process_cpu_seconds(etcd_pid);
+  const double cpu_at_go = cpu_seconds() + process_cpu_seconds(etcd_pid);
   std::vector<std::thread> running;
   for (int t = 0; t < threads; ++t)
     running.emplace_back([&, t] {
@@ -107,7 +100,7 @@ Round etcd_round(const etcd::EtcdOptions& o, const std::string& prefix, int agen
   for (auto& t : running) t.join();
   Round r;
   r.round_s = since(go);
-  r.round_cpu_s = self_cpu_seconds() + process_cpu_seconds(etcd_pid) - cpu_at_go;
+  r.round_cpu_s = cpu_seconds() + process_cpu_seconds(etcd_pid) - cpu_at_go;
   for (auto& s : stores) s->close();  // the last one out revokes the job's lease: the keys go
   if (failed) throw std::runtime_error("an agent failed: " + failure);
   if (bad) throw std::runtime_error("an agent read wrong values");
@@ -126,12 +119,6 @@ std::pair<double, double> throughput(const etcd::EtcdOptions& o, const std::stri
   const double get_rate = ops / since(t);
   s->close();
   return {set_rate, get_rate};
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 }  // namespace

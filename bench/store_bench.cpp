@@ -20,8 +20,7 @@
 #include <mutex>
 #include <thread>
 
-#include <sys/resource.h>
-
+#include "bench/bench_stats.hpp"
 #include "launcher/store/codec.hpp"
 #include "launcher/store/server.hpp"
 #include "launcher/store/tcp_client.hpp"
@@ -29,17 +28,10 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// CPU seconds (user + system) of this process so far: the store and the simulated agents
-// together; unlike wall time, barely inflated by other programs on a loaded machine.
-double cpu_seconds() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
-  return s(u.ru_utime) + s(u.ru_stime);
-}
+using ddp::bench::Clock;
+using ddp::bench::cpu_seconds;
+using ddp::bench::median;
+using ddp::bench::since;
 
 // The operations a simulated agent needs, over either store.
 class Client {
@@ -282,12 +274,6 @@ std::pair<double, double> throughput(Backend& backend, int ops) {
   for (int i = 0; i < ops; ++i)
     if (c->get(fmt::format("tp/{}", i)).size() != value.size()) throw std::runtime_error("bad value");
   return {set_rate, ops / since(t)};
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 }  // namespace
