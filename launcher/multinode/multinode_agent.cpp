@@ -197,7 +197,7 @@ AttemptResult MultiNodeAgent::run_round(const Round& r) {
                                 {"master_addr", plan.master_addr}, {"master_port", plan.master_port}});
   // A hang detected on another node: this node's workers' stacks are captured too.
   const AttemptWatch watch{ms(spec_.rdzv.heartbeat_interval_s), [&] { return this->watch(r); }, [&] {
-                             return state_.abort && !state_.abort->hang.empty() && state_.abort->node_rank != r.rank();
+                             return state_.abort && is_hang(state_.abort->failure) && state_.abort->node_rank != r.rank();
                            }};
   state_ = rdzv::WatchState{};
   abort_watch_->watch(r.number());
@@ -258,7 +258,7 @@ std::optional<Settled> MultiNodeAgent::symptom_of_known_cause(const Round& r, co
 // report it here. A hang is a root cause of its own, never a communication symptom.
 Settled MultiNodeAgent::after_failure(const Round& r, const AttemptResult& result) {
   const WorkerOutcome& root = result.outcomes[*result.root_cause];
-  if (root.hang.empty() && looks_like_comm_error(root))
+  if (!is_hang(root.failure) && looks_like_comm_error(root))
     if (std::optional<Settled> known = symptom_of_known_cause(r, root)) return *known;
   const AbortRecord mine = AbortRecord::worker_failure(root, r.rank(), host_name(),
                                                        r.plan.restart_count >= job_.max_restarts);
@@ -342,14 +342,14 @@ Settled MultiNodeAgent::settle(const Round& r, const AttemptResult& result) {
 std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settled, NextRound& next) {
   if (settled.exit_code) return settled.exit_code;
   if (!settled.abort) {  // the store was lost before any record could be read
-    events_->write("failure", {{"kind", "store_lost"}, {"final", true}, {"reason", state_.store_lost}});
+    events_->write("failure", {{"kind", to_string(FailureKind::kStoreLost)}, {"final", true}, {"reason", state_.store_lost}});
     throw LaunchError(exit_code::kRendezvousFailed,
                       fmt::format("this node's workers were stopped: {}", state_.store_lost));
   }
   const AbortRecord& abort = *settled.abort;
   log_abort(*events_, abort);
   if (abort.final) {
-    if (!abort.hang.empty() && layout_->temporary()) {  // this node's stacks were captured there
+    if (is_hang(abort.failure) && layout_->temporary()) {  // this node's stacks were captured there
       layout_->keep();
       launcher_notice(fmt::format("kept the run directory {}: it holds this node's stacks files", layout_->run_dir()));
     }
@@ -361,10 +361,10 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
   launcher_notice(fmt::format("{}; restarting on every node in round {}", abort.reason, r.number() + 1));
   next.round = r.number() + 1;
   next.previous_rank = r.rank();
-  next.restart_count = r.plan.restart_count + (abort.kind == AbortRecord::Kind::kMembership ? 0 : 1);
+  next.restart_count = r.plan.restart_count + (abort.failure == FailureKind::kMembership ? 0 : 1);
   next.expected_nodes = static_cast<int>(r.plan.nodes.size());
-  if (abort.kind == AbortRecord::Kind::kLost) next.expected_nodes -= 1;
-  if (abort.kind == AbortRecord::Kind::kMembership && (store_.leader || store_.leaderless))
+  if (abort.failure == FailureKind::kNodeLost) next.expected_nodes -= 1;
+  if (abort.failure == FailureKind::kMembership && (store_.leader || store_.leaderless))
     next.expected_nodes += static_cast<int>(store_.job->add(JobKeys::waiting(r.number()), 0));
   events_->set_attempt(next.restart_count);
   events_->write("restart", {{"round", next.round}, {"restart", next.restart_count},
@@ -383,7 +383,7 @@ int MultiNodeAgent::run() {
     throw;
   } catch (const store::StoreError& e) {  // not swallowed: run_multi_node_agent reports it
     if (events_) {
-      events_->write("failure", {{"kind", "store_lost"}, {"final", true}, {"reason", e.what()}});
+      events_->write("failure", {{"kind", to_string(FailureKind::kStoreLost)}, {"final", true}, {"reason", e.what()}});
       events_->write("finish", {{"outcome", "error"}, {"exit_code", exit_code::kRendezvousFailed}, {"message", e.what()}});
     }
     throw;

@@ -4,17 +4,8 @@
 
 namespace ddp::launch {
 
-std::string abort_kind(const rdzv::AbortRecord& a) {
-  using Kind = rdzv::AbortRecord::Kind;
-  if (a.kind == Kind::kLost) return "node_lost";
-  if (a.kind == Kind::kMembership) return "membership";
-  if (!a.hang.empty()) return a.hang.rfind("desync:", 0) == 0 ? "desync" : "hang";
-  if (a.rank < 0) return "stopped";  // a stop signal to a launcher
-  return a.status.rfind("signal", 0) == 0 ? "signal" : "crash";
-}
-
 void log_abort(EventLog& log, const rdzv::AbortRecord& a) {
-  std::vector<EventField> f = {{"kind", abort_kind(a)}, {"node_rank", a.node_rank}, {"host", a.host}};
+  std::vector<EventField> f = {{"kind", to_string(a.failure)}, {"node_rank", a.node_rank}, {"host", a.host}};
   if (a.rank >= 0) {
     f.emplace_back("rank", a.rank);
     f.emplace_back("local_rank", a.local_rank);
@@ -23,7 +14,7 @@ void log_abort(EventLog& log, const rdzv::AbortRecord& a) {
   f.emplace_back("exit_code", a.exit_code);
   f.emplace_back("final", a.final);
   f.emplace_back("reason", a.reason);
-  if (!a.hang.empty()) f.emplace_back("verdict", a.hang);
+  if (is_hang(a.failure)) f.emplace_back("verdict", a.hang);
   if (!a.stacks_file.empty()) f.emplace_back("stacks_file", a.stacks_file);
   if (!a.error.empty()) f.emplace_back("error", a.error);
   log.write("failure", f);

@@ -1,6 +1,6 @@
 // The multi-node agent's entries in events.jsonl (supervise/event_log.hpp): a round's abort
-// record as a failure event with its root-cause kind (crash, signal, hang, desync,
-// node_lost, stopped, membership), as every node reads it. No I/O beyond the log's own.
+// record as a failure event with its root-cause kind (the record's FailureKind), as every
+// node reads it. No I/O beyond the log's own.
 #pragma once
 
 #include <string>
@@ -10,7 +10,6 @@
 
 namespace ddp::launch {
 
-std::string abort_kind(const rdzv::AbortRecord& abort);
 // {"event": "failure", "kind": ..., "final": ..., "node_rank" (where it happened), ...}
 void log_abort(EventLog& log, const rdzv::AbortRecord& abort);
 

@@ -47,11 +47,29 @@ json parse(const std::string& text, const char* what) {
   return j;
 }
 
-AbortRecord::Kind abort_kind(int value) {
-  using Kind = AbortRecord::Kind;
-  if (value < static_cast<int>(Kind::kFailure) || value > static_cast<int>(Kind::kMembership))
-    malformed_record("abort record", fmt::format("unknown kind {}", value));
-  return static_cast<Kind>(value);
+// The "kind" older launchers read: 0 a worker's failure or a stop signal, 1 a lost node,
+// 2 a membership change.
+int legacy_kind(FailureKind failure) {
+  if (failure == FailureKind::kNodeLost) return 1;
+  if (failure == FailureKind::kMembership) return 2;
+  return 0;
+}
+
+// The failure of a record: its "failure" name, or for a record from an older launcher
+// (none written) what its "kind" and fields imply; those did not tell a desync from a hang.
+FailureKind failure_of(const json& j, const AbortRecord& r) {
+  const int kind = j.at("kind").get<int>();
+  if (kind < 0 || kind > 2) malformed_record("abort record", fmt::format("unknown kind {}", kind));
+  if (j.contains("failure")) {
+    const std::string name = j.at("failure").get<std::string>();
+    if (auto failure = failure_kind_from_string(name)) return *failure;
+    malformed_record("abort record", fmt::format("unknown failure '{}'", name));
+  }
+  if (kind == 1) return FailureKind::kNodeLost;
+  if (kind == 2) return FailureKind::kMembership;
+  if (!r.hang.empty()) return FailureKind::kHang;
+  if (r.rank < 0) return FailureKind::kStopped;
+  return r.exit_code > 128 ? FailureKind::kSignal : FailureKind::kCrash;
 }
 
 }  // namespace
@@ -167,20 +185,22 @@ std::pair<int, int> role_ranks(const RoundPlan& plan, int group_rank) {
 AbortRecord AbortRecord::worker_failure(const WorkerOutcome& root, int node_rank, const std::string& host,
                                         bool final) {
   AbortRecord r;
-  r.kind = Kind::kFailure;
-  r.reason = root.hang.empty() ? fmt::format("rank {} on node {} ({}) failed with {}", root.rank, node_rank,
-                                             host, root.status.describe())
-                               : fmt::format("node {} ({}) detected a {}", node_rank, host, root.hang);
+  r.failure = root.failure;
+  r.reason = is_hang(root.failure) ? fmt::format("node {} ({}) detected a {}", node_rank, host, root.hang)
+                                   : fmt::format("rank {} on node {} ({}) failed with {}", root.rank, node_rank,
+                                                 host, root.status.describe());
   r.node_rank = node_rank;
   r.host = host;
   r.rank = root.rank;
   r.local_rank = root.local_rank;
   r.pid = root.pid;
   r.exit_code = failure_exit_code(root);
-  r.status = root.hang.empty() ? root.status.describe()
-                               : fmt::format("stopped by ddp-launch: a hang (exit code {})", r.exit_code);
-  r.hang = root.hang;
-  if (!root.hang.empty()) r.stacks_file = root.stacks_file;
+  r.status = is_hang(root.failure) ? fmt::format("stopped by ddp-launch: a hang (exit code {})", r.exit_code)
+                                   : root.status.describe();
+  if (is_hang(root.failure)) {
+    r.hang = root.hang;
+    r.stacks_file = root.stacks_file;
+  }
   if (root.error) {
     r.error = root.error->message;
     r.traceback = root.error->traceback;
@@ -192,7 +212,7 @@ AbortRecord AbortRecord::worker_failure(const WorkerOutcome& root, int node_rank
 AbortRecord AbortRecord::lost_node(int node_rank, const std::string& host, const std::string& why,
                                    bool final) {
   AbortRecord r;
-  r.kind = Kind::kLost;
+  r.failure = FailureKind::kNodeLost;
   r.reason = fmt::format("node {} ({}) was lost: {}", node_rank, host, why);
   r.node_rank = node_rank;
   r.host = host;
@@ -203,7 +223,7 @@ AbortRecord AbortRecord::lost_node(int node_rank, const std::string& host, const
 
 AbortRecord AbortRecord::membership_change(int node_rank, const std::string& host) {
   AbortRecord r;
-  r.kind = Kind::kMembership;
+  r.failure = FailureKind::kMembership;
   r.reason = "a new node is waiting to join; all nodes restart in a new round";
   r.node_rank = node_rank;
   r.host = host;
@@ -212,7 +232,7 @@ AbortRecord AbortRecord::membership_change(int node_rank, const std::string& hos
 
 AbortRecord AbortRecord::stopped_by_signal(int node_rank, const std::string& host, int signal) {
   AbortRecord r;
-  r.kind = Kind::kFailure;
+  r.failure = FailureKind::kStopped;
   r.reason = fmt::format("node {} ({}) was stopped by {}", node_rank, host, signal_name(signal));
   r.node_rank = node_rank;
   r.host = host;
@@ -224,7 +244,7 @@ AbortRecord AbortRecord::stopped_by_signal(int node_rank, const std::string& hos
 
 RemoteFailure AbortRecord::remote_failure() const {
   return RemoteFailure{node_rank, host, rank, local_rank, pid, status.empty() ? reason : status,
-                       error, traceback, hang, stacks_file};
+                       error, traceback, failure, hang, stacks_file};
 }
 
 std::string to_json(const NodeInfo& info) { return info_json(info).dump(); }
@@ -240,7 +260,7 @@ std::string to_json(const RoundPlan& plan) {
 }
 
 std::string to_json(const AbortRecord& r) {
-  return json{{"kind", static_cast<int>(r.kind)}, {"reason", r.reason}, {"node_rank", r.node_rank},
+  return json{{"failure", std::string(to_string(r.failure))}, {"kind", legacy_kind(r.failure)}, {"reason", r.reason}, {"node_rank", r.node_rank},
               {"host", r.host}, {"rank", r.rank}, {"local_rank", r.local_rank}, {"pid", r.pid},
               {"exit_code", r.exit_code}, {"status", r.status}, {"error", r.error},
               {"traceback", r.traceback}, {"hang", r.hang}, {"stacks_file", r.stacks_file},
@@ -279,7 +299,6 @@ AbortRecord abort_from_json(const std::string& text) {
   try {
     json j = parse(text, "abort record");
     AbortRecord r;
-    r.kind = abort_kind(j.at("kind").get<int>());
     r.reason = j.at("reason").get<std::string>();
     r.node_rank = j.at("node_rank").get<int>();
     r.host = j.at("host").get<std::string>();
@@ -293,6 +312,7 @@ AbortRecord abort_from_json(const std::string& text) {
     r.hang = j.value("hang", std::string());  // older launchers write none
     r.stacks_file = j.value("stacks_file", std::string());
     r.final = j.at("final").get<bool>();
+    r.failure = failure_of(j, r);
     return r;
   } catch (const json::exception& e) {  // a field missing or of the wrong type
     malformed_record("abort record", e.what());

@@ -61,9 +61,7 @@ std::pair<int, int> role_ranks(const RoundPlan& plan, int group_rank);
 
 // Why a round ended early. Written once per round (compare-and-set: the first one wins).
 struct AbortRecord {
-  enum class Kind { kFailure, kLost, kMembership };  // the numbers are the wire format
-
-  // A worker of node `node_rank` failed, or hung (root.hang: the verdict, exit code 119);
+  // A worker of node `node_rank` failed, or hung (is_hang(root.failure): the verdict, 119);
   // final: no restart left.
   static AbortRecord worker_failure(const WorkerOutcome& root, int node_rank, const std::string& host,
                                     bool final);
@@ -78,11 +76,14 @@ struct AbortRecord {
   // The root cause as the other nodes report it.
   RemoteFailure remote_failure() const;
 
-  Kind kind = Kind::kFailure;
+  // crash, signal, hang, desync (a worker's), node_lost, stopped or membership. On the wire
+  // as "failure" (its name) and, for older launchers, "kind" (0 a worker or a stop signal,
+  // 1 a lost node, 2 membership); a record without "failure" gets it from those.
+  FailureKind failure = FailureKind::kCrash;
   std::string reason;        // one line for humans
   int node_rank = -1;        // the node where it happened
   std::string host;
-  int rank = -1;             // the failed worker (kFailure)
+  int rank = -1;             // the failed worker (crash, signal, hang, desync)
   int local_rank = -1;
   long pid = 0;
   int exit_code = 1;         // what every launcher exits with if this is final

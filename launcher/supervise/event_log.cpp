@@ -87,11 +87,6 @@ void log_start(EventLog& log, const JobConfig& job) {
                       {"straggler_threshold", job.supervisor.straggler_threshold}});
 }
 
-std::string failure_kind(const WorkerOutcome& root) {
-  if (!root.hang.empty()) return root.hang.rfind("desync:", 0) == 0 ? "desync" : "hang";
-  return root.status.signaled ? "signal" : "crash";
-}
-
 void log_worker_exit(EventLog& log, const WorkerOutcome& o) {
   std::vector<EventField> f = {{"rank", o.rank}, {"local_rank", o.local_rank}, {"pid", o.pid}};
   if (o.status.vanished) f.emplace_back("status", "unknown");
@@ -102,9 +97,9 @@ void log_worker_exit(EventLog& log, const WorkerOutcome& o) {
 }
 
 void log_worker_failure(EventLog& log, const WorkerOutcome& root, bool final) {
-  std::vector<EventField> f = {{"kind", failure_kind(root)}, {"rank", root.rank}, {"local_rank", root.local_rank},
+  std::vector<EventField> f = {{"kind", to_string(root.failure)}, {"rank", root.rank}, {"local_rank", root.local_rank},
                                {"pid", root.pid}, {"exit_code", failure_exit_code(root)}, {"final", final}};
-  if (!root.hang.empty()) f.emplace_back("verdict", root.hang);
+  if (is_hang(root.failure)) f.emplace_back("verdict", root.hang);
   else f.emplace_back("status", root.status.describe());
   if (!root.stacks_file.empty()) f.emplace_back("stacks_file", root.stacks_file);
   if (root.error) f.emplace_back("error", root.error->message);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "launcher/supervise/failure_report.hpp"
@@ -17,6 +18,7 @@ struct EventField {
   enum class Type { kString, kInt, kDouble, kBool };
   EventField(std::string k, std::string v) : key(std::move(k)), type(Type::kString), s(std::move(v)) {}
   EventField(std::string k, const char* v) : EventField(std::move(k), std::string(v)) {}
+  EventField(std::string k, std::string_view v) : EventField(std::move(k), std::string(v)) {}
   EventField(std::string k, long long v) : key(std::move(k)), type(Type::kInt), i(v) {}
   EventField(std::string k, long v) : EventField(std::move(k), static_cast<long long>(v)) {}
   EventField(std::string k, int v) : EventField(std::move(k), static_cast<long long>(v)) {}
@@ -60,8 +62,6 @@ class EventLog {
 // The job starts on this node: run_id, host, launcher pid, program, nproc, max_restarts,
 // hang_timeout ("auto", or seconds; 0: off), straggler_threshold.
 void log_start(EventLog& log, const JobConfig& job);
-// The root cause's kind: "hang", "desync", "signal" (killed by a signal) or "crash".
-std::string failure_kind(const WorkerOutcome& root);
 // A worker's exit: rank, local_rank, pid, exit_code or signal, stopped_by_launcher.
 void log_worker_exit(EventLog& log, const WorkerOutcome& o);
 // A failure whose root cause is a worker of this node (final: no restart follows).

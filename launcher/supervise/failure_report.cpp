@@ -75,7 +75,7 @@ std::string format_hang(const WorkerOutcome& root) {
 }  // namespace
 
 int failure_exit_code(const WorkerOutcome& root) {
-  return root.hang.empty() ? root.status.launcher_exit_code() : exit_code::kHang;
+  return is_hang(root.failure) ? exit_code::kHang : root.status.launcher_exit_code();
 }
 
 std::optional<ErrorRecord> parse_error_record(std::string_view json_text) {
@@ -139,6 +139,7 @@ std::string signal_hint(const ExitStatus& status, bool stopped_by_launcher) {
 
 std::string format_failure_report(const ReportContext& ctx, const WorkerOutcome& root,
                                   const std::vector<WorkerOutcome>& others) {
+  const bool hang = is_hang(root.failure);
   const std::string rule(72, '=');
   const std::string thin(72, '-');
   std::string out = rule + "\n";
@@ -150,21 +151,20 @@ std::string format_failure_report(const ReportContext& ctx, const WorkerOutcome&
   out += fmt::format("  rank      : {} (local_rank: {})\n", root.rank, root.local_rank);
   out += fmt::format("  host      : {}\n", ctx.host);
   out += fmt::format("  pid       : {}\n", root.pid);
-  out += fmt::format("  exit      : {}\n", root.hang.empty() ? describe_exit(root)
-                                                             : "stopped by ddp-launch: a hang (exit code 119)");
+  out += fmt::format("  exit      : {}\n", hang ? "stopped by ddp-launch: a hang (exit code 119)" : describe_exit(root));
   out += fmt::format("  time      : {}\n", format_time(root.time));
   out += fmt::format("  error_file: {}\n",
                      root.error ? root.error_file : std::string("<none written>"));
-  if (!root.hang.empty()) out += format_hang(root);
+  if (hang) out += format_hang(root);
   if (root.error) {
     out += fmt::format("  error     : {}\n", root.error->message);
     if (!root.error->traceback.empty())
       out += "  traceback :\n" + indent(root.error->traceback, "    ");
-  } else if (!root.stderr_tail.empty() && root.hang.empty()) {
+  } else if (!root.stderr_tail.empty() && !hang) {
     out += "  last stderr lines:\n";
     for (const auto& line : root.stderr_tail) out += "    " + line + "\n";
   }
-  if (!root.error && root.hang.empty())
+  if (!root.error && !hang)
     out += "  (C++ workers: wrap main in ddp::run; Python: decorate main with @record, to get the "
            "error here)\n";
   out += thin + "\n";
@@ -204,7 +204,7 @@ std::string format_remote_failure_report(const std::string& program, const Remot
     out += fmt::format("  pid       : {}\n", r.pid);
   }
   out += fmt::format("  exit      : {}\n", r.exit);
-  if (!r.hang.empty())
+  if (is_hang(r.kind))
     out += fmt::format("  hang      : {}\n  stacks    : {} on node {} ({})\n", r.hang,
                        r.stacks_file.empty() ? "<none: no run directory>" : r.stacks_file, r.node_rank, r.host);
   if (!r.error.empty()) out += fmt::format("  error     : {}\n", r.error);
@@ -219,7 +219,7 @@ std::string launcher_error_record(const WorkerOutcome& root, const ReportContext
   extra["timestamp"] = std::to_string(
       std::chrono::duration_cast<std::chrono::seconds>(root.time.time_since_epoch()).count());
   std::string message;
-  if (!root.hang.empty()) {
+  if (is_hang(root.failure)) {
     message = root.hang;
   } else if (root.error) {
     message = root.error->message;

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "launcher/base/failure_kind.hpp"
 #include "launcher/os/process.hpp"
 
 namespace ddp::launch {
@@ -34,7 +35,10 @@ struct WorkerOutcome {
   std::optional<ErrorRecord> error;       // what the worker wrote there
   std::vector<std::string> stderr_tail;   // its last stderr lines
   bool stopped_by_launcher = false;       // we sent it SIGTERM/SIGKILL after another failed
-  std::string hang;                       // the root cause of a hang: the verdict line
+  // How it failed, when it failed by itself: kCrash or kSignal from its exit status (set
+  // when it is reaped); kHang or kDesync when it is the culprit of a hang verdict.
+  FailureKind failure = FailureKind::kCrash;
+  std::string hang;                       // a hang's root cause (is_hang(failure)): the verdict line
   std::string stacks_file;                // a hang's post-mortem of this worker ("": none)
 };
 
@@ -61,7 +65,8 @@ struct RemoteFailure {
   std::string exit;  // "exit code 3", or why the round ended
   std::string error;
   std::string traceback;
-  std::string hang;         // a hang's verdict line, or ""
+  FailureKind kind = FailureKind::kCrash;
+  std::string hang;         // a hang's verdict line (is_hang(kind)), or ""
   std::string stacks_file;  // a hang's stacks file on node `host`, or ""
 };
 

@@ -43,7 +43,7 @@ void restart_notice(const JobConfig& job, const AttemptResult& result, int attem
   const WorkerOutcome& root = result.outcomes[*result.root_cause];
   launcher_notice(fmt::format("attempt {} failed (rank {}: {}); restarting all {} workers (restart {} "
                               "of {})",
-                              attempt, root.rank, root.hang.empty() ? root.status.describe() : "hang",
+                              attempt, root.rank, is_hang(root.failure) ? "hang" : root.status.describe(),
                               job.devices.nproc,
                               attempt + 1, job.max_restarts));
 }

@@ -144,6 +144,7 @@ struct Supervisor::Impl {
                                status->signal == interrupt_signal ||
                                (stacks_captured && w.launch.python && status->signal == SIGABRT))
                             : status->code == 0 || interrupt_signal != 0);
+      o.failure = status->signaled ? FailureKind::kSignal : FailureKind::kCrash;
       if (events) log_worker_exit(*events, o);
       w.outcome = std::move(o);
       if (!status->success() && !stopping && interrupt_signal == 0) {
@@ -405,7 +406,10 @@ struct Supervisor::Impl {
     } else if (root_cause) {
       result.kind = AttemptResult::Kind::kFailed;
       result.root_cause = root_cause;
-      if (hang) result.outcomes[*root_cause].hang = hang->summary;
+      if (hang) {
+        result.outcomes[*root_cause].failure = hang->desync ? FailureKind::kDesync : FailureKind::kHang;
+        result.outcomes[*root_cause].hang = hang->summary;
+      }
     } else if (stop_reason) {
       result.kind = AttemptResult::Kind::kStopped;
       result.stop_reason = *stop_reason;

@@ -68,10 +68,11 @@ std::vector<WorkerLaunch> prepare_attempt(const JobConfig& job, const Environmen
 }
 
 void keep_reported_error_file(RunLayout& layout, const WorkerOutcome& root) {
-  if ((!root.error && root.hang.empty()) || !layout.temporary()) return;
+  const bool hang = is_hang(root.failure);
+  if ((!root.error && !hang) || !layout.temporary()) return;
   layout.keep();
   launcher_notice(fmt::format("kept the run directory {}: it holds the {} the report names",
-                              layout.run_dir(), root.hang.empty() ? "error files" : "stacks files"));
+                              layout.run_dir(), hang ? "stacks files" : "error files"));
 }
 
 void notice_omp_threads(const Environment& env, int nproc) {

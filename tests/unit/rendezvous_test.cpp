@@ -240,7 +240,7 @@ TEST_CASE("the leader's watch publishes a lost peer and a waiting node") {
   auto reason = watch_round(watch, two_nodes(), 0, trouble);
   CHECK(reason == std::optional<std::string>("node 1 (n1) was lost: heartbeat timeout"));
   AbortRecord lost = abort_from_json(store.get(JobKeys::abort(0), store::Duration(100)));
-  CHECK(lost.kind == AbortRecord::Kind::kLost);
+  CHECK(lost.failure == FailureKind::kNodeLost);
   CHECK_FALSE(lost.final);  // restart_count 0 < max_restarts 1
 
   store::MemoryStore grow;
@@ -265,9 +265,9 @@ TEST_CASE("a worker's communication error looks for a better root cause on any n
   REQUIRE(reason);
   CHECK_THAT(*reason, Catch::Contains("node 0 (") && Catch::Contains("was lost: connection lost"));
   REQUIRE(state.abort);
-  CHECK(state.abort->kind == AbortRecord::Kind::kLost);
+  CHECK(state.abort->failure == FailureKind::kNodeLost);
   CHECK(state.abort->final);  // max_restarts 0
-  CHECK(abort_from_json(store.get(JobKeys::abort(0), store::Duration(100))).kind == AbortRecord::Kind::kLost);
+  CHECK(abort_from_json(store.get(JobKeys::abort(0), store::Duration(100))).failure == FailureKind::kNodeLost);
   // A lost store is a better cause as well.
   LostStore lost;
   PeerWatch cut{lost, lost, false, 0, 2, "h1", "h0:29400"};

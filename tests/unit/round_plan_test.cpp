@@ -74,12 +74,12 @@ TEST_CASE("records survive JSON round trips, garbage is rejected") {
   CHECK(back.restart_count == 2);
   CHECK(node_info_from_json(to_json(node("x", 7, 1))).nproc == 7);
   AbortRecord a;
-  a.kind = AbortRecord::Kind::kLost;
+  a.failure = FailureKind::kNodeLost;
   a.reason = "node 1 lost";
   a.exit_code = 124;
   a.final = true;
   auto ab = abort_from_json(to_json(a));
-  CHECK(ab.kind == AbortRecord::Kind::kLost);
+  CHECK(ab.failure == FailureKind::kNodeLost);
   CHECK(ab.reason == "node 1 lost");
   CHECK(ab.final);
   CHECK_THROWS(plan_from_json("{}"));
@@ -130,7 +130,7 @@ TEST_CASE("abort records come from named factories") {
   root.status = ExitStatus{false, 3, 0};
   root.error = ErrorRecord{"E: boom", "tb", std::nullopt};
   auto failure = AbortRecord::worker_failure(root, 2, "h2", true);
-  CHECK(failure.kind == AbortRecord::Kind::kFailure);
+  CHECK(failure.failure == FailureKind::kCrash);
   CHECK(failure.reason == "rank 5 on node 2 (h2) failed with exit code 3");
   CHECK(failure.exit_code == 3);
   CHECK(failure.error == "E: boom");
@@ -141,14 +141,14 @@ TEST_CASE("abort records come from named factories") {
   CHECK(remote.pid == 99);
 
   auto lost = AbortRecord::lost_node(1, "h1", "connection lost", false);
-  CHECK(lost.kind == AbortRecord::Kind::kLost);
+  CHECK(lost.failure == FailureKind::kNodeLost);
   CHECK(lost.reason == "node 1 (h1) was lost: connection lost");
   CHECK(lost.exit_code == exit_code::kRendezvousFailed);
   CHECK(lost.remote_failure().exit == lost.reason);
   CHECK(lost.remote_failure().rank == -1);
 
   auto grow = AbortRecord::membership_change(0, "h0");
-  CHECK(grow.kind == AbortRecord::Kind::kMembership);
+  CHECK(grow.failure == FailureKind::kMembership);
   CHECK_FALSE(grow.final);
 
   auto stop = AbortRecord::stopped_by_signal(3, "h3", SIGTERM);
@@ -156,6 +156,35 @@ TEST_CASE("abort records come from named factories") {
   CHECK(stop.exit_code == 128 + SIGTERM);
   CHECK(stop.final);
   CHECK(abort_from_json(to_json(stop)).status == stop.reason);
+  CHECK(abort_from_json(to_json(stop)).failure == FailureKind::kStopped);
+}
+
+TEST_CASE("every failure kind survives the abort record; older records without it get theirs from the rest") {
+  for (FailureKind kind : kAllFailureKinds) {
+    AbortRecord a;
+    a.failure = kind;
+    CHECK(abort_from_json(to_json(a)).failure == kind);
+  }
+  // As launchers before the "failure" field wrote them.
+  auto legacy = [](int kind, const std::string& hang, int rank, int exit_code) {
+    const std::string text = "{\"kind\":" + std::to_string(kind) + R"(,"reason":"r","node_rank":1,"host":"h",)" +
+                             "\"rank\":" + std::to_string(rank) + R"(,"local_rank":0,"pid":7,"exit_code":)" +
+                             std::to_string(exit_code) + R"(,"status":"s","error":"","traceback":"","hang":")" +
+                             hang + R"(","stacks_file":"","final":true})";
+    return abort_from_json(text).failure;
+  };
+  CHECK(legacy(1, "", -1, 124) == FailureKind::kNodeLost);
+  CHECK(legacy(2, "", -1, 1) == FailureKind::kMembership);
+  CHECK(legacy(0, "hang: no progress", 3, 119) == FailureKind::kHang);
+  CHECK(legacy(0, "", -1, 130) == FailureKind::kStopped);
+  CHECK(legacy(0, "", 3, 137) == FailureKind::kSignal);
+  CHECK(legacy(0, "", 3, 3) == FailureKind::kCrash);
+  AbortRecord unknown;
+  std::string text = to_json(unknown);
+  text.replace(text.find("\"crash\""), 7, "\"later\"");  // a kind a newer version added
+  auto [code, message] = failure_of([&] { abort_from_json(text); });
+  CHECK(code == exit_code::kRendezvousFailed);
+  CHECK_THAT(message, Catch::Contains("unknown failure 'later'"));
 }
 
 TEST_CASE("a hang's abort record carries the verdict and 119; a record without it reads as before") {
@@ -163,6 +192,7 @@ TEST_CASE("a hang's abort record carries the verdict and 119; a record without i
   root.rank = 1;
   root.pid = 4711;
   root.status = ExitStatus{true, 0, SIGTERM};  // stopped by us after the capture
+  root.failure = FailureKind::kHang;
   root.hang = "hang: no progress for 3 s; rank 1 (pid 4711) at step 3";
   root.stacks_file = "/logs/run/attempt_0/1/stacks.txt";
   auto hung = AbortRecord::worker_failure(root, 1, "h1", false);
@@ -171,6 +201,7 @@ TEST_CASE("a hang's abort record carries the verdict and 119; a record without i
   CHECK(hung.status == "stopped by ddp-launch: a hang (exit code 119)");
   auto back = abort_from_json(to_json(hung));
   CHECK(back.hang == root.hang);
+  CHECK(back.failure == FailureKind::kHang);
   CHECK(back.exit_code == exit_code::kHang);
   CHECK(back.remote_failure().hang == root.hang);
   CHECK(back.stacks_file == root.stacks_file);
@@ -179,14 +210,16 @@ TEST_CASE("a hang's abort record carries the verdict and 119; a record without i
                          Catch::Contains("stacks    : " + root.stacks_file + " on node 1 (h1)") &&
                          Catch::Contains("a hang (exit code 119)"));
 
+  root.failure = FailureKind::kSignal;
   root.hang.clear();  // an ordinary failure, as an older launcher writes it: no "hang" field
   std::string old = to_json(AbortRecord::worker_failure(root, 1, "h1", true));
-  for (const std::string field : {",\"hang\":\"\"", ",\"stacks_file\":\"\""}) {
+  for (const std::string field : {",\"hang\":\"\"", ",\"stacks_file\":\"\"", "\"failure\":\"signal\","}) {
     REQUIRE(old.find(field) != std::string::npos);
     old.erase(old.find(field), field.size());
   }
   auto plain = abort_from_json(old);
   CHECK(plain.hang.empty());
+  CHECK(plain.failure == FailureKind::kSignal);
   CHECK(plain.exit_code == 128 + SIGTERM);
   CHECK_THAT(format_remote_failure_report("train.py", plain.remote_failure(), 0, "h0"), !Catch::Contains("hang"));
 }
