@@ -1,6 +1,6 @@
 // Asio implementation of Supervisor: one io_context, a SIGCHLD signal_set, a signal_set
-// for the handled signals, the grace/drain, watch, live-line and hang timers, and each
-// worker's pipes (worker_pipes.hpp).
+// for the handled signals, the grace/drain, check, live-line and stack-capture timers, each
+// worker's pipes (worker_pipes.hpp) and the progress monitor (progress_monitor.hpp).
 #include "launcher/supervise/supervisor.hpp"
 
 #include <signal.h>
@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <set>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/io_context.hpp>
@@ -17,12 +16,10 @@
 #include <fmt/format.h>
 
 #include "launcher/base/launch_error.hpp"
-#include "launcher/os/cpu_time.hpp"
 #include "launcher/os/watchdog.hpp"
 #include "launcher/supervise/event_log.hpp"
-#include "launcher/supervise/hang_watch.hpp"
+#include "launcher/supervise/progress_monitor.hpp"
 #include "launcher/supervise/stack_capture.hpp"
-#include "launcher/supervise/straggler_watch.hpp"
 #include "launcher/supervise/worker_pipes.hpp"
 #include "launcher/worker/console_board.hpp"
 #include "launcher/worker/output.hpp"
@@ -31,7 +28,6 @@ namespace ddp::launch {
 namespace asio = boost::asio;
 using Clock = std::chrono::system_clock;
 constexpr std::chrono::seconds kDrain{2};  // after the last worker exits, for its grandchildren
-constexpr std::chrono::milliseconds kHangTick{500};  // detection within --hang-timeout + this
 constexpr std::chrono::milliseconds kPythonDump{2000};  // SIGABRT -> SIGTERM, for faulthandler
 
 namespace {
@@ -48,7 +44,8 @@ struct Worker {
 struct Supervisor::Impl {
   explicit Impl(SupervisorConfig c)
       : config(std::move(c)), child_signals(io, SIGCHLD), handled_signals(io), grace_timer(io),
-        tick_timer(io), live_timer(io), hang_timer(io), board(make_console_board()) {
+        tick_timer(io), live_timer(io), capture_timer(io),
+        monitor(io, {config.hang_timeout_s, config.straggler_threshold}), board(make_console_board()) {
     for (int s : config.stop_signals) handled_signals.add(s);
     for (int s : config.forward_signals) handled_signals.add(s);
     wait_for_children();
@@ -63,9 +60,8 @@ struct Supervisor::Impl {
   asio::steady_timer tick_timer;
   asio::steady_timer live_timer;        // redraws unfinished lines on a terminal
   bool live_timer_armed = false;
-  asio::steady_timer hang_timer;        // reads the progress records (--hang-timeout)
-  std::optional<HangWatch> hang_watch;
-  std::optional<StragglerWatch> straggler_watch;  // --straggler-threshold, on the hang tick
+  asio::steady_timer capture_timer;     // Python's stack dump, then the stop
+  ProgressMonitor monitor;              // hang verdicts and straggler notices
   std::optional<HangVerdict> hang;      // this attempt's verdict
   bool stacks_captured = false;         // this attempt's workers' stacks were taken
   std::unique_ptr<ConsoleBoard> board;  // null unless stdout or stderr is a terminal
@@ -183,6 +179,7 @@ struct Supervisor::Impl {
   // holding its pipes through the drain. The drain (all workers gone) keeps its own timer.
   void begin_stop(int signo) {
     stopping = true;
+    monitor.stop();
     signal_groups(signo);
     if (draining) return;
     grace_timer.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -217,57 +214,12 @@ struct Supervisor::Impl {
   }
 
   // --- hangs -------------------------------------------------------------------------
-  void start_hang_watch() {
-    hang_watch.reset();
-    straggler_watch.reset();
-    if (workers.empty()) return;
-    std::vector<HangWatch::Worker> watched;
-    std::vector<StragglerWatch::Rank> ranks;
-    for (const Worker& w : workers) {
-      if (w.launch.progress_file.empty()) return;  // no run directory: nothing to watch
-      watched.push_back({w.launch.rank, static_cast<long>(w.pid), w.launch.progress_file});
-      ranks.push_back({w.launch.rank, static_cast<long>(w.pid)});
-    }
-    if (config.hang_timeout_s != 0) hang_watch.emplace(std::move(watched), config.hang_timeout_s);
-    if (config.straggler_threshold > 0) straggler_watch.emplace(std::move(ranks), config.straggler_threshold);
-    if (hang_watch || straggler_watch) schedule_hang_tick();
-  }
-
-  void schedule_hang_tick() {
-    hang_timer.expires_after(kHangTick);
-    hang_timer.async_wait([this, id = attempt_id](const boost::system::error_code& ec) {
-      if (ec || id != attempt_id || !attempt_running || stopping || interrupt_signal != 0) return;
-      std::vector<bool> live;
-      for (const Worker& w : workers) live.push_back(w.pid > 0 && !w.outcome);
-      if (hang_watch)
-        if (auto verdict = hang_watch->observe(live, signs_of_life())) return on_hang(std::move(*verdict));
-      if (straggler_watch) observe_stragglers(live);
-      schedule_hang_tick();
-    });
-  }
-
-  // Output and CPU time per worker, for a hang watch with a worker that feeds nothing yet.
-  std::vector<HangWatch::SignsOfLife> signs_of_life() const {
-    if (!hang_watch->wants_signs_of_life()) return {};
-    std::set<long> groups;
-    for (const Worker& w : workers) groups.insert(static_cast<long>(w.pid));
-    const auto cpu = process_group_cpu_ticks(groups);
-    std::vector<HangWatch::SignsOfLife> signs;
-    for (const Worker& w : workers) signs.push_back({w.pipes->bytes_read(), cpu.at(static_cast<long>(w.pid))});
-    return signs;
-  }
-
-  void observe_stragglers(const std::vector<bool>& live) {
-    std::vector<std::optional<progress::Record>> records;
-    for (size_t i = 0; i < workers.size(); ++i)
-      records.push_back(live[i] ? read_progress_record(workers[i].launch.progress_file) : std::nullopt);
-    const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    for (const auto& flag : straggler_watch->observe(now, records)) {
-      launcher_notice(flag.notice);
-      if (events)
-        events->write("straggler", {{"rank", flag.rank}, {"pid", flag.pid}, {"step_s", flag.step_s},
-                                    {"median_s", flag.median_s}, {"threshold", config.straggler_threshold}});
-    }
+  void start_progress_monitor() {
+    std::vector<ProgressMonitor::Worker> watched;
+    for (const Worker& w : workers) watched.push_back({w.launch.rank, static_cast<long>(w.pid), w.launch.progress_file});
+    ProgressMonitor::Probe probe{[this](size_t i) { return workers[i].pid > 0 && !workers[i].outcome; },
+                                 [this](size_t i) { return workers[i].pipes->bytes_read(); }};
+    monitor.start(std::move(watched), std::move(probe), [this](HangVerdict v) { on_hang(std::move(v)); });
   }
 
   // The verdict, then every live worker's stacks, and only then the stop.
@@ -300,9 +252,9 @@ struct Supervisor::Impl {
       }
     stacks_captured = true;
     stopping = true;
-    hang_timer.cancel();
-    hang_timer.expires_after(python ? kPythonDump : std::chrono::milliseconds(0));
-    hang_timer.async_wait([this, id = attempt_id](const boost::system::error_code& ec) {
+    monitor.stop();
+    capture_timer.expires_after(python ? kPythonDump : std::chrono::milliseconds(0));
+    capture_timer.async_wait([this, id = attempt_id](const boost::system::error_code& ec) {
       if (ec || id != attempt_id) return;
       begin_stop(SIGTERM);
       signal_groups(SIGCONT);
@@ -422,7 +374,10 @@ struct Supervisor::Impl {
 Supervisor::Supervisor(SupervisorConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
 Supervisor::~Supervisor() = default;
 
-void Supervisor::set_event_log(EventLog* log) { impl_->events = log; }
+void Supervisor::set_event_log(EventLog* log) {
+  impl_->events = log;
+  impl_->monitor.set_event_log(log);
+}
 
 int Supervisor::interrupted_by() const { return impl_->interrupt_signal; }
 
@@ -464,7 +419,7 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   }
   s.reap();  // a worker may have exited before the SIGCHLD wait was armed
   s.schedule_tick();
-  s.start_hang_watch();
+  s.start_progress_monitor();
   s.on_wake = [&s] {
     if (s.attempt_running && s.watch.tick) s.run_tick();
   };
@@ -473,7 +428,8 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   s.grace_timer.cancel();
   s.tick_timer.cancel();
   s.live_timer.cancel();
-  s.hang_timer.cancel();
+  s.capture_timer.cancel();
+  s.monitor.stop();
   s.attempt_running = false;
   return s.finish();
 }

@@ -3,14 +3,12 @@
 // all events; nothing polls. The first worker to fail stops the rest (SIGTERM to each
 // process group, SIGKILL after the shutdown timeout). Stop signals (default INT, TERM,
 // HUP, QUIT) are forwarded and end the attempt; other handled signals (e.g. SIGUSR1) are
-// only forwarded. A second stop signal kills the workers at once. With a hang timeout, a
-// hang tick reads the workers' progress records (hang_watch): on a verdict it captures
-// every worker's stacks first, then stops them like a failure whose root cause is the rank
-// behind (its outcome carries the verdict); workers that feed no record are watched by their
-// output and CPU time. A watch tick may ask for the same capture before its stop (a hang
-// on another node). The same tick feeds straggler_watch (notices only) when
-// straggler_threshold > 0. Worker exits and stragglers go to the event log if one is set.
-// Blocks in run_attempt.
+// only forwarded. A second stop signal kills the workers at once. The progress monitor
+// (progress_monitor.hpp) reads the workers' progress records on the same loop: on a hang
+// verdict the supervisor captures every worker's stacks first, then stops them like a
+// failure whose root cause is the rank behind (its outcome carries the verdict). An attempt
+// check may ask for the same capture before its stop (a hang on another node). Worker exits
+// and stragglers go to the event log if one is set. Blocks in run_attempt.
 #pragma once
 
 #include <chrono>

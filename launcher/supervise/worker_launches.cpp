@@ -2,12 +2,14 @@
 
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include <fmt/format.h>
 
-#include "launcher/supervise/hang_watch.hpp"
-
+#include "contract/progress_file.hpp"
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
 #include "launcher/worker/output.hpp"
 
 namespace ddp::launch {
@@ -33,7 +35,10 @@ void add_progress_feed(const Environment& env, const std::string& dir, WorkerLau
   if (dir.empty()) return;  // --log-dir /dev/null: no files, no hang detection
   w.progress_file = dir + "/progress";
   w.stacks_file = dir + "/stacks.txt";
-  create_progress_file(w.progress_file);
+  if (const int err = progress::create_record_file(w.progress_file))
+    throw LaunchError(exit_code::kIoError, fmt::format("cannot create the progress file {}: {}; check free space "
+                                                       "and permissions there",
+                                                       w.progress_file, std::strerror(err)));
   ::unlink(w.stacks_file.c_str());
   w.spawn.env.push_back(std::string(progress::kEnvVar) + "=" + w.progress_file);
   w.spawn.env.push_back("DDP_LAUNCH_STACKS_FILE=" + w.stacks_file);

@@ -4,13 +4,12 @@
 #include <signal.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <string>
 #include <thread>
 
-#include "contract/progress_record.hpp"
+#include "contract/progress_file.hpp"
 #include "ddp/ddp.hpp"
 #include "model.hpp"
 #include "worker_support.hpp"
@@ -80,15 +79,14 @@ int pause_save() {
 // No launcher: each rank maps its own record (DDP_LAUNCH_PROGRESS_FILE set here, before
 // init_process_group) and checks, field by field, what libddp wrote (the layout of
 // contract/progress_record.hpp).
-progress::Record read_record(const std::string& path) {
-  progress::Record r{};
-  std::ifstream in(path, std::ios::binary);
-  in.read(reinterpret_cast<char*>(&r), sizeof r);
-  return r;
-}
-
 void expect(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error("check failed: " + what);
+}
+
+progress::Record read_record(const std::string& path) {
+  auto r = progress::read_record_file(path);
+  expect(r.has_value(), path + ": no initialised record");
+  return *r;
 }
 
 void expect_collective(const progress::Record& r, uint64_t seq, progress::Op op, uint64_t numel,
@@ -106,7 +104,7 @@ void expect_collective(const progress::Record& r, uint64_t seq, progress::Op op,
 int feed_record() {
   const char* out = std::getenv("DDP_TEST_OUT");
   const std::string path = std::string(out ? out : "/tmp") + "/progress_" + std::getenv("RANK");
-  std::ofstream(path, std::ios::binary) << std::string(progress::kRecordSize, '\0');
+  expect(progress::create_record_file(path) == 0, "create " + path);
   ::setenv(progress::kEnvVar, path.c_str(), 1);
   expect(!progress_feed_enabled(), "no feed before init_process_group");
   init_process_group(gloo_options());

@@ -1,7 +1,7 @@
 // judge(): the hang verdict from the workers' progress records (no processes).
 #include <catch2/catch.hpp>
 
-#include "launcher/supervise/hang_watch.hpp"
+#include "launcher/supervise/hang_detector.hpp"
 
 using namespace ddp::launch;
 namespace progress = ddp::progress;

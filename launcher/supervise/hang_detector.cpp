@@ -1,30 +1,15 @@
-#include "launcher/supervise/hang_watch.hpp"
-
-#include <fcntl.h>
-#include <time.h>
-#include <unistd.h>
+#include "launcher/supervise/hang_detector.hpp"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <map>
 #include <tuple>
 
 #include <fmt/format.h>
 
-#include "launcher/base/exit_status.hpp"
-#include "launcher/base/launch_error.hpp"
-
 namespace ddp::launch {
 namespace {
 
 using progress::Record;
-
-uint64_t monotonic_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // What a rank is doing in a collective: "all_reduce #12 (4996 float32)", group if not 0.
 std::string collective(const Record& r, uint64_t seq) {
@@ -141,29 +126,6 @@ std::optional<HangVerdict> judge(const std::vector<RankProgress>& ranks, double 
   return v;
 }
 
-std::optional<Record> read_progress_record(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  Record r{};
-  ssize_t n = ::pread(fd, &r, sizeof r, 0);
-  ::close(fd);
-  if (n != static_cast<ssize_t>(sizeof r) || r.magic != progress::kMagic || r.version != progress::kVersion)
-    return std::nullopt;
-  return r;
-}
-
-void create_progress_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  const Record zero{};
-  bool ok = fd >= 0 && ::write(fd, &zero, sizeof zero) == static_cast<ssize_t>(sizeof zero);
-  int err = errno;
-  if (fd >= 0) ::close(fd);
-  if (!ok)
-    throw LaunchError(exit_code::kIoError, fmt::format("cannot create the progress file {}: {}; check "
-                                                       "free space and permissions there",
-                                                       path, std::strerror(err)));
-}
-
 double auto_hang_limit(const std::vector<std::optional<double>>& recent_step_s) {
   std::optional<double> slowest;
   for (const auto& t : recent_step_s)
@@ -172,77 +134,48 @@ double auto_hang_limit(const std::vector<std::optional<double>>& recent_step_s) 
   return std::max(AutoHangLimit::kFloorS, AutoHangLimit::kFactor * *slowest);
 }
 
-HangWatch::HangWatch(std::vector<Worker> workers, double timeout_s)
-    : workers_(std::move(workers)), timeout_s_(timeout_s), last_updates_(workers_.size(), 0),
-      last_change_(workers_.size(), Clock::now()), fed_(workers_.size(), false),
-      last_signs_(workers_.size()), last_sign_(workers_.size(), Clock::now()), last_step_(workers_.size(), 0),
-      last_step_ns_(workers_.size(), 0), recent_step_s_(workers_.size()) {}
+HangDetector::HangDetector(double timeout_s, size_t workers, double start_s)
+    : timeout_s_(timeout_s), last_signs_(workers), last_sign_s_(workers, start_s) {}
 
-void HangWatch::note_steps(size_t i, const Record& r) {
-  if (r.step_time_ns == 0 || r.step == last_step_[i]) return;
-  if (r.step > last_step_[i] && last_step_ns_[i] != 0 && r.step_time_ns > last_step_ns_[i]) {
-    auto& recent = recent_step_s_[i];
-    recent.push_back(static_cast<double>(r.step_time_ns - last_step_ns_[i]) / 1e9 / (r.step - last_step_[i]));
-    if (recent.size() > AutoHangLimit::kRecentSteps) recent.erase(recent.begin());
-  }
-  last_step_[i] = r.step;
-  last_step_ns_[i] = r.step_time_ns;
-}
-
-double HangWatch::limit() const {
+double HangDetector::limit(const ProgressSampler& sampler) const {
   if (timeout_s_ >= 0) return timeout_s_;
-  std::vector<std::optional<double>> recent;
-  for (const auto& r : recent_step_s_) {
-    double sum = 0;
-    for (double t : r) sum += t;
-    recent.push_back(r.empty() ? std::nullopt : std::optional<double>(sum / r.size()));
-  }
-  return auto_hang_limit(recent);
+  std::vector<std::optional<double>> step_s;
+  for (const RankSample& s : sampler.samples()) step_s.push_back(s.step_s);
+  return auto_hang_limit(step_s);
 }
 
-bool HangWatch::wants_signs_of_life() const {
-  return std::any_of(fed_.begin(), fed_.end(), [](bool fed) { return !fed; });
+bool HangDetector::wants_signs_of_life(const ProgressSampler& sampler) {
+  const auto& samples = sampler.samples();
+  return std::any_of(samples.begin(), samples.end(), [](const RankSample& s) { return !s.ever_fed; });
 }
 
-std::optional<HangVerdict> HangWatch::observe(const std::vector<bool>& live, const std::vector<SignsOfLife>& signs) {
-  const auto now = Clock::now();
-  const uint64_t mono = monotonic_ns();
+std::optional<HangVerdict> HangDetector::observe(double now_s, const ProgressSampler& sampler,
+                                                 const std::vector<SignsOfLife>& signs) {
+  const std::vector<RankSample>& samples = sampler.samples();
   std::vector<RankProgress> ranks;
   std::vector<size_t> index;
-  for (size_t i = 0; i < workers_.size(); ++i) {
-    auto record = read_progress_record(workers_[i].progress_file);
-    if (record && record->updates != last_updates_[i]) {
-      last_updates_[i] = record->updates;
-      last_change_[i] = now;
-    }
-    if (record) {
-      fed_[i] = true;
-      note_steps(i, *record);
-    }
-    if (i < signs.size() && signs[i] != last_signs_[i]) {
+  for (size_t i = 0; i < samples.size(); ++i) {
+    if (i < signs.size() && i < last_signs_.size() && signs[i] != last_signs_[i]) {
       last_signs_[i] = signs[i];
-      last_sign_[i] = now;
+      last_sign_s_[i] = now_s;
     }
-    if (i >= live.size() || !live[i]) continue;  // an exited worker waits for nothing
-    RankProgress p{workers_[i].rank, workers_[i].pid, record,
-                   std::chrono::duration<double>(now - last_change_[i]).count(), false};
+    const RankSample& s = samples[i];
+    if (!s.live) continue;  // an exited worker waits for nothing
+    RankProgress p{s.rank, s.pid, s.record, s.idle_s, s.paused};
     // No signs given (every worker fed once): nothing is known of its silence.
-    p.silent_s = i < signs.size() ? std::chrono::duration<double>(now - last_sign_[i]).count() : 0;
-    p.paused = record && record->paused > 0 && (record->pause_deadline_ns == 0 || mono < record->pause_deadline_ns);
+    p.silent_s = i < signs.size() && i < last_sign_s_.size() ? now_s - last_sign_s_[i] : 0;
     ranks.push_back(std::move(p));
     index.push_back(i);
   }
   // A pause holds the whole job's clock: the ranks that waited for the paused one get a
   // full limit from the pause's end (it may end by exiting) to show progress.
-  if (std::any_of(ranks.begin(), ranks.end(), [](const RankProgress& p) { return p.paused; })) last_pause_ = now;
-  if (last_pause_) {
-    const double since_pause = std::chrono::duration<double>(now - *last_pause_).count();
+  if (const auto pause = sampler.last_pause_s()) {
     for (RankProgress& p : ranks) {
-      p.idle_s = std::min(p.idle_s, since_pause);
-      p.silent_s = std::min(p.silent_s, since_pause);
+      p.idle_s = std::min(p.idle_s, now_s - *pause);
+      p.silent_s = std::min(p.silent_s, now_s - *pause);
     }
   }
-  auto verdict = judge(ranks, limit());
+  auto verdict = judge(ranks, limit(sampler));
   if (verdict) verdict->culprit = index[verdict->culprit];
   return verdict;
 }

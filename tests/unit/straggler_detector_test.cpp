@@ -1,10 +1,12 @@
-// StragglerWatch: synthetic record snapshots, one per simulated tick (no processes).
+// StragglerDetector: synthetic record snapshots, one per simulated tick, through the progress
+// sampler as the progress monitor feeds them (no processes).
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <random>
 
-#include "launcher/supervise/straggler_watch.hpp"
+#include "launcher/supervise/progress_sampler.hpp"
+#include "launcher/supervise/straggler_detector.hpp"
 
 using namespace ddp::launch;
 namespace progress = ddp::progress;
@@ -24,16 +26,28 @@ progress::Record record(uint64_t step, double step_time_s, bool waiting) {
   return r;
 }
 
-std::vector<StragglerWatch::Rank> ranks(int n) {
-  std::vector<StragglerWatch::Rank> out;
+std::vector<ProgressSampler::Rank> ranks(int n) {
+  std::vector<ProgressSampler::Rank> out;
   for (int r = 0; r < n; ++r) out.push_back({r, 4700 + r});
   return out;
 }
 
+// The sampler and the detector of n live ranks, one tick at a time.
+struct SampledDetector {
+  SampledDetector(int n, double threshold) : sampler(ranks(n), 100), detector(threshold) {}
+  std::vector<StragglerDetector::Flag> observe(double now_s, const std::vector<std::optional<progress::Record>>& records) {
+    sampler.observe(now_s, records, std::vector<bool>(records.size(), true));
+    return detector.observe(now_s, sampler);
+  }
+  std::optional<double> step_time(size_t i) const { return StragglerDetector::own_step_time(sampler.samples()[i]); }
+  ProgressSampler sampler;
+  StragglerDetector detector;
+};
+
 // Runs `seconds` of ticks; rank i completes a step every period(i, k) seconds (k: its
 // step count) and is seen waiting in a collective when waiting(i, tick) says so.
 template <class Period, class Waiting>
-std::vector<std::string> simulate(StragglerWatch& watch, int n, double seconds, Period period, Waiting waiting) {
+std::vector<std::string> simulate(SampledDetector& watch, int n, double seconds, Period period, Waiting waiting) {
   std::vector<uint64_t> step(n, 0);
   std::vector<double> next(n), last(n, 0);
   for (int i = 0; i < n; ++i) next[i] = period(i, 0);
@@ -58,26 +72,26 @@ auto never_waits = [](int, int) { return false; };
 }  // namespace
 
 TEST_CASE("straggler: equal ranks, and ranks noisy within the threshold, are never flagged") {
-  StragglerWatch equal(ranks(4), 2.0);
+  SampledDetector equal(4, 2.0);
   CHECK(simulate(equal, 4, 120, [](int, uint64_t) { return 0.2; }, never_waits).empty());
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> jitter(0.6, 1.6);  // at most 1.6 / 0.6 < 2.7 per step, ~1.1x on average
-  StragglerWatch noisy(ranks(4), 2.0);
+  SampledDetector noisy(4, 2.0);
   CHECK(simulate(noisy, 4, 120, [&](int, uint64_t) { return 0.2 * jitter(rng); }, never_waits).empty());
   // Steps slower than a tick: few samples per step, still no flag.
-  StragglerWatch slow(ranks(2), 2.0);
+  SampledDetector slow(2, 2.0);
   CHECK(simulate(slow, 2, 120, [](int i, uint64_t) { return i == 0 ? 2.0 : 2.6; }, never_waits).empty());
 }
 
 TEST_CASE("straggler: the slow rank is flagged once, within 60 s, and no other rank") {
-  StragglerWatch watch(ranks(4), 2.0);
+  SampledDetector watch(4, 2.0);
   auto notices = simulate(watch, 4, 60, [](int i, uint64_t) { return i == 2 ? 0.5 : 0.1; }, never_waits);
   REQUIRE(notices.size() == 1);
   CHECK_THAT(notices[0], Catch::StartsWith("straggler: rank 2 (pid 4702) takes 0.5 s per step, 5.0x the job "
                                            "median of 0.1 s (--straggler-threshold 2)"));
   CHECK(watch.step_time(0));
   // With two ranks the median is the faster one's.
-  StragglerWatch two(ranks(2), 2.0);
+  SampledDetector two(2, 2.0);
   auto pair = simulate(two, 2, 60, [](int i, uint64_t) { return i == 1 ? 0.3 : 0.1; }, never_waits);
   REQUIRE(pair.size() == 1);
   CHECK_THAT(pair[0], Catch::StartsWith("straggler: rank 1 "));
@@ -85,24 +99,24 @@ TEST_CASE("straggler: the slow rank is flagged once, within 60 s, and no other r
 
 TEST_CASE("straggler: in a synchronous job the rank the others wait for is flagged") {
   // Every rank steps at the slow one's pace; the fast ones are seen waiting 4 ticks in 5.
-  StragglerWatch watch(ranks(3), 2.0);
+  SampledDetector watch(3, 2.0);
   auto notices = simulate(watch, 3, 60, [](int, uint64_t) { return 0.25; },
                           [](int i, int tick) { return i != 1 && tick % 5 != 0; });
   REQUIRE(notices.size() == 1);
   CHECK_THAT(notices[0], Catch::StartsWith("straggler: rank 1 (pid 4701)"));
   // The same job where nobody waits more than anybody else: nothing.
-  StragglerWatch even(ranks(3), 2.0);
+  SampledDetector even(3, 2.0);
   CHECK(simulate(even, 3, 60, [](int, uint64_t) { return 0.25; }, [](int, int tick) { return tick % 2 == 0; })
             .empty());
 }
 
 TEST_CASE("straggler: a rank below the threshold, or one that stops stepping, is not flagged") {
-  StragglerWatch below(ranks(3), 2.0);
+  SampledDetector below(3, 2.0);
   CHECK(simulate(below, 3, 60, [](int i, uint64_t) { return i == 0 ? 0.19 : 0.1; }, never_waits).empty());
-  StragglerWatch stuck(ranks(2), 2.0);  // rank 1 stops after 5 steps: a hang, not a straggler
+  SampledDetector stuck(2, 2.0);  // rank 1 stops after 5 steps: a hang, not a straggler
   CHECK(simulate(stuck, 2, 60, [](int i, uint64_t k) { return i == 1 && k >= 5 ? 1e9 : 0.1; }, never_waits).empty());
   // Both stop after 3 s of steps, rank 1 stopped outside a collective, rank 0 waiting for it.
-  StragglerWatch hung(ranks(2), 2.0);
+  SampledDetector hung(2, 2.0);
   CHECK(simulate(hung, 2, 60, [](int, uint64_t k) { return k >= 30 ? 1e9 : 0.1; },
                  [](int i, int tick) { return i == 0 && tick >= 6; })
             .empty());
@@ -112,7 +126,7 @@ TEST_CASE("straggler: a legitimate pause judges nobody while it is in the window
   // Rank 0 saves a checkpoint inside a pause for 8 s every 12 s; rank 1 waits for it in a
   // collective meanwhile. Without the pause rule rank 0 (slow steps, rarely waiting) would
   // be flagged against rank 1 (always waiting, so a step time near 0).
-  StragglerWatch watch(ranks(2), 2.0);
+  SampledDetector watch(2, 2.0);
   uint64_t step = 0;
   double last_step = 0;
   std::vector<std::string> notices;
