@@ -15,6 +15,7 @@
 
 #include "launcher/base/launch_error.hpp"
 #include "launcher/os/process.hpp"
+#include "launcher/worker/output.hpp"
 
 namespace ddp::launch {
 namespace {
@@ -73,6 +74,24 @@ void capture_native_stacks(long pid, int rank, const std::string& path, const st
                      "about kernel.yama.ptrace_scope)\n", problem));
   note("\n");
   ::close(fd);
+}
+
+bool capture_stacks(const std::vector<StackTarget>& targets, const std::string& path_env) {
+  std::string files;
+  for (const StackTarget& t : targets) {
+    if (t.stacks_file.empty()) continue;
+    capture_native_stacks(t.pid, t.rank, t.stacks_file, path_env);
+    files += (files.empty() ? "" : ", ") + t.stacks_file;
+  }
+  if (!files.empty()) launcher_notice("stacks in " + files);
+  bool python = false;
+  for (const StackTarget& t : targets)
+    if (t.python) {
+      ::kill(static_cast<pid_t>(t.pid), SIGABRT);  // faulthandler appends the Python tracebacks
+      ::kill(static_cast<pid_t>(t.pid), SIGCONT);
+      python = true;
+    }
+  return python;
 }
 
 }  // namespace ddp::launch

@@ -1,6 +1,7 @@
 // Asio implementation of Supervisor: one io_context, a SIGCHLD signal_set, a signal_set
-// for the handled signals, the grace/drain, check, live-line and stack-capture timers, each
-// worker's pipes (worker_pipes.hpp) and the progress monitor (progress_monitor.hpp).
+// for the handled signals, the grace/drain, check and stack-capture timers, each worker's
+// pipes (worker_pipes.hpp), the progress monitor (progress_monitor.hpp) and the terminal's
+// live lines (live_console.hpp).
 #include "launcher/supervise/supervisor.hpp"
 
 #include <signal.h>
@@ -18,10 +19,10 @@
 #include "launcher/base/launch_error.hpp"
 #include "launcher/os/watchdog.hpp"
 #include "launcher/supervise/event_log.hpp"
+#include "launcher/supervise/live_console.hpp"
 #include "launcher/supervise/progress_monitor.hpp"
 #include "launcher/supervise/stack_capture.hpp"
 #include "launcher/supervise/worker_pipes.hpp"
-#include "launcher/worker/console_board.hpp"
 #include "launcher/worker/output.hpp"
 
 namespace ddp::launch {
@@ -44,8 +45,8 @@ struct Worker {
 struct Supervisor::Impl {
   explicit Impl(SupervisorConfig c)
       : config(std::move(c)), child_signals(io, SIGCHLD), handled_signals(io), grace_timer(io),
-        tick_timer(io), live_timer(io), capture_timer(io),
-        monitor(io, {config.hang_timeout_s, config.straggler_threshold}), board(make_console_board()) {
+        tick_timer(io), capture_timer(io), monitor(io, {config.hang_timeout_s, config.straggler_threshold}),
+        console(io) {
     for (int s : config.stop_signals) handled_signals.add(s);
     for (int s : config.forward_signals) handled_signals.add(s);
     wait_for_children();
@@ -58,13 +59,11 @@ struct Supervisor::Impl {
   asio::signal_set handled_signals;
   asio::steady_timer grace_timer;
   asio::steady_timer tick_timer;
-  asio::steady_timer live_timer;        // redraws unfinished lines on a terminal
-  bool live_timer_armed = false;
   asio::steady_timer capture_timer;     // Python's stack dump, then the stop
   ProgressMonitor monitor;              // hang verdicts and straggler notices
   std::optional<HangVerdict> hang;      // this attempt's verdict
   bool stacks_captured = false;         // this attempt's workers' stacks were taken
-  std::unique_ptr<ConsoleBoard> board;  // null unless stdout or stderr is a terminal
+  LiveConsole console;                  // the terminal's live lines
   Watchdog watchdog;
   EventLog* events = nullptr;           // borrowed from the agent
   AttemptWatch watch;
@@ -236,20 +235,11 @@ struct Supervisor::Impl {
   void capture_then_stop() {
     launcher_notice(fmt::format("capturing the stacks of {} worker{} before stopping them",
                                 count_live(), count_live() == 1 ? "" : "s"));
-    std::string files;
-    for (Worker& w : workers) {
-      if (w.pid <= 0 || w.outcome || w.launch.stacks_file.empty()) continue;
-      capture_native_stacks(w.pid, w.launch.rank, w.launch.stacks_file, config.tool_path);
-      files += (files.empty() ? "" : ", ") + w.launch.stacks_file;
-    }
-    if (!files.empty()) launcher_notice("stacks in " + files);
-    bool python = false;
-    for (Worker& w : workers)
-      if (w.pid > 0 && !w.outcome && w.launch.python) {
-        ::kill(w.pid, SIGABRT);  // faulthandler appends the Python tracebacks
-        ::kill(w.pid, SIGCONT);
-        python = true;
-      }
+    std::vector<StackTarget> targets;
+    for (const Worker& w : workers)
+      if (w.pid > 0 && !w.outcome)
+        targets.push_back({w.pid, w.launch.rank, w.launch.stacks_file, w.launch.python});
+    const bool python = capture_stacks(targets, config.tool_path);
     stacks_captured = true;
     stopping = true;
     monitor.stop();
@@ -259,25 +249,6 @@ struct Supervisor::Impl {
       begin_stop(SIGTERM);
       signal_groups(SIGCONT);
     });
-  }
-
-  // Unfinished lines reach the terminal within kLiveRefresh of arriving, at most that often.
-  static constexpr std::chrono::milliseconds kLiveRefresh{100};
-  void schedule_live_refresh() {
-    if (!board || !board->dirty() || live_timer_armed) return;
-    live_timer_armed = true;
-    live_timer.expires_after(kLiveRefresh);
-    live_timer.async_wait([this](const boost::system::error_code& ec) {
-      live_timer_armed = false;
-      if (!ec) board->refresh();
-    });
-  }
-
-  // The live-line board of the console: drawn on stderr if it is a terminal, else stdout.
-  static std::unique_ptr<ConsoleBoard> make_console_board() {
-    int fd = is_terminal(STDERR_FILENO) ? STDERR_FILENO : is_terminal(STDOUT_FILENO) ? STDOUT_FILENO : -1;
-    if (fd < 0) return nullptr;
-    return std::make_unique<ConsoleBoard>(fd, [fd] { return terminal_columns(fd); }, write_all);
   }
 
   // --- helpers -------------------------------------------------------------------------
@@ -322,7 +293,7 @@ struct Supervisor::Impl {
     for (auto& l : launches) {
       Worker& w = workers.emplace_back();
       w.launch = std::move(l);
-      w.pipes = std::make_unique<WorkerPipes>(io, w.launch, board.get(), [this] { schedule_live_refresh(); });
+      w.pipes = std::make_unique<WorkerPipes>(io, w.launch, console.board(), [this] { console.schedule_refresh(); });
       started.push_back(start_worker(w.launch.spawn));
       w.pipes->close_write_ends();
       w.pid = started.back().pid;
@@ -427,7 +398,7 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   s.on_wake = nullptr;
   s.grace_timer.cancel();
   s.tick_timer.cancel();
-  s.live_timer.cancel();
+  s.console.cancel();
   s.capture_timer.cancel();
   s.monitor.stop();
   s.attempt_running = false;

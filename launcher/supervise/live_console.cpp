@@ -1,0 +1,31 @@
+#include "launcher/supervise/live_console.hpp"
+
+#include <unistd.h>
+
+#include "launcher/os/process.hpp"
+#include "launcher/worker/output.hpp"
+
+namespace ddp::launch {
+namespace {
+
+std::unique_ptr<ConsoleBoard> make_board() {
+  const int fd = is_terminal(STDERR_FILENO) ? STDERR_FILENO : is_terminal(STDOUT_FILENO) ? STDOUT_FILENO : -1;
+  if (fd < 0) return nullptr;
+  return std::make_unique<ConsoleBoard>(fd, [fd] { return terminal_columns(fd); }, write_all);
+}
+
+}  // namespace
+
+LiveConsole::LiveConsole(boost::asio::io_context& io) : timer_(io), board_(make_board()) {}
+
+void LiveConsole::schedule_refresh() {
+  if (!board_ || !board_->dirty() || armed_) return;
+  armed_ = true;
+  timer_.expires_after(kRefresh);
+  timer_.async_wait([this](const boost::system::error_code& ec) {
+    armed_ = false;
+    if (!ec) board_->refresh();
+  });
+}
+
+}  // namespace ddp::launch
