@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "launcher/multinode/abort_watch.hpp"
+#include "launcher/multinode/abort_wait_thread.hpp"
 #include "launcher/multinode/multinode_agent.hpp"
 #include "launcher/os/ports.hpp"
 #include "launcher/store/prefix_store.hpp"

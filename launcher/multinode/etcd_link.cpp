@@ -11,7 +11,7 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/text.hpp"
-#include "launcher/multinode/abort_watch.hpp"
+#include "launcher/multinode/abort_wait_thread.hpp"
 #include "launcher/multinode/etcd_store.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/worker/output.hpp"

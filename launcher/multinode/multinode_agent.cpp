@@ -9,7 +9,7 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/multinode/agent_store.hpp"
-#include "launcher/multinode/peer_watch.hpp"
+#include "launcher/multinode/round_check.hpp"
 #include "launcher/multinode/rendezvous.hpp"
 #include "launcher/os/ports.hpp"
 #include "launcher/store/protocol.hpp"
@@ -66,7 +66,7 @@ class MultiNodeAgent {
   rdzv::NodeInfo self_info(int previous_rank);
   Round join_round(rdzv::Rendezvous& rendezvous, const NextRound& next);
   AttemptResult run_round(const Round& r);
-  rdzv::PeerWatch peer_watch();
+  rdzv::RoundCheckContext round_check_context();
   Settled settle(const Round& r, const AttemptResult& result);
   Settled after_success(const Round& r);
   Settled after_failure(const Round& r, const AttemptResult& result);
@@ -79,7 +79,7 @@ class MultiNodeAgent {
   void leave(const Round& r);
   std::optional<AbortRecord> read_abort(int round);
   std::optional<int> conclude(const Round& r, const Settled& settled, NextRound& next);
-  std::optional<std::string> watch(const Round& r);
+  std::optional<std::string> check(const Round& r);
   void wait_for_others_to_leave(const Round& r);
 
   const JobConfig& job_;
@@ -87,12 +87,12 @@ class MultiNodeAgent {
   const Environment& env_;
   Supervisor supervisor_;
   AgentStoreLink store_;  // hosted here (leader) or joined
-  rdzv::WatchState state_;  // this round's record, a lost store or an unreadable record
+  rdzv::RoundFindings state_;  // this round's record, a lost store or an unreadable record
   std::unique_ptr<RunLayout> layout_;
   std::unique_ptr<EventLog> events_;  // RUN/events.jsonl; null until the run directory exists
   int acknowledged_round_ = -1;
   int rendezvous_signal_ = 0;  // the stop signal that interrupted a rendezvous
-  std::unique_ptr<rdzv::AbortWatch> abort_watch_;  // last: stopped before the supervisor goes
+  std::unique_ptr<rdzv::AbortWaitThread> abort_thread_;  // last: stopped before the supervisor goes
 };
 
 rdzv::NodeInfo MultiNodeAgent::self_info(int previous_rank) {
@@ -114,15 +114,15 @@ rdzv::NodeInfo MultiNodeAgent::self_info(int previous_rank) {
   return n;
 }
 
-rdzv::PeerWatch MultiNodeAgent::peer_watch() {
-  return rdzv::PeerWatch{*store_.job,  *store_.root, store_.leader || store_.leaderless, job_.max_restarts,
+rdzv::RoundCheckContext MultiNodeAgent::round_check_context() {
+  return rdzv::RoundCheckContext{*store_.job,  *store_.root, store_.leader || store_.leaderless, job_.max_restarts,
                          spec_.nnodes_max, host_name(), store_.address};
 }
 
 // A final record read here is acknowledged at once, while this node's workers still stop:
 // the leader need not keep the store up through our shutdown timeout.
-std::optional<std::string> MultiNodeAgent::watch(const Round& r) {
-  std::optional<std::string> reason = rdzv::watch_round(peer_watch(), r.plan, r.rank(), state_);
+std::optional<std::string> MultiNodeAgent::check(const Round& r) {
+  std::optional<std::string> reason = rdzv::check_round(round_check_context(), r.plan, r.rank(), state_);
   if (state_.abort && state_.abort->final) acknowledge(r);
   return reason;
 }
@@ -196,17 +196,17 @@ AttemptResult MultiNodeAgent::run_round(const Round& r) {
                                 {"base_rank", r.me.base_rank}, {"nproc", group.local_world_size},
                                 {"master_addr", plan.master_addr}, {"master_port", plan.master_port}});
   // A hang detected on another node: this node's workers' stacks are captured too.
-  const AttemptWatch watch{ms(spec_.rdzv.heartbeat_interval_s), [&] { return this->watch(r); }, [&] {
+  const AttemptCheck check{ms(spec_.rdzv.heartbeat_interval_s), [&] { return this->check(r); }, [&] {
                              return state_.abort && is_hang(state_.abort->failure) && state_.abort->node_rank != r.rank();
                            }};
-  state_ = rdzv::WatchState{};
-  abort_watch_->watch(r.number());
-  return supervisor_.run_attempt(prepare_attempt(job_, env_, group, *layout_), watch);
+  state_ = rdzv::RoundFindings{};
+  abort_thread_->wait_for_round(r.number());
+  return supervisor_.run_attempt(prepare_attempt(job_, env_, group, *layout_), check);
 }
 
-// The round's abort record, once the watch stopped us; nullopt when the store is lost.
+// The round's abort record, once the check stopped us; nullopt when the store is lost.
 std::optional<AbortRecord> MultiNodeAgent::read_abort(int round) {
-  if (state_.abort) return state_.abort;  // read by the watch: the store may be gone since
+  if (state_.abort) return state_.abort;  // read by the check: the store may be gone since
   if (!state_.store_lost.empty()) return std::nullopt;
   if (!state_.bad_record.empty()) throw LaunchError(exit_code::kRendezvousFailed, state_.bad_record);
   return rdzv::abort_from_json(store_.job->get(JobKeys::abort(round), ms(spec_.rdzv.heartbeat_timeout_s)));
@@ -219,7 +219,7 @@ Settled MultiNodeAgent::after_success(const Round& r) {
   for (const auto& n : r.plan.nodes) done_keys.push_back(JobKeys::done(r.number(), n.group_rank));
   std::optional<std::string> reason;
   const int sig = supervisor_.wait_until(kBarrierTick, [&] {
-    reason = watch(r);
+    reason = check(r);
     if (reason) return true;
     try {
       return store_.job->check(done_keys);
@@ -242,7 +242,7 @@ std::optional<Settled> MultiNodeAgent::symptom_of_known_cause(const Round& r, co
   const auto deadline = std::chrono::steady_clock::now() + ms(spec_.rdzv.heartbeat_timeout_s);
   std::optional<std::string> cause;
   const int sig = supervisor_.wait_until(kBarrierTick, [&] {
-    cause = rdzv::find_root_cause(peer_watch(), r.plan, r.rank(), state_);
+    cause = rdzv::find_root_cause(round_check_context(), r.plan, r.rank(), state_);
     return cause || std::chrono::steady_clock::now() >= deadline;
   });
   if (sig != 0 && !cause) return Settled{after_interrupt(r, sig), std::nullopt};  // recorded before our symptom
@@ -333,7 +333,7 @@ Settled MultiNodeAgent::settle(const Round& r, const AttemptResult& result) {
     case AttemptResult::Kind::kSucceeded: return after_success(r);
     case AttemptResult::Kind::kFailed: return after_failure(r, result);
     case AttemptResult::Kind::kInterrupted: return {after_interrupt(r, result.signal), std::nullopt};
-    case AttemptResult::Kind::kStopped: break;  // by the watch
+    case AttemptResult::Kind::kStopped: break;  // by the check
   }
   return {std::nullopt, read_abort(r.number())};
 }
@@ -392,7 +392,7 @@ int MultiNodeAgent::run() {
 
 int MultiNodeAgent::run_rounds() {
   store_ = connect_agent_store(spec_, job_.run_id);
-  abort_watch_ = std::make_unique<rdzv::AbortWatch>(open_abort_waiter(store_), [this] { supervisor_.wake(); });
+  abort_thread_ = std::make_unique<rdzv::AbortWaitThread>(open_abort_waiter(store_), [this] { supervisor_.wake(); });
   rdzv::Rendezvous rendezvous(*store_.job, spec_.rdzv, store_.leader, spec_.nnodes_min, spec_.nnodes_max,
                               [this] { return rendezvous_signal_ = supervisor_.poll_signals(); });
   if (store_.leaderless)

@@ -1,6 +1,7 @@
-// The multi-node agent: one launcher per node. The leader (node 0 in static mode, the
-// launcher that hosts --rdzv-endpoint in c10d mode) runs the agent store; every launcher
-// joins rounds through it, runs its workers, heartbeats, and watches the others. A worker
+// The multi-node agent: one launcher per node. The job's store is the agent store, hosted by
+// the leader (node 0 in static mode, the launcher that can bind --rdzv-endpoint in c10d
+// mode), or an etcd cluster that nobody hosts (each round elects its leader). Every launcher
+// joins rounds through it, runs its workers, heartbeats, and checks the round. A worker
 // failure, a lost node or a new node waiting ends the round on every node at once; then
 // all restart together (--max-restarts counts for the job) or all exit with the same root
 // cause. Returns the exit code. Blocks.

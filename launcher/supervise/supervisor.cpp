@@ -66,8 +66,8 @@ struct Supervisor::Impl {
   LiveConsole console;                  // the terminal's live lines
   Watchdog watchdog;
   EventLog* events = nullptr;           // borrowed from the agent
-  AttemptWatch watch;
-  std::optional<std::string> stop_reason;  // the watch stopped the workers
+  AttemptCheck check;
+  std::optional<std::string> stop_reason;  // the check stopped the workers
   std::function<void()> on_wake;           // what wake() runs now (loop thread only)
 
   std::vector<Worker> workers;
@@ -192,8 +192,8 @@ struct Supervisor::Impl {
   }
 
   void schedule_tick() {
-    if (watch.interval.count() <= 0 || !watch.tick) return;
-    tick_timer.expires_after(watch.interval);
+    if (check.interval.count() <= 0 || !check.tick) return;
+    tick_timer.expires_after(check.interval);
     tick_timer.async_wait([this](const boost::system::error_code& ec) {
       if (ec || !attempt_running) return;
       run_tick();
@@ -202,23 +202,23 @@ struct Supervisor::Impl {
   }
 
   void run_tick() {
-    std::optional<std::string> reason = watch.tick();
+    std::optional<std::string> reason = check.tick();
     if (reason && !stopping && interrupt_signal == 0 && count_live() > 0) {
       stop_reason = reason;
       launcher_notice(fmt::format("{}; stopping the {} local worker{} (SIGTERM, SIGKILL after {} s)", *reason,
                          count_live(), count_live() == 1 ? "" : "s", config.shutdown_timeout_s));
-      if (watch.capture_stacks && watch.capture_stacks()) capture_then_stop();  // a hang elsewhere
+      if (check.capture_stacks && check.capture_stacks()) capture_then_stop();  // a hang elsewhere
       else begin_stop(SIGTERM);
     }
   }
 
   // --- hangs -------------------------------------------------------------------------
   void start_progress_monitor() {
-    std::vector<ProgressMonitor::Worker> watched;
-    for (const Worker& w : workers) watched.push_back({w.launch.rank, static_cast<long>(w.pid), w.launch.progress_file});
+    std::vector<ProgressMonitor::Worker> monitored;
+    for (const Worker& w : workers) monitored.push_back({w.launch.rank, static_cast<long>(w.pid), w.launch.progress_file});
     ProgressMonitor::Probe probe{[this](size_t i) { return workers[i].pid > 0 && !workers[i].outcome; },
                                  [this](size_t i) { return workers[i].pipes->bytes_read(); }};
-    monitor.start(std::move(watched), std::move(probe), [this](HangVerdict v) { on_hang(std::move(v)); });
+    monitor.start(std::move(monitored), std::move(probe), [this](HangVerdict v) { on_hang(std::move(v)); });
   }
 
   // The verdict, then every live worker's stacks, and only then the stop.
@@ -357,7 +357,7 @@ int Supervisor::poll_signals() {
   return impl_->interrupt_signal;
 }
 
-AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const AttemptWatch& watch) {
+AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const AttemptCheck& check) {
   Impl& s = *impl_;
   s.io.poll();  // deliver a signal that arrived between attempts
   s.stopping = false;
@@ -367,7 +367,7 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   s.stop_reason.reset();
   s.hang.reset();
   s.stacks_captured = false;
-  s.watch = watch;
+  s.check = check;
   if (s.interrupt_signal != 0) {
     AttemptResult r;
     r.kind = AttemptResult::Kind::kInterrupted;
@@ -392,7 +392,7 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   s.schedule_tick();
   s.start_progress_monitor();
   s.on_wake = [&s] {
-    if (s.attempt_running && s.watch.tick) s.run_tick();
+    if (s.attempt_running && s.check.tick) s.run_tick();
   };
   while (s.count_live() > 0 || s.pipes_open()) s.io.run_one();
   s.on_wake = nullptr;

@@ -33,7 +33,7 @@ struct WorkerLaunch {
   bool stderr_to_console = true;
   std::string stdout_log;   // "" = no file
   std::string stderr_log;
-  std::string progress_file;  // the progress record it feeds ("": not watched for hangs)
+  std::string progress_file;  // the progress record it feeds ("": not monitored)
   std::string stacks_file;    // where a hang's post-mortem goes
   bool python = false;        // gets SIGABRT after the native capture (faulthandler)
 };
@@ -41,7 +41,7 @@ struct WorkerLaunch {
 struct AttemptResult {
   enum class Kind { kSucceeded, kFailed, kInterrupted, kStopped };
   Kind kind = Kind::kSucceeded;
-  std::string stop_reason;              // when kStopped: why the watch stopped the workers
+  std::string stop_reason;              // when kStopped: why the check stopped the workers
   std::vector<WorkerOutcome> outcomes;  // one per worker, in local-rank order
   std::optional<size_t> root_cause;     // index into outcomes when kFailed
   int signal = 0;                       // when kInterrupted
@@ -56,9 +56,9 @@ struct SupervisorConfig {
   std::string tool_path;             // PATH to find eu-stack / gdb
 };
 
-// A periodic check while workers run (multi-node: heartbeat and watch the peers). tick()
+// A periodic check while workers run (multi-node: heartbeat, and check the round). tick()
 // must not throw; it returns a reason to stop every worker, or nullopt to go on.
-struct AttemptWatch {
+struct AttemptCheck {
   std::chrono::milliseconds interval{0};  // 0: no ticks
   std::function<std::optional<std::string>()> tick;
   // Asked when tick() returned a reason: true (a hang elsewhere) captures every live
@@ -77,7 +77,7 @@ class Supervisor {
 
   // Starts the workers and returns when every one has exited. Throws LaunchError if a
   // worker cannot be started (the ones already started are killed first).
-  AttemptResult run_attempt(std::vector<WorkerLaunch> workers, const AttemptWatch& watch = {});
+  AttemptResult run_attempt(std::vector<WorkerLaunch> workers, const AttemptCheck& check = {});
 
   // With no workers running: calls done() every interval until it returns true (0 is
   // returned) or a stop signal arrives during the call (the first stop signal received is
@@ -85,9 +85,9 @@ class Supervisor {
   // waits, briefly, for the other nodes to read the outcome. Used for barriers.
   int wait_until(std::chrono::milliseconds interval, const std::function<bool()>& done);
 
-  // Thread-safe: runs the attempt's watch tick (or wait_until's done()) now, on the loop,
+  // Thread-safe: runs the attempt's check (or wait_until's done()) now, on the loop,
   // rather than at its next interval; does nothing when neither runs. For an event source
-  // on another thread (the multi-node agent's abort watch: a store key appeared).
+  // on another thread (the multi-node agent's abort wait thread: a store key appeared).
   void wake();
 
   // Where worker exits and straggler notices are logged (null: nowhere); borrowed.

@@ -6,7 +6,7 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
-#include "launcher/multinode/peer_watch.hpp"
+#include "launcher/multinode/round_check.hpp"
 #include "launcher/multinode/rendezvous.hpp"
 #include "launcher/store/memory_store.hpp"
 #include "launcher/store/protocol.hpp"
@@ -212,9 +212,9 @@ TEST_CASE("garbage in the store is a rendezvous error naming the version, not an
 TEST_CASE("the peer watch turns a malformed abort record into a stop reason, never a throw") {
   store::MemoryStore store;
   store.set(JobKeys::abort(0), "{garbage");
-  PeerWatch watch{store, store, false, 0, 2, "h0", "h0:29400"};
-  WatchState trouble;
-  auto reason = watch_round(watch, two_nodes(), 0, trouble);
+  RoundCheckContext watch{store, store, false, 0, 2, "h0", "h0:29400"};
+  RoundFindings trouble;
+  auto reason = check_round(watch, two_nodes(), 0, trouble);
   REQUIRE(reason);
   CHECK_THAT(*reason, Catch::Contains("malformed abort record") && Catch::Contains(kVersionHint));
   CHECK(trouble.bad_record == *reason);
@@ -223,9 +223,9 @@ TEST_CASE("the peer watch turns a malformed abort record into a stop reason, nev
 
 TEST_CASE("the peer watch turns a lost store into a stop reason, never a throw") {
   LostStore store;
-  PeerWatch watch{store, store, true, 0, 2, "h0", "h0:29400"};
-  WatchState trouble;
-  auto reason = watch_round(watch, two_nodes(), 0, trouble);
+  RoundCheckContext watch{store, store, true, 0, 2, "h0", "h0:29400"};
+  RoundFindings trouble;
+  auto reason = check_round(watch, two_nodes(), 0, trouble);
   REQUIRE(reason);
   CHECK(*reason == "lost the agent store at h0:29400 (connection reset by peer)");
   CHECK(trouble.store_lost == "connection reset by peer");
@@ -233,20 +233,20 @@ TEST_CASE("the peer watch turns a lost store into a stop reason, never a throw")
 
 TEST_CASE("the leader's watch publishes a lost peer and a waiting node") {
   store::MemoryStore store;
-  PeerWatch watch{store, store, true, 1, 3, "h0", "h0:29400"};
-  WatchState trouble;
-  CHECK_FALSE(watch_round(watch, two_nodes(), 0, trouble));
+  RoundCheckContext watch{store, store, true, 1, 3, "h0", "h0:29400"};
+  RoundFindings trouble;
+  CHECK_FALSE(check_round(watch, two_nodes(), 0, trouble));
   store.set(std::string(store::kDroppedPrefix) + "n1", "heartbeat timeout");
-  auto reason = watch_round(watch, two_nodes(), 0, trouble);
+  auto reason = check_round(watch, two_nodes(), 0, trouble);
   CHECK(reason == std::optional<std::string>("node 1 (n1) was lost: heartbeat timeout"));
   AbortRecord lost = abort_from_json(store.get(JobKeys::abort(0), store::Duration(100)));
   CHECK(lost.failure == FailureKind::kNodeLost);
   CHECK_FALSE(lost.final);  // restart_count 0 < max_restarts 1
 
   store::MemoryStore grow;
-  PeerWatch leader{grow, grow, true, 0, 3, "h0", "h0:29400"};
+  RoundCheckContext leader{grow, grow, true, 0, 3, "h0", "h0:29400"};
   grow.add(JobKeys::waiting(0), 1);
-  reason = watch_round(leader, two_nodes(), 0, trouble);
+  reason = check_round(leader, two_nodes(), 0, trouble);
   REQUIRE(reason);
   CHECK_THAT(*reason, Catch::Contains("a new node is waiting to join"));
   CHECK(trouble.bad_record.empty());
@@ -255,8 +255,8 @@ TEST_CASE("the leader's watch publishes a lost peer and a waiting node") {
 
 TEST_CASE("a worker's communication error looks for a better root cause on any node") {
   store::MemoryStore store;
-  PeerWatch follower{store, store, false, 0, 2, "h1", "h0:29400"};
-  WatchState state;
+  RoundCheckContext follower{store, store, false, 0, 2, "h1", "h0:29400"};
+  RoundFindings state;
   CHECK_FALSE(find_root_cause(follower, two_nodes(), 1, state));  // nothing known: its own failure
   CHECK_FALSE(state.abort);
   // A peer the store dropped: published as lost, by a follower too.
@@ -270,24 +270,24 @@ TEST_CASE("a worker's communication error looks for a better root cause on any n
   CHECK(abort_from_json(store.get(JobKeys::abort(0), store::Duration(100))).failure == FailureKind::kNodeLost);
   // A lost store is a better cause as well.
   LostStore lost;
-  PeerWatch cut{lost, lost, false, 0, 2, "h1", "h0:29400"};
-  WatchState lost_state;
+  RoundCheckContext cut{lost, lost, false, 0, 2, "h1", "h0:29400"};
+  RoundFindings lost_state;
   CHECK(find_root_cause(cut, two_nodes(), 1, lost_state));
   CHECK(lost_state.store_lost == "connection reset by peer");
 }
 
 TEST_CASE("an abort record read by the watch stays known after the store is gone") {
   store::MemoryStore store;
-  PeerWatch watch{store, store, false, 0, 2, "h1", "h0:29400"};
-  WatchState state;
+  RoundCheckContext watch{store, store, false, 0, 2, "h1", "h0:29400"};
+  RoundFindings state;
   WorkerOutcome root;
   root.rank = 0;
   root.status.code = 3;
   publish_abort(store, 0, AbortRecord::worker_failure(root, 0, "h0", true));
-  REQUIRE(watch_round(watch, two_nodes(), 1, state));
+  REQUIRE(check_round(watch, two_nodes(), 1, state));
   LostStore lost;
-  PeerWatch cut{lost, lost, false, 0, 2, "h1", "h0:29400"};
-  CHECK(watch_round(cut, two_nodes(), 1, state));  // the store is gone now
+  RoundCheckContext cut{lost, lost, false, 0, 2, "h1", "h0:29400"};
+  CHECK(check_round(cut, two_nodes(), 1, state));  // the store is gone now
   REQUIRE(state.abort);
   CHECK(state.abort->exit_code == 3);
   CHECK(state.abort->final);

@@ -1,4 +1,4 @@
-// WorkerEnv: the launcher's worker contract (torchrun's variable names, see DESIGN.md) read
+// WorkerEnv: the launcher's worker contract (torchrun's variable names, README "The worker environment") read
 // and validated once. Without a launcher it is rank 0 of 1. Plain value type; from_env() reads
 // the process environment (not thread-safe against concurrent setenv).
 #pragma once

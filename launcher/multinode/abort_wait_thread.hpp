@@ -1,9 +1,9 @@
-// AbortWatch: a round's abort record as an event, not a heartbeat-tick discovery. A thread
-// of its own blocks in a server-side wait (KeyWaiter) on the watched round's abort key and,
-// when the key appears, calls `wake` (the agent passes Supervisor::wake: the watch tick
-// then reads the record at once). The seam for any backend: a KeyWaiter (the agent store's
-// WAIT on a dedicated connection here; an etcd watch would be another). Trouble in the
-// waiter (a lost store) ends the thread quietly: the heartbeat tick reports it.
+// AbortWaitThread: a round's abort record as an event, not a heartbeat-tick discovery. A
+// thread of its own blocks in a wait (KeyWaiter) on the current round's abort key and, when
+// the key appears, calls `wake` (the agent passes Supervisor::wake: the round check then
+// reads the record at once). The seam for any backend: a KeyWaiter (the agent store's
+// server-side WAIT on a dedicated connection, agent_store.hpp; an etcd watch, etcd_link.hpp).
+// Trouble in the waiter (a lost store) ends the thread quietly: the round check reports it.
 #pragma once
 
 #include <condition_variable>
@@ -26,15 +26,15 @@ class KeyWaiter {
   virtual void interrupt() = 0;
 };
 
-class AbortWatch {
+class AbortWaitThread {
  public:
-  AbortWatch(std::unique_ptr<KeyWaiter> waiter, std::function<void()> wake);
-  ~AbortWatch();  // interrupts the waiter and joins the thread
-  AbortWatch(const AbortWatch&) = delete;
-  AbortWatch& operator=(const AbortWatch&) = delete;
+  AbortWaitThread(std::unique_ptr<KeyWaiter> waiter, std::function<void()> wake);
+  ~AbortWaitThread();  // interrupts the waiter and joins the thread
+  AbortWaitThread(const AbortWaitThread&) = delete;
+  AbortWaitThread& operator=(const AbortWaitThread&) = delete;
 
   // From now on, wait for round `round`'s abort key (JobKeys::abort, job-relative).
-  void watch(int round);
+  void wait_for_round(int round);
 
  private:
   void loop();
@@ -43,7 +43,7 @@ class AbortWatch {
   std::function<void()> wake_;
   std::mutex mu_;
   std::condition_variable cv_;
-  int round_ = -1;  // the round to watch (-1: none yet)
+  int round_ = -1;  // the round to wait for (-1: none yet)
   int fired_ = -1;  // the last round whose key was seen
   bool stop_ = false;
   std::thread thread_;

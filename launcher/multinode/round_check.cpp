@@ -1,4 +1,4 @@
-#include "launcher/multinode/peer_watch.hpp"
+#include "launcher/multinode/round_check.hpp"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@ namespace {
 
 // A peer of `plan` the store dropped before it finished: publish it lost (compare-and-set);
 // the round's record then.
-std::optional<AbortRecord> publish_dropped_peer(const PeerWatch& w, const RoundPlan& plan, int my_rank) {
+std::optional<AbortRecord> publish_dropped_peer(const RoundCheckContext& w, const RoundPlan& plan, int my_rank) {
   for (const auto& peer : plan.nodes) {
     if (peer.group_rank == my_rank) continue;
     auto dropped = w.root.try_get(store::kDroppedPrefix + peer.info.name);
@@ -22,7 +22,7 @@ std::optional<AbortRecord> publish_dropped_peer(const PeerWatch& w, const RoundP
 }
 
 // The leader's part: a peer the store dropped before it finished, or a node waiting to join.
-std::optional<AbortRecord> leader_checks(const PeerWatch& w, const RoundPlan& plan, int my_rank) {
+std::optional<AbortRecord> leader_checks(const RoundCheckContext& w, const RoundPlan& plan, int my_rank) {
   if (auto lost = publish_dropped_peer(w, plan, my_rank)) return lost;
   if (static_cast<int>(plan.nodes.size()) < w.nnodes_max && w.job.add(JobKeys::waiting(plan.round), 0) > 0)
     return publish_abort(w.job, plan.round, AbortRecord::membership_change(my_rank, w.host));
@@ -38,10 +38,10 @@ AbortRecord publish_abort(store::Store& job, int round, const AbortRecord& recor
 
 namespace {
 
-// Runs one look at the store for watch_round / find_root_cause, keeping what it found in
+// Runs one look at the store for check_round / find_root_cause, keeping what it found in
 // `state`; never throws.
 template <class Look>
-std::optional<std::string> guarded(const PeerWatch& w, WatchState& state, Look look) noexcept {
+std::optional<std::string> guarded(const RoundCheckContext& w, RoundFindings& state, Look look) noexcept {
   try {
     if (std::optional<AbortRecord> found = look()) state.abort = std::move(found);
     if (state.abort) return state.abort->reason;
@@ -57,7 +57,7 @@ std::optional<std::string> guarded(const PeerWatch& w, WatchState& state, Look l
 
 // The round's record; else the job's stop record (a launcher stopped while the others were
 // between rounds), which becomes this round's record so that it ends like any other.
-std::optional<AbortRecord> read_record(const PeerWatch& w, int round) {
+std::optional<AbortRecord> read_record(const RoundCheckContext& w, int round) {
   if (auto a = w.job.try_get(JobKeys::abort(round))) return abort_from_json(*a);
   if (auto stop = w.job.try_get(JobKeys::stop())) return publish_abort(w.job, round, abort_from_json(*stop));
   return std::nullopt;
@@ -65,8 +65,8 @@ std::optional<AbortRecord> read_record(const PeerWatch& w, int round) {
 
 }  // namespace
 
-std::optional<std::string> watch_round(const PeerWatch& w, const RoundPlan& plan, int my_rank,
-                                       WatchState& state) noexcept {
+std::optional<std::string> check_round(const RoundCheckContext& w, const RoundPlan& plan, int my_rank,
+                                       RoundFindings& state) noexcept {
   return guarded(w, state, [&]() -> std::optional<AbortRecord> {
     if (auto a = read_record(w, plan.round)) return a;
     if (!w.leader) return std::nullopt;
@@ -74,8 +74,8 @@ std::optional<std::string> watch_round(const PeerWatch& w, const RoundPlan& plan
   });
 }
 
-std::optional<std::string> find_root_cause(const PeerWatch& w, const RoundPlan& plan, int my_rank,
-                                           WatchState& state) noexcept {
+std::optional<std::string> find_root_cause(const RoundCheckContext& w, const RoundPlan& plan, int my_rank,
+                                           RoundFindings& state) noexcept {
   return guarded(w, state, [&]() -> std::optional<AbortRecord> {
     if (auto a = read_record(w, plan.round)) return a;
     return publish_dropped_peer(w, plan, my_rank);

@@ -1,9 +1,9 @@
 // The check a multi-node agent runs every heartbeat while its workers run (and while it
 // waits for the others after its own succeeded): has the round been aborted? The leader
 // also looks for lost peers and nodes waiting to join, and publishes the abort. The store
-// request itself is the heartbeat. watch_round never throws (it runs inside the
-// Supervisor's tick): a lost store or an unreadable record becomes a reason to stop, noted
-// in WatchState, which also keeps the abort record once read (the store may be gone by the
+// request itself is the heartbeat. check_round never throws (it runs as the Supervisor's
+// attempt check): a lost store or an unreadable record becomes a reason to stop, noted
+// in RoundFindings, which also keeps the abort record once read (the store may be gone by the
 // time the workers have stopped). Blocks for one store round trip at most per request.
 #pragma once
 
@@ -15,7 +15,7 @@
 
 namespace ddp::launch::rdzv {
 
-struct PeerWatch {
+struct RoundCheckContext {
   store::Store& job;   // the job's PrefixStore
   store::Store& root;  // the unprefixed store, where the server sets kDroppedPrefix keys
   bool leader = false;
@@ -25,23 +25,23 @@ struct PeerWatch {
   std::string store_address;  // "host:port", for messages
 };
 
-// What the watch learned: the round's outcome, or what went wrong ("" = nothing).
-struct WatchState {
+// What the checks learned: the round's outcome, or what went wrong ("" = nothing).
+struct RoundFindings {
   std::optional<AbortRecord> abort;  // the round's abort record, once read or published
   std::string store_lost;            // the store stopped answering
   std::string bad_record;            // a record from another node could not be read (has the hint)
 };
 
 // The reason to stop this round's workers, or nullopt to go on. Never throws.
-std::optional<std::string> watch_round(const PeerWatch& watch, const RoundPlan& plan, int my_rank,
-                                       WatchState& state) noexcept;
+std::optional<std::string> check_round(const RoundCheckContext& context, const RoundPlan& plan, int my_rank,
+                                       RoundFindings& state) noexcept;
 
 // A launcher whose worker failed with what reads like a communication error asks this
 // (any node, not only the leader): is there a better root cause already? The round's abort
 // record, or a peer the store dropped before it finished (then published here as lost), or
 // a lost store (noted in `state`). Returns its reason, or nullopt. Never throws.
-std::optional<std::string> find_root_cause(const PeerWatch& watch, const RoundPlan& plan, int my_rank,
-                                           WatchState& state) noexcept;
+std::optional<std::string> find_root_cause(const RoundCheckContext& context, const RoundPlan& plan, int my_rank,
+                                           RoundFindings& state) noexcept;
 
 // Publishes `record` as round `round`'s abort unless one is there; returns the one that
 // won. Throws store::StoreError, LaunchError(kRendezvousFailed) on a malformed record.

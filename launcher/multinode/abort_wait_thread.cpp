@@ -1,4 +1,4 @@
-#include "launcher/multinode/abort_watch.hpp"
+#include "launcher/multinode/abort_wait_thread.hpp"
 
 #include "launcher/multinode/rendezvous.hpp"
 
@@ -9,10 +9,10 @@ namespace {
 constexpr store::Duration kSlice{10000};
 }  // namespace
 
-AbortWatch::AbortWatch(std::unique_ptr<KeyWaiter> waiter, std::function<void()> wake)
+AbortWaitThread::AbortWaitThread(std::unique_ptr<KeyWaiter> waiter, std::function<void()> wake)
     : waiter_(std::move(waiter)), wake_(std::move(wake)), thread_([this] { loop(); }) {}
 
-AbortWatch::~AbortWatch() {
+AbortWaitThread::~AbortWaitThread() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
@@ -22,7 +22,7 @@ AbortWatch::~AbortWatch() {
   thread_.join();
 }
 
-void AbortWatch::watch(int round) {
+void AbortWaitThread::wait_for_round(int round) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     round_ = round;
@@ -30,7 +30,7 @@ void AbortWatch::watch(int round) {
   cv_.notify_all();
 }
 
-void AbortWatch::loop() {
+void AbortWaitThread::loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || (round_ >= 0 && round_ != fired_); });
