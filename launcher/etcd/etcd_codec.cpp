@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "launcher/base/text.hpp"
+#include "launcher/base/host_port.hpp"
 
 namespace ddp::launch::etcd {
 namespace {
@@ -151,40 +151,13 @@ std::string prefix_range_end(const std::string& prefix) {
 }
 
 std::vector<Endpoint> parse_endpoints(const std::string& text, int default_port, bool* https_seen) {
+  if (text.find_first_not_of(" \t,") == std::string::npos)
+    throw HostPortError("expected at least one etcd member as HOST[:PORT][,HOST[:PORT]...], got '" + text + "'");
   std::vector<Endpoint> out;
-  for (std::string item : split(text, ',', EmptyItems::kSkip)) {
-    item = trim(item);
-    if (item.empty()) continue;
-    const std::string bad = "--rdzv-endpoint: '" + item + "' is not HOST[:PORT]";
-    for (const char* scheme : {"http://", "https://"}) {
-      if (item.rfind(scheme, 0) == 0) {
-        if (https_seen && scheme[4] == 's') *https_seen = true;
-        item = item.substr(std::string(scheme).size());
-      }
-    }
-    if (!item.empty() && item.back() == '/') item.pop_back();
-    Endpoint e{item, default_port};
-    const size_t colon = item.rfind(':');
-    if (!item.empty() && item.front() == '[') {  // [v6]:port
-      const size_t close = item.find(']');
-      if (close == std::string::npos) throw std::invalid_argument(bad);
-      e.host = item.substr(1, close - 1);
-      if (close + 1 < item.size()) {
-        if (item[close + 1] != ':') throw std::invalid_argument(bad);
-        auto port = parse_natural(item.substr(close + 2));
-        if (!port || *port < 1 || *port > 65535) throw std::invalid_argument(bad);
-        e.port = int(*port);
-      }
-    } else if (colon != std::string::npos && item.find(':') == colon) {
-      e.host = item.substr(0, colon);
-      auto port = parse_natural(item.substr(colon + 1));
-      if (!port || *port < 1 || *port > 65535) throw std::invalid_argument(bad + " (the port must be 1-65535)");
-      e.port = int(*port);
-    }
-    if (e.host.empty()) throw std::invalid_argument(bad);
-    out.push_back(e);
+  for (const HttpEndpoint& e : parse_http_endpoint_list(text, default_port)) {
+    if (https_seen && e.https) *https_seen = true;
+    out.push_back(Endpoint{e.address.host, e.address.port});
   }
-  if (out.empty()) throw std::invalid_argument("--rdzv-endpoint: give at least one etcd member as HOST[:PORT]");
   return out;
 }
 

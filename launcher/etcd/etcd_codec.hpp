@@ -34,8 +34,8 @@ struct Endpoint {
 };
 
 // "host:port[,host:port...]" (a port may be left out: default_port; an http:// or https://
-// scheme is dropped, and https_seen set when one is https). Throws std::invalid_argument
-// with a message naming the bad item.
+// scheme is dropped, and https_seen set when one is https): base's parse_http_endpoint_list.
+// Bad text is not an etcd error: HostPortError (a usage error) naming the bad item.
 std::vector<Endpoint> parse_endpoints(const std::string& text, int default_port, bool* https_seen = nullptr);
 
 // Failover: the member to try after `failed` of `count` (round robin).

@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <fstream>
-#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -41,11 +40,7 @@ etcd::EtcdOptions etcd_options(const MultiNodeSpec& spec) {
   const RendezvousConf& conf = spec.rdzv;
   etcd::EtcdOptions o;
   bool https = conf.https;
-  try {
-    o.endpoints = etcd::parse_endpoints(spec.rdzv_endpoint, kDefaultEtcdPort, &https);
-  } catch (const std::invalid_argument& e) {
-    throw LaunchError(exit_code::kUsage, e.what());
-  }
+  o.endpoints = etcd::parse_endpoints(spec.rdzv_endpoint, kDefaultEtcdPort, &https);  // checked by cli/
   o.tls = https;
   o.cacert = conf.cacert;
   o.cert = conf.cert;
