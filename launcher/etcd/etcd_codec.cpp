@@ -14,6 +14,17 @@ using nlohmann::json;
 
 constexpr const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
+// nlohmann's accessors (value(), get()) throw on a field of the wrong type: a reply that is
+// not etcd's. The parse_* that use them read through this (parse_error catches its own).
+template <class F>
+auto reading(const char* what, F f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const json::exception& e) {
+    throw EtcdProtocolError(std::string("etcd sent a ") + what + " reply of an unexpected shape: " + e.what());
+  }
+}
+
 json parse_json(const std::string& body) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object())
@@ -90,6 +101,30 @@ json put_json(const PutOp& put) {
   return j;
 }
 
+WatchBatch parse_watch_json(const json& j, const std::string& line) {
+  if (auto err = j.find("error"); err != j.end())
+    throw EtcdProtocolError("etcd ended the watch: " + (err->is_object() ? err->value("message", err->dump()) : err->dump()));
+  auto result = j.find("result");
+  if (result == j.end()) throw EtcdProtocolError("etcd sent a watch message without a result: '" + line.substr(0, 200) + "'");
+  WatchBatch w;
+  w.created = result->value("created", false);
+  w.canceled = result->value("canceled", false);
+  w.compact_revision = int64_field(*result, "compact_revision");
+  if (auto events = result->find("events"); events != result->end() && events->is_array())
+    w.events = static_cast<int>(events->size());
+  return w;
+}
+
+ErrorReply parse_error_json(const std::string& body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return {0, body.substr(0, 200)};
+  if (auto e = j.find("error"); e != j.end() && e->is_object()) j = *e;  // streams wrap it
+  ErrorReply r;
+  r.code = j.value("code", 0);
+  r.message = j.value("message", j.value("error", std::string()));
+  return r;
+}
+
 }  // namespace
 
 std::string base64_encode(std::string_view bytes) {
@@ -161,6 +196,12 @@ std::vector<Endpoint> parse_endpoints(const std::string& text, int default_port,
   return out;
 }
 
+std::string endpoints_text(const std::vector<Endpoint>& endpoints) {
+  std::string out;
+  for (const auto& e : endpoints) out += (out.empty() ? "" : ", ") + e.text();
+  return out;
+}
+
 std::string range_body(const std::string& key, const std::string& range_end, bool count_only) {
   json j = {{"key", base64_encode(key)}};
   if (!range_end.empty()) j["range_end"] = base64_encode(range_end);
@@ -198,40 +239,51 @@ std::string authenticate_body(const std::string& name, const std::string& passwo
 }
 
 RangeResult parse_range(const std::string& body) {
-  json j = parse_json(body);
-  RangeResult r;
-  r.revision = header_revision(j);
-  r.count = int64_field(j, "count");
-  r.kvs = key_values(j);
-  return r;
+  return reading("range", [&] {
+    json j = parse_json(body);
+    RangeResult r;
+    r.revision = header_revision(j);
+    r.count = int64_field(j, "count");
+    r.kvs = key_values(j);
+    return r;
+  });
 }
 
-int64_t parse_revision(const std::string& body) { return header_revision(parse_json(body)); }
-int64_t parse_deleted(const std::string& body) { return int64_field(parse_json(body), "deleted"); }
+int64_t parse_revision(const std::string& body) {
+  return reading("put", [&] { return header_revision(parse_json(body)); });
+}
+
+int64_t parse_deleted(const std::string& body) {
+  return reading("deleterange", [&] { return int64_field(parse_json(body), "deleted"); });
+}
 
 TxnResult parse_txn(const std::string& body) {
-  json j = parse_json(body);
-  TxnResult t;
-  t.revision = header_revision(j);
-  t.succeeded = j.value("succeeded", false);
-  auto responses = j.find("responses");
-  if (!t.succeeded && responses != j.end() && responses->is_array())
-    for (const auto& r : *responses)
-      if (auto range = r.find("response_range"); range != r.end()) t.failure_kvs = key_values(*range);
-  return t;
+  return reading("txn", [&] {
+    json j = parse_json(body);
+    TxnResult t;
+    t.revision = header_revision(j);
+    t.succeeded = j.value("succeeded", false);
+    auto responses = j.find("responses");
+    if (!t.succeeded && responses != j.end() && responses->is_array())
+      for (const auto& r : *responses)
+        if (auto range = r.find("response_range"); range != r.end()) t.failure_kvs = key_values(*range);
+    return t;
+  });
 }
 
 int64_t parse_lease_id(const std::string& body) {
-  int64_t id = int64_field(parse_json(body), "ID");
+  int64_t id = reading("lease grant", [&] { return int64_field(parse_json(body), "ID"); });
   if (id == 0) throw EtcdProtocolError("etcd granted no lease: '" + body.substr(0, 200) + "'");
   return id;
 }
 
 int64_t parse_lease_ttl(const std::string& body) {
-  // keepalive is a stream: the gateway wraps each message in {"result": ...}.
-  json j = parse_json(body.substr(0, body.find('\n')));
-  auto result = j.find("result");
-  return int64_field(result == j.end() ? j : *result, "TTL");
+  return reading("keepalive", [&] {
+    // keepalive is a stream: the gateway wraps each message in {"result": ...}.
+    json j = parse_json(body.substr(0, body.find('\n')));
+    auto result = j.find("result");
+    return int64_field(result == j.end() ? j : *result, "TTL");
+  });
 }
 
 std::string parse_token(const std::string& body) {
@@ -243,28 +295,15 @@ std::string parse_token(const std::string& body) {
 }
 
 WatchBatch parse_watch_line(const std::string& line) {
-  json j = parse_json(line);
-  if (auto err = j.find("error"); err != j.end())
-    throw EtcdProtocolError("etcd ended the watch: " + (err->is_object() ? err->value("message", err->dump()) : err->dump()));
-  auto result = j.find("result");
-  if (result == j.end()) throw EtcdProtocolError("etcd sent a watch message without a result: '" + line.substr(0, 200) + "'");
-  WatchBatch w;
-  w.created = result->value("created", false);
-  w.canceled = result->value("canceled", false);
-  w.compact_revision = int64_field(*result, "compact_revision");
-  if (auto events = result->find("events"); events != result->end() && events->is_array())
-    w.events = static_cast<int>(events->size());
-  return w;
+  return reading("watch", [&] { return parse_watch_json(parse_json(line), line); });
 }
 
 ErrorReply parse_error(const std::string& body) {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return {0, body.substr(0, 200)};
-  if (auto e = j.find("error"); e != j.end() && e->is_object()) j = *e;  // streams wrap it
-  ErrorReply r;
-  r.code = j.value("code", 0);
-  r.message = j.value("message", j.value("error", std::string()));
-  return r;
+  try {
+    return parse_error_json(body);
+  } catch (const json::exception&) {  // an error body of an odd shape: keep its text
+    return {0, body.substr(0, 200)};
+  }
 }
 
 }  // namespace ddp::launch::etcd

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "launcher/multinode/etcd_errors.hpp"
 #include "launcher/store/protocol.hpp"
 
 namespace ddp::launch {
@@ -35,17 +36,16 @@ int64_t integer_value(const std::string& key, const std::string& text) {
 
 EtcdStore::EtcdStore(const etcd::EtcdOptions& options, std::string prefix, std::string name, int64_t ttl_s,
                      int64_t job_ttl_s)
-    : options_(options), prefix_(std::move(prefix)), name_(std::move(name)), ttl_s_(ttl_s), job_ttl_s_(job_ttl_s) {
-  try {
-    client_ = std::make_unique<etcd::EtcdClient>(options_);
-  } catch (const etcd::EtcdError& e) {
-    throw store::StoreUnavailable(e.what());
-  }
+    : options_(options),
+      address_("etcd at " + etcd::endpoints_text(options.endpoints)),
+      prefix_(std::move(prefix)),
+      name_(std::move(name)),
+      ttl_s_(ttl_s),
+      job_ttl_s_(job_ttl_s) {
+  client_ = with_store_errors(address_, [&] { return std::make_unique<etcd::EtcdClient>(options_); });
 }
 
 EtcdStore::~EtcdStore() { close(); }
-
-std::string EtcdStore::address() const { return "etcd at " + client_->endpoints_text(); }
 
 template <class F>
 auto EtcdStore::guarded(F f) -> decltype(f()) {
@@ -53,13 +53,7 @@ auto EtcdStore::guarded(F f) -> decltype(f()) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!lost_.empty()) throw store::StoreUnavailable(lost_);
   }
-  try {
-    return f();
-  } catch (const etcd::EtcdError& e) {
-    throw store::StoreUnavailable(e.what());
-  } catch (const etcd::EtcdProtocolError& e) {
-    throw store::StoreUnavailable(fmt::format("{}: {}", address(), e.what()));
-  }
+  return with_store_errors(address_, f);
 }
 
 void EtcdStore::open(Clock::time_point deadline) {
@@ -77,14 +71,12 @@ void EtcdStore::open(Clock::time_point deadline) {
                                                   address(), e.what()));
       std::this_thread::sleep_for(kOpenRetry);
     } catch (const etcd::EtcdError& e) {
-      throw store::StoreUnavailable(e.what());
-    } catch (const etcd::EtcdProtocolError& e) {
-      throw store::StoreUnavailable(fmt::format("{}: {}", address(), e.what()));
+      throw as_store_error(e, address_);
     }
   }
   etcd::EtcdOptions keeper_options = options_;
   keeper_options.request_timeout = std::max<std::chrono::milliseconds>(kKeeperFloor, std::chrono::seconds(ttl_s_) / 3);
-  keeper_client_ = std::make_unique<etcd::EtcdClient>(keeper_options);
+  keeper_client_ = with_store_errors(address_, [&] { return std::make_unique<etcd::EtcdClient>(keeper_options); });
   keeper_ = std::thread([this] { keep_alive(); });
 }
 

@@ -6,7 +6,8 @@
 // store dropped. compare_set and add are transactions, get and wait use watches. A
 // background thread keeps both leases alive; everything else blocks on the caller's thread
 // (not thread-safe). Errors: store::StoreUnavailable (no member answers, credentials or TLS
-// refused, this launcher's lease expired), store::StoreTimeout.
+// refused, this launcher's lease expired; etcd's errors translated by etcd_errors.hpp),
+// store::StoreTimeout.
 #pragma once
 
 #include <atomic>
@@ -33,7 +34,7 @@ class EtcdStore : public store::Store {
   // Revokes this launcher's lease; the last launcher of the job revokes the job's too
   // (every key goes). Best effort, never throws.
   void close() noexcept;
-  std::string address() const;  // "etcd at h1:p1, h2:p2"
+  const std::string& address() const { return address_; }  // "etcd at h1:p1, h2:p2"
 
   void set(const std::string& key, const std::string& value) override;
   std::string get(const std::string& key, store::Duration timeout) override;
@@ -55,6 +56,7 @@ class EtcdStore : public store::Store {
   void keep_alive();  // the keeper thread
 
   etcd::EtcdOptions options_;
+  std::string address_;
   std::unique_ptr<etcd::EtcdClient> client_;
   std::string prefix_;  // "/ddp-launch/<run id>/"
   std::string name_;
