@@ -29,7 +29,8 @@ class EtcdStore : public store::Store {
   ~EtcdStore() override;
 
   // Takes this launcher's lease and the job's, writes the liveness key and starts keeping
-  // both alive. Retries an unreachable etcd until `deadline`, then throws StoreUnavailable.
+  // both alive. Retries an unreachable etcd until `deadline`, then throws StoreUnavailable;
+  // a job's lease key it cannot join (not written by ddp-launch) is a StoreError at once.
   void open(etcd::Clock::time_point deadline);
   // Revokes this launcher's lease; the last launcher of the job revokes the job's too
   // (every key goes). Best effort, never throws.
@@ -53,6 +54,7 @@ class EtcdStore : public store::Store {
   std::optional<etcd::KeyValue> read(const std::string& full_key);
   bool wait_one(const std::string& full_key, etcd::Clock::time_point deadline);
   void join_job_lease();
+  std::string foreign_job_lease(const etcd::KeyValue& kv, const std::string& what) const;
   void keep_alive();  // the keeper thread
 
   etcd::EtcdOptions options_;
