@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "bench/bench_stats.hpp"
+#include "launcher/base/host_port.hpp"
 #include "launcher/multinode/etcd_store.hpp"
 
 namespace {
@@ -142,12 +143,13 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   etcd::EtcdOptions o;
-  const size_t colon = endpoint.rfind(':');
-  if (colon == std::string::npos) {
-    fmt::print(stderr, "etcd_store_bench: --endpoint wants HOST:PORT, not '{}'\n", endpoint);
+  try {
+    const ddp::launch::HostPort hp = ddp::launch::parse_host_port(endpoint, 2379);
+    o.endpoints.push_back({hp.host, hp.port});
+  } catch (const ddp::launch::HostPortError& e) {
+    fmt::print(stderr, "etcd_store_bench: --endpoint: {}\n", e.what());
     return 2;
   }
-  o.endpoints.push_back({endpoint.substr(0, colon), std::stoi(endpoint.substr(colon + 1))});
   o.request_timeout = std::chrono::milliseconds(30000);
 
   std::map<std::string, std::vector<double>> samples;

@@ -41,6 +41,11 @@ double parse_hang_timeout(const std::string& value);
 // --straggler-threshold: 0 (off) or a factor above 1 (a step time that many times the median).
 double parse_straggler_threshold(const std::string& value);
 
+// --rdzv-endpoint for this (already checked) backend: etcd takes a list of members, each
+// HOST[:PORT] or an http:// or https:// URL; c10d and static take one HOST[:PORT].
+// Checks only: the layer that connects parses the string again (base/host_port.hpp).
+void check_rdzv_endpoint(const std::string& backend, const std::string& value);
+
 // An integer in [min, max] (a leading '-' allowed); otherwise "FLAG must be HINT, got 'VALUE'".
 int parse_int_flag(const std::string& flag, const std::string& value, long long min, long long max,
                    const std::string& hint);

@@ -257,6 +257,7 @@ void check_contradictions(const GivenFlags& given, const LaunchOptions& o) {
     usage_error("-m/--module and --run-path contradict each other; give a module or a file");
   if (o.rdzv_backend != "static" && o.rdzv_backend != "c10d" && o.rdzv_backend != "etcd")
     usage_error(fmt::format("--rdzv-backend '{}' is not supported; use static, c10d or etcd", o.rdzv_backend));
+  if (!o.rdzv_endpoint.empty()) check_rdzv_endpoint(o.rdzv_backend, o.rdzv_endpoint);
   if (o.standalone && o.nnodes_max > 1)
     usage_error("--standalone runs a single node; drop --nnodes or --standalone");
   if (is_multi_node(o)) {

@@ -14,13 +14,14 @@ namespace ssl = boost::asio::ssl;
 constexpr std::chrono::milliseconds kRoundPause{200};   // after every member failed once
 constexpr std::chrono::milliseconds kWatchPause{100};   // after a watch broke
 
+// Internal: call() and watch_change() catch them. EtcdErrors, as everything this layer throws.
 // The member answered but cannot serve now (no leader, shutting down): try another.
-struct MemberUnavailable : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct MemberUnavailable : EtcdError {
+  using EtcdError::EtcdError;
 };
 // The auth token expired (etcd's simple tokens do): authenticate again.
-struct TokenExpired : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct TokenExpired : EtcdError {
+  using EtcdError::EtcdError;
 };
 
 bool mentions(const std::string& text, const char* what) { return text.find(what) != std::string::npos; }
@@ -39,7 +40,14 @@ struct EtcdClient::Tls {
 EtcdClient::EtcdClient(EtcdOptions options) : options_(std::move(options)) {
   if (options_.endpoints.empty()) throw EtcdRejected("no etcd endpoint given");
   if (!options_.tls) return;
-  tls_ = std::make_unique<Tls>();
+  try {
+    tls_ = std::make_unique<Tls>();
+    tls_->context.set_verify_mode(ssl::verify_peer);
+    if (options_.cacert.empty()) tls_->context.set_default_verify_paths();
+  } catch (const std::exception& e) {  // boost::system::system_error: OpenSSL cannot start, no system CAs
+    const char* which = options_.cacert.empty() ? " with the system's CA certificates (--rdzv-conf cacert=)" : "";
+    throw EtcdRejected(fmt::format("cannot set up TLS{}: {}", which, e.what()));
+  }
   auto load = [](const std::string& what, const std::string& path, auto action) {
     try {
       action();
@@ -48,9 +56,8 @@ EtcdClient::EtcdClient(EtcdOptions options) : options_(std::move(options)) {
     }
   };
   ssl::context& ctx = tls_->context;
-  ctx.set_verify_mode(ssl::verify_peer);
-  if (options_.cacert.empty()) ctx.set_default_verify_paths();
-  else load("CA certificate cacert=", options_.cacert, [&] { ctx.load_verify_file(options_.cacert); });
+  if (!options_.cacert.empty())
+    load("CA certificate cacert=", options_.cacert, [&] { ctx.load_verify_file(options_.cacert); });
   if (options_.cert.empty() != options_.key.empty())
     throw EtcdRejected("--rdzv-conf cert= and key= go together: the client certificate and its private key");
   if (!options_.cert.empty()) {
@@ -61,11 +68,7 @@ EtcdClient::EtcdClient(EtcdOptions options) : options_(std::move(options)) {
 
 EtcdClient::~EtcdClient() = default;
 
-std::string EtcdClient::endpoints_text() const {
-  std::string out;
-  for (const auto& e : options_.endpoints) out += (out.empty() ? "" : ", ") + e.text();
-  return out;
-}
+std::string EtcdClient::endpoints_text() const { return etcd::endpoints_text(options_.endpoints); }
 
 std::string EtcdClient::current_endpoint() const { return options_.endpoints[current_].text(); }
 

@@ -2,8 +2,9 @@
 // user/password auth): kv range/put/deleterange/txn, lease grant/keepalive/revoke, and a
 // watch that waits for the next change of a key. Failover: a request that finds its member
 // unreachable (or the member answers "unavailable") moves on to the next endpoint, round
-// robin, until request_timeout; only then it throws EtcdUnavailable. Retries are plain
-// resends: a txn whose reply was lost may run twice (callers compare, so that is safe).
+// robin, until request_timeout; only then it throws EtcdUnavailable. Every error is an
+// EtcdError (etcd_error.hpp). Retries are plain resends: a txn whose reply was lost may run
+// twice (callers compare, so that is safe).
 // Not thread-safe: one client per thread (the lease keeper has its own), except
 // interrupt().
 #pragma once
@@ -11,30 +12,14 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "launcher/etcd/etcd_codec.hpp"
+#include "launcher/etcd/etcd_error.hpp"
 #include "launcher/etcd/http_connection.hpp"
 
 namespace ddp::launch::etcd {
-
-class EtcdError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-// No member answered within the request timeout (every one unreachable or unavailable).
-class EtcdUnavailable : public EtcdError {
- public:
-  using EtcdError::EtcdError;
-};
-// A configuration error no retry fixes: wrong credentials, a TLS certificate not trusted,
-// a file that cannot be read. The message says what to change.
-class EtcdRejected : public EtcdError {
- public:
-  using EtcdError::EtcdError;
-};
 
 struct EtcdOptions {
   std::vector<Endpoint> endpoints;
@@ -50,7 +35,7 @@ struct EtcdOptions {
 
 class EtcdClient {
  public:
-  // Throws EtcdRejected when the TLS files cannot be loaded. Connects lazily.
+  // Throws EtcdRejected when the TLS setup or its files cannot be loaded. Connects lazily.
   explicit EtcdClient(EtcdOptions options);
   ~EtcdClient();
   EtcdClient(const EtcdClient&) = delete;

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "launcher/base/text.hpp"
+#include "launcher/base/host_port.hpp"
 
 namespace ddp::launch::etcd {
 namespace {
@@ -13,6 +13,17 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+// nlohmann's accessors (value(), get()) throw on a field of the wrong type: a reply that is
+// not etcd's. The parse_* that use them read through this (parse_error catches its own).
+template <class F>
+auto reading(const char* what, F f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const json::exception& e) {
+    throw EtcdProtocolError(std::string("etcd sent a ") + what + " reply of an unexpected shape: " + e.what());
+  }
+}
 
 json parse_json(const std::string& body) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -90,6 +101,30 @@ json put_json(const PutOp& put) {
   return j;
 }
 
+WatchBatch parse_watch_json(const json& j, const std::string& line) {
+  if (auto err = j.find("error"); err != j.end())
+    throw EtcdProtocolError("etcd ended the watch: " + (err->is_object() ? err->value("message", err->dump()) : err->dump()));
+  auto result = j.find("result");
+  if (result == j.end()) throw EtcdProtocolError("etcd sent a watch message without a result: '" + line.substr(0, 200) + "'");
+  WatchBatch w;
+  w.created = result->value("created", false);
+  w.canceled = result->value("canceled", false);
+  w.compact_revision = int64_field(*result, "compact_revision");
+  if (auto events = result->find("events"); events != result->end() && events->is_array())
+    w.events = static_cast<int>(events->size());
+  return w;
+}
+
+ErrorReply parse_error_json(const std::string& body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return {0, body.substr(0, 200)};
+  if (auto e = j.find("error"); e != j.end() && e->is_object()) j = *e;  // streams wrap it
+  ErrorReply r;
+  r.code = j.value("code", 0);
+  r.message = j.value("message", j.value("error", std::string()));
+  return r;
+}
+
 }  // namespace
 
 std::string base64_encode(std::string_view bytes) {
@@ -151,40 +186,19 @@ std::string prefix_range_end(const std::string& prefix) {
 }
 
 std::vector<Endpoint> parse_endpoints(const std::string& text, int default_port, bool* https_seen) {
+  if (text.find_first_not_of(" \t,") == std::string::npos)
+    throw HostPortError("expected at least one etcd member as HOST[:PORT][,HOST[:PORT]...], got '" + text + "'");
   std::vector<Endpoint> out;
-  for (std::string item : split(text, ',', EmptyItems::kSkip)) {
-    item = trim(item);
-    if (item.empty()) continue;
-    const std::string bad = "--rdzv-endpoint: '" + item + "' is not HOST[:PORT]";
-    for (const char* scheme : {"http://", "https://"}) {
-      if (item.rfind(scheme, 0) == 0) {
-        if (https_seen && scheme[4] == 's') *https_seen = true;
-        item = item.substr(std::string(scheme).size());
-      }
-    }
-    if (!item.empty() && item.back() == '/') item.pop_back();
-    Endpoint e{item, default_port};
-    const size_t colon = item.rfind(':');
-    if (!item.empty() && item.front() == '[') {  // [v6]:port
-      const size_t close = item.find(']');
-      if (close == std::string::npos) throw std::invalid_argument(bad);
-      e.host = item.substr(1, close - 1);
-      if (close + 1 < item.size()) {
-        if (item[close + 1] != ':') throw std::invalid_argument(bad);
-        auto port = parse_natural(item.substr(close + 2));
-        if (!port || *port < 1 || *port > 65535) throw std::invalid_argument(bad);
-        e.port = int(*port);
-      }
-    } else if (colon != std::string::npos && item.find(':') == colon) {
-      e.host = item.substr(0, colon);
-      auto port = parse_natural(item.substr(colon + 1));
-      if (!port || *port < 1 || *port > 65535) throw std::invalid_argument(bad + " (the port must be 1-65535)");
-      e.port = int(*port);
-    }
-    if (e.host.empty()) throw std::invalid_argument(bad);
-    out.push_back(e);
+  for (const HttpEndpoint& e : parse_http_endpoint_list(text, default_port)) {
+    if (https_seen && e.https) *https_seen = true;
+    out.push_back(Endpoint{e.address.host, e.address.port});
   }
-  if (out.empty()) throw std::invalid_argument("--rdzv-endpoint: give at least one etcd member as HOST[:PORT]");
+  return out;
+}
+
+std::string endpoints_text(const std::vector<Endpoint>& endpoints) {
+  std::string out;
+  for (const auto& e : endpoints) out += (out.empty() ? "" : ", ") + e.text();
   return out;
 }
 
@@ -225,40 +239,51 @@ std::string authenticate_body(const std::string& name, const std::string& passwo
 }
 
 RangeResult parse_range(const std::string& body) {
-  json j = parse_json(body);
-  RangeResult r;
-  r.revision = header_revision(j);
-  r.count = int64_field(j, "count");
-  r.kvs = key_values(j);
-  return r;
+  return reading("range", [&] {
+    json j = parse_json(body);
+    RangeResult r;
+    r.revision = header_revision(j);
+    r.count = int64_field(j, "count");
+    r.kvs = key_values(j);
+    return r;
+  });
 }
 
-int64_t parse_revision(const std::string& body) { return header_revision(parse_json(body)); }
-int64_t parse_deleted(const std::string& body) { return int64_field(parse_json(body), "deleted"); }
+int64_t parse_revision(const std::string& body) {
+  return reading("put", [&] { return header_revision(parse_json(body)); });
+}
+
+int64_t parse_deleted(const std::string& body) {
+  return reading("deleterange", [&] { return int64_field(parse_json(body), "deleted"); });
+}
 
 TxnResult parse_txn(const std::string& body) {
-  json j = parse_json(body);
-  TxnResult t;
-  t.revision = header_revision(j);
-  t.succeeded = j.value("succeeded", false);
-  auto responses = j.find("responses");
-  if (!t.succeeded && responses != j.end() && responses->is_array())
-    for (const auto& r : *responses)
-      if (auto range = r.find("response_range"); range != r.end()) t.failure_kvs = key_values(*range);
-  return t;
+  return reading("txn", [&] {
+    json j = parse_json(body);
+    TxnResult t;
+    t.revision = header_revision(j);
+    t.succeeded = j.value("succeeded", false);
+    auto responses = j.find("responses");
+    if (!t.succeeded && responses != j.end() && responses->is_array())
+      for (const auto& r : *responses)
+        if (auto range = r.find("response_range"); range != r.end()) t.failure_kvs = key_values(*range);
+    return t;
+  });
 }
 
 int64_t parse_lease_id(const std::string& body) {
-  int64_t id = int64_field(parse_json(body), "ID");
+  int64_t id = reading("lease grant", [&] { return int64_field(parse_json(body), "ID"); });
   if (id == 0) throw EtcdProtocolError("etcd granted no lease: '" + body.substr(0, 200) + "'");
   return id;
 }
 
 int64_t parse_lease_ttl(const std::string& body) {
-  // keepalive is a stream: the gateway wraps each message in {"result": ...}.
-  json j = parse_json(body.substr(0, body.find('\n')));
-  auto result = j.find("result");
-  return int64_field(result == j.end() ? j : *result, "TTL");
+  return reading("keepalive", [&] {
+    // keepalive is a stream: the gateway wraps each message in {"result": ...}.
+    json j = parse_json(body.substr(0, body.find('\n')));
+    auto result = j.find("result");
+    return int64_field(result == j.end() ? j : *result, "TTL");
+  });
 }
 
 std::string parse_token(const std::string& body) {
@@ -270,28 +295,15 @@ std::string parse_token(const std::string& body) {
 }
 
 WatchBatch parse_watch_line(const std::string& line) {
-  json j = parse_json(line);
-  if (auto err = j.find("error"); err != j.end())
-    throw EtcdProtocolError("etcd ended the watch: " + (err->is_object() ? err->value("message", err->dump()) : err->dump()));
-  auto result = j.find("result");
-  if (result == j.end()) throw EtcdProtocolError("etcd sent a watch message without a result: '" + line.substr(0, 200) + "'");
-  WatchBatch w;
-  w.created = result->value("created", false);
-  w.canceled = result->value("canceled", false);
-  w.compact_revision = int64_field(*result, "compact_revision");
-  if (auto events = result->find("events"); events != result->end() && events->is_array())
-    w.events = static_cast<int>(events->size());
-  return w;
+  return reading("watch", [&] { return parse_watch_json(parse_json(line), line); });
 }
 
 ErrorReply parse_error(const std::string& body) {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return {0, body.substr(0, 200)};
-  if (auto e = j.find("error"); e != j.end() && e->is_object()) j = *e;  // streams wrap it
-  ErrorReply r;
-  r.code = j.value("code", 0);
-  r.message = j.value("message", j.value("error", std::string()));
-  return r;
+  try {
+    return parse_error_json(body);
+  } catch (const json::exception&) {  // an error body of an odd shape: keep its text
+    return {0, body.substr(0, 200)};
+  }
 }
 
 }  // namespace ddp::launch::etcd

@@ -1,23 +1,18 @@
 // The pure half of the etcd v3 client: base64, the range end of a prefix, the endpoint
 // list, and the JSON bodies of etcd's v3 gateway (grpc-gateway: int64 as strings, keys and
-// values base64) in both directions. No I/O; every parse_* throws EtcdProtocolError on a
-// body it cannot read. Thread-safe (no state).
+// values base64) in both directions. No I/O; every parse_* but parse_error throws
+// EtcdProtocolError on a body it cannot read. Thread-safe (no state).
 #pragma once
 
 #include <cstdint>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace ddp::launch::etcd {
+#include "launcher/etcd/etcd_error.hpp"
 
-// A reply etcd's gateway should never send (or not etcd at all).
-class EtcdProtocolError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace ddp::launch::etcd {
 
 std::string base64_encode(std::string_view bytes);
 std::optional<std::string> base64_decode(std::string_view text);  // nullopt: not base64
@@ -32,10 +27,11 @@ struct Endpoint {
   int port = 0;
   std::string text() const { return host + ":" + std::to_string(port); }
 };
+std::string endpoints_text(const std::vector<Endpoint>& endpoints);  // "h1:p1, h2:p2"
 
 // "host:port[,host:port...]" (a port may be left out: default_port; an http:// or https://
-// scheme is dropped, and https_seen set when one is https). Throws std::invalid_argument
-// with a message naming the bad item.
+// scheme is dropped, and https_seen set when one is https): base's parse_http_endpoint_list.
+// Bad text is not an etcd error: HostPortError (a usage error) naming the bad item.
 std::vector<Endpoint> parse_endpoints(const std::string& text, int default_port, bool* https_seen = nullptr);
 
 // Failover: the member to try after `failed` of `count` (round robin).
@@ -108,7 +104,8 @@ int64_t parse_lease_ttl(const std::string& body);  // keepalive: seconds left, 0
 std::string parse_token(const std::string& body);  // authenticate
 WatchBatch parse_watch_line(const std::string& line);
 
-// An error reply: etcd's message and gRPC code (0 when the body is not an error).
+// An error reply: etcd's message and gRPC code (0 when the body is not an error, or not
+// readable: then the message is the body's start). Never throws.
 struct ErrorReply {
   int code = 0;
   std::string message;

@@ -102,8 +102,12 @@ void HttpConnection::connect(Clock::time_point deadline) {
   tcp::resolver resolver(m.ioc);
   auto found = resolver.resolve(endpoint_.host, std::to_string(endpoint_.port), ec);
   if (ec) throw ConnectionError("cannot resolve " + endpoint_.host + ": " + ec.message(), false);
-  if (m.tls) m.secure = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(m.ioc, *m.tls);
-  else m.plain = std::make_unique<beast::tcp_stream>(m.ioc);
+  try {
+    if (m.tls) m.secure = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(m.ioc, *m.tls);
+    else m.plain = std::make_unique<beast::tcp_stream>(m.ioc);
+  } catch (const boost::system::system_error& e) {  // SSL_new failed: OpenSSL out of memory
+    throw ConnectionError("cannot open a TLS stream to " + endpoint_.text() + ": " + e.what(), false);
+  }
   beast::error_code result =
       m.run(deadline, [&](auto&, auto done) { m.lowest().async_connect(found, done); });
   if (result) {

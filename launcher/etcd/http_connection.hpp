@@ -3,17 +3,17 @@
 // Every call blocks on the connection's private io_context until done or its deadline; a
 // deadline that passes closes the connection. `interrupted` (optional, set from another
 // thread) ends a blocked call within kInterruptPoll; the connection is then unusable.
-// Throws ConnectionError; not thread-safe.
+// Throws ConnectionError (an EtcdError, etcd_error.hpp); not thread-safe.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 
 #include "launcher/etcd/etcd_codec.hpp"
+#include "launcher/etcd/etcd_error.hpp"
 
 namespace boost::asio::ssl {
 class context;
@@ -24,17 +24,6 @@ namespace ddp::launch::etcd {
 using Clock = std::chrono::steady_clock;
 
 inline constexpr std::chrono::milliseconds kInterruptPoll{100};
-
-// The member cannot be reached or the exchange broke. `rejected`: not worth retrying on
-// this or another member (TLS verification failed: a configuration error).
-class ConnectionError : public std::runtime_error {
- public:
-  ConnectionError(const std::string& what, bool rejected) : std::runtime_error(what), rejected_(rejected) {}
-  bool rejected() const { return rejected_; }
-
- private:
-  bool rejected_;
-};
 
 struct HttpReply {
   int status = 0;

@@ -56,7 +56,7 @@ AgentStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string&
   const bool static_rdzv = spec.rdzv_backend == "static";
   AgentStoreLink link;
   link.endpoint = static_rdzv ? HostPort{spec.master_addr, *spec.master_port}
-                              : parse_host_port(spec.rdzv_endpoint, kDefaultRdzvPort, "--rdzv-endpoint");
+                              : parse_host_port(spec.rdzv_endpoint, kDefaultRdzvPort);  // checked by cli/
   link.name = fmt::format("{}:{}", host_name(), ::getpid());
   const bool try_host = static_rdzv ? spec.node_rank == 0 : conf.is_host.value_or(is_local_address(link.endpoint.host));
   const std::string listen_host = conf.bind_all ? "0.0.0.0" : store_listen_host(link.endpoint.host);

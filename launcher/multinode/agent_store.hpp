@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "launcher/base/host_port.hpp"
 #include "launcher/multinode/abort_wait_thread.hpp"
 #include "launcher/multinode/multinode_agent.hpp"
 #include "launcher/os/ports.hpp"

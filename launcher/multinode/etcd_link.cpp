@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <fstream>
-#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -12,6 +11,7 @@
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/text.hpp"
 #include "launcher/multinode/abort_wait_thread.hpp"
+#include "launcher/multinode/etcd_errors.hpp"
 #include "launcher/multinode/etcd_store.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/worker/output.hpp"
@@ -41,11 +41,7 @@ etcd::EtcdOptions etcd_options(const MultiNodeSpec& spec) {
   const RendezvousConf& conf = spec.rdzv;
   etcd::EtcdOptions o;
   bool https = conf.https;
-  try {
-    o.endpoints = etcd::parse_endpoints(spec.rdzv_endpoint, kDefaultEtcdPort, &https);
-  } catch (const std::invalid_argument& e) {
-    throw LaunchError(exit_code::kUsage, e.what());
-  }
+  o.endpoints = etcd::parse_endpoints(spec.rdzv_endpoint, kDefaultEtcdPort, &https);  // checked by cli/
   o.tls = https;
   o.cacert = conf.cacert;
   o.cert = conf.cert;
@@ -64,30 +60,30 @@ etcd::EtcdOptions etcd_options(const MultiNodeSpec& spec) {
 }
 
 // The abort watch's waiter: a watch on the round's abort key over a client of its own.
+// Throws store::StoreUnavailable (etcd_errors.hpp), from the constructor too.
 class EtcdKeyWaiter : public rdzv::KeyWaiter {
  public:
   EtcdKeyWaiter(const etcd::EtcdOptions& options, std::string prefix)
-      : client_(options), prefix_(std::move(prefix)) {}
+      : address_("etcd at " + etcd::endpoints_text(options.endpoints)),
+        client_(with_store_errors(address_, [&] { return std::make_unique<etcd::EtcdClient>(options); })),
+        prefix_(std::move(prefix)) {}
   bool wait_for(const std::string& key, store::Duration slice) override {
     const auto deadline = etcd::Clock::now() + slice;
-    try {
+    return with_store_errors(address_, [&] {
       for (;;) {
-        etcd::RangeResult r = client_.range(prefix_ + key);
+        etcd::RangeResult r = client_->range(prefix_ + key);
         if (!r.kvs.empty()) return true;
         if (etcd::Clock::now() >= deadline) return false;
-        client_.watch_change(prefix_ + key, r.revision + 1, deadline);
-        if (client_.interrupted()) throw store::StoreUnavailable("the abort watch was stopped");
+        client_->watch_change(prefix_ + key, r.revision + 1, deadline);
+        if (client_->interrupted()) throw store::StoreUnavailable("the abort watch was stopped");
       }
-    } catch (const etcd::EtcdError& e) {
-      throw store::StoreUnavailable(e.what());
-    } catch (const etcd::EtcdProtocolError& e) {
-      throw store::StoreUnavailable(e.what());
-    }
+    });
   }
-  void interrupt() override { client_.interrupt(); }
+  void interrupt() override { client_->interrupt(); }
 
  private:
-  etcd::EtcdClient client_;
+  std::string address_;
+  std::unique_ptr<etcd::EtcdClient> client_;
   std::string prefix_;
 };
 

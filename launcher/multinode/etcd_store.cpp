@@ -1,9 +1,11 @@
 #include "launcher/multinode/etcd_store.hpp"
 
 #include <algorithm>
+#include <charconv>
 
 #include <fmt/format.h>
 
+#include "launcher/multinode/etcd_errors.hpp"
 #include "launcher/store/protocol.hpp"
 
 namespace ddp::launch {
@@ -16,7 +18,7 @@ using etcd::TxnRequest;
 
 constexpr std::chrono::milliseconds kOpenRetry{200};     // etcd unreachable at start: try again
 constexpr std::chrono::milliseconds kKeeperFloor{500};   // keepalive at most this often
-constexpr int kJobLeaseAttempts = 5;                     // racing launchers agree within a few
+constexpr int kJobLeaseAttempts = 5;                     // racing launchers agree within two
 
 int64_t integer_value(const std::string& key, const std::string& text) {
   size_t used = 0;
@@ -31,21 +33,28 @@ int64_t integer_value(const std::string& key, const std::string& text) {
   return n;
 }
 
+// The job's lease key holds the lease's id, in decimal (an int64: up to 19 digits).
+std::optional<int64_t> lease_id(const std::string& text) {
+  int64_t id = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (ec != std::errc() || end != text.data() + text.size() || id <= 0) return std::nullopt;
+  return id;
+}
+
 }  // namespace
 
 EtcdStore::EtcdStore(const etcd::EtcdOptions& options, std::string prefix, std::string name, int64_t ttl_s,
                      int64_t job_ttl_s)
-    : options_(options), prefix_(std::move(prefix)), name_(std::move(name)), ttl_s_(ttl_s), job_ttl_s_(job_ttl_s) {
-  try {
-    client_ = std::make_unique<etcd::EtcdClient>(options_);
-  } catch (const etcd::EtcdError& e) {
-    throw store::StoreUnavailable(e.what());
-  }
+    : options_(options),
+      address_("etcd at " + etcd::endpoints_text(options.endpoints)),
+      prefix_(std::move(prefix)),
+      name_(std::move(name)),
+      ttl_s_(ttl_s),
+      job_ttl_s_(job_ttl_s) {
+  client_ = with_store_errors(address_, [&] { return std::make_unique<etcd::EtcdClient>(options_); });
 }
 
 EtcdStore::~EtcdStore() { close(); }
-
-std::string EtcdStore::address() const { return "etcd at " + client_->endpoints_text(); }
 
 template <class F>
 auto EtcdStore::guarded(F f) -> decltype(f()) {
@@ -53,13 +62,7 @@ auto EtcdStore::guarded(F f) -> decltype(f()) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!lost_.empty()) throw store::StoreUnavailable(lost_);
   }
-  try {
-    return f();
-  } catch (const etcd::EtcdError& e) {
-    throw store::StoreUnavailable(e.what());
-  } catch (const etcd::EtcdProtocolError& e) {
-    throw store::StoreUnavailable(fmt::format("{}: {}", address(), e.what()));
-  }
+  return with_store_errors(address_, f);
 }
 
 void EtcdStore::open(Clock::time_point deadline) {
@@ -77,29 +80,38 @@ void EtcdStore::open(Clock::time_point deadline) {
                                                   address(), e.what()));
       std::this_thread::sleep_for(kOpenRetry);
     } catch (const etcd::EtcdError& e) {
-      throw store::StoreUnavailable(e.what());
-    } catch (const etcd::EtcdProtocolError& e) {
-      throw store::StoreUnavailable(fmt::format("{}: {}", address(), e.what()));
+      throw as_store_error(e, address_);
     }
   }
   etcd::EtcdOptions keeper_options = options_;
   keeper_options.request_timeout = std::max<std::chrono::milliseconds>(kKeeperFloor, std::chrono::seconds(ttl_s_) / 3);
-  keeper_client_ = std::make_unique<etcd::EtcdClient>(keeper_options);
+  keeper_client_ = with_store_errors(address_, [&] { return std::make_unique<etcd::EtcdClient>(keeper_options); });
   keeper_ = std::thread([this] { keep_alive(); });
 }
 
 // Every launcher keeps the job's lease alive; the first one creates it (a transaction:
-// only if the key is not there), the others find it.
+// only if the key is not there), the others find it. Racing launchers settle within a few
+// attempts, without pauses: a creator that lost the race reads the winner's key next, and
+// a key naming a lease etcd reports gone is already deleted (etcd answers a keepalive of an
+// expired lease only once it has revoked it, keys included). So the attempts run out only
+// while something else keeps rewriting the key, and a key that is not attached to the
+// lease it names never goes away: both are errors at once, not an etcd to wait for.
 void EtcdStore::join_job_lease() {
   const std::string key = prefix_ + "job_lease";
   for (int attempt = 0; attempt < kJobLeaseAttempts; ++attempt) {
     if (auto kv = read(key)) {
-      const int64_t id = integer_value(key, kv->value);
-      if (client_->lease_keepalive(id) > 0) {
-        job_lease_ = id;
+      const std::optional<int64_t> id = lease_id(kv->value);
+      if (!id) throw store::StoreError(foreign_job_lease(*kv, fmt::format("holds '{}', not a lease id", kv->value)));
+      if (client_->lease_keepalive(*id) > 0) {
+        job_lease_ = *id;
         return;
       }
-      continue;  // expired right now: its key goes with it
+      if (kv->lease != *id)
+        throw store::StoreError(foreign_job_lease(
+            *kv, fmt::format("names lease {}, which etcd does not know, and is attached to {}", *id,
+                             kv->lease == 0 ? std::string("no lease: etcd never deletes it")
+                                            : fmt::format("lease {} instead", kv->lease))));
+      continue;  // expired right now: its key went with it
     }
     const int64_t id = client_->lease_grant(job_ttl_s_);
     TxnRequest t;
@@ -111,7 +123,19 @@ void EtcdStore::join_job_lease() {
     }
     client_->lease_revoke(id);
   }
-  throw etcd::EtcdUnavailable(fmt::format("{}: the launchers could not agree on the job's lease ({})", address(), key));
+  throw store::StoreError(fmt::format(
+      "{}: the job's key {} changed {} times while this launcher joined the job's lease (it named a lease that had "
+      "just expired, or another launcher created it first, each time): is another program writing under {}? Try "
+      "again, or pick another --rdzv-id",
+      address_, key, kJobLeaseAttempts, prefix_));
+}
+
+// The job's lease key as ddp-launch never writes it: what is wrong, and what to do.
+std::string EtcdStore::foreign_job_lease(const etcd::KeyValue& kv, const std::string& what) const {
+  return fmt::format("{}: the job's key {} {}; ddp-launch did not write it so (by hand, or another program using "
+                     "{}?). If no job with this --rdzv-id is running, delete the job's keys (etcdctl del --prefix "
+                     "{}), or pick another --rdzv-id",
+                     address_, kv.key, what, prefix_, prefix_);
 }
 
 void EtcdStore::keep_alive() {

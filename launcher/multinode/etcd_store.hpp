@@ -6,7 +6,8 @@
 // store dropped. compare_set and add are transactions, get and wait use watches. A
 // background thread keeps both leases alive; everything else blocks on the caller's thread
 // (not thread-safe). Errors: store::StoreUnavailable (no member answers, credentials or TLS
-// refused, this launcher's lease expired), store::StoreTimeout.
+// refused, this launcher's lease expired; etcd's errors translated by etcd_errors.hpp),
+// store::StoreTimeout.
 #pragma once
 
 #include <atomic>
@@ -28,12 +29,13 @@ class EtcdStore : public store::Store {
   ~EtcdStore() override;
 
   // Takes this launcher's lease and the job's, writes the liveness key and starts keeping
-  // both alive. Retries an unreachable etcd until `deadline`, then throws StoreUnavailable.
+  // both alive. Retries an unreachable etcd until `deadline`, then throws StoreUnavailable;
+  // a job's lease key it cannot join (not written by ddp-launch) is a StoreError at once.
   void open(etcd::Clock::time_point deadline);
   // Revokes this launcher's lease; the last launcher of the job revokes the job's too
   // (every key goes). Best effort, never throws.
   void close() noexcept;
-  std::string address() const;  // "etcd at h1:p1, h2:p2"
+  const std::string& address() const { return address_; }  // "etcd at h1:p1, h2:p2"
 
   void set(const std::string& key, const std::string& value) override;
   std::string get(const std::string& key, store::Duration timeout) override;
@@ -52,9 +54,11 @@ class EtcdStore : public store::Store {
   std::optional<etcd::KeyValue> read(const std::string& full_key);
   bool wait_one(const std::string& full_key, etcd::Clock::time_point deadline);
   void join_job_lease();
+  std::string foreign_job_lease(const etcd::KeyValue& kv, const std::string& what) const;
   void keep_alive();  // the keeper thread
 
   etcd::EtcdOptions options_;
+  std::string address_;
   std::unique_ptr<etcd::EtcdClient> client_;
   std::string prefix_;  // "/ddp-launch/<run id>/"
   std::string name_;

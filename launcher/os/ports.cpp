@@ -6,7 +6,6 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
-#include "launcher/base/text.hpp"
 
 namespace ddp::launch {
 namespace {
@@ -79,34 +78,6 @@ bool is_loopback_address(const std::string& ip) {
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(ip, ec);
   return !ec && address.is_loopback();
-}
-
-HostPort parse_host_port(const std::string& text, int default_port, const std::string& flag) {
-  HostPort hp;
-  hp.port = default_port;
-  std::string rest = text;
-  if (!rest.empty() && rest[0] == '[') {
-    auto close = rest.find(']');
-    if (close == std::string::npos)
-      throw LaunchError(exit_code::kUsage, fmt::format("{} '{}': missing ']' after an IPv6 address", flag, text));
-    hp.host = rest.substr(1, close - 1);
-    rest = rest.substr(close + 1);
-    if (!rest.empty() && rest[0] == ':') rest = rest.substr(1);
-    else if (!rest.empty()) rest = "x";  // garbage after ']'
-  } else {
-    auto colon = rest.rfind(':');
-    hp.host = rest.substr(0, colon);
-    rest = colon == std::string::npos ? "" : rest.substr(colon + 1);
-  }
-  if (!rest.empty()) {
-    auto port = parse_natural(rest);
-    if (!port || *port < 1 || *port > 65535)
-      throw LaunchError(exit_code::kUsage, fmt::format("{} '{}': the port must be 1-65535", flag, text));
-    hp.port = static_cast<int>(*port);
-  }
-  if (hp.host.empty())
-    throw LaunchError(exit_code::kUsage, fmt::format("{} '{}': expected HOST[:PORT]", flag, text));
-  return hp;
 }
 
 }  // namespace ddp::launch

@@ -23,11 +23,4 @@ bool is_local_address(const std::string& host);
 std::string store_listen_host(const std::string& host);
 bool is_loopback_address(const std::string& ip);  // 127.0.0.0/8 or ::1; false for a name
 
-struct HostPort {
-  std::string host;
-  int port = 0;
-};
-// "host", "host:port", "[v6]:port" -> HostPort (default_port when absent). LaunchError(kUsage).
-HostPort parse_host_port(const std::string& text, int default_port, const std::string& flag);
-
 }  // namespace ddp::launch

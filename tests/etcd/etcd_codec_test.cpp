@@ -2,9 +2,12 @@
 // and the gateway's JSON in both directions (no etcd needed).
 #include <catch2/catch.hpp>
 
+#include <type_traits>
+
 #include <nlohmann/json.hpp>
 
 #include "launcher/etcd/etcd_codec.hpp"
+#include "launcher/etcd/etcd_error.hpp"
 
 using namespace ddp::launch::etcd;
 using nlohmann::json;
@@ -112,4 +115,20 @@ TEST_CASE("replies as etcd's gateway writes them") {
   CHECK(e.message == "etcdserver: user name is empty");
   CHECK_THROWS_AS(parse_range("<html>"), EtcdProtocolError);
   CHECK_THROWS_AS(parse_range(R"({"kvs":[{"key":"!!"}]})"), EtcdProtocolError);
+}
+
+TEST_CASE("every error of the etcd layer is an EtcdError, a reply of an odd shape included") {
+  static_assert(std::is_base_of_v<EtcdError, EtcdUnavailable>);
+  static_assert(std::is_base_of_v<EtcdError, EtcdRejected>);
+  static_assert(std::is_base_of_v<EtcdError, EtcdProtocolError>);
+  static_assert(std::is_base_of_v<EtcdError, ConnectionError>);
+  // Fields of the wrong type: nlohmann's accessors throw their own errors; they come out as ours.
+  CHECK_THROWS_AS(parse_txn(R"({"succeeded":"yes"})"), EtcdProtocolError);
+  CHECK_THROWS_AS(parse_watch_line(R"({"result":"x"})"), EtcdProtocolError);
+  CHECK_THROWS_AS(parse_watch_line(R"({"result":{"created":1}})"), EtcdProtocolError);
+  CHECK_THROWS_WITH(parse_txn(R"({"succeeded":"yes"})"), Catch::Contains("txn reply"));
+  // An error body of an odd shape is still read as an error reply, never thrown.
+  CHECK(parse_error(R"({"code":"14","message":"m"})").code == 0);
+  CHECK(parse_error(R"({"code":14,"message":7})").code == 0);
+  CHECK(parse_error(R"({"error":"etcdserver: no leader","code":14})").message == "etcdserver: no leader");
 }

@@ -1,7 +1,7 @@
 // Real ddp-launch jobs rendezvousing through a real etcd (--rdzv-backend=etcd): two nodes
 // end to end, the first node's launcher SIGKILLed (the other re-forms and finishes), an
-// etcd member killed mid-job (no restart), and the errors: etcd unreachable, wrong
-// credentials, TLS that does not check out.
+// etcd member killed mid-job (no restart), and the errors: etcd unreachable, a job lease
+// key not written by ddp-launch, wrong credentials, TLS that does not check out.
 #include <catch2/catch.hpp>
 
 #include <csignal>
@@ -111,6 +111,25 @@ TEST_CASE("etcd rendezvous: etcd unreachable at start, a clear error naming the 
   CHECK_THAT(r.err, Catch::Contains("cannot reach etcd at " + nowhere + " within the join timeout") &&
                         Catch::Contains("refused"));
   CHECK(r.seconds < 30);  // gave up at the join timeout (3 s), not later; generous for a loaded machine
+}
+
+TEST_CASE("etcd rendezvous: a job lease key ddp-launch did not write ends the launch at once, exit 124") {
+  require_etcd();
+  EtcdCluster cluster(1);
+  REQUIRE(cluster.etcdctl({"put", "/ddp-launch/stale/job_lease", "12345"}) == 0);  // no lease: never expires
+  const auto node = with(etcd_node(cluster.endpoint(0), "1:2", "stale"), {"true"});  // join_timeout=60
+  RunResult r = run(node, {}, 120s);
+  INFO(r.err);
+  CHECK(r.exit_code == 124);
+  CHECK_THAT(r.err, Catch::Contains("the job's key /ddp-launch/stale/job_lease names lease 12345") &&
+                        Catch::Contains("etcdctl del --prefix /ddp-launch/stale/") &&
+                        !Catch::Contains("is etcd running"));
+  CHECK(r.seconds < 20);  // at once, not after the 60 s join timeout; generous for a loaded machine
+  // The advice works: with the job's keys deleted, the same command runs.
+  REQUIRE(cluster.etcdctl({"del", "--prefix", "/ddp-launch/stale/"}) == 0);
+  RunResult again = run(node, {}, 120s);
+  INFO(again.err);
+  CHECK(again.exit_code == 0);
 }
 
 TEST_CASE("etcd rendezvous: user/password authentication, wrong credentials named") {

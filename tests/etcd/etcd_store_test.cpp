@@ -124,3 +124,46 @@ TEST_CASE("etcd client: a restarted member is reconnected to, and a dead etcd is
   CHECK_THROWS_WITH(quick.range("k"), Catch::Contains("no etcd member answered") &&
                                           Catch::Contains(cluster.endpoint(0)) && Catch::Contains("refused"));
 }
+
+TEST_CASE("EtcdStore: a job lease key ddp-launch did not write fails open at once, naming the key and the fix") {
+  require_etcd();
+  EtcdCluster cluster(1);
+  etcd::EtcdClient raw(options_for(cluster.endpoint(0)));
+  auto open_error = [&](const std::string& prefix) {
+    EtcdStore s(options_for(cluster.endpoint(0)), prefix, "me", 2, 10);
+    const auto start = etcd::Clock::now();
+    std::string what;
+    try {
+      s.open(start + 30s);  // a join timeout it must not wait for
+      FAIL("open() succeeded");
+    } catch (const store::StoreUnavailable& e) {
+      FAIL("reported as etcd unreachable: " << e.what());
+    } catch (const store::StoreError& e) {
+      what = e.what();
+    }
+    CHECK(etcd::Clock::now() - start < 5s);
+    CHECK_THAT(what, Catch::Contains("etcd at " + cluster.endpoint(0)) && Catch::Contains(prefix + "job_lease") &&
+                         Catch::Contains("etcdctl del --prefix " + prefix) && Catch::Contains("--rdzv-id") &&
+                         !Catch::Contains("is etcd running"));
+    return what;
+  };
+  // Attached to no lease (a hand-made key): etcd never deletes it.
+  raw.put({"/ddp-launch/bare/job_lease", "12345", 0});
+  CHECK_THAT(open_error("/ddp-launch/bare/"),
+             Catch::Contains("names lease 12345, which etcd does not know") && Catch::Contains("attached to no lease"));
+  // Attached to a live lease other than the one it names.
+  const int64_t other = raw.lease_grant(60);
+  raw.put({"/ddp-launch/other/job_lease", "12345", other});
+  CHECK_THAT(open_error("/ddp-launch/other/"), Catch::Contains("attached to lease " + std::to_string(other)));
+  // Not a lease id at all.
+  raw.put({"/ddp-launch/text/job_lease", "hello", 0});
+  CHECK_THAT(open_error("/ddp-launch/text/"), Catch::Contains("holds 'hello', not a lease id"));
+  // A job lease that expired with its key is no obstacle: the next launcher creates a new one.
+  const int64_t short_lived = raw.lease_grant(2);
+  raw.put({"/ddp-launch/expired/job_lease", std::to_string(short_lived), short_lived});
+  std::this_thread::sleep_for(3500ms);
+  EtcdStore fresh(options_for(cluster.endpoint(0)), "/ddp-launch/expired/", "me", 2, 10);
+  fresh.open(etcd::Clock::now() + 10s);
+  fresh.set("k", "v");
+  CHECK(fresh.try_get("k") == std::string("v"));
+}

@@ -64,3 +64,11 @@ TEST_CASE("help goes to stdout and exits 0") {
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("--nproc-per-node") && Catch::Contains("--max-restarts"));
 }
+
+TEST_CASE("a bad --rdzv-endpoint exits 121 at once, --dry-run included, naming the value") {
+  expect_error({"--dry-run", "--rdzv-backend=c10d", "--nnodes=2", "--rdzv-endpoint=host:notaport", "true"}, 121,
+               "--rdzv-endpoint: 'host:notaport' is not HOST[:PORT]");
+  expect_error({"--rdzv-backend=c10d", "--nnodes=2", "--rdzv-endpoint=a:29400,b:29400", "true"}, 121,
+               "'a:29400,b:29400'");
+  expect_error({"--rdzv-backend=etcd", "--nnodes=2", "--rdzv-endpoint=e1:2379,e2:x", "true"}, 121, "'e2:x'");
+}

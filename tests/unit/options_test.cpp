@@ -254,3 +254,36 @@ TEST_CASE("etcd backend: torchrun's etcd-v2 name, TLS and auth keys, the passwor
   CHECK(o.warnings.empty());
   CHECK(parse({"--rdzv-conf=password_file=/run/pw", "prog"}).rdzv.password_file == "/run/pw");
 }
+
+TEST_CASE("rdzv endpoint is checked at parse time: one HOST[:PORT] for c10d and static, a list for etcd") {
+  const std::vector<std::string> c10d = {"--nnodes=2", "--rdzv-backend=c10d"};
+  auto with = [](std::vector<std::string> args, const std::string& endpoint) {
+    args.push_back("--rdzv-endpoint=" + endpoint);
+    args.push_back("prog");
+    return args;
+  };
+  CHECK(parse(with(c10d, "head")).rdzv_endpoint == "head");
+  CHECK(parse(with(c10d, "[::1]:29400")).rdzv_endpoint == "[::1]:29400");
+  CHECK(parse(with({"--nnodes=2", "--rdzv-backend=etcd"}, "https://e1:2379/, e2,[::1]:2379")).rdzv_endpoint ==
+        "https://e1:2379/, e2,[::1]:2379");
+  // Refused with the flag's name and the value, --dry-run or not (the value is never left for later).
+  for (const auto& first : {std::string("--dry-run"), std::string("--nproc-per-node=1")}) {
+    std::vector<std::string> args = c10d;
+    args.insert(args.begin(), first);
+    CHECK_THAT(usage_error_of(with(args, "host:notaport")),
+               Catch::StartsWith("--rdzv-endpoint: 'host:notaport' is not HOST[:PORT]") && Catch::Contains("1-65535"));
+  }
+  CHECK_THAT(usage_error_of(with(c10d, "a:29400,b:29400")),
+             Catch::Contains("--rdzv-endpoint") && Catch::Contains("'a:29400,b:29400'") &&
+                 Catch::Contains("only etcd takes a list"));
+  CHECK_THAT(usage_error_of(with(c10d, "::1")), Catch::Contains("'::1'") && Catch::Contains("in brackets"));
+  CHECK_THAT(usage_error_of(with(c10d, "https://head:29400")), Catch::Contains("no scheme://"));
+  CHECK_THAT(usage_error_of(with({"--nnodes=2", "--rdzv-backend=etcd-v2"}, "e1:2379,e2:x")),
+             Catch::Contains("--rdzv-endpoint: 'e2:x'") && Catch::Contains("HOST[:PORT][,HOST[:PORT]...]"));
+  CHECK_THAT(usage_error_of(with({"--nnodes=2", "--rdzv-backend=etcd"}, " , ")),
+             Catch::Contains("--rdzv-endpoint") && Catch::Contains("names no endpoint"));
+  CHECK_THAT(usage_error_of(with({"--nnodes=2", "--rdzv-backend=etcd"}, "ftp://e1")),
+             Catch::Contains("'ftp://e1'") && Catch::Contains("http:// or https://"));
+  CHECK_THAT(usage_error_of(with({}, "head:0")), Catch::Contains("--rdzv-endpoint: 'head:0'"));  // static
+  CHECK_THAT(usage_error_of({"prog"}, {{"PET_RDZV_ENDPOINT", "head:x"}}), Catch::Contains("--rdzv-endpoint: 'head:x'"));
+}
