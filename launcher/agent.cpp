@@ -7,12 +7,12 @@
 
 namespace ddp::launch {
 
-int run_agent(const LaunchOptions& options, const Environment& env) {
+int run_agent(const cli::LaunchOptions& options, const cli::Environment& env) {
   const ResolvedJob r = resolve_job(options, env);
   // --dry-run does not rendezvous: it shows a multi-node job as this node would see it alone.
-  if (r.dry_run) return print_dry_run(r.job, single_node_group(r.job, r.single_node), env);
-  if (r.multi_node_job) return run_multi_node_agent(r.job, r.multi_node, env);
-  return run_single_node_agent(r.job, r.single_node, env);
+  if (r.dry_run) return supervise::print_dry_run(r.job, supervise::single_node_group(r.job, r.single_node), env);
+  if (r.multi_node_job) return multinode::run_multi_node_agent(r.job, r.multi_node, env);
+  return supervise::run_single_node_agent(r.job, r.single_node, env);
 }
 
 }  // namespace ddp::launch

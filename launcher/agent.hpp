@@ -8,6 +8,6 @@
 
 namespace ddp::launch {
 
-int run_agent(const LaunchOptions& options, const Environment& env);
+int run_agent(const cli::LaunchOptions& options, const cli::Environment& env);
 
 }  // namespace ddp::launch

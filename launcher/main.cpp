@@ -17,20 +17,20 @@ extern char** environ;
 int main(int argc, char** argv) {
   using namespace ddp::launch;
   try {
-    ignore_sigpipe();
-    const Environment env = environment_from(environ);
-    ParsedCommandLine parsed = parse_command_line(std::vector<std::string>(argv + 1, argv + argc), env);
+    os::ignore_sigpipe();
+    const cli::Environment env = cli::environment_from(environ);
+    cli::ParsedCommandLine parsed = cli::parse_command_line(std::vector<std::string>(argv + 1, argv + argc), env);
     if (!parsed.options) {
-      write_all(STDOUT_FILENO, parsed.text);
+      worker::write_all(STDOUT_FILENO, parsed.text);
       return parsed.exit_code;
     }
-    for (const auto& warning : parsed.options->warnings) launcher_notice("warning: " + warning);
+    for (const auto& warning : parsed.options->warnings) worker::launcher_notice("warning: " + warning);
     return run_agent(*parsed.options, env);
   } catch (const LaunchError& e) {
-    write_all(STDERR_FILENO, fmt::format("ddp-launch: error: {}\n", e.what()));
+    worker::write_all(STDERR_FILENO, fmt::format("ddp-launch: error: {}\n", e.what()));
     return e.exit_code();
   } catch (const std::exception& e) {
-    write_all(STDERR_FILENO, fmt::format("ddp-launch: internal error: {}\n", e.what()));
+    worker::write_all(STDERR_FILENO, fmt::format("ddp-launch: internal error: {}\n", e.what()));
     return exit_code::kInternalError;
   }
 }

@@ -17,23 +17,23 @@ std::string random_id() {
   return fmt::format("{:08x}", rd());
 }
 
-bool any_stream(const StreamSelection& s) {
+bool any_stream(const cli::StreamSelection& s) {
   if (s.all != 0) return true;
   for (const auto& [rank, bits] : s.per_rank)
     if (bits != 0) return true;
   return false;
 }
 
-DevicePlan plan_this_node_devices(const LaunchOptions& o, const Environment& env) {
-  DeviceInputs inputs;
-  inputs.cuda_visible_devices = lookup(env, "CUDA_VISIBLE_DEVICES");
-  inputs.driver_count = count_cuda_devices;
+worker::DevicePlan plan_this_node_devices(const cli::LaunchOptions& o, const cli::Environment& env) {
+  worker::DeviceInputs inputs;
+  inputs.cuda_visible_devices = cli::lookup(env, "CUDA_VISIBLE_DEVICES");
+  inputs.driver_count = worker::count_cuda_devices;
   inputs.cpu_count = static_cast<int>(std::thread::hardware_concurrency());
   return plan_devices(device_spec(o), inputs);
 }
 
-SingleNodeSpec single_node_spec(const LaunchOptions& o) {
-  SingleNodeSpec s;
+supervise::SingleNodeSpec single_node_spec(const cli::LaunchOptions& o) {
+  supervise::SingleNodeSpec s;
   s.node_rank = o.node_rank;
   s.nnodes = o.nnodes_max;
   s.master_addr = o.master_addr;
@@ -41,8 +41,8 @@ SingleNodeSpec single_node_spec(const LaunchOptions& o) {
   return s;
 }
 
-MultiNodeSpec multi_node_spec(const LaunchOptions& o) {
-  MultiNodeSpec s;
+multinode::MultiNodeSpec multi_node_spec(const cli::LaunchOptions& o) {
+  multinode::MultiNodeSpec s;
   s.rdzv_backend = o.rdzv_backend;
   s.rdzv_endpoint = o.rdzv_endpoint;
   s.rdzv = o.rdzv;
@@ -58,47 +58,47 @@ MultiNodeSpec multi_node_spec(const LaunchOptions& o) {
 
 }  // namespace
 
-DeviceSpec device_spec(const LaunchOptions& o) { return DeviceSpec{o.nproc, o.devices, o.virtual_local_rank}; }
+worker::DeviceSpec device_spec(const cli::LaunchOptions& o) { return worker::DeviceSpec{o.nproc, o.devices, o.virtual_local_rank}; }
 
-WorkerCommandSpec worker_command_spec(const LaunchOptions& o) {
-  return WorkerCommandSpec{o.program, o.program_args, o.module, o.no_python, o.run_path, o.local_rank_flag};
+worker::WorkerCommandSpec worker_command_spec(const cli::LaunchOptions& o) {
+  return worker::WorkerCommandSpec{o.program, o.program_args, o.module, o.no_python, o.run_path, o.local_rank_flag};
 }
 
 // --stdin-rank: the rank given the launcher's stdin; auto: rank 0 when stdin is a terminal.
-std::optional<int> stdin_rank(const LaunchOptions& o) {
+std::optional<int> stdin_rank(const cli::LaunchOptions& o) {
   if (!o.stdin_rank_auto) return o.stdin_rank;
-  return is_terminal(STDIN_FILENO) ? std::optional<int>(0) : std::nullopt;
+  return os::is_terminal(STDIN_FILENO) ? std::optional<int>(0) : std::nullopt;
 }
 
-SupervisorConfig supervisor_config(const LaunchOptions& o) {
-  SupervisorConfig config;
+supervise::SupervisorConfig supervisor_config(const cli::LaunchOptions& o) {
+  supervise::SupervisorConfig config;
   config.shutdown_timeout_s = o.shutdown_timeout_s;
   config.hang_timeout_s = o.hang_timeout_s;
   config.straggler_threshold = o.straggler_threshold;
-  const auto& stops = default_stop_signals();
+  const auto& stops = cli::default_stop_signals();
   for (int s : o.signals_to_handle)
     (std::find(stops.begin(), stops.end(), s) != stops.end() ? config.stop_signals : config.forward_signals)
         .push_back(s);
   return config;
 }
 
-ResolvedJob resolve_job(const LaunchOptions& o, const Environment& env) {
+ResolvedJob resolve_job(const cli::LaunchOptions& o, const cli::Environment& env) {
   ResolvedJob r;
-  JobConfig& job = r.job;
+  supervise::JobConfig& job = r.job;
   job.devices = plan_this_node_devices(o, env);
-  job.command = resolve_worker_command(worker_command_spec(o), env);
+  job.command = worker::resolve_worker_command(worker_command_spec(o), env);
   job.program = o.program;
   job.run_id = o.standalone ? random_id() : o.rdzv_id;
   job.role = o.role;
   job.max_restarts = o.max_restarts;
-  job.layout = RunLayoutSpec{o.log_dir, job.run_id, any_stream(o.redirects) || any_stream(o.tee)};
-  job.output = OutputSpec{o.redirects, o.tee, o.local_ranks_filter, o.log_line_prefix_template,
+  job.layout = worker::RunLayoutSpec{o.log_dir, job.run_id, any_stream(o.redirects) || any_stream(o.tee)};
+  job.output = supervise::OutputSpec{o.redirects, o.tee, o.local_ranks_filter, o.log_line_prefix_template,
                           stdin_rank(o)};
   job.supervisor = supervisor_config(o);
-  job.supervisor.tool_path = lookup(env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
+  job.supervisor.tool_path = cli::lookup(env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
   r.single_node = single_node_spec(o);
   r.multi_node = multi_node_spec(o);
-  r.multi_node_job = is_multi_node(o);
+  r.multi_node_job = cli::is_multi_node(o);
   r.dry_run = o.dry_run;
   return r;
 }

@@ -13,18 +13,18 @@
 namespace ddp::launch {
 
 struct ResolvedJob {
-  JobConfig job;
-  SingleNodeSpec single_node;  // also --dry-run's view
-  MultiNodeSpec multi_node;
+  supervise::JobConfig job;
+  supervise::SingleNodeSpec single_node;  // also --dry-run's view
+  multinode::MultiNodeSpec multi_node;
   bool multi_node_job = false;  // is_multi_node(options)
   bool dry_run = false;
 };
 
-ResolvedJob resolve_job(const LaunchOptions& options, const Environment& env);
+ResolvedJob resolve_job(const cli::LaunchOptions& options, const cli::Environment& env);
 
 // The pure translations, exposed for tests.
-DeviceSpec device_spec(const LaunchOptions& options);
-WorkerCommandSpec worker_command_spec(const LaunchOptions& options);
-SupervisorConfig supervisor_config(const LaunchOptions& options);
+worker::DeviceSpec device_spec(const cli::LaunchOptions& options);
+worker::WorkerCommandSpec worker_command_spec(const cli::LaunchOptions& options);
+supervise::SupervisorConfig supervisor_config(const cli::LaunchOptions& options);
 
 }  // namespace ddp::launch

@@ -4,7 +4,7 @@
 
 #include "launcher/base/text.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::cli {
 
 Environment environment_from(char** envp) {
   Environment env;
@@ -27,4 +27,4 @@ std::optional<std::string> lookup(const Environment& env, const std::string& key
   return it->second;
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::cli

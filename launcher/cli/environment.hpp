@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace ddp::launch {
+namespace ddp::launch::cli {
 
 using Environment = std::map<std::string, std::string>;
 
@@ -15,4 +15,4 @@ Environment environment_from(char** envp);                      // "K=V" array -
 std::vector<std::string> environment_entries(const Environment& env);  // map -> "K=V"
 std::optional<std::string> lookup(const Environment& env, const std::string& key);
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::cli

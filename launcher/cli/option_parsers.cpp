@@ -13,7 +13,7 @@
 #include "launcher/base/text.hpp"
 #include "launcher/cli/usage_error.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::cli {
 namespace {
 
 // "0,2,5" -> {0,2,5}; any item that is not a number in [0, max] -> usage_error(error).
@@ -165,4 +165,4 @@ std::vector<int> parse_signal_list(const std::string& value) {
   return out;
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::cli

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace ddp::launch {
+namespace ddp::launch::cli {
 
 // --nproc-per-node: a count, or gpu / cpu / auto.
 struct NprocSpec {
@@ -53,4 +53,4 @@ int parse_int_flag(const std::string& flag, const std::string& value, long long 
 // The default signals that stop the job when received (and are forwarded first).
 const std::vector<int>& default_stop_signals();
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::cli

@@ -14,7 +14,7 @@
 #include "launcher/cli/slurm.hpp"
 #include "launcher/cli/usage_error.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::cli {
 namespace {
 
 constexpr const char* kVersion = "ddp-launch 0.1.0";
@@ -305,4 +305,4 @@ ParsedCommandLine parse_command_line(const std::vector<std::string>& args, const
   return {std::move(o), "", exit_code::kSuccess};
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::cli

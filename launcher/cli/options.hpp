@@ -14,7 +14,7 @@
 #include "launcher/cli/option_parsers.hpp"
 #include "launcher/cli/rendezvous_conf.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::cli {
 
 struct LaunchOptions {
   // What each worker runs.
@@ -74,4 +74,4 @@ ParsedCommandLine parse_command_line(const std::vector<std::string>& args, const
 // True when this launcher must coordinate with others (more than one node, or elastic).
 inline bool is_multi_node(const LaunchOptions& o) { return o.nnodes_max > 1 || o.nnodes_min != o.nnodes_max; }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::cli

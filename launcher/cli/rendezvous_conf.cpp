@@ -5,7 +5,7 @@
 #include "launcher/base/text.hpp"
 #include "launcher/cli/usage_error.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::cli {
 namespace {
 
 double seconds(const std::string& key, const std::string& value) {
@@ -60,4 +60,4 @@ RendezvousConf parse_rdzv_conf(const std::string& value, const Environment& env)
   return conf;
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::cli

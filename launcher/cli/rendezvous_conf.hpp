@@ -11,7 +11,7 @@
 
 #include "launcher/cli/environment.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::cli {
 
 // Seconds throughout.
 struct RendezvousConf {
@@ -33,4 +33,4 @@ struct RendezvousConf {
 
 RendezvousConf parse_rdzv_conf(const std::string& value, const Environment& env);
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::cli

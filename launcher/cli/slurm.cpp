@@ -7,7 +7,7 @@
 #include "launcher/base/text.hpp"
 #include "launcher/cli/usage_error.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::cli {
 namespace {
 
 [[noreturn]] void bad_list(const std::string& list) {
@@ -88,4 +88,4 @@ std::optional<SlurmJob> slurm_job(const Environment& env) {
   return job;
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::cli

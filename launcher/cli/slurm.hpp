@@ -9,7 +9,7 @@
 
 #include "launcher/cli/environment.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::cli {
 
 // "node[01-03,07],gpu5" -> node01 node02 node03 node07 gpu5. Throws LaunchError(kUsage)
 // on a malformed list.
@@ -26,4 +26,4 @@ struct SlurmJob {
 // SLURM_NODELIST) are all set.
 std::optional<SlurmJob> slurm_job(const Environment& env);
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::cli

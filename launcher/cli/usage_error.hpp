@@ -7,10 +7,10 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::cli {
 
 [[noreturn]] inline void usage_error(const std::string& message) {
   throw LaunchError(exit_code::kUsage, message);
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::cli

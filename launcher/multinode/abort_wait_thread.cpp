@@ -2,7 +2,7 @@
 
 #include "launcher/multinode/rendezvous.hpp"
 
-namespace ddp::launch::rdzv {
+namespace ddp::launch::multinode {
 namespace {
 // One wait's length: only shutdown (interrupt) or a new round (whose predecessor's key
 // exists, so that wait returns at once) ends a wait early, so it can be long.
@@ -51,4 +51,4 @@ void AbortWaitThread::loop() {
   }
 }
 
-}  // namespace ddp::launch::rdzv
+}  // namespace ddp::launch::multinode

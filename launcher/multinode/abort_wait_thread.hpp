@@ -15,7 +15,7 @@
 
 #include "launcher/store/store.hpp"
 
-namespace ddp::launch::rdzv {
+namespace ddp::launch::multinode {
 
 // Blocks until `key` exists (true) or `slice` passes (false); throws store::StoreError to
 // give up. interrupt() is called from another thread and must end a blocked wait soon.
@@ -49,4 +49,4 @@ class AbortWaitThread {
   std::thread thread_;
 };
 
-}  // namespace ddp::launch::rdzv
+}  // namespace ddp::launch::multinode

@@ -12,7 +12,7 @@
 #include "launcher/os/process.hpp"
 #include "launcher/worker/output.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::multinode {
 namespace {
 
 constexpr int kDefaultRdzvPort = 29400;  // torchrun's c10d default
@@ -40,8 +40,8 @@ bool host_store(const MultiNodeSpec& spec, const std::string& listen_host, Agent
     link.server.reset();
     return false;
   }
-  if (options.token.empty() && !is_loopback_address(options.host))
-    launcher_notice(fmt::format("warning: the agent store listens on {} without a token: anyone who can reach "
+  if (options.token.empty() && !os::is_loopback_address(options.host))
+    worker::launcher_notice(fmt::format("warning: the agent store listens on {} without a token: anyone who can reach "
                                 "it can read and write the job's rendezvous keys (and declare a node lost); "
                                 "set the same --rdzv-conf token=<secret> (or DDP_LAUNCH_RDZV_TOKEN) on every node",
                                 link.server->listen_address()));
@@ -52,14 +52,14 @@ bool host_store(const MultiNodeSpec& spec, const std::string& listen_host, Agent
 
 AgentStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& run_id) {
   if (spec.rdzv_backend == "etcd") return connect_etcd(spec, run_id);
-  const RendezvousConf& conf = spec.rdzv;
+  const cli::RendezvousConf& conf = spec.rdzv;
   const bool static_rdzv = spec.rdzv_backend == "static";
   AgentStoreLink link;
   link.endpoint = static_rdzv ? HostPort{spec.master_addr, *spec.master_port}
                               : parse_host_port(spec.rdzv_endpoint, kDefaultRdzvPort);  // checked by cli/
-  link.name = fmt::format("{}:{}", host_name(), ::getpid());
-  const bool try_host = static_rdzv ? spec.node_rank == 0 : conf.is_host.value_or(is_local_address(link.endpoint.host));
-  const std::string listen_host = conf.bind_all ? "0.0.0.0" : store_listen_host(link.endpoint.host);
+  link.name = fmt::format("{}:{}", os::host_name(), ::getpid());
+  const bool try_host = static_rdzv ? spec.node_rank == 0 : conf.is_host.value_or(os::is_local_address(link.endpoint.host));
+  const std::string listen_host = conf.bind_all ? "0.0.0.0" : os::store_listen_host(link.endpoint.host);
   link.leader = try_host && host_store(spec, listen_host, link);
   store::ClientOptions options;
   options.token = conf.token;
@@ -78,7 +78,7 @@ AgentStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string&
   link.root = link.client.get();
   link.address = fmt::format("{}:{}", link.endpoint.host, link.endpoint.port);
   link.close = [client = link.client.get()] { client->close_gracefully(); };
-  launcher_notice(fmt::format("{} the agent store at {}:{}{} ({} rendezvous, run id {})",
+  worker::launcher_notice(fmt::format("{} the agent store at {}:{}{} ({} rendezvous, run id {})",
                               link.leader ? "hosting" : "joined", link.endpoint.host, link.endpoint.port,
                               link.leader ? ", listening on " + link.server->listen_address() : "",
                               spec.rdzv_backend, run_id));
@@ -87,7 +87,7 @@ AgentStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string&
 
 namespace {
 
-class StoreKeyWaiter : public rdzv::KeyWaiter {
+class StoreKeyWaiter : public KeyWaiter {
  public:
   StoreKeyWaiter(std::unique_ptr<store::TcpStoreClient> client, const std::string& prefix)
       : client_(std::move(client)), job_(prefix, *client_) {}
@@ -102,7 +102,7 @@ class StoreKeyWaiter : public rdzv::KeyWaiter {
 
 }  // namespace
 
-std::unique_ptr<rdzv::KeyWaiter> open_abort_waiter(const AgentStoreLink& link) {
+std::unique_ptr<KeyWaiter> open_abort_waiter(const AgentStoreLink& link) {
   if (link.open_waiter) return link.open_waiter();
   store::ClientOptions options = link.client_options;
   options.name.clear();  // not a node: its loss is nobody's failure (its waits still ping)
@@ -111,4 +111,4 @@ std::unique_ptr<rdzv::KeyWaiter> open_abort_waiter(const AgentStoreLink& link) {
   return std::make_unique<StoreKeyWaiter>(std::move(client), link.job_prefix);
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::multinode

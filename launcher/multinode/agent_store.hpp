@@ -20,7 +20,7 @@
 #include "launcher/store/server.hpp"
 #include "launcher/store/tcp_client.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::multinode {
 
 struct AgentStoreLink {
   HostPort endpoint;   // where every node reaches the store
@@ -37,13 +37,13 @@ struct AgentStoreLink {
   std::string job_prefix;                         // "ddp-launch/<run id>" (agent store)
   std::string client_host;                        // where client connected
   store::ClientOptions client_options;            // and how
-  std::function<std::unique_ptr<rdzv::KeyWaiter>()> open_waiter;  // etcd: its abort waiter
+  std::function<std::unique_ptr<KeyWaiter>()> open_waiter;  // etcd: its abort waiter
 };
 
 AgentStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& run_id);
 
 // A KeyWaiter on the job's keys over a connection of its own (nameless: the store never
 // reports it dropped; it reconnects like the main one). Throws store::StoreError.
-std::unique_ptr<rdzv::KeyWaiter> open_abort_waiter(const AgentStoreLink& link);
+std::unique_ptr<KeyWaiter> open_abort_waiter(const AgentStoreLink& link);
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::multinode

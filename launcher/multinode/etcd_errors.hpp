@@ -10,7 +10,7 @@
 #include "launcher/etcd/etcd_error.hpp"
 #include "launcher/store/store.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::multinode {
 
 inline store::StoreUnavailable as_store_error(const etcd::EtcdError& e, const std::string& address) {
   if (dynamic_cast<const etcd::EtcdProtocolError*>(&e)) return store::StoreUnavailable(address + ": " + e.what());
@@ -27,4 +27,4 @@ auto with_store_errors(const std::string& address, F&& f) -> decltype(f()) {
   }
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::multinode

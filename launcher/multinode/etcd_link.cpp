@@ -16,7 +16,7 @@
 #include "launcher/os/process.hpp"
 #include "launcher/worker/output.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::multinode {
 namespace {
 
 constexpr int64_t kMinLeaseTtlS = 2;       // etcd grants no shorter lease
@@ -25,7 +25,7 @@ constexpr double kConnectTimeoutS = 1.0;   // one connection attempt to one memb
 
 std::chrono::milliseconds ms(double seconds) { return std::chrono::milliseconds(static_cast<long long>(seconds * 1000)); }
 
-std::string read_password(const RendezvousConf& conf) {
+std::string read_password(const cli::RendezvousConf& conf) {
   if (conf.password_file.empty()) return conf.password;
   std::ifstream in(conf.password_file);
   std::string line;
@@ -38,7 +38,7 @@ std::string read_password(const RendezvousConf& conf) {
 }
 
 etcd::EtcdOptions etcd_options(const MultiNodeSpec& spec) {
-  const RendezvousConf& conf = spec.rdzv;
+  const cli::RendezvousConf& conf = spec.rdzv;
   etcd::EtcdOptions o;
   bool https = conf.https;
   o.endpoints = etcd::parse_endpoints(spec.rdzv_endpoint, kDefaultEtcdPort, &https);  // checked by cli/
@@ -61,7 +61,7 @@ etcd::EtcdOptions etcd_options(const MultiNodeSpec& spec) {
 
 // The abort watch's waiter: a watch on the round's abort key over a client of its own.
 // Throws store::StoreUnavailable (etcd_errors.hpp), from the constructor too.
-class EtcdKeyWaiter : public rdzv::KeyWaiter {
+class EtcdKeyWaiter : public KeyWaiter {
  public:
   EtcdKeyWaiter(const etcd::EtcdOptions& options, std::string prefix)
       : address_("etcd at " + etcd::endpoints_text(options.endpoints)),
@@ -90,11 +90,11 @@ class EtcdKeyWaiter : public rdzv::KeyWaiter {
 }  // namespace
 
 AgentStoreLink connect_etcd(const MultiNodeSpec& spec, const std::string& run_id) {
-  const RendezvousConf& conf = spec.rdzv;
+  const cli::RendezvousConf& conf = spec.rdzv;
   const etcd::EtcdOptions options = etcd_options(spec);
   AgentStoreLink link;
   link.leaderless = true;
-  link.name = fmt::format("{}:{}", host_name(), ::getpid());
+  link.name = fmt::format("{}:{}", os::host_name(), ::getpid());
   link.endpoint = HostPort{options.endpoints.front().host, options.endpoints.front().port};
   const auto ttl = std::max<int64_t>(kMinLeaseTtlS, static_cast<int64_t>(std::ceil(conf.heartbeat_timeout_s)));
   auto store = std::make_unique<EtcdStore>(options, "/ddp-launch/" + run_id + "/", link.name, ttl,
@@ -104,12 +104,12 @@ AgentStoreLink connect_etcd(const MultiNodeSpec& spec, const std::string& run_id
   link.root = store.get();
   link.close = [s = store.get()] { s->close(); };
   link.open_waiter = [options, prefix = "/ddp-launch/" + run_id + "/"] {
-    return std::unique_ptr<rdzv::KeyWaiter>(std::make_unique<EtcdKeyWaiter>(options, prefix));
+    return std::unique_ptr<KeyWaiter>(std::make_unique<EtcdKeyWaiter>(options, prefix));
   };
   link.job = std::move(store);
-  launcher_notice(fmt::format("joined {}{} (etcd rendezvous, run id {}, lease TTL {} s)", link.address,
+  worker::launcher_notice(fmt::format("joined {}{} (etcd rendezvous, run id {}, lease TTL {} s)", link.address,
                               options.tls ? " over TLS" : "", run_id, ttl));
   return link;
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::multinode

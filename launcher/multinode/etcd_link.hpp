@@ -9,10 +9,10 @@
 
 #include "launcher/multinode/agent_store.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::multinode {
 
 inline constexpr int kDefaultEtcdPort = 2379;
 
 AgentStoreLink connect_etcd(const MultiNodeSpec& spec, const std::string& run_id);
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::multinode

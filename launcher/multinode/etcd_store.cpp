@@ -8,7 +8,7 @@
 #include "launcher/multinode/etcd_errors.hpp"
 #include "launcher/store/protocol.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::multinode {
 namespace {
 
 using etcd::Clock;
@@ -289,4 +289,4 @@ std::optional<std::string> EtcdStore::try_get(const std::string& key) {
   });
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::multinode

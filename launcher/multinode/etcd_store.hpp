@@ -20,7 +20,7 @@
 #include "launcher/etcd/etcd_client.hpp"
 #include "launcher/store/store.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::multinode {
 
 class EtcdStore : public store::Store {
  public:
@@ -74,4 +74,4 @@ class EtcdStore : public store::Store {
   std::thread keeper_;
 };
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::multinode

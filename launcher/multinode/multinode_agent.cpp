@@ -19,12 +19,9 @@
 #include "launcher/supervise/worker_launches.hpp"
 #include "launcher/worker/output.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::multinode {
 namespace {
 
-using rdzv::AbortRecord;
-using rdzv::JobKeys;
-using rdzv::RoundPlan;
 using std::chrono::milliseconds;
 
 constexpr std::chrono::milliseconds kBarrierTick{100};  // exit barrier: react quickly
@@ -34,7 +31,7 @@ milliseconds ms(double seconds) { return milliseconds(static_cast<long long>(sec
 // One joined round: its plan and this node's place in it.
 struct Round {
   RoundPlan plan;
-  rdzv::PlannedNode me;
+  PlannedNode me;
   int number() const { return plan.round; }
   int rank() const { return me.group_rank; }
 };
@@ -56,21 +53,21 @@ struct Settled {
 
 class MultiNodeAgent {
  public:
-  MultiNodeAgent(const JobConfig& job, const MultiNodeSpec& spec, const Environment& env)
+  MultiNodeAgent(const supervise::JobConfig& job, const MultiNodeSpec& spec, const cli::Environment& env)
       : job_(job), spec_(spec), env_(env), supervisor_(job.supervisor) {}
 
   int run();
 
  private:
   int run_rounds();
-  rdzv::NodeInfo self_info(int previous_rank);
-  Round join_round(rdzv::Rendezvous& rendezvous, const NextRound& next);
-  AttemptResult run_round(const Round& r);
-  rdzv::RoundCheckContext round_check_context();
-  Settled settle(const Round& r, const AttemptResult& result);
+  NodeInfo self_info(int previous_rank);
+  Round join_round(Rendezvous& rendezvous, const NextRound& next);
+  supervise::AttemptResult run_round(const Round& r);
+  RoundCheckContext round_check_context();
+  Settled settle(const Round& r, const supervise::AttemptResult& result);
   Settled after_success(const Round& r);
-  Settled after_failure(const Round& r, const AttemptResult& result);
-  std::optional<Settled> symptom_of_known_cause(const Round& r, const WorkerOutcome& root);
+  Settled after_failure(const Round& r, const supervise::AttemptResult& result);
+  std::optional<Settled> symptom_of_known_cause(const Round& r, const supervise::WorkerOutcome& root);
   int after_interrupt(const Round& r, int signal);
   int stopped_between_rounds(const std::optional<Round>& last, int signal);
   int job_stopped(const std::optional<Round>& last, const AbortRecord& stop);
@@ -82,27 +79,27 @@ class MultiNodeAgent {
   std::optional<std::string> check(const Round& r);
   void wait_for_others_to_leave(const Round& r);
 
-  const JobConfig& job_;
+  const supervise::JobConfig& job_;
   const MultiNodeSpec& spec_;
-  const Environment& env_;
-  Supervisor supervisor_;
+  const cli::Environment& env_;
+  supervise::Supervisor supervisor_;
   AgentStoreLink store_;  // hosted here (leader) or joined
-  rdzv::RoundFindings state_;  // this round's record, a lost store or an unreadable record
-  std::unique_ptr<RunLayout> layout_;
-  std::unique_ptr<EventLog> events_;  // RUN/events.jsonl; null until the run directory exists
+  RoundFindings state_;  // this round's record, a lost store or an unreadable record
+  std::unique_ptr<worker::RunLayout> layout_;
+  std::unique_ptr<supervise::EventLog> events_;  // RUN/events.jsonl; null until the run directory exists
   int acknowledged_round_ = -1;
   int rendezvous_signal_ = 0;  // the stop signal that interrupted a rendezvous
-  std::unique_ptr<rdzv::AbortWaitThread> abort_thread_;  // last: stopped before the supervisor goes
+  std::unique_ptr<AbortWaitThread> abort_thread_;  // last: stopped before the supervisor goes
 };
 
-rdzv::NodeInfo MultiNodeAgent::self_info(int previous_rank) {
-  rdzv::NodeInfo n;
+NodeInfo MultiNodeAgent::self_info(int previous_rank) {
+  NodeInfo n;
   n.name = store_.name;
-  n.host = host_name();
+  n.host = os::host_name();
   if (!spec_.local_addr.empty()) n.addr = spec_.local_addr;
   else if (store_.leader) n.addr = spec_.rdzv_backend == "static" ? spec_.master_addr : store_.endpoint.host;
-  else n.addr = host_name();
-  n.worker_port = pick_free_port();
+  else n.addr = os::host_name();
+  n.worker_port = os::pick_free_port();
   n.nproc = job_.devices.nproc;
   n.role = job_.role;
   n.requested_rank = spec_.node_rank_given || spec_.rdzv_backend == "static" ? spec_.node_rank : -1;
@@ -114,15 +111,15 @@ rdzv::NodeInfo MultiNodeAgent::self_info(int previous_rank) {
   return n;
 }
 
-rdzv::RoundCheckContext MultiNodeAgent::round_check_context() {
-  return rdzv::RoundCheckContext{*store_.job,  *store_.root, store_.leader || store_.leaderless, job_.max_restarts,
-                         spec_.nnodes_max, host_name(), store_.address};
+RoundCheckContext MultiNodeAgent::round_check_context() {
+  return RoundCheckContext{*store_.job,  *store_.root, store_.leader || store_.leaderless, job_.max_restarts,
+                         spec_.nnodes_max, os::host_name(), store_.address};
 }
 
 // A final record read here is acknowledged at once, while this node's workers still stop:
 // the leader need not keep the store up through our shutdown timeout.
 std::optional<std::string> MultiNodeAgent::check(const Round& r) {
-  std::optional<std::string> reason = rdzv::check_round(round_check_context(), r.plan, r.rank(), state_);
+  std::optional<std::string> reason = check_round(round_check_context(), r.plan, r.rank(), state_);
   if (state_.abort && state_.abort->final) acknowledge(r);
   return reason;
 }
@@ -168,10 +165,10 @@ void MultiNodeAgent::wait_for_others_to_leave(const Round& r) {
   });
 }
 
-Round MultiNodeAgent::join_round(rdzv::Rendezvous& rendezvous, const NextRound& next) {
-  const RendezvousConf& conf = spec_.rdzv;
+Round MultiNodeAgent::join_round(Rendezvous& rendezvous, const NextRound& next) {
+  const cli::RendezvousConf& conf = spec_.rdzv;
   // Nodes that restart need a heartbeat to notice and up to the grace period to stop.
-  const rdzv::Regroup regroup{next.expected_nodes, conf.last_call_timeout_s + job_.supervisor.shutdown_timeout_s +
+  const Regroup regroup{next.expected_nodes, conf.last_call_timeout_s + job_.supervisor.shutdown_timeout_s +
                                                        2 * conf.heartbeat_interval_s};
   Round r;
   r.plan = rendezvous.join(self_info(next.previous_rank), next.round, next.restart_count, regroup);
@@ -179,13 +176,13 @@ Round MultiNodeAgent::join_round(rdzv::Rendezvous& rendezvous, const NextRound& 
   return r;
 }
 
-AttemptResult MultiNodeAgent::run_round(const Round& r) {
+supervise::AttemptResult MultiNodeAgent::run_round(const Round& r) {
   const RoundPlan& plan = r.plan;
-  NodePlacement where{r.rank(), static_cast<int>(plan.nodes.size()), r.me.base_rank, plan.world_size,
+  supervise::NodePlacement where{r.rank(), static_cast<int>(plan.nodes.size()), r.me.base_rank, plan.world_size,
                       plan.master_addr, plan.master_port, plan.restart_count};
-  std::tie(where.role_base_rank, where.role_world_size) = rdzv::role_ranks(plan, r.rank());
-  const GroupPlan group = group_plan(job_, where);
-  launcher_notice(fmt::format("round {}: node {} of {}, ranks {}-{} of {}, workers' store at {}:{}{}",
+  std::tie(where.role_base_rank, where.role_world_size) = role_ranks(plan, r.rank());
+  const worker::GroupPlan group = group_plan(job_, where);
+  worker::launcher_notice(fmt::format("round {}: node {} of {}, ranks {}-{} of {}, workers' store at {}:{}{}",
                               r.number(), r.rank(), group.nnodes, r.me.base_rank,
                               r.me.base_rank + group.local_world_size - 1, plan.world_size,
                               plan.master_addr, plan.master_port,
@@ -196,10 +193,10 @@ AttemptResult MultiNodeAgent::run_round(const Round& r) {
                                 {"base_rank", r.me.base_rank}, {"nproc", group.local_world_size},
                                 {"master_addr", plan.master_addr}, {"master_port", plan.master_port}});
   // A hang detected on another node: this node's workers' stacks are captured too.
-  const AttemptCheck check{ms(spec_.rdzv.heartbeat_interval_s), [&] { return this->check(r); }, [&] {
+  const supervise::AttemptCheck check{ms(spec_.rdzv.heartbeat_interval_s), [&] { return this->check(r); }, [&] {
                              return state_.abort && is_hang(state_.abort->failure) && state_.abort->node_rank != r.rank();
                            }};
-  state_ = rdzv::RoundFindings{};
+  state_ = RoundFindings{};
   abort_thread_->wait_for_round(r.number());
   return supervisor_.run_attempt(prepare_attempt(job_, env_, group, *layout_), check);
 }
@@ -209,7 +206,7 @@ std::optional<AbortRecord> MultiNodeAgent::read_abort(int round) {
   if (state_.abort) return state_.abort;  // read by the check: the store may be gone since
   if (!state_.store_lost.empty()) return std::nullopt;
   if (!state_.bad_record.empty()) throw LaunchError(exit_code::kRendezvousFailed, state_.bad_record);
-  return rdzv::abort_from_json(store_.job->get(JobKeys::abort(round), ms(spec_.rdzv.heartbeat_timeout_s)));
+  return abort_from_json(store_.job->get(JobKeys::abort(round), ms(spec_.rdzv.heartbeat_timeout_s)));
 }
 
 // Done here; wait for the others (or for one of them to fail: then we restart too).
@@ -238,16 +235,16 @@ Settled MultiNodeAgent::after_success(const Round& r) {
 // Our worker failed with what reads like a communication error: most likely the symptom of
 // something elsewhere. For up to one heartbeat timeout, look for a better root cause (the
 // round's record, a dropped peer, a lost store); README "Which event is the root cause".
-std::optional<Settled> MultiNodeAgent::symptom_of_known_cause(const Round& r, const WorkerOutcome& root) {
+std::optional<Settled> MultiNodeAgent::symptom_of_known_cause(const Round& r, const supervise::WorkerOutcome& root) {
   const auto deadline = std::chrono::steady_clock::now() + ms(spec_.rdzv.heartbeat_timeout_s);
   std::optional<std::string> cause;
   const int sig = supervisor_.wait_until(kBarrierTick, [&] {
-    cause = rdzv::find_root_cause(round_check_context(), r.plan, r.rank(), state_);
+    cause = find_root_cause(round_check_context(), r.plan, r.rank(), state_);
     return cause || std::chrono::steady_clock::now() >= deadline;
   });
   if (sig != 0 && !cause) return Settled{after_interrupt(r, sig), std::nullopt};  // recorded before our symptom
   if (!cause) return std::nullopt;
-  launcher_notice(fmt::format("rank {} failed with a communication error, a symptom of: {}", root.rank, *cause));
+  worker::launcher_notice(fmt::format("rank {} failed with a communication error, a symptom of: {}", root.rank, *cause));
   if (!state_.bad_record.empty()) throw LaunchError(exit_code::kRendezvousFailed, state_.bad_record);
   if (state_.abort && state_.abort->final) acknowledge(r);
   return Settled{std::nullopt, state_.abort};  // no record: the store is lost (conclude says so)
@@ -256,23 +253,23 @@ std::optional<Settled> MultiNodeAgent::symptom_of_known_cause(const Round& r, co
 // Our worker failed, or hung (a hang verdict here, its stacks captured on this node):
 // publish it (the first failure of the round wins) and, if it is the final one and ours,
 // report it here. A hang is a root cause of its own, never a communication symptom.
-Settled MultiNodeAgent::after_failure(const Round& r, const AttemptResult& result) {
-  const WorkerOutcome& root = result.outcomes[*result.root_cause];
-  if (!is_hang(root.failure) && looks_like_comm_error(root))
+Settled MultiNodeAgent::after_failure(const Round& r, const supervise::AttemptResult& result) {
+  const supervise::WorkerOutcome& root = result.outcomes[*result.root_cause];
+  if (!is_hang(root.failure) && supervise::looks_like_comm_error(root))
     if (std::optional<Settled> known = symptom_of_known_cause(r, root)) return *known;
-  const AbortRecord mine = AbortRecord::worker_failure(root, r.rank(), host_name(),
+  const AbortRecord mine = AbortRecord::worker_failure(root, r.rank(), os::host_name(),
                                                        r.plan.restart_count >= job_.max_restarts);
   AbortRecord abort = mine;
   try {
-    abort = rdzv::publish_abort(*store_.job, r.number(), mine);
+    abort = publish_abort(*store_.job, r.number(), mine);
   } catch (const store::StoreError& e) {  // the others cannot hear us: report our own failure
     state_.store_lost = e.what();
   }
   if (!(abort.final && abort.node_rank == r.rank() && abort.pid == mine.pid)) return {std::nullopt, abort};
   log_abort(*events_, abort);
-  keep_reported_error_file(*layout_, root);
-  const ReportContext ctx{job_.program, host_name(), r.plan.restart_count, job_.max_restarts};
-  write_all(STDERR_FILENO, format_failure_report(ctx, result.outcomes, *result.root_cause));
+  supervise::keep_reported_error_file(*layout_, root);
+  const supervise::ReportContext ctx{job_.program, os::host_name(), r.plan.restart_count, job_.max_restarts};
+  worker::write_all(STDERR_FILENO, supervise::format_failure_report(ctx, result.outcomes, *result.root_cause));
   if (state_.store_lost.empty()) leave(r);
   return {abort.exit_code, std::nullopt};
 }
@@ -283,10 +280,10 @@ Settled MultiNodeAgent::after_failure(const Round& r, const AttemptResult& resul
 // between rounds or in the next one). The leader waits for the others to read either
 // before the store goes.
 int MultiNodeAgent::after_interrupt(const Round& r, int signal) {
-  launcher_notice(fmt::format("stopped by {}", signal_name(signal)));
-  const AbortRecord stop = AbortRecord::stopped_by_signal(r.rank(), host_name(), signal);
+  worker::launcher_notice(fmt::format("stopped by {}", signal_name(signal)));
+  const AbortRecord stop = AbortRecord::stopped_by_signal(r.rank(), os::host_name(), signal);
   try {
-    rdzv::publish_abort(*store_.job, r.number(), stop);
+    publish_abort(*store_.job, r.number(), stop);
     publish_job_stop(stop);
     leave(r);
   } catch (const std::exception&) {  // best effort: we exit anyway; the others see us dropped
@@ -296,15 +293,15 @@ int MultiNodeAgent::after_interrupt(const Round& r, int signal) {
 
 // The job's stop record (the first one wins), and this launcher has seen it.
 void MultiNodeAgent::publish_job_stop(const AbortRecord& stop) {
-  store_.job->compare_set(JobKeys::stop(), "", rdzv::to_json(stop));
+  store_.job->compare_set(JobKeys::stop(), "", to_json(stop));
   store_.job->set(JobKeys::stop_seen(store_.name), "1");
 }
 
 // A stop signal during a rendezvous (between rounds, or before the first): publish the
 // job's stop record; the leader waits for the nodes of the last round to read it.
 int MultiNodeAgent::stopped_between_rounds(const std::optional<Round>& last, int signal) {
-  launcher_notice(fmt::format("stopped by {}", signal_name(signal)));
-  const AbortRecord stop = AbortRecord::stopped_by_signal(last ? last->rank() : spec_.node_rank, host_name(), signal);
+  worker::launcher_notice(fmt::format("stopped by {}", signal_name(signal)));
+  const AbortRecord stop = AbortRecord::stopped_by_signal(last ? last->rank() : spec_.node_rank, os::host_name(), signal);
   try {
     publish_job_stop(stop);
     if (store_.leader && last) wait_for_others_to_leave(*last);
@@ -317,8 +314,8 @@ int MultiNodeAgent::stopped_between_rounds(const std::optional<Round>& last, int
 // Another launcher was stopped by a signal while this one was between rounds: report it,
 // say so, and (the leader) wait for the nodes of the last round to read it too.
 int MultiNodeAgent::job_stopped(const std::optional<Round>& last, const AbortRecord& stop) {
-  write_all(STDERR_FILENO, format_remote_failure_report(job_.program, stop.remote_failure(),
-                                                        last ? last->rank() : spec_.node_rank, host_name()));
+  worker::write_all(STDERR_FILENO, supervise::format_remote_failure_report(job_.program, stop.remote_failure(),
+                                                        last ? last->rank() : spec_.node_rank, os::host_name()));
   try {
     store_.job->set(JobKeys::stop_seen(store_.name), "1");
     if (store_.leader && last) wait_for_others_to_leave(*last);
@@ -328,12 +325,12 @@ int MultiNodeAgent::job_stopped(const std::optional<Round>& last, const AbortRec
   return stop.exit_code;
 }
 
-Settled MultiNodeAgent::settle(const Round& r, const AttemptResult& result) {
+Settled MultiNodeAgent::settle(const Round& r, const supervise::AttemptResult& result) {
   switch (result.kind) {
-    case AttemptResult::Kind::kSucceeded: return after_success(r);
-    case AttemptResult::Kind::kFailed: return after_failure(r, result);
-    case AttemptResult::Kind::kInterrupted: return {after_interrupt(r, result.signal), std::nullopt};
-    case AttemptResult::Kind::kStopped: break;  // by the check
+    case supervise::AttemptResult::Kind::kSucceeded: return after_success(r);
+    case supervise::AttemptResult::Kind::kFailed: return after_failure(r, result);
+    case supervise::AttemptResult::Kind::kInterrupted: return {after_interrupt(r, result.signal), std::nullopt};
+    case supervise::AttemptResult::Kind::kStopped: break;  // by the check
   }
   return {std::nullopt, read_abort(r.number())};
 }
@@ -351,14 +348,14 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
   if (abort.final) {
     if (is_hang(abort.failure) && layout_->temporary()) {  // this node's stacks were captured there
       layout_->keep();
-      launcher_notice(fmt::format("kept the run directory {}: it holds this node's stacks files", layout_->run_dir()));
+      worker::launcher_notice(fmt::format("kept the run directory {}: it holds this node's stacks files", layout_->run_dir()));
     }
-    write_all(STDERR_FILENO, format_remote_failure_report(job_.program, abort.remote_failure(), r.rank(),
-                                                          host_name()));
+    worker::write_all(STDERR_FILENO, supervise::format_remote_failure_report(job_.program, abort.remote_failure(), r.rank(),
+                                                          os::host_name()));
     leave(r);
     return abort.exit_code;
   }
-  launcher_notice(fmt::format("{}; restarting on every node in round {}", abort.reason, r.number() + 1));
+  worker::launcher_notice(fmt::format("{}; restarting on every node in round {}", abort.reason, r.number() + 1));
   next.round = r.number() + 1;
   next.previous_rank = r.rank();
   next.restart_count = r.plan.restart_count + (abort.failure == FailureKind::kMembership ? 0 : 1);
@@ -392,39 +389,39 @@ int MultiNodeAgent::run() {
 
 int MultiNodeAgent::run_rounds() {
   store_ = connect_agent_store(spec_, job_.run_id);
-  abort_thread_ = std::make_unique<rdzv::AbortWaitThread>(open_abort_waiter(store_), [this] { supervisor_.wake(); });
-  rdzv::Rendezvous rendezvous(*store_.job, spec_.rdzv, store_.leader, spec_.nnodes_min, spec_.nnodes_max,
+  abort_thread_ = std::make_unique<AbortWaitThread>(open_abort_waiter(store_), [this] { supervisor_.wake(); });
+  Rendezvous rendezvous(*store_.job, spec_.rdzv, store_.leader, spec_.nnodes_min, spec_.nnodes_max,
                               [this] { return rendezvous_signal_ = supervisor_.poll_signals(); });
   if (store_.leaderless)
     rendezvous.elect_leaders(store_.name, [root = store_.root](const std::string& name) {
       return root->try_get(store::kDroppedPrefix + name).has_value();  // its liveness lease expired
     });
-  notice_omp_threads(env_, job_.devices.nproc);
-  layout_ = std::make_unique<RunLayout>(job_.layout, env_);
-  if (layout_->enabled() && !layout_->temporary()) launcher_notice("logs in " + layout_->run_dir());
-  events_ = std::make_unique<EventLog>(layout_->run_dir(), spec_.node_rank);
+  supervise::notice_omp_threads(env_, job_.devices.nproc);
+  layout_ = std::make_unique<worker::RunLayout>(job_.layout, env_);
+  if (layout_->enabled() && !layout_->temporary()) worker::launcher_notice("logs in " + layout_->run_dir());
+  events_ = std::make_unique<supervise::EventLog>(layout_->run_dir(), spec_.node_rank);
   supervisor_.set_event_log(events_.get());
-  log_start(*events_, job_);
+  supervise::log_start(*events_, job_);
   NextRound next;
   next.round = store_.leader ? 0 : -1;
   std::optional<Round> last;
   for (;;) {
     try {
       last = join_round(rendezvous, next);
-    } catch (const rdzv::JobStopped& e) {
+    } catch (const JobStopped& e) {
       return job_stopped(last, e.record);
     } catch (const LaunchError&) {
       if (rendezvous_signal_ != 0) return stopped_between_rounds(last, rendezvous_signal_);
       throw;
     }
-    const AttemptResult result = run_round(*last);
+    const supervise::AttemptResult result = run_round(*last);
     if (std::optional<int> code = conclude(*last, settle(*last, result), next)) return *code;
   }
 }
 
 }  // namespace
 
-int run_multi_node_agent(const JobConfig& job, const MultiNodeSpec& spec, const Environment& env) {
+int run_multi_node_agent(const supervise::JobConfig& job, const MultiNodeSpec& spec, const cli::Environment& env) {
   try {
     return MultiNodeAgent(job, spec, env).run();
   } catch (const store::StoreError& e) {  // unreachable, refused or lost store outside a round
@@ -432,4 +429,4 @@ int run_multi_node_agent(const JobConfig& job, const MultiNodeSpec& spec, const 
   }
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::multinode

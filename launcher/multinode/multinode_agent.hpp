@@ -14,13 +14,13 @@
 #include "launcher/cli/rendezvous_conf.hpp"  // RendezvousConf
 #include "launcher/supervise/job_config.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::multinode {
 
 // How this node finds the others, from the command line.
 struct MultiNodeSpec {
   std::string rdzv_backend = "static";  // static: node 0 hosts the store at master_addr:port
   std::string rdzv_endpoint;            // otherwise: the store's host[:port]
-  RendezvousConf rdzv;
+  cli::RendezvousConf rdzv;
   std::string master_addr = "127.0.0.1";
   std::optional<int> master_port;
   int node_rank = 0;
@@ -30,6 +30,6 @@ struct MultiNodeSpec {
   int nnodes_max = 1;
 };
 
-int run_multi_node_agent(const JobConfig& job, const MultiNodeSpec& spec, const Environment& env);
+int run_multi_node_agent(const supervise::JobConfig& job, const MultiNodeSpec& spec, const cli::Environment& env);
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::multinode

@@ -12,7 +12,7 @@
 #include "launcher/os/process.hpp"
 #include "launcher/worker/output.hpp"
 
-namespace ddp::launch::rdzv {
+namespace ddp::launch::multinode {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -40,7 +40,7 @@ int round_number(const std::string& text) {
 
 }  // namespace
 
-Rendezvous::Rendezvous(store::Store& job, const RendezvousConf& conf, bool leader, int nnodes_min,
+Rendezvous::Rendezvous(store::Store& job, const cli::RendezvousConf& conf, bool leader, int nnodes_min,
                        int nnodes_max, std::function<int()> interrupted)
     : job_(job), conf_(conf), leader_(leader), nnodes_min_(nnodes_min), nnodes_max_(nnodes_max),
       interrupted_(std::move(interrupted)) {}
@@ -161,7 +161,7 @@ std::optional<RoundPlan> Rendezvous::follow_one(const NodeInfo& self, int round,
   job_.set(JobKeys::join(round, ticket), to_json(self));
   w = wait_round_key(JobKeys::plan(round), round, deadline);
   if (w == RoundWait::kLeaderLost) {
-    launcher_notice(fmt::format("round {}'s leader {} was lost before its plan; joining round {}", round,
+    worker::launcher_notice(fmt::format("round {}'s leader {} was lost before its plan; joining round {}", round,
                                 job_.try_get(JobKeys::leader(round)).value_or("?"), round + 1));
     return std::nullopt;
   }
@@ -209,4 +209,4 @@ RoundPlan Rendezvous::join_elected(const NodeInfo& self, int round, int restart_
   }
 }
 
-}  // namespace ddp::launch::rdzv
+}  // namespace ddp::launch::multinode

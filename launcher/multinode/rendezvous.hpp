@@ -19,7 +19,7 @@
 #include "launcher/multinode/round_plan.hpp"
 #include "launcher/store/store.hpp"
 
-namespace ddp::launch::rdzv {
+namespace ddp::launch::multinode {
 
 // Keys of one job, relative to its PrefixStore.
 struct JobKeys {
@@ -58,7 +58,7 @@ struct Regroup {
 class Rendezvous {
  public:
   // interrupted() returns a signal number (non-zero) to give up waiting.
-  Rendezvous(store::Store& job, const RendezvousConf& conf, bool leader, int nnodes_min, int nnodes_max,
+  Rendezvous(store::Store& job, const cli::RendezvousConf& conf, bool leader, int nnodes_min, int nnodes_max,
              std::function<int()> interrupted);
 
   // Joins round `round` (a follower's first call passes -1: the round currently open).
@@ -93,7 +93,7 @@ class Rendezvous {
   [[noreturn]] void follow_timed_out(const std::string& what) const;
 
   store::Store& job_;
-  RendezvousConf conf_;
+  cli::RendezvousConf conf_;
   bool leader_;
   int nnodes_min_;
   int nnodes_max_;
@@ -102,4 +102,4 @@ class Rendezvous {
   std::function<bool(const std::string&)> leader_lost_;
 };
 
-}  // namespace ddp::launch::rdzv
+}  // namespace ddp::launch::multinode

@@ -5,7 +5,7 @@
 #include "launcher/multinode/rendezvous.hpp"
 #include "launcher/store/protocol.hpp"
 
-namespace ddp::launch::rdzv {
+namespace ddp::launch::multinode {
 namespace {
 
 // A peer of `plan` the store dropped before it finished: publish it lost (compare-and-set);
@@ -82,4 +82,4 @@ std::optional<std::string> find_root_cause(const RoundCheckContext& w, const Rou
   });
 }
 
-}  // namespace ddp::launch::rdzv
+}  // namespace ddp::launch::multinode

@@ -13,7 +13,7 @@
 #include "launcher/multinode/round_plan.hpp"
 #include "launcher/store/store.hpp"
 
-namespace ddp::launch::rdzv {
+namespace ddp::launch::multinode {
 
 struct RoundCheckContext {
   store::Store& job;   // the job's PrefixStore
@@ -47,4 +47,4 @@ std::optional<std::string> find_root_cause(const RoundCheckContext& context, con
 // won. Throws store::StoreError, LaunchError(kRendezvousFailed) on a malformed record.
 AbortRecord publish_abort(store::Store& job, int round, const AbortRecord& record);
 
-}  // namespace ddp::launch::rdzv
+}  // namespace ddp::launch::multinode

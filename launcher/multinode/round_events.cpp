@@ -2,10 +2,10 @@
 
 #include <vector>
 
-namespace ddp::launch {
+namespace ddp::launch::multinode {
 
-void log_abort(EventLog& log, const rdzv::AbortRecord& a) {
-  std::vector<EventField> f = {{"kind", to_string(a.failure)}, {"node_rank", a.node_rank}, {"host", a.host}};
+void log_abort(supervise::EventLog& log, const AbortRecord& a) {
+  std::vector<supervise::EventField> f = {{"kind", to_string(a.failure)}, {"node_rank", a.node_rank}, {"host", a.host}};
   if (a.rank >= 0) {
     f.emplace_back("rank", a.rank);
     f.emplace_back("local_rank", a.local_rank);
@@ -20,4 +20,4 @@ void log_abort(EventLog& log, const rdzv::AbortRecord& a) {
   log.write("failure", f);
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::multinode

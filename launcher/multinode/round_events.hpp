@@ -8,9 +8,9 @@
 #include "launcher/multinode/round_plan.hpp"
 #include "launcher/supervise/event_log.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::multinode {
 
 // {"event": "failure", "kind": ..., "final": ..., "node_rank" (where it happened), ...}
-void log_abort(EventLog& log, const rdzv::AbortRecord& abort);
+void log_abort(supervise::EventLog& log, const AbortRecord& abort);
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::multinode

@@ -10,7 +10,7 @@
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/signal_names.hpp"
 
-namespace ddp::launch::rdzv {
+namespace ddp::launch::multinode {
 namespace {
 
 using nlohmann::json;
@@ -182,7 +182,7 @@ std::pair<int, int> role_ranks(const RoundPlan& plan, int group_rank) {
   return {base, size};
 }
 
-AbortRecord AbortRecord::worker_failure(const WorkerOutcome& root, int node_rank, const std::string& host,
+AbortRecord AbortRecord::worker_failure(const supervise::WorkerOutcome& root, int node_rank, const std::string& host,
                                         bool final) {
   AbortRecord r;
   r.failure = root.failure;
@@ -194,7 +194,7 @@ AbortRecord AbortRecord::worker_failure(const WorkerOutcome& root, int node_rank
   r.rank = root.rank;
   r.local_rank = root.local_rank;
   r.pid = root.pid;
-  r.exit_code = failure_exit_code(root);
+  r.exit_code = supervise::failure_exit_code(root);
   r.status = is_hang(root.failure) ? fmt::format("stopped by ddp-launch: a hang (exit code {})", r.exit_code)
                                    : root.status.describe();
   if (is_hang(root.failure)) {
@@ -242,8 +242,8 @@ AbortRecord AbortRecord::stopped_by_signal(int node_rank, const std::string& hos
   return r;
 }
 
-RemoteFailure AbortRecord::remote_failure() const {
-  return RemoteFailure{node_rank, host, rank, local_rank, pid, status.empty() ? reason : status,
+supervise::RemoteFailure AbortRecord::remote_failure() const {
+  return supervise::RemoteFailure{node_rank, host, rank, local_rank, pid, status.empty() ? reason : status,
                        error, traceback, failure, hang, stacks_file};
 }
 
@@ -319,4 +319,4 @@ AbortRecord abort_from_json(const std::string& text) {
   }
 }
 
-}  // namespace ddp::launch::rdzv
+}  // namespace ddp::launch::multinode

@@ -14,7 +14,7 @@
 
 #include "launcher/supervise/failure_report.hpp"
 
-namespace ddp::launch::rdzv {
+namespace ddp::launch::multinode {
 
 // What a launcher says about itself when it joins a round.
 struct NodeInfo {
@@ -63,7 +63,7 @@ std::pair<int, int> role_ranks(const RoundPlan& plan, int group_rank);
 struct AbortRecord {
   // A worker of node `node_rank` failed, or hung (is_hang(root.failure): the verdict, 119);
   // final: no restart left.
-  static AbortRecord worker_failure(const WorkerOutcome& root, int node_rank, const std::string& host,
+  static AbortRecord worker_failure(const supervise::WorkerOutcome& root, int node_rank, const std::string& host,
                                     bool final);
   // The store lost node `node_rank` (`why`: the store's reason) while it had not finished.
   static AbortRecord lost_node(int node_rank, const std::string& host, const std::string& why,
@@ -74,7 +74,7 @@ struct AbortRecord {
   static AbortRecord stopped_by_signal(int node_rank, const std::string& host, int signal);
 
   // The root cause as the other nodes report it.
-  RemoteFailure remote_failure() const;
+  supervise::RemoteFailure remote_failure() const;
 
   // crash, signal, hang, desync (a worker's), node_lost, stopped or membership. On the wire
   // as "failure" (its name) and, for older launchers, "kind" (0 a worker or a stop signal,
@@ -107,4 +107,4 @@ AbortRecord abort_from_json(const std::string& text);
 // cannot be understood, with `detail` and the version hint.
 [[noreturn]] void malformed_record(const std::string& what, const std::string& detail);
 
-}  // namespace ddp::launch::rdzv
+}  // namespace ddp::launch::multinode

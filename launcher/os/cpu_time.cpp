@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-namespace ddp::launch {
+namespace ddp::launch::os {
 namespace {
 
 struct StatFields {
@@ -65,4 +65,4 @@ std::map<long, uint64_t> process_group_cpu_ticks(const std::set<long>& groups) {
   return ticks;
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::os

@@ -8,11 +8,11 @@
 #include <map>
 #include <set>
 
-namespace ddp::launch {
+namespace ddp::launch::os {
 
 // For each process group in `groups`: the sum of utime + stime (clock ticks) of its live
 // processes. A group with no live process maps to 0; processes that vanish mid-scan are
 // skipped. Any change between two calls means the group used CPU (or lost a process).
 std::map<long, uint64_t> process_group_cpu_ticks(const std::set<long>& groups);
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::os

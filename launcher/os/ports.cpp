@@ -7,7 +7,7 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::os {
 namespace {
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -80,4 +80,4 @@ bool is_loopback_address(const std::string& ip) {
   return !ec && address.is_loopback();
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::os

@@ -5,7 +5,7 @@
 
 #include <string>
 
-namespace ddp::launch {
+namespace ddp::launch::os {
 
 int pick_free_port();  // throws LaunchError(kAddressInUse) if the OS gives none
 
@@ -23,4 +23,4 @@ bool is_local_address(const std::string& host);
 std::string store_listen_host(const std::string& host);
 bool is_loopback_address(const std::string& ip);  // 127.0.0.0/8 or ::1; false for a name
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::os

@@ -19,7 +19,7 @@
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/text.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::os {
 namespace {
 
 [[noreturn]] void throw_errno(const std::string& what) {
@@ -241,4 +241,4 @@ std::string host_name() {
 
 void ignore_sigpipe() { ::signal(SIGPIPE, SIG_IGN); }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::os

@@ -14,7 +14,7 @@
 
 #include "launcher/base/signal_names.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::os {
 
 // An owned file descriptor; closes on destruction. Move-only.
 class UniqueFd {
@@ -111,4 +111,4 @@ bool same_file(int fd_a, int fd_b);
 // default back in spawn_worker.
 void ignore_sigpipe();
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::os

@@ -14,7 +14,7 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::os {
 namespace {
 
 // Runs in the forked watchdog: survive the launcher's terminal signals, keep the groups
@@ -75,4 +75,4 @@ void Watchdog::send(int message) {
   } while (n < 0 && errno == EINTR);
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::os

@@ -11,7 +11,7 @@
 
 #include "launcher/os/process.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::os {
 
 class Watchdog {
  public:
@@ -31,4 +31,4 @@ class Watchdog {
   pid_t pid_ = -1;
 };
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::os

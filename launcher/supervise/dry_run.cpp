@@ -8,7 +8,7 @@
 #include "launcher/supervise/worker_launches.hpp"
 #include "launcher/worker/output.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 namespace {
 
 std::string shell_quote(const std::string& s) {
@@ -21,18 +21,18 @@ std::string shell_quote(const std::string& s) {
 }
 
 // "rank R (local_rank L):", its command line, then its contract variables.
-std::string describe_worker(const WorkerLaunch& w, const Environment& base) {
+std::string describe_worker(const WorkerLaunch& w, const cli::Environment& base) {
   std::string out = fmt::format("rank {} (local_rank {}):\n  command:", w.rank, w.local_rank);
   for (const auto& a : w.spawn.argv) out += " " + shell_quote(a);
   out += "\n";
   std::vector<char*> entries;
   for (const auto& e : w.spawn.env) entries.push_back(const_cast<char*>(e.c_str()));
   entries.push_back(nullptr);
-  const Environment env = environment_from(entries.data());
-  for (const auto& name : contract_variables()) {
-    auto value = lookup(env, name);
+  const cli::Environment env = cli::environment_from(entries.data());
+  for (const auto& name : worker::contract_variables()) {
+    auto value = cli::lookup(env, name);
     if (!value) continue;
-    bool inherited = lookup(base, name) == value && name != "RANK";
+    bool inherited = cli::lookup(base, name) == value && name != "RANK";
     out += fmt::format("  {}={}{}\n", name, shell_quote(*value), inherited ? "  (inherited)" : "");
   }
   return out;
@@ -40,8 +40,8 @@ std::string describe_worker(const WorkerLaunch& w, const Environment& base) {
 
 }  // namespace
 
-int print_dry_run(const JobConfig& job, const GroupPlan& plan, const Environment& base) {
-  const RunLayout no_files;
+int print_dry_run(const JobConfig& job, const worker::GroupPlan& plan, const cli::Environment& base) {
+  const worker::RunLayout no_files;
   const std::vector<WorkerLaunch> launches = prepare_attempt(job, base, plan, no_files);
   std::string out = fmt::format(
       "ddp-launch: dry run: {} worker{} on node {} of {} (world size {}); nothing is started\n",
@@ -50,8 +50,8 @@ int print_dry_run(const JobConfig& job, const GroupPlan& plan, const Environment
     out += "(multi-node: the rendezvous settles the ranks of heterogeneous nodes, and MASTER_ADDR/"
            "MASTER_PORT point at group rank 0's node and a port it picks)\n";
   for (const auto& w : launches) out += describe_worker(w, base);
-  write_all(STDOUT_FILENO, out);
+  worker::write_all(STDOUT_FILENO, out);
   return exit_code::kSuccess;
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

@@ -6,9 +6,9 @@
 #include "launcher/supervise/job_config.hpp"
 #include "launcher/worker/worker_env.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 
 // Writes to stdout; returns the exit code (0).
-int print_dry_run(const JobConfig& job, const GroupPlan& plan, const Environment& base);
+int print_dry_run(const JobConfig& job, const worker::GroupPlan& plan, const cli::Environment& base);
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

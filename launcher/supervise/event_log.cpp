@@ -15,7 +15,7 @@
 #include "launcher/os/process.hpp"
 #include "launcher/worker/output.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 namespace {
 
 // "2026-11-30T11:06:53.123Z"
@@ -54,7 +54,7 @@ EventLog::~EventLog() {
 
 void EventLog::fail(const std::string& what, int err) {
   if (!warned_)
-    launcher_notice(fmt::format("warning: cannot {} the event log {}: {}; the job goes on without it", what, path_,
+    worker::launcher_notice(fmt::format("warning: cannot {} the event log {}: {}; the job goes on without it", what, path_,
                                 std::strerror(err)));
   warned_ = true;
   if (fd_ >= 0) ::close(fd_);
@@ -78,7 +78,7 @@ void EventLog::write(const std::string& event, const std::vector<EventField>& fi
 void log_start(EventLog& log, const JobConfig& job) {
   const double hang = job.supervisor.hang_timeout_s;
   log.write("start", {{"run_id", job.run_id},
-                      {"host", host_name()},
+                      {"host", os::host_name()},
                       {"launcher_pid", static_cast<long>(::getpid())},
                       {"program", job.program},
                       {"nproc", job.devices.nproc},
@@ -106,4 +106,4 @@ void log_worker_failure(EventLog& log, const WorkerOutcome& root, bool final) {
   log.write("failure", f);
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

@@ -11,7 +11,7 @@
 #include "launcher/supervise/failure_report.hpp"
 #include "launcher/supervise/job_config.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 
 // One field of an event: a string, an integer, a number or a boolean.
 struct EventField {
@@ -67,4 +67,4 @@ void log_worker_exit(EventLog& log, const WorkerOutcome& o);
 // A failure whose root cause is a worker of this node (final: no restart follows).
 void log_worker_failure(EventLog& log, const WorkerOutcome& root, bool final);
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

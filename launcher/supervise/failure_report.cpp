@@ -12,7 +12,7 @@
 
 #include "launcher/base/exit_status.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 namespace {
 
 using nlohmann::json;
@@ -123,7 +123,7 @@ bool looks_like_comm_error(const WorkerOutcome& outcome) {
   return std::any_of(outcome.stderr_tail.begin(), outcome.stderr_tail.end(), mentions);
 }
 
-std::string signal_hint(const ExitStatus& status, bool stopped_by_launcher) {
+std::string signal_hint(const os::ExitStatus& status, bool stopped_by_launcher) {
   if (stopped_by_launcher) return "stopped by ddp-launch after another worker failed";
   if (!status.signaled) return "";
   switch (status.signal) {
@@ -233,4 +233,4 @@ std::string launcher_error_record(const WorkerOutcome& root, const ReportContext
   return doc.dump(2);
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

@@ -13,7 +13,7 @@
 #include "launcher/base/failure_kind.hpp"
 #include "launcher/os/process.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 
 struct ErrorRecord {
   std::string message;    // e.g. "RuntimeError: boom"
@@ -29,7 +29,7 @@ struct WorkerOutcome {
   int rank = 0;
   int local_rank = 0;
   long pid = 0;
-  ExitStatus status;
+  os::ExitStatus status;
   std::chrono::system_clock::time_point time;
   std::string error_file;                 // "" if none was assigned
   std::optional<ErrorRecord> error;       // what the worker wrote there
@@ -85,10 +85,10 @@ bool looks_like_comm_error(const WorkerOutcome& outcome);
 int failure_exit_code(const WorkerOutcome& root);
 
 // A hint for well-known signals ("likely the out-of-memory killer"), or "".
-std::string signal_hint(const ExitStatus& status, bool stopped_by_launcher);
+std::string signal_hint(const os::ExitStatus& status, bool stopped_by_launcher);
 
 // The launcher's own error record for a scheduler (written to the launcher's
 // TORCHELASTIC_ERROR_FILE if set): the root cause's record plus "errorCode".
 std::string launcher_error_record(const WorkerOutcome& root, const ReportContext& ctx);
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 namespace {
 
 using progress::Record;
@@ -180,4 +180,4 @@ std::optional<HangVerdict> HangDetector::observe(double now_s, const ProgressSam
   return verdict;
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

@@ -13,7 +13,7 @@
 
 #include "launcher/supervise/progress_sampler.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 
 // What the launcher knows of one worker at a tick.
 struct RankProgress {
@@ -74,4 +74,4 @@ class HangDetector {
   std::vector<double> last_sign_s_;  // when its signs of life last changed
 };
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

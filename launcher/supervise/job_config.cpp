@@ -1,9 +1,9 @@
 #include "launcher/supervise/job_config.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 
-GroupPlan group_plan(const JobConfig& job, const NodePlacement& where) {
-  GroupPlan plan;
+worker::GroupPlan group_plan(const JobConfig& job, const NodePlacement& where) {
+  worker::GroupPlan plan;
   plan.node_rank = where.node_rank;
   plan.nnodes = where.nnodes;
   plan.base_rank = where.base_rank;
@@ -20,4 +20,4 @@ GroupPlan group_plan(const JobConfig& job, const NodePlacement& where) {
   return plan;
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

@@ -16,13 +16,13 @@
 #include "launcher/worker/worker_command.hpp"
 #include "launcher/worker/worker_env.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 
 // Where each worker's output goes: -r/--redirects, -t/--tee, --local-ranks-filter and
 // --log-line-prefix-template (expanded per worker with the group's role).
 struct OutputSpec {
-  StreamSelection redirects;
-  StreamSelection tee;
+  cli::StreamSelection redirects;
+  cli::StreamSelection tee;
   std::optional<std::set<int>> local_ranks_filter;  // absent: every rank on the console
   std::string prefix_template = "[rank${rank}]: ";
   std::optional<int> stdin_rank;  // the global rank whose stdin is the launcher's
@@ -33,9 +33,9 @@ struct JobConfig {
   std::string run_id;     // --rdzv-id, or a random one with --standalone
   std::string role = "default";
   int max_restarts = 0;
-  DevicePlan devices;     // how many workers, and their CUDA_VISIBLE_DEVICES
-  WorkerCommand command;  // checked: the program exists and can run
-  RunLayoutSpec layout;
+  worker::DevicePlan devices;     // how many workers, and their CUDA_VISIBLE_DEVICES
+  worker::WorkerCommand command;  // checked: the program exists and can run
+  worker::RunLayoutSpec layout;
   OutputSpec output;
   SupervisorConfig supervisor;
 };
@@ -53,6 +53,6 @@ struct NodePlacement {
   int role_world_size = -1;  // -1: world_size
 };
 
-GroupPlan group_plan(const JobConfig& job, const NodePlacement& where);
+worker::GroupPlan group_plan(const JobConfig& job, const NodePlacement& where);
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

@@ -5,13 +5,13 @@
 #include "launcher/os/process.hpp"
 #include "launcher/worker/output.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 namespace {
 
-std::unique_ptr<ConsoleBoard> make_board() {
-  const int fd = is_terminal(STDERR_FILENO) ? STDERR_FILENO : is_terminal(STDOUT_FILENO) ? STDOUT_FILENO : -1;
+std::unique_ptr<worker::ConsoleBoard> make_board() {
+  const int fd = os::is_terminal(STDERR_FILENO) ? STDERR_FILENO : os::is_terminal(STDOUT_FILENO) ? STDOUT_FILENO : -1;
   if (fd < 0) return nullptr;
-  return std::make_unique<ConsoleBoard>(fd, [fd] { return terminal_columns(fd); }, write_all);
+  return std::make_unique<worker::ConsoleBoard>(fd, [fd] { return os::terminal_columns(fd); }, worker::write_all);
 }
 
 }  // namespace
@@ -28,4 +28,4 @@ void LiveConsole::schedule_refresh() {
   });
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

@@ -7,7 +7,7 @@
 #include "launcher/supervise/event_log.hpp"
 #include "launcher/worker/output.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 namespace {
 
 // CLOCK_MONOTONIC seconds (steady_clock on Linux): the clock of the records' own times.
@@ -80,7 +80,7 @@ void ProgressMonitor::tick() {
   }
   if (straggler_) {
     for (const auto& flag : straggler_->observe(now, *sampler_)) {
-      launcher_notice(flag.notice);
+      worker::launcher_notice(flag.notice);
       if (events_)
         events_->write("straggler", {{"rank", flag.rank}, {"pid", flag.pid}, {"step_s", flag.step_s},
                                      {"median_s", flag.median_s}, {"threshold", config_.straggler_threshold}});
@@ -93,10 +93,10 @@ void ProgressMonitor::tick() {
 std::vector<HangDetector::SignsOfLife> ProgressMonitor::signs_of_life() const {
   std::set<long> groups;
   for (const Worker& w : workers_) groups.insert(w.pid);
-  const auto cpu = process_group_cpu_ticks(groups);
+  const auto cpu = os::process_group_cpu_ticks(groups);
   std::vector<HangDetector::SignsOfLife> signs;
   for (size_t i = 0; i < workers_.size(); ++i) signs.push_back({probe_.output_bytes(i), cpu.at(workers_[i].pid)});
   return signs;
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

@@ -20,7 +20,7 @@
 #include "launcher/supervise/progress_sampler.hpp"
 #include "launcher/supervise/straggler_detector.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 
 class EventLog;
 
@@ -77,4 +77,4 @@ class ProgressMonitor {
   unsigned generation_ = 0;  // a tick armed for an earlier attempt does nothing
 };
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 
 ProgressSampler::ProgressSampler(std::vector<Rank> ranks, double start_s)
     : samples_(ranks.size()), ticks_(ranks.size()), changes_(ranks.size()), last_updates_(ranks.size(), 0),
@@ -72,4 +72,4 @@ void ProgressSampler::summarise(size_t i, double now_s) {
              static_cast<double>(s.steps_measured);
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

@@ -13,7 +13,7 @@
 
 #include "contract/progress_record.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 
 // One rank at the latest tick. Times are seconds of the clock passed to observe().
 struct RankSample {
@@ -78,4 +78,4 @@ class ProgressSampler {
   std::optional<double> last_pause_s_;
 };
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

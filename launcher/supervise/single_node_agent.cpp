@@ -17,31 +17,31 @@
 #include "launcher/supervise/worker_launches.hpp"
 #include "launcher/worker/output.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 namespace {
 
-void write_launcher_error_file(const Environment& env, const WorkerOutcome& root,
+void write_launcher_error_file(const cli::Environment& env, const WorkerOutcome& root,
                                const ReportContext& ctx) {
-  auto path = lookup(env, "TORCHELASTIC_ERROR_FILE");
+  auto path = cli::lookup(env, "TORCHELASTIC_ERROR_FILE");
   if (!path || path->empty()) return;
   std::ofstream out(*path);
   if (out) out << launcher_error_record(root, ctx) << "\n";
 }
 
 // No restart left: the failure report on stderr, the launcher's error file, the exit code.
-int report_failure(const JobConfig& job, const Environment& env, const AttemptResult& result,
-                   int attempt, RunLayout& layout) {
+int report_failure(const JobConfig& job, const cli::Environment& env, const AttemptResult& result,
+                   int attempt, worker::RunLayout& layout) {
   const WorkerOutcome& root = result.outcomes[*result.root_cause];
   keep_reported_error_file(layout, root);
-  const ReportContext ctx{job.program, host_name(), attempt, job.max_restarts};
-  write_all(STDERR_FILENO, format_failure_report(ctx, result.outcomes, *result.root_cause));
+  const ReportContext ctx{job.program, os::host_name(), attempt, job.max_restarts};
+  worker::write_all(STDERR_FILENO, format_failure_report(ctx, result.outcomes, *result.root_cause));
   write_launcher_error_file(env, root, ctx);
   return failure_exit_code(root);
 }
 
 void restart_notice(const JobConfig& job, const AttemptResult& result, int attempt) {
   const WorkerOutcome& root = result.outcomes[*result.root_cause];
-  launcher_notice(fmt::format("attempt {} failed (rank {}: {}); restarting all {} workers (restart {} "
+  worker::launcher_notice(fmt::format("attempt {} failed (rank {}: {}); restarting all {} workers (restart {} "
                               "of {})",
                               attempt, root.rank, is_hang(root.failure) ? "hang" : root.status.describe(),
                               job.devices.nproc,
@@ -50,23 +50,23 @@ void restart_notice(const JobConfig& job, const AttemptResult& result, int attem
 
 }  // namespace
 
-GroupPlan single_node_group(const JobConfig& job, const SingleNodeSpec& node) {
+worker::GroupPlan single_node_group(const JobConfig& job, const SingleNodeSpec& node) {
   const int nproc = job.devices.nproc;
   NodePlacement where{node.node_rank, node.nnodes, node.node_rank * nproc, node.nnodes * nproc,
                       node.master_addr, 0, 0};
   if (!node.master_port) {
-    where.master_port = pick_free_port();
+    where.master_port = os::pick_free_port();
   } else {
     where.master_port = *node.master_port;
-    if (node.node_rank == 0) ensure_port_free(node.master_addr, where.master_port);
+    if (node.node_rank == 0) os::ensure_port_free(node.master_addr, where.master_port);
   }
   return group_plan(job, where);
 }
 
 namespace {
 
-int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const Environment& env, GroupPlan& plan,
-                 RunLayout& layout, EventLog& events) {
+int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const cli::Environment& env, worker::GroupPlan& plan,
+                 worker::RunLayout& layout, EventLog& events) {
   Supervisor supervisor(job.supervisor);
   supervisor.set_event_log(&events);
   for (int attempt = 0;; ++attempt) {
@@ -78,7 +78,7 @@ int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const Environ
       return exit_code::kSuccess;
     }
     if (result.kind == AttemptResult::Kind::kInterrupted) {
-      launcher_notice(fmt::format("stopped by {}", signal_name(result.signal)));
+      worker::launcher_notice(fmt::format("stopped by {}", signal_name(result.signal)));
       events.write("finish", {{"outcome", "interrupted"}, {"signal", signal_name(result.signal)},
                               {"exit_code", exit_code::from_signal(result.signal)}});
       return exit_code::from_signal(result.signal);
@@ -93,17 +93,17 @@ int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const Environ
     restart_notice(job, result, attempt);
     events.set_attempt(attempt + 1);
     events.write("restart", {{"restart", attempt + 1}, {"max_restarts", job.max_restarts}});
-    if (!node.master_port) plan.master_port = pick_free_port();  // the old port may linger in TIME_WAIT
+    if (!node.master_port) plan.master_port = os::pick_free_port();  // the old port may linger in TIME_WAIT
   }
 }
 
 }  // namespace
 
-int run_single_node_agent(const JobConfig& job, const SingleNodeSpec& node, const Environment& env) {
-  GroupPlan plan = single_node_group(job, node);
+int run_single_node_agent(const JobConfig& job, const SingleNodeSpec& node, const cli::Environment& env) {
+  worker::GroupPlan plan = single_node_group(job, node);
   notice_omp_threads(env, job.devices.nproc);
-  RunLayout layout(job.layout, env);
-  if (layout.enabled() && !layout.temporary()) launcher_notice("logs in " + layout.run_dir());
+  worker::RunLayout layout(job.layout, env);
+  if (layout.enabled() && !layout.temporary()) worker::launcher_notice("logs in " + layout.run_dir());
   EventLog events(layout.run_dir());
   log_start(events, job);
   try {
@@ -114,4 +114,4 @@ int run_single_node_agent(const JobConfig& job, const SingleNodeSpec& node, cons
   }
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

@@ -10,7 +10,7 @@
 #include "launcher/cli/environment.hpp"
 #include "launcher/supervise/job_config.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 
 // Where this node sits when no rendezvous decides it (also --dry-run's view).
 struct SingleNodeSpec {
@@ -22,8 +22,8 @@ struct SingleNodeSpec {
 
 // Ranks and the workers' store for attempt 0. Node 0 checks a fixed port is free
 // (LaunchError(kAddressInUse) if not); without one, a free port is picked.
-GroupPlan single_node_group(const JobConfig& job, const SingleNodeSpec& node);
+worker::GroupPlan single_node_group(const JobConfig& job, const SingleNodeSpec& node);
 
-int run_single_node_agent(const JobConfig& job, const SingleNodeSpec& node, const Environment& env);
+int run_single_node_agent(const JobConfig& job, const SingleNodeSpec& node, const cli::Environment& env);
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

@@ -17,18 +17,18 @@
 #include "launcher/os/process.hpp"
 #include "launcher/worker/output.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 namespace {
 
 // The first of eu-stack and gdb found on PATH, with its arguments for pid.
-std::optional<SpawnSpec> stack_tool(long pid, const std::string& path_env) {
+std::optional<os::SpawnSpec> stack_tool(long pid, const std::string& path_env) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> tools = {
       {"eu-stack", {"eu-stack", "-i", "-p", std::to_string(pid)}},
       {"gdb", {"gdb", "-p", std::to_string(pid), "-batch", "-nx", "-ex", "thread apply all bt"}}};
   for (const auto& [name, argv] : tools) {
     try {
-      SpawnSpec spec;
-      spec.executable = resolve_program(name, path_env);
+      os::SpawnSpec spec;
+      spec.executable = os::resolve_program(name, path_env);
       spec.argv = argv;
       spec.env = {"PATH=" + path_env, "LC_ALL=C"};
       return spec;
@@ -39,7 +39,7 @@ std::optional<SpawnSpec> stack_tool(long pid, const std::string& path_env) {
 }
 
 // Runs the tool with its output appended to fd; kills it after kCaptureTimeout.
-std::string run_tool(SpawnSpec spec, int fd) {
+std::string run_tool(os::SpawnSpec spec, int fd) {
   spec.stdout_fd = fd;
   spec.stderr_fd = fd;
   pid_t tool = -1;
@@ -50,12 +50,12 @@ std::string run_tool(SpawnSpec spec, int fd) {
   }
   const auto deadline = std::chrono::steady_clock::now() + kCaptureTimeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    if (auto status = try_reap(tool))
+    if (auto status = os::try_reap(tool))
       return status->success() ? "" : fmt::format("{} ended with {}", spec.argv[0], status->describe());
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ::kill(tool, SIGKILL);
-  wait_for(tool);
+  os::wait_for(tool);
   return fmt::format("{} did not finish within {} s: killed", spec.argv[0], kCaptureTimeout.count());
 }
 
@@ -83,7 +83,7 @@ bool capture_stacks(const std::vector<StackTarget>& targets, const std::string& 
     capture_native_stacks(t.pid, t.rank, t.stacks_file, path_env);
     files += (files.empty() ? "" : ", ") + t.stacks_file;
   }
-  if (!files.empty()) launcher_notice("stacks in " + files);
+  if (!files.empty()) worker::launcher_notice("stacks in " + files);
   bool python = false;
   for (const StackTarget& t : targets)
     if (t.python) {
@@ -94,4 +94,4 @@ bool capture_stacks(const std::vector<StackTarget>& targets, const std::string& 
   return python;
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

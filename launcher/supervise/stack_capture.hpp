@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 
 inline constexpr std::chrono::seconds kCaptureTimeout{20};
 
@@ -30,4 +30,4 @@ struct StackTarget {
 // Python worker was signalled.
 bool capture_stacks(const std::vector<StackTarget>& targets, const std::string& path_env);
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

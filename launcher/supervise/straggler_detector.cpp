@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 
 StragglerDetector::StragglerDetector(double threshold) : threshold_(threshold) {}
 
@@ -42,4 +42,4 @@ std::vector<StragglerDetector::Flag> StragglerDetector::observe(double now_s, co
   return notices;
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

@@ -11,7 +11,7 @@
 
 #include "launcher/supervise/progress_sampler.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 
 class StragglerDetector {
  public:
@@ -45,4 +45,4 @@ class StragglerDetector {
   std::vector<bool> flagged_;
 };
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

@@ -25,7 +25,7 @@
 #include "launcher/supervise/worker_pipes.hpp"
 #include "launcher/worker/output.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 namespace asio = boost::asio;
 using Clock = std::chrono::system_clock;
 constexpr std::chrono::seconds kDrain{2};  // after the last worker exits, for its grandchildren
@@ -64,7 +64,7 @@ struct Supervisor::Impl {
   std::optional<HangVerdict> hang;      // this attempt's verdict
   bool stacks_captured = false;         // this attempt's workers' stacks were taken
   LiveConsole console;                  // the terminal's live lines
-  Watchdog watchdog;
+  os::Watchdog watchdog;
   EventLog* events = nullptr;           // borrowed from the agent
   AttemptCheck check;
   std::optional<std::string> stop_reason;  // the check stopped the workers
@@ -101,18 +101,18 @@ struct Supervisor::Impl {
                    config.stop_signals.end();
     if (is_stop) ++stops_received;
     if (!is_stop) {
-      launcher_notice(fmt::format("forwarding {} to the workers", signal_name(signo)));
+      worker::launcher_notice(fmt::format("forwarding {} to the workers", signal_name(signo)));
       signal_live(signo);
       return;
     }
     if (interrupt_signal != 0) {
-      launcher_notice(fmt::format("second {}: killing the workers now", signal_name(signo)));
+      worker::launcher_notice(fmt::format("second {}: killing the workers now", signal_name(signo)));
       signal_groups(SIGKILL);
       return;
     }
     interrupt_signal = signo;
     if (!attempt_running) return;
-    launcher_notice(fmt::format("received {}: forwarding it to the workers, SIGKILL after {} s (send it "
+    worker::launcher_notice(fmt::format("received {}: forwarding it to the workers, SIGKILL after {} s (send it "
                        "again to kill them now)",
                        signal_name(signo), config.shutdown_timeout_s));
     begin_stop(signo);
@@ -122,7 +122,7 @@ struct Supervisor::Impl {
     for (size_t i = 0; i < workers.size(); ++i) {
       Worker& w = workers[i];
       if (w.pid <= 0 || w.outcome) continue;
-      auto status = try_reap(w.pid);
+      auto status = os::try_reap(w.pid);
       if (!status) continue;
       WorkerOutcome o;
       o.rank = w.launch.rank;
@@ -145,7 +145,7 @@ struct Supervisor::Impl {
       if (!status->success() && !stopping && interrupt_signal == 0) {
         root_cause = i;
         size_t live = count_live();
-        launcher_notice(fmt::format("rank {} (local_rank {}, pid {}) failed with {}{}", w.launch.rank,
+        worker::launcher_notice(fmt::format("rank {} (local_rank {}, pid {}) failed with {}{}", w.launch.rank,
                            w.launch.local_rank, w.pid, status->describe(),
                            live ? fmt::format("; stopping the other {} worker{} (SIGTERM, SIGKILL "
                                               "after {} s)",
@@ -185,7 +185,7 @@ struct Supervisor::Impl {
         std::chrono::duration<double>(config.shutdown_timeout_s)));
     grace_timer.async_wait([this, id = attempt_id](const boost::system::error_code& ec) {
       if (ec || id != attempt_id || count_live() == 0) return;
-      launcher_notice(fmt::format("{} worker{} still running {} s after SIGTERM: sending SIGKILL",
+      worker::launcher_notice(fmt::format("{} worker{} still running {} s after SIGTERM: sending SIGKILL",
                          count_live(), count_live() == 1 ? "" : "s", config.shutdown_timeout_s));
       signal_groups(SIGKILL);
     });
@@ -205,7 +205,7 @@ struct Supervisor::Impl {
     std::optional<std::string> reason = check.tick();
     if (reason && !stopping && interrupt_signal == 0 && count_live() > 0) {
       stop_reason = reason;
-      launcher_notice(fmt::format("{}; stopping the {} local worker{} (SIGTERM, SIGKILL after {} s)", *reason,
+      worker::launcher_notice(fmt::format("{}; stopping the {} local worker{} (SIGTERM, SIGKILL after {} s)", *reason,
                          count_live(), count_live() == 1 ? "" : "s", config.shutdown_timeout_s));
       if (check.capture_stacks && check.capture_stacks()) capture_then_stop();  // a hang elsewhere
       else begin_stop(SIGTERM);
@@ -223,7 +223,7 @@ struct Supervisor::Impl {
 
   // The verdict, then every live worker's stacks, and only then the stop.
   void on_hang(HangVerdict verdict) {
-    launcher_notice(verdict.summary);
+    worker::launcher_notice(verdict.summary);
     root_cause = verdict.culprit;
     hang = std::move(verdict);
     capture_then_stop();
@@ -233,7 +233,7 @@ struct Supervisor::Impl {
   // continued for it, and given kPythonDump before SIGTERM could cut its faulthandler
   // short), then the stop: SIGTERM, and SIGCONT. From now on no exit is a root cause.
   void capture_then_stop() {
-    launcher_notice(fmt::format("capturing the stacks of {} worker{} before stopping them",
+    worker::launcher_notice(fmt::format("capturing the stacks of {} worker{} before stopping them",
                                 count_live(), count_live() == 1 ? "" : "s"));
     std::vector<StackTarget> targets;
     for (const Worker& w : workers)
@@ -260,7 +260,7 @@ struct Supervisor::Impl {
 
   void signal_live(int signo) {
     for (const Worker& w : workers)
-      if (w.pid > 0 && !w.outcome) signal_group(w.pid, signo);
+      if (w.pid > 0 && !w.outcome) os::signal_group(w.pid, signo);
   }
 
   // Live workers' groups, and the groups of exited workers whose pipes something still holds
@@ -269,7 +269,7 @@ struct Supervisor::Impl {
   void signal_groups(int signo) {
     for (const Worker& w : workers) {
       const bool held = w.pipes && w.pipes->open();
-      if (w.pid > 0 && (!w.outcome || held)) signal_group(w.pid, signo);
+      if (w.pid > 0 && (!w.outcome || held)) os::signal_group(w.pid, signo);
     }
   }
 
@@ -288,20 +288,20 @@ struct Supervisor::Impl {
   void start(std::vector<WorkerLaunch> launches) {
     workers.clear();
     workers.reserve(launches.size());
-    std::vector<StartedWorker> started;
+    std::vector<os::StartedWorker> started;
     started.reserve(launches.size());
     for (auto& l : launches) {
       Worker& w = workers.emplace_back();
       w.launch = std::move(l);
       w.pipes = std::make_unique<WorkerPipes>(io, w.launch, console.board(), [this] { console.schedule_refresh(); });
-      started.push_back(start_worker(w.launch.spawn));
+      started.push_back(os::start_worker(w.launch.spawn));
       w.pipes->close_write_ends();
       w.pid = started.back().pid;
       watchdog.watch(w.pid);
     }
     for (size_t i = 0; i < started.size(); ++i) {
       try {
-        confirm_exec(started[i]);
+        os::confirm_exec(started[i]);
       } catch (...) {  // not swallowed: confirm_exec reaped this worker, so nothing of it is
         watchdog.forget(workers[i].pid);  // left to signal or wait for (its pid may be reused)
         workers[i].pid = -1;
@@ -314,7 +314,7 @@ struct Supervisor::Impl {
   AttemptResult finish() {
     AttemptResult result;
     if (stopping)
-      for (const Worker& w : workers) signal_group(w.pid, SIGKILL);  // stragglers in the groups
+      for (const Worker& w : workers) os::signal_group(w.pid, SIGKILL);  // stragglers in the groups
     for (Worker& w : workers) {
       watchdog.forget(w.pid);
       WorkerOutcome o = std::move(*w.outcome);
@@ -381,7 +381,7 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
     s.signal_live(SIGKILL);
     for (Worker& w : s.workers)
       if (w.pid > 0) {
-        wait_for(w.pid);
+        os::wait_for(w.pid);
         s.watchdog.forget(w.pid);
       }
     s.workers.clear();
@@ -436,4 +436,4 @@ int Supervisor::wait_until(std::chrono::milliseconds interval, const std::functi
   return finished ? 0 : s.interrupt_signal;
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

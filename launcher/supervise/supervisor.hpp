@@ -21,12 +21,12 @@
 #include "launcher/supervise/failure_report.hpp"
 #include "launcher/os/process.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 
 struct WorkerLaunch {
   int rank = 0;
   int local_rank = 0;
-  SpawnSpec spawn;          // stdout_fd/stderr_fd are set by the supervisor (pipes)
+  os::SpawnSpec spawn;          // stdout_fd/stderr_fd are set by the supervisor (pipes)
   std::string error_file;   // TORCHELASTIC_ERROR_FILE given to the worker
   std::string prefix;       // console line prefix
   bool stdout_to_console = true;
@@ -103,4 +103,4 @@ class Supervisor {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

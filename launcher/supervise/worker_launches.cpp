@@ -12,11 +12,11 @@
 #include "launcher/base/launch_error.hpp"
 #include "launcher/worker/output.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 namespace {
 
 // Console and log file for each stream of one worker; dir is its log directory ("": none).
-void route_output(const OutputSpec& output, const RunLayout& layout, const std::string& dir,
+void route_output(const OutputSpec& output, const worker::RunLayout& layout, const std::string& dir,
                   WorkerLaunch& w) {
   const int redirect = output.redirects.for_rank(w.local_rank);
   const int tee = output.tee.for_rank(w.local_rank);
@@ -25,13 +25,13 @@ void route_output(const OutputSpec& output, const RunLayout& layout, const std::
     to_console = shown && (!(redirect & bit) || (tee & bit));
     if (!dir.empty() && (layout.keeps_all_logs() || ((redirect | tee) & bit))) log = dir + "/" + name;
   };
-  route(kStdout, w.stdout_to_console, w.stdout_log, "stdout.log");
-  route(kStderr, w.stderr_to_console, w.stderr_log, "stderr.log");
+  route(cli::kStdout, w.stdout_to_console, w.stdout_log, "stdout.log");
+  route(cli::kStderr, w.stderr_to_console, w.stderr_log, "stderr.log");
 }
 
 // The progress record (hang detection) and where a hang's stacks go; Python workers also
 // get PYTHONFAULTHANDLER (unless set) so that SIGABRT prints their tracebacks.
-void add_progress_feed(const Environment& env, const std::string& dir, WorkerLaunch& w) {
+void add_progress_feed(const cli::Environment& env, const std::string& dir, WorkerLaunch& w) {
   if (dir.empty()) return;  // --log-dir /dev/null: no files, no hang detection
   w.progress_file = dir + "/progress";
   w.stacks_file = dir + "/stacks.txt";
@@ -43,27 +43,27 @@ void add_progress_feed(const Environment& env, const std::string& dir, WorkerLau
   w.spawn.env.push_back(std::string(progress::kEnvVar) + "=" + w.progress_file);
   w.spawn.env.push_back("DDP_LAUNCH_STACKS_FILE=" + w.stacks_file);
   w.python = std::filesystem::path(w.spawn.executable).filename().string().rfind("python", 0) == 0;
-  if (w.python && !lookup(env, "PYTHONFAULTHANDLER")) w.spawn.env.push_back("PYTHONFAULTHANDLER=1");
+  if (w.python && !cli::lookup(env, "PYTHONFAULTHANDLER")) w.spawn.env.push_back("PYTHONFAULTHANDLER=1");
 }
 
 }  // namespace
 
-std::vector<WorkerLaunch> prepare_attempt(const JobConfig& job, const Environment& env,
-                                          const GroupPlan& plan, const RunLayout& layout) {
-  const DevicePlan& devices = job.devices;
+std::vector<WorkerLaunch> prepare_attempt(const JobConfig& job, const cli::Environment& env,
+                                          const worker::GroupPlan& plan, const worker::RunLayout& layout) {
+  const worker::DevicePlan& devices = job.devices;
   std::vector<WorkerLaunch> out;
   for (int local = 0; local < plan.local_world_size; ++local) {
     WorkerLaunch w;
     w.local_rank = local;
-    w.rank = global_rank(plan, local);
+    w.rank = worker::global_rank(plan, local);
     const std::string dir = layout.worker_dir(plan.restart_count, local);
     w.error_file = dir.empty() ? "" : dir + "/error.json";
     if (!w.error_file.empty()) ::unlink(w.error_file.c_str());
-    WorkerSlot slot{local, w.error_file, devices.visible_devices[local], devices.local_rank_zero};
+    worker::WorkerSlot slot{local, w.error_file, devices.visible_devices[local], devices.local_rank_zero};
     w.spawn.executable = job.command.executable;
     w.spawn.argv = job.command.argv_for(local);
-    w.spawn.env = environment_entries(worker_environment(env, plan, slot));
-    w.prefix = expand_prefix_template(job.output.prefix_template, w.rank, local, plan.role);
+    w.spawn.env = cli::environment_entries(worker::worker_environment(env, plan, slot));
+    w.prefix = worker::expand_prefix_template(job.output.prefix_template, w.rank, local, plan.role);
     route_output(job.output, layout, dir, w);
     add_progress_feed(env, dir, w);
     if (job.output.stdin_rank == w.rank) w.spawn.stdin_fd = STDIN_FILENO;  // for pdb & input()
@@ -72,18 +72,18 @@ std::vector<WorkerLaunch> prepare_attempt(const JobConfig& job, const Environmen
   return out;
 }
 
-void keep_reported_error_file(RunLayout& layout, const WorkerOutcome& root) {
+void keep_reported_error_file(worker::RunLayout& layout, const WorkerOutcome& root) {
   const bool hang = is_hang(root.failure);
   if ((!root.error && !hang) || !layout.temporary()) return;
   layout.keep();
-  launcher_notice(fmt::format("kept the run directory {}: it holds the {} the report names",
+  worker::launcher_notice(fmt::format("kept the run directory {}: it holds the {} the report names",
                               layout.run_dir(), hang ? "stacks files" : "error files"));
 }
 
-void notice_omp_threads(const Environment& env, int nproc) {
-  if (!lookup(env, "OMP_NUM_THREADS") && nproc > 1)
-    launcher_notice("OMP_NUM_THREADS is not set: each worker gets OMP_NUM_THREADS=1 so that workers "
+void notice_omp_threads(const cli::Environment& env, int nproc) {
+  if (!cli::lookup(env, "OMP_NUM_THREADS") && nproc > 1)
+    worker::launcher_notice("OMP_NUM_THREADS is not set: each worker gets OMP_NUM_THREADS=1 so that workers "
                     "do not oversubscribe the CPUs; set it yourself to tune");
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

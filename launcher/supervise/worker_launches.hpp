@@ -12,17 +12,17 @@
 #include "launcher/worker/run_layout.hpp"
 #include "launcher/worker/worker_env.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 
-std::vector<WorkerLaunch> prepare_attempt(const JobConfig& job, const Environment& env,
-                                          const GroupPlan& plan, const RunLayout& layout);
+std::vector<WorkerLaunch> prepare_attempt(const JobConfig& job, const cli::Environment& env,
+                                          const worker::GroupPlan& plan, const worker::RunLayout& layout);
 
 // The failure report names `root`'s error file (or, for a hang, the stacks files): a
 // temporary run directory holding it is kept (and said so), so that the path the user is
 // told to read exists after exit.
-void keep_reported_error_file(RunLayout& layout, const WorkerOutcome& root);
+void keep_reported_error_file(worker::RunLayout& layout, const WorkerOutcome& root);
 
 // The one notice about OMP_NUM_THREADS, when the launcher sets it.
-void notice_omp_threads(const Environment& env, int nproc);
+void notice_omp_threads(const cli::Environment& env, int nproc);
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

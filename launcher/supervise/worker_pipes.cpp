@@ -8,26 +8,26 @@
 
 #include "launcher/os/process.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 
-WorkerPipes::Reader::Reader(boost::asio::io_context& io, UniqueFd read_end, WorkerStream s)
+WorkerPipes::Reader::Reader(boost::asio::io_context& io, os::UniqueFd read_end, worker::WorkerStream s)
     : descriptor(io, read_end.release()), stream(std::move(s)) {}
 
-WorkerPipes::Reader WorkerPipes::make_reader(boost::asio::io_context& io, Pipe& pipe, const WorkerLaunch& launch,
+WorkerPipes::Reader WorkerPipes::make_reader(boost::asio::io_context& io, os::Pipe& pipe, const WorkerLaunch& launch,
                                              bool to_console, int console_fd, const std::string& log,
-                                             ConsoleBoard* board) {
-  UniqueFd file = log.empty() ? UniqueFd() : open_log_file(log);
-  const bool on_board = board && is_terminal(console_fd) && same_file(console_fd, board->fd());
+                                             worker::ConsoleBoard* board) {
+  os::UniqueFd file = log.empty() ? os::UniqueFd() : worker::open_log_file(log);
+  const bool on_board = board && os::is_terminal(console_fd) && os::same_file(console_fd, board->fd());
   const int slot = 2 * launch.local_rank + (console_fd == STDERR_FILENO ? 1 : 0);
   return Reader(io, std::move(pipe.read_end),
-                WorkerStream(launch.prefix, to_console ? console_fd : -1, std::move(file),
+                worker::WorkerStream(launch.prefix, to_console ? console_fd : -1, std::move(file),
                              on_board ? board : nullptr, slot));
 }
 
-WorkerPipes::WorkerPipes(boost::asio::io_context& io, WorkerLaunch& launch, ConsoleBoard* board,
+WorkerPipes::WorkerPipes(boost::asio::io_context& io, WorkerLaunch& launch, worker::ConsoleBoard* board,
                          std::function<void()> on_data)
-    : out_pipe_(make_pipe()),
-      err_pipe_(make_pipe()),
+    : out_pipe_(os::make_pipe()),
+      err_pipe_(os::make_pipe()),
       out_(make_reader(io, out_pipe_, launch, launch.stdout_to_console, STDOUT_FILENO, launch.stdout_log, board)),
       err_(make_reader(io, err_pipe_, launch, launch.stderr_to_console, STDERR_FILENO, launch.stderr_log, board)),
       on_data_(std::move(on_data)) {
@@ -67,4 +67,4 @@ void WorkerPipes::read(Reader& reader) {
       });
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

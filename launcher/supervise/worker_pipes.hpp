@@ -19,12 +19,12 @@
 #include "launcher/worker/console_board.hpp"
 #include "launcher/worker/output.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::supervise {
 
 class WorkerPipes {
  public:
   // board may be null. on_data runs after every chunk read (e.g. to redraw live lines).
-  WorkerPipes(boost::asio::io_context& io, WorkerLaunch& launch, ConsoleBoard* board,
+  WorkerPipes(boost::asio::io_context& io, WorkerLaunch& launch, worker::ConsoleBoard* board,
               std::function<void()> on_data);
   WorkerPipes(const WorkerPipes&) = delete;
   WorkerPipes& operator=(const WorkerPipes&) = delete;
@@ -38,22 +38,22 @@ class WorkerPipes {
 
  private:
   struct Reader {
-    Reader(boost::asio::io_context& io, UniqueFd read_end, WorkerStream s);
+    Reader(boost::asio::io_context& io, os::UniqueFd read_end, worker::WorkerStream s);
     boost::asio::posix::stream_descriptor descriptor;
-    WorkerStream stream;
+    worker::WorkerStream stream;
     std::array<char, 65536> buffer{};
     bool open = true;
   };
-  static Reader make_reader(boost::asio::io_context& io, Pipe& pipe, const WorkerLaunch& launch,
-                            bool to_console, int console_fd, const std::string& log, ConsoleBoard* board);
+  static Reader make_reader(boost::asio::io_context& io, os::Pipe& pipe, const WorkerLaunch& launch,
+                            bool to_console, int console_fd, const std::string& log, worker::ConsoleBoard* board);
   void read(Reader& reader);
 
-  Pipe out_pipe_;
-  Pipe err_pipe_;
+  os::Pipe out_pipe_;
+  os::Pipe err_pipe_;
   Reader out_;
   Reader err_;
   std::function<void()> on_data_;
   uint64_t bytes_read_ = 0;
 };
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::supervise

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-namespace ddp::launch {
+namespace ddp::launch::worker {
 namespace {
 ConsoleBoard* g_active = nullptr;
 }  // namespace
@@ -106,4 +106,4 @@ std::string fit_to_width(std::string_view text, int columns) {
   return out;
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::worker

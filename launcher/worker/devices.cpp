@@ -8,7 +8,7 @@
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/text.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::worker {
 namespace {
 
 [[noreturn]] void device_error(const std::string& message) {
@@ -67,7 +67,7 @@ std::vector<std::string> split_visible_devices(const std::string& value) {
 }
 
 DevicePlan plan_devices(const DeviceSpec& spec, const DeviceInputs& in) {
-  using Kind = NprocSpec::Kind;
+  using Kind = cli::NprocSpec::Kind;
   DevicePlan plan;
   const Kind kind = spec.nproc.kind;
   const bool gpu_requested = kind == Kind::kGpu || kind == Kind::kAuto || spec.devices ||
@@ -121,4 +121,4 @@ DevicePlan plan_devices(const DeviceSpec& spec, const DeviceInputs& in) {
   return plan;
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::worker

@@ -11,7 +11,7 @@
 
 #include "launcher/cli/option_parsers.hpp"  // NprocSpec
 
-namespace ddp::launch {
+namespace ddp::launch::worker {
 
 // Number of CUDA devices the driver sees (after CUDA_VISIBLE_DEVICES); nullopt when no
 // driver can be loaded. Costs a driver initialisation: call only when GPUs matter.
@@ -28,7 +28,7 @@ struct DeviceInputs {
 
 // What the command line asks for (--nproc-per-node, --devices, --virtual-local-rank).
 struct DeviceSpec {
-  NprocSpec nproc;
+  cli::NprocSpec nproc;
   std::optional<std::vector<int>> devices;  // indices into the visible devices
   bool virtual_local_rank = false;
 };
@@ -43,4 +43,4 @@ struct DevicePlan {
 
 DevicePlan plan_devices(const DeviceSpec& spec, const DeviceInputs& inputs);
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::worker

@@ -14,7 +14,7 @@
 #include "launcher/base/launch_error.hpp"
 #include "launcher/worker/console_board.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::worker {
 
 void LineSplitter::feed(std::string_view data, const Sink& sink) {
   while (!data.empty()) {
@@ -83,7 +83,7 @@ std::string expand_prefix_template(const std::string& tmpl, int rank, int local_
   return out;
 }
 
-WorkerStream::WorkerStream(std::string prefix, int console_fd, UniqueFd log_file,
+WorkerStream::WorkerStream(std::string prefix, int console_fd, os::UniqueFd log_file,
                            ConsoleBoard* board, int slot)
     : prefix_(std::move(prefix)), console_fd_(console_fd), log_file_(std::move(log_file)),
       board_(console_fd >= 0 ? board : nullptr), slot_(slot) {}
@@ -140,7 +140,7 @@ void launcher_notice(const std::string& text) {
   else write_all(STDERR_FILENO, line);
 }
 
-UniqueFd open_log_file(const std::string& path) {
+os::UniqueFd open_log_file(const std::string& path) {
   std::error_code ec;  // a directory that cannot be made makes open() fail, which says why
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -149,7 +149,7 @@ UniqueFd open_log_file(const std::string& path) {
                       fmt::format("cannot write log file {}: {}; check that --log-dir (or TMPDIR) "
                                   "is a writable directory with free space",
                                   path, std::strerror(errno)));
-  return UniqueFd(fd);
+  return os::UniqueFd(fd);
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::worker

@@ -14,7 +14,7 @@
 
 #include "launcher/os/process.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::worker {
 
 // Splits a byte stream into console lines. Each complete line (with its '\n') goes to the
 // sink. A carriage return starts the line over, as on a terminal: "a\rb\n" is "b\n" (a
@@ -46,7 +46,7 @@ class WorkerStream {
  public:
   // console_fd < 0: not shown; log_file invalid: not written. board (may be null): the
   // terminal console's live lines, where this stream's unfinished line shows as `slot`.
-  WorkerStream(std::string prefix, int console_fd, UniqueFd log_file, ConsoleBoard* board = nullptr,
+  WorkerStream(std::string prefix, int console_fd, os::UniqueFd log_file, ConsoleBoard* board = nullptr,
                int slot = 0);
   void consume(std::string_view data);
   void finish();  // end of stream: flush a partial last line
@@ -59,7 +59,7 @@ class WorkerStream {
   void write_pending();
   std::string prefix_;
   int console_fd_;
-  UniqueFd log_file_;
+  os::UniqueFd log_file_;
   ConsoleBoard* board_;
   int slot_;
   LineSplitter splitter_;
@@ -75,6 +75,6 @@ void launcher_notice(const std::string& text);
 
 // Opens (creates, truncates) a log file, making parent directories; LaunchError
 // (exit_code::kIoError) naming the path and the reason on failure.
-UniqueFd open_log_file(const std::string& path);
+os::UniqueFd open_log_file(const std::string& path);
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::worker

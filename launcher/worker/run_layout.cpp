@@ -12,7 +12,7 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::worker {
 namespace fs = std::filesystem;
 
 namespace {
@@ -30,7 +30,7 @@ std::string make_unique_dir(const std::string& pattern_prefix) {
 
 }  // namespace
 
-RunLayout::RunLayout(const RunLayoutSpec& spec, const Environment& env) {
+RunLayout::RunLayout(const RunLayoutSpec& spec, const cli::Environment& env) {
   if (spec.log_dir == "/dev/null") return;
   if (!spec.log_dir.empty()) {
     std::error_code ec;
@@ -42,7 +42,7 @@ RunLayout::RunLayout(const RunLayoutSpec& spec, const Environment& env) {
     keep_all_logs_ = true;
     return;
   }
-  std::string tmp = lookup(env, "TMPDIR").value_or("/tmp");
+  std::string tmp = cli::lookup(env, "TMPDIR").value_or("/tmp");
   if (tmp.empty()) tmp = "/tmp";
   run_dir_ = make_unique_dir((fs::path(tmp) / "ddp-launch-").string());
   temporary_ = !spec.output_redirected;
@@ -66,4 +66,4 @@ std::string RunLayout::worker_dir(int restart_count, int local_rank) const {
   return dir.string();
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::worker

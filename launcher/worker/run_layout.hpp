@@ -9,7 +9,7 @@
 
 #include "launcher/cli/environment.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::worker {
 
 // What decides the layout: --log-dir, the run id, and whether any output is redirected.
 struct RunLayoutSpec {
@@ -21,7 +21,7 @@ struct RunLayoutSpec {
 class RunLayout {
  public:
   RunLayout() = default;  // disabled: no files at all
-  RunLayout(const RunLayoutSpec& spec, const Environment& env);
+  RunLayout(const RunLayoutSpec& spec, const cli::Environment& env);
   ~RunLayout();  // removes a temporary run directory
   RunLayout(const RunLayout&) = delete;
   RunLayout& operator=(const RunLayout&) = delete;
@@ -43,4 +43,4 @@ class RunLayout {
   bool temporary_ = false;
 };
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::worker

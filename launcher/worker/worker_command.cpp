@@ -9,7 +9,7 @@
 #include "launcher/os/process.hpp"
 #include "launcher/worker/worker_env.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::worker {
 namespace {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -25,21 +25,21 @@ std::vector<std::string> WorkerCommand::argv_for(int local_rank) const {
   return argv;
 }
 
-WorkerCommand resolve_worker_command(const WorkerCommandSpec& spec, const Environment& env) {
+WorkerCommand resolve_worker_command(const WorkerCommandSpec& spec, const cli::Environment& env) {
   WorkerCommand cmd;
   cmd.args = spec.args;
   cmd.local_rank_flag = spec.local_rank_flag;
-  const std::string path = lookup(env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
+  const std::string path = cli::lookup(env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
   const bool python_script =
       spec.run_path || (!spec.no_python && (spec.module || ends_with(spec.program, ".py")));
   if (!python_script) {
-    cmd.executable = resolve_program(spec.program, path);
+    cmd.executable = os::resolve_program(spec.program, path);
     cmd.prefix = {spec.program};
     return cmd;
   }
-  const std::string python = lookup(env, "PYTHON_EXEC").value_or("python3");
+  const std::string python = cli::lookup(env, "PYTHON_EXEC").value_or("python3");
   try {
-    cmd.executable = resolve_program(python, path);
+    cmd.executable = os::resolve_program(python, path);
   } catch (const LaunchError& e) {
     throw LaunchError(e.exit_code(), fmt::format("{} (the Python interpreter for {}; set "
                                                  "PYTHON_EXEC to choose another)",
@@ -56,4 +56,4 @@ WorkerCommand resolve_worker_command(const WorkerCommandSpec& spec, const Enviro
   return cmd;
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::worker

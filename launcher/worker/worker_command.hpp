@@ -10,7 +10,7 @@
 
 #include "launcher/cli/environment.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::worker {
 
 // PROGRAM and how to run it, from the command line.
 struct WorkerCommandSpec {
@@ -31,6 +31,6 @@ struct WorkerCommand {
   std::vector<std::string> argv_for(int local_rank) const;
 };
 
-WorkerCommand resolve_worker_command(const WorkerCommandSpec& spec, const Environment& env);
+WorkerCommand resolve_worker_command(const WorkerCommandSpec& spec, const cli::Environment& env);
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::worker

@@ -1,6 +1,6 @@
 #include "launcher/worker/worker_env.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::worker {
 
 const std::vector<std::string>& contract_variables() {
   static const std::vector<std::string> kNames = {
@@ -12,8 +12,8 @@ const std::vector<std::string>& contract_variables() {
   return kNames;
 }
 
-Environment worker_environment(const Environment& base, const GroupPlan& plan, const WorkerSlot& slot) {
-  Environment env = base;
+cli::Environment worker_environment(const cli::Environment& base, const GroupPlan& plan, const WorkerSlot& slot) {
+  cli::Environment env = base;
   const int rank = global_rank(plan, slot.local_rank);
   env["RANK"] = std::to_string(rank);
   env["LOCAL_RANK"] = std::to_string(slot.local_rank_zero ? 0 : slot.local_rank);
@@ -51,4 +51,4 @@ std::string substitute_local_rank(const std::string& arg, int local_rank) {
   return out;
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::worker

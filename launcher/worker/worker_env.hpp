@@ -8,7 +8,7 @@
 
 #include "launcher/cli/environment.hpp"
 
-namespace ddp::launch {
+namespace ddp::launch::worker {
 
 // What every worker on this node shares for one attempt.
 struct GroupPlan {
@@ -38,7 +38,7 @@ struct WorkerSlot {
 inline int global_rank(const GroupPlan& plan, int local_rank) { return plan.base_rank + local_rank; }
 
 // The launcher's environment plus the contract for this worker.
-Environment worker_environment(const Environment& base, const GroupPlan& plan, const WorkerSlot& slot);
+cli::Environment worker_environment(const cli::Environment& base, const GroupPlan& plan, const WorkerSlot& slot);
 
 // The variables worker_environment sets (for --dry-run and the docs), in display order.
 const std::vector<std::string>& contract_variables();
@@ -46,4 +46,4 @@ const std::vector<std::string>& contract_variables();
 // ${local_rank} (torchrun's macro) replaced in one argument.
 std::string substitute_local_rank(const std::string& arg, int local_rank);
 
-}  // namespace ddp::launch
+}  // namespace ddp::launch::worker

@@ -12,6 +12,7 @@
 
 using namespace ddp::test;
 using namespace ddp::launch;
+using namespace ddp::launch::multinode;
 using namespace std::chrono_literals;
 
 namespace {

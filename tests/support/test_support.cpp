@@ -9,19 +9,19 @@
 extern char** environ;
 
 namespace ddp::test {
-using launch::UniqueFd;
+using launch::os::UniqueFd;
 
 namespace {
 
 pid_t start(const std::vector<std::string>& argv, const EnvOverrides& env, int out_fd, int err_fd) {
-  launch::SpawnSpec spec;
-  auto path = launch::lookup(launch::environment_from(environ), "PATH").value_or("/usr/bin:/bin");
-  spec.executable = launch::resolve_program(argv.at(0), path);
+  launch::os::SpawnSpec spec;
+  auto path = launch::cli::lookup(launch::cli::environment_from(environ), "PATH").value_or("/usr/bin:/bin");
+  spec.executable = launch::os::resolve_program(argv.at(0), path);
   spec.argv = argv;
   spec.env = environment_with(env);
   spec.stdout_fd = out_fd;
   spec.stderr_fd = err_fd;
-  return launch::spawn_worker(spec);
+  return launch::os::spawn_worker(spec);
 }
 
 UniqueFd open_out(const std::string& path) {
@@ -62,8 +62,8 @@ Background::Background(const std::vector<std::string>& argv, const EnvOverrides&
 
 Background::~Background() {
   if (!done_ && pid_ > 0) {
-    launch::signal_group(pid_, SIGKILL);
-    launch::wait_for(pid_);
+    launch::os::signal_group(pid_, SIGKILL);
+    launch::os::wait_for(pid_);
   }
 }
 

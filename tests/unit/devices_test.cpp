@@ -8,6 +8,8 @@
 #include "launcher/base/launch_error.hpp"
 
 using namespace ddp::launch;
+using namespace ddp::launch::cli;
+using namespace ddp::launch::worker;
 
 namespace {
 

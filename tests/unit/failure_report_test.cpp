@@ -6,6 +6,8 @@
 #include "launcher/supervise/failure_report.hpp"
 
 using namespace ddp::launch;
+using namespace ddp::launch::os;
+using namespace ddp::launch::supervise;
 
 TEST_CASE("the nested @record format is read") {
   auto r = parse_error_record(R"({"message": {"message": "RuntimeError: boom",

@@ -4,6 +4,7 @@
 #include "launcher/supervise/hang_detector.hpp"
 
 using namespace ddp::launch;
+using namespace ddp::launch::supervise;
 namespace progress = ddp::progress;
 
 namespace {

@@ -8,6 +8,7 @@
 #include "launcher/cli/rendezvous_conf.hpp"
 
 using namespace ddp::launch;
+using namespace ddp::launch::cli;
 
 namespace {
 

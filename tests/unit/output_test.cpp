@@ -9,6 +9,8 @@
 #include "tests/support/test_support.hpp"
 
 using namespace ddp::launch;
+using namespace ddp::launch::os;
+using namespace ddp::launch::worker;
 
 TEST_CASE("lines are emitted whole, however the bytes arrive") {
   LineSplitter s;

@@ -18,6 +18,8 @@
 #include "tests/support/test_support.hpp"
 
 using namespace ddp::launch;
+using namespace ddp::launch::os;
+using namespace ddp::launch::supervise;
 
 namespace {
 

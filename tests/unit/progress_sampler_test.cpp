@@ -5,6 +5,7 @@
 #include "launcher/supervise/progress_sampler.hpp"
 
 using namespace ddp::launch;
+using namespace ddp::launch::supervise;
 namespace progress = ddp::progress;
 
 namespace {

@@ -12,7 +12,9 @@
 #include "launcher/store/protocol.hpp"
 
 using namespace ddp::launch;
-using namespace ddp::launch::rdzv;
+using namespace ddp::launch::cli;
+using namespace ddp::launch::supervise;
+using namespace ddp::launch::multinode;
 
 namespace {
 

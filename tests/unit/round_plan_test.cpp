@@ -8,7 +8,9 @@
 #include "launcher/multinode/round_plan.hpp"
 
 using namespace ddp::launch;
-using namespace ddp::launch::rdzv;
+using namespace ddp::launch::os;
+using namespace ddp::launch::supervise;
+using namespace ddp::launch::multinode;
 
 namespace {
 
@@ -229,10 +231,10 @@ TEST_CASE("ROLE_RANK and ROLE_WORLD_SIZE count within each role, as torchrun doe
   b.role = "evaluator";
   auto plan = make_plan({a, b, c}, 0, 0);
   REQUIRE(plan.error.empty());
-  CHECK(rdzv::role_ranks(plan, 0) == std::pair<int, int>{0, 6});  // trainers: a (2) + c (4)
-  CHECK(rdzv::role_ranks(plan, 1) == std::pair<int, int>{0, 3});  // the evaluator alone
-  CHECK(rdzv::role_ranks(plan, 2) == std::pair<int, int>{2, 6});  // after a's two
+  CHECK(multinode::role_ranks(plan, 0) == std::pair<int, int>{0, 6});  // trainers: a (2) + c (4)
+  CHECK(multinode::role_ranks(plan, 1) == std::pair<int, int>{0, 3});  // the evaluator alone
+  CHECK(multinode::role_ranks(plan, 2) == std::pair<int, int>{2, 6});  // after a's two
   auto back = plan_from_json(to_json(plan));
   CHECK(back.nodes[1].info.role == "evaluator");
-  CHECK(rdzv::role_ranks(back, 2) == std::pair<int, int>{2, 6});
+  CHECK(multinode::role_ranks(back, 2) == std::pair<int, int>{2, 6});
 }

@@ -5,6 +5,7 @@
 #include "launcher/cli/slurm.hpp"
 
 using namespace ddp::launch;
+using namespace ddp::launch::cli;
 
 TEST_CASE("Slurm node lists expand like scontrol show hostnames") {
   CHECK(expand_nodelist("node1") == std::vector<std::string>{"node1"});

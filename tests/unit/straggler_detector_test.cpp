@@ -9,6 +9,7 @@
 #include "launcher/supervise/straggler_detector.hpp"
 
 using namespace ddp::launch;
+using namespace ddp::launch::supervise;
 namespace progress = ddp::progress;
 
 namespace {

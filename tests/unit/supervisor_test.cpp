@@ -8,6 +8,7 @@
 #include "tests/support/test_support.hpp"
 
 using namespace ddp::launch;
+using namespace ddp::launch::supervise;
 using namespace ddp::test;
 
 namespace {

@@ -6,6 +6,8 @@
 #include "tests/support/test_support.hpp"
 
 using namespace ddp::launch;
+using namespace ddp::launch::cli;
+using namespace ddp::launch::worker;
 
 TEST_CASE("every contract variable is set per rank") {
   GroupPlan plan;
