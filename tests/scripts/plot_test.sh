@@ -3,10 +3,11 @@
 # plausible size, legends from directory names and LABEL= arguments; bad input -> exit 2 and
 # one 'plot.sh: error:' line naming the file and the problem. Usage: plot_test.sh REPO_ROOT
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/../../scripts/lib.sh
+source "$(dirname "$0")/../../scripts/lib.sh"
 plot="$1/scripts/plot.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 header="epoch,step,loss,accuracy,samples_per_s"
 mkdir -p "$tmp/np1" "$tmp/np2"
