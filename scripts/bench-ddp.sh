@@ -3,7 +3,7 @@
 # on gloo/CPU: the MLP 784-1024-1024-1024-10 (batch 32) and the tiny 10-10-5 model (batch 20),
 # world 1 and 2, runs alternating C++/Python, medians and ratios. Both are started by the same
 # launcher (PyTorch 1.13's torchrun via bench/peers/torchrun_fixed.py), OMP_NUM_THREADS=1.
-# Env: BUILD_DIR (default build; ddp_bench is built there if missing), REPEATS (default 3),
+# Env: BUILD_DIR (scripts/lib.sh; ddp_bench is built there if missing), REPEATS (default 3),
 #      PEERS (default bench/peers), WORLDS (default "1 2"), CASES (default "mlp tiny"; "" skips).
 # Comm hooks section (hook_rows below): HOOKS (default "allreduce fp16 bf16 powersgd"; ""
 #      skips it), PSGD_RANK (default 2): the MLP at world 2 with each hook, libddp and Python DDP
@@ -11,8 +11,10 @@
 #      PY_HOOK_TIMEOUT (default 180 s): a Python hook run that hangs is stopped and reported.
 # FEED=1: only the hang-detection feed's cost, on vs off (section "feed on/off" below).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build=${BUILD_DIR:-build}
+# shellcheck source=SCRIPTDIR/lib.sh
+source "$(dirname "$0")/lib.sh"
+cd "$repo_root"
+build=${build_dir#"$repo_root/"}
 repeats=${REPEATS:-3}
 peers=${PEERS:-$PWD/bench/peers}
 bench=$build/tests/runtime/ddp_bench

@@ -4,12 +4,13 @@
 # workers that feed nothing. Each case runs RUNS times (default 5); medians and maxima.
 # Cases: fed (2 workers, rank 1 SIGSTOPs itself after 3 heartbeats, --hang-timeout 3),
 #        unfed (2 workers `sleep`ing, no record, no output, no CPU, --hang-timeout 3).
-# Env: BUILD_DIR (default build-l, else build), RUNS, LIMIT (default 3).
+# Env: BUILD_DIR (scripts/lib.sh: needs ddp-launch), RUNS, LIMIT (default 3).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build=${BUILD_DIR:-$( [[ -x build-l/launcher/ddp-launch ]] && echo build-l || echo build )}
-launcher=$PWD/$build/launcher/ddp-launch
-[[ -x $launcher ]] || { echo "no $launcher: build ddp-launch first" >&2; exit 1; }
+# shellcheck source=SCRIPTDIR/lib.sh
+source "$(dirname "$0")/lib.sh"
+cd "$repo_root"
+launcher=$build_dir/launcher/ddp-launch
+[[ -x $launcher ]] || die 1 "no $launcher: build ddp-launch first"
 echo "# $(nproc --all) cores, load average $(cut -d" " -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
 exec /usr/bin/python3 - "$launcher" "${RUNS:-5}" "${LIMIT:-3}" "$PWD/python" <<'PY'
 import os, statistics, subprocess, sys, tempfile, time

@@ -1,11 +1,14 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Peak RSS of ddp-launch while one worker writes one 50 MB line (no newline until the end),
 # against a worker that writes nothing, measured with GNU time (maximum resident set size).
 # Usage: scripts/bench-long-line.sh [path/to/ddp-launch] [MEGABYTES]
+#   (default: BUILD_DIR's ddp-launch, scripts/lib.sh)
 set -eu
-launcher=${1:-build-l/launcher/ddp-launch}
+# shellcheck source=SCRIPTDIR/lib.sh
+source "$(dirname "$0")/lib.sh"
+launcher=${1:-$build_dir/launcher/ddp-launch}
 mb=${2:-50}
-[ -x /usr/bin/time ] || { echo "needs GNU time (/usr/bin/time, Debian package 'time')" >&2; exit 1; }
+need 1 /usr/bin/time
 peak_kib() {  # peak RSS of the launcher alone (the worker is a child: not counted by -f %M)
   /usr/bin/time -f '%M' -o /tmp/bench-long-line.$$ "$launcher" --nproc-per-node=1 "$@" >/dev/null 2>&1
   cat /tmp/bench-long-line.$$

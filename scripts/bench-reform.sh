@@ -11,23 +11,22 @@
 #
 #   scripts/bench-reform.sh [REPEATS]      (default 5)
 #
-# Env: BUILD_DIR (default build-l: needs ddp-launch), HEARTBEAT_TIMEOUT (seconds, default 3).
+# Env: BUILD_DIR (scripts/lib.sh: needs ddp-launch), HEARTBEAT_TIMEOUT (seconds, default 3).
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-build="${BUILD_DIR:-$root/build-l}"
-launcher="$build/launcher/ddp-launch"
+# shellcheck source=SCRIPTDIR/lib.sh
+source "$(dirname "$0")/lib.sh"
+launcher="$build_dir/launcher/ddp-launch"
 repeats="${1:-5}"
 hb="${HEARTBEAT_TIMEOUT:-3}"
-[[ -x $launcher ]] || { echo "bench-reform.sh: build ddp-launch first ($launcher)" >&2; exit 1; }
-command -v etcd >/dev/null || { echo "bench-reform.sh: needs etcd (scripts/install-deps.sh)" >&2; exit 1; }
+[[ -x $launcher ]] || die 1 "build ddp-launch first ($launcher)"
+need 1 etcd
 
 tmp=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-cport=$(free_port); pport=$(free_port)
+read -r cport pport <<<"$(free_port 2)"
 etcd --name b --data-dir "$tmp/etcd" --listen-client-urls "http://127.0.0.1:$cport" \
   --advertise-client-urls "http://127.0.0.1:$cport" --listen-peer-urls "http://127.0.0.1:$pport" \
   --initial-advertise-peer-urls "http://127.0.0.1:$pport" --initial-cluster "b=http://127.0.0.1:$pport" \
@@ -94,14 +93,19 @@ for i in $(seq "$repeats"); do
     times[$backend]+="$(one_run "$backend" "$backend-$i") "
   done
 done
-median() { python3 -c "import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print(f'{statistics.median(v):.3f} (min {min(v):.3f}, max {max(v):.3f})')" "$@"; }
+spread() {  # "SECONDS SECONDS ...": "median (min X, max Y)", to the millisecond
+  local v sorted
+  read -r -a v <<<"$1"
+  sorted=$(printf '%s\n' "${v[@]}" | LC_ALL=C sort -g)
+  LC_ALL=C printf '%.3f (min %.3f, max %.3f)' "$(median "${v[@]}")" "$(head -n 1 <<<"$sorted")" "$(tail -n 1 <<<"$sorted")"
+}
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, heartbeat_timeout=$hb s, $repeats runs each"
 echo "| backend | node killed | SIGKILL -> survivor's worker restarted, median s |"
 echo "|---|---|---|"
-echo "| etcd | the first to join (round 0's leader) | $(median ${times[etcd]}) |"
-echo "| agent store (c10d) | the follower (its host's loss is fatal) | $(median ${times[c10d]}) |"
+echo "| etcd | the first to join (round 0's leader) | $(spread "${times[etcd]}") |"
+echo "| agent store (c10d) | the follower (its host's loss is fatal) | $(spread "${times[c10d]}") |"
 echo
 echo "| backend | a worker fails on one node -> the other node's worker restarted, median s |"
 echo "|---|---|"
-echo "| etcd | $(median ${failures[etcd]}) |"
-echo "| agent store (c10d) | $(median ${failures[c10d]}) |"
+echo "| etcd | $(spread "${failures[etcd]}") |"
+echo "| agent store (c10d) | $(spread "${failures[c10d]}") |"

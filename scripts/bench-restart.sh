@@ -5,11 +5,13 @@
 # round starting. Alternating runs of each binary given, medians. A benchmark, not a test.
 #
 #   scripts/bench-restart.sh RUNS LAUNCHER [LAUNCHER...]
-#   e.g. scripts/bench-restart.sh 10 build-l/launcher/ddp-launch /tmp/old/ddp-launch
+#   e.g. scripts/bench-restart.sh 10 build/launcher/ddp-launch /tmp/old/ddp-launch
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/lib.sh
+source "$(dirname "$0")/lib.sh"
 runs=${1:?usage: bench-restart.sh RUNS LAUNCHER [LAUNCHER...]}
 shift
-[[ $# -ge 1 ]] || { echo "bench-restart.sh: name at least one ddp-launch binary" >&2; exit 2; }
+[[ $# -ge 1 ]] || die "name at least one ddp-launch binary"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cat > "$work/worker.sh" <<'W'
@@ -27,7 +29,7 @@ W
 one() {  # LAUNCHER -> seconds from failure to node 0's restart
   local bin=$1 d port
   d=$(mktemp -d -p "$work")
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(free_port)
   local common=(--nnodes=2 --nproc-per-node=1 --master-addr=127.0.0.1 --master-port="$port" --max-restarts=1
                 --rdzv-conf=join_timeout=60)
   BENCH_DIR=$d "$bin" "${common[@]}" --node-rank=1 sh "$work/worker.sh" >/dev/null 2>&1 &
@@ -44,9 +46,8 @@ echo "# $(date -u +%FT%TZ) $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg),
 echo "| launcher | failure -> restart on the other node: median | min | max |"
 echo "|---|---:|---:|---:|"
 for bin in "$@"; do
-  python3 - "$bin" ${samples[$bin]} <<'P'
-import statistics, sys
-v = [float(x) for x in sys.argv[2:]]
-print(f"| {sys.argv[1]} | {statistics.median(v)*1000:.0f} ms | {min(v)*1000:.0f} ms | {max(v)*1000:.0f} ms |")
-P
+  read -r -a v <<<"${samples[$bin]}"
+  sorted=$(printf '%s\n' "${v[@]}" | LC_ALL=C sort -g)
+  awk -v bin="$bin" -v med="$(median "${v[@]}")" -v lo="$(head -n 1 <<<"$sorted")" -v hi="$(tail -n 1 <<<"$sorted")" \
+    'BEGIN { printf "| %s | %.0f ms | %.0f ms | %.0f ms |\n", bin, med * 1000, lo * 1000, hi * 1000 }'
 done

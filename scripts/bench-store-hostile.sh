@@ -5,13 +5,14 @@
 #
 #   scripts/bench-store-hostile.sh [HOSTILE_CLIENTS (default 100)] [SECONDS per phase (default 6)]
 #
-# Env: BUILD_DIR (default build-l, the launcher-only build), JOBS (default 2).
+# Env: BUILD_DIR (scripts/lib.sh; configured there if it is not yet, store_hostile_bench
+# built there), JOBS (default 2).
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-build="${BUILD_DIR:-$root/build-l}"
+# shellcheck source=SCRIPTDIR/lib.sh
+source "$(dirname "$0")/lib.sh"
 jobs="${JOBS:-2}"
 
-cmake -S "$root" -B "$build" -G Ninja -DDDP_BUILD_RUNTIME=OFF -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" --target store_hostile_bench -j "$jobs" >/dev/null
-echo "# $(date -u +%FT%TZ) $(nproc) CPUs, $(uname -r), git $(git -C "$root" rev-parse --short HEAD)"
-exec "$build/tests/store/store_hostile_bench" "${1:-100}" "${2:-6}"
+[[ -f $build_dir/CMakeCache.txt ]] || cmake -S "$repo_root" -B "$build_dir" -G Ninja >/dev/null
+cmake --build "$build_dir" --target store_hostile_bench -j "$jobs" >/dev/null
+echo "# $(date -u +%FT%TZ) $(nproc) CPUs, $(uname -r), git $(git -C "$repo_root" rev-parse --short HEAD)"
+exec "$build_dir/tests/store/store_hostile_bench" "${1:-100}" "${2:-6}"

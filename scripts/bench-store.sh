@@ -13,10 +13,11 @@
 #
 # Options: --agents, --repeats, --ops go to both programs; --etcd-max-agents N, --etcd-threads
 # N and --no-etcd are this script's; anything else goes to store_bench (--threads,
-# --c10d-max-agents). Env: BUILD_DIR (default build-bench), JOBS (default 2).
+# --c10d-max-agents). Env: BUILD_DIR (scripts/lib.sh: configured there with -DDDP_BUILD_BENCH=ON
+# added, which stays; it needs DDP_BUILD_RUNTIME=ON, the default), JOBS (default 2).
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-build="${BUILD_DIR:-$root/build-bench}"
+# shellcheck source=SCRIPTDIR/lib.sh
+source "$(dirname "$0")/lib.sh"
 jobs="${JOBS:-2}"
 
 common=() store_only=() etcd_only=() with_etcd=1 etcd_max=256 repeats=5
@@ -37,11 +38,9 @@ if ((with_etcd)) && ! command -v etcd >/dev/null; then
   with_etcd=0
 fi
 
-cmake -S "$root" -B "$build" -G Ninja -DDDP_BUILD_RUNTIME=ON -DDDP_BUILD_BENCH=ON -DDDP_BUILD_TESTS=OFF \
-  -DCMAKE_BUILD_TYPE=Release >/dev/null
-if ! cmake --build "$build" --target store_bench etcd_store_bench -j "$jobs"; then
-  echo "bench-store.sh: cannot build store_bench (is LibTorch installed? see scripts/install-deps.sh)" >&2
-  exit 1
+cmake -S "$repo_root" -B "$build_dir" -G Ninja -DDDP_BUILD_BENCH=ON >/dev/null
+if ! cmake --build "$build_dir" --target store_bench etcd_store_bench -j "$jobs"; then
+  die 1 "cannot build store_bench (is LibTorch installed, and $build_dir configured with DDP_BUILD_RUNTIME=ON? see scripts/install-deps.sh)"
 fi
 
 tmp=$(mktemp -d)
@@ -53,17 +52,16 @@ cleanup() {
 trap cleanup EXIT
 
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-"$build/bench/store_bench" "${common[@]}" "${store_only[@]}" >"$tmp/stores.md"
+"$build_dir/bench/store_bench" "${common[@]}" "${store_only[@]}" >"$tmp/stores.md"
 
 if ((with_etcd)); then
-  free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-  cport=$(free_port) pport=$(free_port)
+  read -r cport pport <<<"$(free_port 2)"
   etcd --name bench --data-dir "$tmp/etcd" --listen-client-urls "http://127.0.0.1:$cport" \
     --advertise-client-urls "http://127.0.0.1:$cport" --listen-peer-urls "http://127.0.0.1:$pport" \
     --initial-advertise-peer-urls "http://127.0.0.1:$pport" --initial-cluster "bench=http://127.0.0.1:$pport" \
     --initial-cluster-state new --log-level=error >"$tmp/etcd.log" 2>&1 &
   etcd_pid=$!
-  "$build/bench/etcd_store_bench" --endpoint "127.0.0.1:$cport" --etcd-pid "$etcd_pid" --max-agents "$etcd_max" \
+  "$build_dir/bench/etcd_store_bench" --endpoint "127.0.0.1:$cport" --etcd-pid "$etcd_pid" --max-agents "$etcd_max" \
     "${common[@]}" "${etcd_only[@]}" >"$tmp/etcd.tsv" || { cat "$tmp/etcd.log" >&2; exit 1; }
   echo "# etcd $(etcd --version | head -1 | awk '{print $3}'), one member, data dir in $(df --output=fstype "$tmp" | tail -1 | tr -d ' ')"
 else

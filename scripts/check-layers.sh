@@ -5,7 +5,9 @@
 # store uses nothing of the launcher's, etcd only base; the top-level agent and main may use everything.
 # Prints each violation (file: include) and exits 1 if there is one. Usage: check-layers.sh [ROOT]
 set -euo pipefail
-root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+# shellcheck source=SCRIPTDIR/lib.sh
+source "$(dirname "$0")/lib.sh"
+root=${1:-$repo_root}
 declare -A allowed=(
   [base]="base"
   [cli]="base cli"

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The README's main command: real distributed training in one go. Installs missing packages,
-# builds ddp-launch and the `train` trainer (Release, Ninja) into build/, then trains an MLP
+# builds ddp-launch and the `train` trainer (Release, Ninja) into BUILD_DIR, then trains an MLP
 # with 4 workers on the synthetic teacher task and ends with the validation accuracy, the
-# paths of the checkpoint and metrics, and a PNG of the training curves (scripts/plot.sh). Env: BUILD_DIR (default build), DEMO_WORKERS (4),
+# paths of the checkpoint and metrics, and a PNG of the training curves (scripts/plot.sh). Env: BUILD_DIR (scripts/lib.sh, default build), DEMO_WORKERS (4),
 # DEMO_EPOCHS (5). Extra arguments go to `train` (e.g. --epochs 8 --progress bar).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=SCRIPTDIR/lib.sh
+source "$(dirname "$0")/lib.sh"
+cd "$repo_root"
 scripts/install-deps.sh
-build=${BUILD_DIR:-build}
+build=${build_dir#"$repo_root/"}
 workers=${DEMO_WORKERS:-4}
 epochs=${DEMO_EPOCHS:-5}
 

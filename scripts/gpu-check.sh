@@ -10,14 +10,16 @@
 # Exit: 0 all passed, 1 a check failed, 3 nothing failed but checks were skipped (missing build
 #       dependencies), 77 no GPU here (CTest's skip code; the plan is printed).
 # Env: PYTHON (python3 with CUDA torch), Torch_DIR / CMAKE_PREFIX_PATH (a CUDA LibTorch; default
-#      torch.utils.cmake_prefix_path), GPU_BUILD_DIR (build-gpu), GPU_CHECK_DEPS (a --pack-deps
-#      DIR; default build-gpu-deps if present), JOBS (all cores), GPU_CHECK_DEADLINE (480: checks
-#      that would start later are skipped).
+#      torch.utils.cmake_prefix_path), BUILD_DIR (scripts/lib.sh; this build goes to BUILD_DIR/gpu),
+#      GPU_CHECK_DEPS (a --pack-deps DIR; default build-gpu-deps if present), JOBS (all cores),
+#      GPU_CHECK_DEADLINE (480: checks that would start later are skipped).
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
-repo=$(pwd)
+# shellcheck source=SCRIPTDIR/lib.sh
+source "$(dirname "$0")/lib.sh"
+cd "$repo_root" || exit 1
+repo=$repo_root
 python=${PYTHON:-python3}
-build=${GPU_BUILD_DIR:-build-gpu}
+build=$build_dir/gpu  # against a CUDA LibTorch: not the CPU build in build_dir
 jobs=${JOBS:-$(nproc)}
 deps_dir=${GPU_CHECK_DEPS:-$repo/build-gpu-deps}
 gpu_tests=$repo/tests/gpu
@@ -27,7 +29,7 @@ plan() {
 gpu-check plan (each line is one check with its own timeout; results in OUTDIR/gpu-check-summary.md):
   versions        nvidia-smi (driver, GPUs, PCI bus ids), torch, CUDA, NCCL, cmake, c++
   deps            Boost/CLI11/fmt/nlohmann-json/Catch2 headers; without them: standalone libddp build
-  build           configure + build ddp-launch, ddp_runtime_tests, ddp_gpu_check in build-gpu/ (all cores)
+  build           configure + build ddp-launch, ddp_runtime_tests, ddp_gpu_check in BUILD_DIR/gpu/ (all cores)
   runtime-tests   ctest -R '^runtime: ' (libddp over gloo, built against this LibTorch 2.x)
   collectives     NCCL world 1 and gloo world 2 on CUDA tensors (ddp_gpu_check collectives)
   ddp             DDP on cuda == single process on the combined batch: NCCL world 1, gloo world 2

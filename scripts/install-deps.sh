@@ -2,7 +2,11 @@
 # Installs every Debian 12 package ddp-launch needs to build, test, run the demo and
 # the benchmarks. Idempotent: installs only what is missing; safe to run again.
 # Needs root (or sudo). Usage: scripts/install-deps.sh
+# (scripts/lib.sh's need names these packages for missing tools; tests/scripts/lib_test.sh
+# checks that each one it names is listed here.)
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 packages=(
   build-essential cmake ninja-build pkg-config

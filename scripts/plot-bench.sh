@@ -7,11 +7,9 @@
 # Usage: scripts/bench-ddp.sh | tee bench.txt; scripts/plot-bench.sh [-o OUT.png] [--title TEXT] bench.txt
 # Exit status: 0 drawn, 2 bad usage or input (one 'plot-bench.sh: error:' line), 1 gnuplot failed.
 set -euo pipefail
-
-die() {
-  echo "plot-bench.sh: error: $*" >&2
-  exit 2
-}
+# shellcheck source=SCRIPTDIR/lib.sh
+source "$(dirname "$0")/lib.sh"
+die_prefix="plot-bench.sh: error: "  # die exits 2
 
 out=""
 title="libddp vs PyTorch DDP (gloo, CPU): median samples/s"
@@ -29,7 +27,7 @@ done
 [[ -f $input ]] || die "$input: no such file"
 [[ -n $out ]] || out="${input%.*}.png"
 [[ $out == *.png ]] || die "-o $out: the output must be a .png file"
-command -v gnuplot > /dev/null || die "gnuplot not found; install it with scripts/install-deps.sh (Debian package gnuplot-nox)"
+need gnuplot
 
 data=$(mktemp)
 trap 'rm -f "$data"' EXIT

@@ -10,12 +10,10 @@
 # Exit status: 0 drawn, 2 bad usage or input (one 'plot.sh: error:' line says what), 1 gnuplot failed.
 set -euo pipefail
 
+# shellcheck source=SCRIPTDIR/lib.sh
+source "$(dirname "$0")/lib.sh"
+die_prefix="plot.sh: error: "  # die exits 2
 readonly kHeader="epoch,step,loss,accuracy,samples_per_s"
-
-die() {
-  echo "plot.sh: error: $*" >&2
-  exit 2
-}
 
 usage() {
   sed -n '7,12p' "$0" | sed 's/^# \{0,1\}//'
@@ -108,6 +106,7 @@ series() {
   done
 }
 
+# shellcheck disable=SC2016  # '$3', '$4*100', '$5': gnuplot's columns, not the shell's
 script=$(cat <<EOF
 set terminal pngcairo size 1500,460 enhanced font 'DejaVu Sans,10'
 set output $(quoted "$out")
@@ -135,7 +134,7 @@ if ((print_script)); then
   echo "$script"
   exit 0
 fi
-command -v gnuplot > /dev/null || die "gnuplot not found; install it with scripts/install-deps.sh (Debian package gnuplot-nox)"
+need gnuplot
 # gnuplot skips the header line: it is not numeric.
 if ! errors=$(gnuplot <<< "$script" 2>&1); then
   echo "plot.sh: gnuplot failed:" >&2

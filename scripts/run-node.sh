@@ -8,9 +8,10 @@
 # --master-port PORT --nproc-per-node K (gpu by default when GPUs are visible, else 1).
 # Everything from PROGRAM on is passed to the program. Extra ddp-launch flags go in
 # DDP_LAUNCH_ARGS (e.g. "--max-restarts=3 --log-dir=/shared/logs"). DDP_LAUNCH names the
-# binary (default: build/launcher/ddp-launch next to this script, else ddp-launch on PATH).
+# binary (default: BUILD_DIR's launcher/ddp-launch, scripts/lib.sh, else ddp-launch on PATH).
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=SCRIPTDIR/lib.sh
+source "$(dirname "$0")/lib.sh"
 nnodes=${NNODES:-1}
 node_rank=${NODE_RANK:-0}
 master_addr=${MASTER_ADDR:-}
@@ -27,18 +28,17 @@ while [[ $# -gt 0 ]]; do
     --nproc-per-node) nproc=$2; shift 2 ;;
     -h|--help) usage ;;
     --) shift; break ;;
-    -*) echo "run-node.sh: unknown option $1 (ddp-launch flags go in DDP_LAUNCH_ARGS)" >&2; exit 121 ;;
+    -*) die 121 "unknown option $1 (ddp-launch flags go in DDP_LAUNCH_ARGS)" ;;
     *) break ;;
   esac
 done
 [[ $# -gt 0 ]] || { echo "run-node.sh: no program given" >&2; usage; }
 if [[ $nnodes -gt 1 && -z $master_addr ]]; then
-  echo "run-node.sh: MASTER_ADDR (or --master-addr) must name node 0 on every node" >&2
-  exit 121
+  die 121 "MASTER_ADDR (or --master-addr) must name node 0 on every node"
 fi
 launcher=${DDP_LAUNCH:-}
 if [[ -z $launcher ]]; then
-  if [[ -x $here/../build/launcher/ddp-launch ]]; then launcher=$here/../build/launcher/ddp-launch
+  if [[ -x $build_dir/launcher/ddp-launch ]]; then launcher=$build_dir/launcher/ddp-launch
   else launcher=ddp-launch; fi
 fi
 args=(--nnodes="$nnodes" --node-rank="$node_rank" --nproc-per-node="$nproc" --master-port="$master_port")

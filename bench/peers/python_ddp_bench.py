@@ -4,21 +4,20 @@ Trains the benchmark MLP on synthetic data and prints one line:
   peer=python-ddp world=W steps=S batch=B params=P samples_per_s=X step_ms=Y
 Run it under any launcher that sets RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT
 (torchrun, or ddp-launch). Model, data, flags and output match its C++ twin
-tests/runtime/bench.cpp (ddp_bench); scripts/bench-ddp.sh runs both, alternating.
+tests/runtime/bench.cpp (ddp_bench); scripts/bench-ddp.sh runs both, alternating. The model
+and data: bench_models.py, shared with tests/gpu/python_gpu_bench.py.
 """
 import argparse, os, time
 import torch
 import torch.distributed as dist
 import torch.nn as nn
 
+import bench_models  # next to this file
+
 p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=100)
 p.add_argument("--warmup", type=int, default=10)
-p.add_argument("--batch", type=int, default=32)
-p.add_argument("--hidden", type=int, default=1024)
-p.add_argument("--layers", type=int, default=4)
-p.add_argument("--in-dim", type=int, default=784)
-p.add_argument("--classes", type=int, default=10)
+bench_models.add_model_args(p)
 p.add_argument("--bucket-mb", type=float, default=25.0)
 p.add_argument("--comm-hook", default="allreduce", choices=["allreduce", "fp16", "bf16", "powersgd"])
 p.add_argument("--powersgd-rank", type=int, default=2)
@@ -28,12 +27,8 @@ torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
 torch.manual_seed(0)
-layers, d = [], a.in_dim
-for _ in range(a.layers - 1):
-    layers += [nn.Linear(d, a.hidden), nn.ReLU()]
-    d = a.hidden
-layers.append(nn.Linear(d, a.classes))
-model = nn.parallel.DistributedDataParallel(nn.Sequential(*layers), bucket_cap_mb=a.bucket_mb)
+model = nn.parallel.DistributedDataParallel(bench_models.mlp(a.in_dim, a.hidden, a.layers, a.classes),
+                                            bucket_cap_mb=a.bucket_mb)
 if a.comm_hook != "allreduce":
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
     if a.comm_hook == "fp16":
@@ -46,9 +41,7 @@ if a.comm_hook != "allreduce":
         model.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
 opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 loss_fn = nn.CrossEntropyLoss()
-g = torch.Generator().manual_seed(1000 + rank)
-x = torch.randn(a.batch, a.in_dim, generator=g)
-y = torch.randint(0, a.classes, (a.batch,), generator=g)
+x, y = bench_models.synthetic_batch((a.batch, a.in_dim), a.classes, rank)
 
 def step():
     opt.zero_grad(set_to_none=True)

@@ -4,29 +4,15 @@
 
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <stdexcept>
 
 #include "launcher/etcd/etcd_client.hpp"
+#include "tests/support/skip.hpp"
 
 namespace ddp::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::string find_binary(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::string dirs = std::string(path ? path : "") + ":/usr/bin:/usr/local/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    std::string candidate = dirs.substr(start, end - start) + "/" + name;
-    if (end > start && ::access(candidate.c_str(), X_OK) == 0) return candidate;
-    start = end + 1;
-  }
-  return "";
-}
 
 void openssl(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"openssl"};
@@ -37,12 +23,7 @@ void openssl(const std::vector<std::string>& args) {
 
 }  // namespace
 
-void require_etcd() {
-  if (find_binary("etcd").empty()) {
-    std::fprintf(stderr, "skipped: no etcd binary on PATH (Debian: apt-get install etcd-server)\n");
-    std::exit(77);
-  }
-}
+void require_etcd() { require_binary("etcd", "etcd-server"); }
 
 TestCerts::TestCerts(const TempDir& dir)
     : ca(dir / "ca.pem"), server_cert(dir / "server.pem"), server_key(dir / "server.key") {

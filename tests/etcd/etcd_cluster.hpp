@@ -9,11 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/skip.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace ddp::test {
 
-// Exits the process with 77 (skipped) when `etcd` is not on PATH (or /usr/bin).
+// Exits the process with 77 (skipped) when `etcd` is not on PATH (or /usr/bin); the same
+// for etcdctl: require_binary("etcdctl", "etcd-client") (tests/support/skip.hpp).
 void require_etcd();
 
 // A throwaway CA and a server certificate for 127.0.0.1/localhost, made with openssl.

@@ -21,13 +21,14 @@ work=$(mktemp -d)
 
 # shellcheck disable=SC2034  # namespaces: read by netns_lib.sh
 namespaces=("$a" "$b" "$e")
+# shellcheck source=SCRIPTDIR/../../scripts/lib.sh
+source "$(dirname "$0")/../../scripts/lib.sh"
 # shellcheck source=SCRIPTDIR/../multinode/netns_lib.sh
 source "$(dirname "$0")/../multinode/netns_lib.sh"
 trap netns_cleanup EXIT
 
 [[ $(id -u) -eq 0 ]] || skip "needs root to create network namespaces"
-command -v ip >/dev/null || skip "iproute2 (ip) is not installed"
-command -v etcd >/dev/null || skip "no etcd binary on PATH (Debian: apt-get install etcd-server)"
+need 77 ip ping etcd
 ip netns add "$e" 2>/dev/null || skip "cannot create network namespaces here"
 if ! ip netns add "$a" || ! ip netns add "$b"; then skip "cannot create more namespaces"; fi
 ip -n "$e" link add "${tag}br" type bridge || skip "cannot create a bridge"

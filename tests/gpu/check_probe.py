@@ -5,7 +5,11 @@ differed and exits 1. Options: --workers N, --visible unset|per-rank|VALUE, --co
 """
 import argparse
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from checks import fail  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument("--workers", type=int, required=True)
@@ -44,8 +48,7 @@ for w in seen:
         problems.append(f"{who}: device 0 has UUID {first.get('uuid')}, expected {a.uuid0}")
 
 if problems:
-    print("FAILED: " + "; ".join(problems))
-    sys.exit(1)
+    fail("; ".join(problems))
 summary = ", ".join(f"rank {w['rank']}: CUDA_VISIBLE_DEVICES={w['cuda_visible_devices']} count={w['device_count']} "
                     f"bus0={(w['devices'] or [{}])[0].get('pci_bus_id')}" for w in seen)
 print(f"ok {len(seen)} worker(s): {summary}")

@@ -1,14 +1,15 @@
 # The GPU path of scripts/gpu-check.sh (sourced by it, never run alone): check runner, build,
-# checks and summary. Expects repo, python, build, jobs, deps_dir, gpu_tests, out, gpu_count.
+# checks and summary. Expects repo, python, build (absolute), jobs, deps_dir, gpu_tests, out,
+# gpu_count, and scripts/lib.sh sourced (this file's skip, a SKIP record, replaces lib.sh's).
 # Every check runs under `timeout`; its output goes to $out/checks.log, its verdict to the
 # summary (PASS / FAIL / SKIP with one line of detail). main_gpu returns the script's exit code.
 # shellcheck shell=bash disable=SC2154  # repo, out, jobs, ... come from scripts/gpu-check.sh
 
-work=$repo/$build/gpu-check-work  # per-check logs and checkpoints (not sent back: $out holds few files)
+work=$build/gpu-check-work  # per-check logs and checkpoints (not sent back: $out holds few files)
 names=() statuses=() seconds=() details=()
-launcher=$repo/$build/launcher/ddp-launch
+launcher=$build/launcher/ddp-launch
 cxx=${CXX:-$(command -v c++ || command -v g++ || echo c++)}
-check_bin=$repo/$build/tests/gpu/ddp_gpu_check
+check_bin=$build/tests/gpu/ddp_gpu_check
 build_mode=none  # full | standalone | none
 deadline=${GPU_CHECK_DEADLINE:-480}  # seconds since the start: later checks are skipped, not started
 
@@ -106,7 +107,7 @@ configure_and_build() {
   [[ -d /usr/local/cuda ]] && extra+=(-DCUDAToolkit_ROOT=/usr/local/cuda)
   if ((${#missing_deps[@]} > 0)); then  # libddp + ddp_gpu_check alone, in a build dir of their own
     source=tests/gpu targets=(ddp_gpu_check) build=$build-standalone
-    build_mode=standalone launcher="" check_bin=$repo/$build/ddp_gpu_check
+    build_mode=standalone launcher="" check_bin=$build/ddp_gpu_check
   else
     build_mode=full
   fi
@@ -133,7 +134,7 @@ configure_and_build() {
 check_runtime_tests() {
   if [[ $build_mode != full ]]; then skip runtime-tests "needs the full build (Catch2)"; return; fi
   run_check runtime-tests 180 '(tests passed|tests failed)' \
-    ctest --test-dir "$repo/$build" -R '^runtime: ' -j "$jobs" --timeout 60 --output-on-failure
+    ctest --test-dir "$build" -R '^runtime: ' -j "$jobs" --timeout 60 --output-on-failure
 }
 
 check_libddp() {
@@ -256,7 +257,7 @@ write_summary() {
 }
 
 main_gpu() {
-  mkdir -p "$repo/$build" && rm -rf "$work" && mkdir -p "$work" || return 1
+  mkdir -p "$build" && rm -rf "$work" && mkdir -p "$work" || return 1
   : >"$out/checks.log"
   collect_versions
   probe_deps

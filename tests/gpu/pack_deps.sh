@@ -5,7 +5,9 @@
 # (fmt as header-only fmt::fmt), so a GPU machine without these packages and without network
 # can build everything: carry DIR and point GPU_CHECK_DEPS at it (default build-gpu-deps/).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=SCRIPTDIR/../../scripts/lib.sh
+source "$(dirname "$0")/../../scripts/lib.sh"
+cd "$repo_root"
 dest=${1:?usage: pack_deps.sh DIR}
 mkdir -p "$dest/include" "$dest/lib/cmake"
 dest=$(cd "$dest" && pwd)

@@ -1,17 +1,22 @@
 """Python twin of the GPU check's C++ bench (tests/gpu/bench.cpp): PyTorch's own
 DistributedDataParallel on the same MLP (bench/peers/python_ddp_bench.py's model, flags and
-defaults) or small conv net, synthetic data, SGD momentum 0.9, zero_grad(set_to_none=True).
+defaults: bench/peers/bench_models.py) or small conv net, synthetic data, SGD momentum 0.9,
+zero_grad(set_to_none=True).
 Times the plain model first, then the same model wrapped in DDP, and prints one line:
   peer=python-ddp model=M backend=B device=D world=W steps=S batch=N params=P plain_ms=X ddp_ms=Y overhead_pct=Z
 Run it under a launcher (ddp-launch, torchrun). --device cpu runs it with gloo on CPU.
 """
 import argparse
 import os
+import sys
 import time
 
 import torch
 import torch.distributed as dist
 import torch.nn as nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "peers"))
+import bench_models  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument("--model", default="mlp", choices=["mlp", "conv"])
@@ -19,11 +24,7 @@ p.add_argument("--backend", default="nccl", choices=["nccl", "gloo"])
 p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
 p.add_argument("--steps", type=int, default=100)
 p.add_argument("--warmup", type=int, default=10)
-p.add_argument("--batch", type=int, default=32)
-p.add_argument("--hidden", type=int, default=1024)
-p.add_argument("--layers", type=int, default=4)
-p.add_argument("--in-dim", type=int, default=784)
-p.add_argument("--classes", type=int, default=10)
+bench_models.add_model_args(p)
 p.add_argument("--bucket-mb", type=float, default=25.0)
 a = p.parse_args()
 
@@ -39,22 +40,15 @@ else:
 
 torch.manual_seed(0)
 if a.model == "conv":
-    net = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
-                        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, a.classes))
+    net = bench_models.conv_net(a.classes)
 else:
-    layers, d = [], a.in_dim
-    for _ in range(a.layers - 1):
-        layers += [nn.Linear(d, a.hidden), nn.ReLU()]
-        d = a.hidden
-    layers.append(nn.Linear(d, a.classes))
-    net = nn.Sequential(*layers)
+    net = bench_models.mlp(a.in_dim, a.hidden, a.layers, a.classes)
 net = net.to(device)
 opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
 loss_fn = nn.CrossEntropyLoss()
-g = torch.Generator().manual_seed(1000 + rank)
 shape = (a.batch, 3, 32, 32) if a.model == "conv" else (a.batch, a.in_dim)
-x = torch.randn(*shape, generator=g).to(device)
-y = torch.randint(0, a.classes, (a.batch,), generator=g).to(device)
+x, y = bench_models.synthetic_batch(shape, a.classes, rank)
+x, y = x.to(device), y.to(device)
 
 
 def sync():

@@ -1,10 +1,9 @@
 # Helpers shared by the network-namespace tests (sourced: tests/multinode/netns_test.sh,
-# tests/etcd/netns_etcd_test.sh). The sourcing script sets `namespaces` (the names it
-# made, for cleanup and no_processes_left) and `work` (a temp dir, removed on exit).
+# tests/etcd/netns_etcd_test.sh, after scripts/lib.sh: skip and need come from there). The
+# sourcing script sets `namespaces` (the names it made, for cleanup and no_processes_left)
+# and `work` (a temp dir, removed on exit).
 # shellcheck shell=bash disable=SC2154,SC2034  # namespaces and work come from the caller; rc is its result
 failures=0 passes=0
-
-skip() { echo "SKIP: $*"; exit 77; }
 
 netns_cleanup() {  # every background job, every process in our namespaces, the namespaces
   for pid in $(jobs -p); do kill -9 "$pid" 2>/dev/null; done

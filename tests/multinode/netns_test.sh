@@ -16,12 +16,14 @@ work=$(mktemp -d)
 
 # shellcheck disable=SC2034  # namespaces: read by netns_lib.sh
 namespaces=("$a" "$b")
+# shellcheck source=SCRIPTDIR/../../scripts/lib.sh
+source "$(dirname "$0")/../../scripts/lib.sh"
 # shellcheck source=SCRIPTDIR/netns_lib.sh
 source "$(dirname "$0")/netns_lib.sh"
 trap netns_cleanup EXIT
 
 [[ $(id -u) -eq 0 ]] || skip "needs root to create network namespaces"
-command -v ip >/dev/null || skip "iproute2 (ip) is not installed"
+need 77 ip ping
 "$python" -c 'import torch.distributed' 2>/dev/null || skip "python3-torch is not installed"
 ip netns add "$a" 2>/dev/null || skip "cannot create network namespaces here"
 ip netns add "$b" || skip "cannot create a second namespace"

@@ -16,14 +16,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def fail(message, output=""):
-    print(f"FAIL: {message}")
-    if output:
-        print("---- output ----")
-        print(output)
-    sys.exit(1)
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+from checks import fail  # noqa: E402
 
 
 def launch(args, launcher_args, script, script_args=(), timeout=120):

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # scripts/plot.sh end to end: metrics.csv files made here (train's format) -> a valid PNG of
 # plausible size, legends from directory names and LABEL= arguments; bad input -> exit 2 and
-# one 'plot.sh: error:' line naming the file and the problem. Usage: plot_test.sh REPO_ROOT
+# one 'plot.sh: error:' line naming the file and the problem. Skipped (77) without gnuplot.
+# Usage: plot_test.sh REPO_ROOT
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/../../scripts/lib.sh
+source "$(dirname "$0")/../../scripts/lib.sh"
+need 77 gnuplot
 plot="$1/scripts/plot.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 header="epoch,step,loss,accuracy,samples_per_s"
 mkdir -p "$tmp/np1" "$tmp/np2"

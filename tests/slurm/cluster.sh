@@ -5,24 +5,16 @@
 # Usage: cluster.sh up DIR     (prints `export SLURM_CONF=...`; exits 77 where Slurm cannot run)
 #        cluster.sh down DIR   (stops every daemon it started; safe to run twice)
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/../../scripts/lib.sh
+source "$(dirname "$0")/../../scripts/lib.sh"
 
 kNodes=3
 kCpusPerNode=16        # declared, not real (SlurmdParameters=config_overrides), so
                        # scripts/slurm.sbatch's --cpus-per-task=16 fits on a small machine
 
 skip_file=/dev/null   # up writes the reason to DIR/skip too, for the test cases to repeat
+# lib.sh's skip (exit 77), which need calls too, plus that reason file.
 skip() { echo "cluster.sh: SKIP: $*" | tee "$skip_file" >&2; exit 77; }
-die() { echo "cluster.sh: $*" >&2; exit 1; }
-
-free_ports() {  # N distinct free TCP ports on loopback
-  python3 - "$1" <<'PY'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-PY
-}
 
 write_conf() {
   local dir=$1 ctld_port=$2; shift 2
@@ -77,7 +69,7 @@ start_munge() {
   munged --force --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
     --pid-file="$dir/munge/munged.pid" --log-file="$dir/munge/munged.log" \
     --seed-file="$dir/munge/munged.seed" 2>"$dir/log/munged.err" ||
-    die "munged did not start: $(cat "$dir/log/munged.err" "$dir/munge/munged.log" 2>/dev/null | tail -3)"
+    die 1 "munged did not start: $(cat "$dir/log/munged.err" "$dir/munge/munged.log" 2>/dev/null | tail -3)"
 }
 
 wait_idle() {  # until all nodes are idle (slurmd registered), or fail with the logs
@@ -90,7 +82,7 @@ wait_idle() {  # until all nodes are idle (slurmd registered), or fail with the 
   done
   sinfo -N -l >&2 || true
   tail -n 5 "$dir"/log/*.log >&2 || true
-  die "the nodes did not become idle within 60 s (logs above)"
+  die 1 "the nodes did not become idle within 60 s (logs above)"
 }
 
 up() {
@@ -98,18 +90,16 @@ up() {
   down "$dir"  # a cluster left by an interrupted run
   rm -rf "$dir" && mkdir -p "$dir" && skip_file=$dir/skip
   [[ $(id -u) -eq 0 ]] || skip "needs root (slurmd runs jobs as the submitting user and must be root; CI runs the tests as root)"
-  for b in munged slurmctld slurmd sbatch srun scancel sinfo; do
-    command -v "$b" >/dev/null || skip "$b not installed (scripts/install-deps.sh installs slurm-wlm and munge)"
-  done
+  need 77 munged slurmctld slurmd sbatch srun scancel sinfo
   mkdir -p "$dir"/{state,spool,run,log}
-  local ports; read -r -a ports <<<"$(free_ports $((kNodes + 1)))"
+  local ports; read -r -a ports <<<"$(free_port $((kNodes + 1)))"
   write_conf "$dir" "${ports[@]}"
   export SLURM_CONF=$dir/slurm.conf
   start_munge "$dir"
-  slurmctld -c -f "$SLURM_CONF" || die "slurmctld did not start: $(tail -n 5 "$dir/log/slurmctld.log")"
+  slurmctld -c -f "$SLURM_CONF" || die 1 "slurmctld did not start: $(tail -n 5 "$dir/log/slurmctld.log")"
   for i in $(seq 1 "$kNodes"); do
     mkdir -p "$dir/spool/n$i"
-    slurmd -N "n$i" -f "$SLURM_CONF" || die "slurmd n$i did not start: $(tail -n 5 "$dir/log/slurmd.n$i.log")"
+    slurmd -N "n$i" -f "$SLURM_CONF" || die 1 "slurmd n$i did not start: $(tail -n 5 "$dir/log/slurmd.n$i.log")"
   done
   wait_idle "$dir"
   echo "export SLURM_CONF=$SLURM_CONF"
@@ -152,7 +142,7 @@ down() {  # cancels the jobs, then SIGTERMs the daemons (SIGKILL after 15 s); on
 }
 
 case "${1:-}" in
-  up) [[ $# -eq 2 ]] || die "usage: cluster.sh up DIR"; up "$2" ;;
-  down) [[ $# -eq 2 ]] || die "usage: cluster.sh down DIR"; down "$2" ;;
-  *) die "usage: cluster.sh up|down DIR" ;;
+  up) [[ $# -eq 2 ]] || die 1 "usage: cluster.sh up DIR"; up "$2" ;;
+  down) [[ $# -eq 2 ]] || die 1 "usage: cluster.sh down DIR"; down "$2" ;;
+  *) die 1 "usage: cluster.sh up|down DIR" ;;
 esac

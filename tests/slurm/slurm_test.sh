@@ -8,10 +8,12 @@
 #   CASE: sbatch_train | scancel | usr1 | srun_c10d | srun_step. Exit 77: Slurm cannot run here (the
 #   cluster's skip reason), or sbatch_train without a built trainer (DDP_BUILD_RUNTIME=OFF).
 set -euo pipefail
-[[ $# -eq 5 ]] || { echo "usage: slurm_test.sh CASE CLUSTER_DIR DDP_LAUNCH TRAIN|none REPO_ROOT" >&2; exit 2; }
+# shellcheck source=SCRIPTDIR/../../scripts/lib.sh
+source "$(dirname "$0")/../../scripts/lib.sh"
+[[ $# -eq 5 ]] || die "usage: slurm_test.sh CASE CLUSTER_DIR DDP_LAUNCH TRAIN|none REPO_ROOT"
 case_name=$1 cluster=$2 launcher=$3 train=$4 repo=$5
 if [[ -s $cluster/skip ]]; then cat "$cluster/skip"; exit 77; fi
-[[ -f $cluster/slurm.conf ]] || { echo "FAIL: no cluster at $cluster (the 'slurm: cluster up' fixture did not run)"; exit 1; }
+[[ -f $cluster/slurm.conf ]] || fail "no cluster at $cluster (the 'slurm: cluster up' fixture did not run)"
 export SLURM_CONF=$cluster/slurm.conf
 
 kJobTimeout=240  # seconds for any one job, generous for a loaded 2-core machine
@@ -19,21 +21,17 @@ tmp=$(mktemp -d /tmp/ddp-slurm-test.XXXXXX)
 marker=ddpslurm$$x$RANDOM  # in every path a job's processes run from, for pgrep -f
 cleanup() {  # the jobs this test submitted (their ids are in $tmp/jobs) never outlive it
   local j
-  for j in $(cat "$tmp/jobs" 2>/dev/null); do scancel --signal=KILL --full "$j" 2>/dev/null || true; done
+  while read -r j; do scancel --signal=KILL --full "$j" 2>/dev/null || true; done < <(cat "$tmp/jobs" 2>/dev/null)
   rm -rf "$tmp"
 }
 trap cleanup EXIT
 
-fail() {  # to stderr: it is also called inside $(...)
+fail() {  # lib.sh's fail (to stderr: it is also called inside $(...)), plus the jobs' logs
   exec >&2
   echo "FAIL: $*"
   for f in "$tmp"/job-*.out; do [[ -f $f ]] && { echo "--- $f"; tail -n 60 "$f"; }; done
   echo "--- slurmctld/slurmd logs"; tail -n 8 "$cluster"/log/*.log
   exit 1
-}
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
 job_field() {  # job_field ID FIELD: a field of `scontrol show job -o`
@@ -74,7 +72,7 @@ submit() {  # submit SBATCH-ARGS... (scripts/slurm.sbatch and its program among 
 # --- the cases -------------------------------------------------------------------------
 
 case_sbatch_train() {
-  [[ $train != none && -x $train ]] || { echo "SKIP: the train trainer is not built (DDP_BUILD_RUNTIME=OFF)"; exit 77; }
+  [[ $train != none && -x $train ]] || skip "the train trainer is not built (DDP_BUILD_RUNTIME=OFF)"
   local id result out
   id=$(submit "$repo/scripts/slurm.sbatch" "$train" --epochs 4 --checkpoint-dir "$tmp/ckpt" \
     --train-samples 8192 --val-samples 2048 --progress plain --log-every 20)
@@ -99,7 +97,7 @@ case_sbatch_train() {
         fail "no stdout.log/stderr.log of local rank $lr in $run"
     done
   done
-  grep -q "node 0 of 2, ranks 0-1 of 4" "$out" && grep -q "node 1 of 2, ranks 2-3 of 4" "$out" ||
+  { grep -q "node 0 of 2, ranks 0-1 of 4" "$out" && grep -q "node 1 of 2, ranks 2-3 of 4" "$out"; } ||
     fail "the two launchers did not report node 0 (ranks 0-1) and node 1 (ranks 2-3)"
   grep -rqs "train: done: val_accuracy" "$tmp/logs-$id" || fail "rank 0's final line is in no worker log"
   echo "ok: job $id: two nodes x two train workers, $acc% accuracy, logs from both nodes"
@@ -118,6 +116,7 @@ W
 
 case_scancel() {
   local worker id
+  # shellcheck disable=SC2016  # the worker's variables: expanded by the worker
   worker=$(write_worker '
 bash -c "while :; do sleep 1; done" '"$marker"'-child &
 touch "$dir/ready.$SLURM_NODEID.$LOCAL_RANK"
@@ -147,6 +146,7 @@ case_usr1() {
   # Each worker records the USR1 it receives, then finishes normally a second later: the
   # job must complete with exit 0 (USR1 is forwarded, never a stop).
   local worker timed by_scancel
+  # shellcheck disable=SC2016  # the worker's variables: expanded by the worker
   worker=$(write_worker '
 trap "touch \"\$dir/usr1.\$SLURM_JOB_ID.\$SLURM_NODEID.\$LOCAL_RANK\"; got=1" USR1
 touch "$dir/ready.$SLURM_JOB_ID.$SLURM_NODEID.$LOCAL_RANK"
@@ -172,6 +172,7 @@ exit 3')
 
 case_srun_c10d() {
   local worker port out
+  # shellcheck disable=SC2016  # the worker's variables: expanded by the worker
   worker=$(write_worker '
 echo "worker rank=$RANK local=$LOCAL_RANK group=$GROUP_RANK world=$WORLD_SIZE node=$SLURM_NODEID master=$MASTER_ADDR:$MASTER_PORT"')
   port=$(free_port)
@@ -214,7 +215,7 @@ B
   result=$(wait_job "$id")
   out=$tmp/job-$id.out
   [[ $result == "COMPLETED 0:0" ]] || fail "job $id ended '$result', expected 'COMPLETED 0:0'"
-  grep -q "on node 0 of 2 (world size 4)" "$out" && grep -q "on node 1 of 2 (world size 4)" "$out" ||
+  { grep -q "on node 0 of 2 (world size 4)" "$out" && grep -q "on node 1 of 2 (world size 4)" "$out"; } ||
     fail "the two launchers are not node 0 and node 1 of 2"
   [[ $(grep -c "MASTER_ADDR=n2$" "$out") -eq 4 ]] || fail "not all 4 workers get MASTER_ADDR=n2 (the step's first node)"
   echo "ok: job $id: srun -N2 -w n2,n3 in a three-node job: nodes 0 and 1 of 2, master n2"

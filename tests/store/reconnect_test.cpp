@@ -1,46 +1,27 @@
 // Reconnects: a client whose connection is cut for real (`ss -K`, the kernel destroys the
-// socket; needs root and CONFIG_INET_DIAG_DESTROY, else these cases say so and stop) while
+// socket; needs root and CONFIG_INET_DIAG_DESTROY, else these cases are skipped, 77) while
 // the server lives reconnects, re-authenticates and finishes its request; the server
 // reports it dropped only if it is not back within its heartbeat timeout. ADD is applied
 // once even when sent twice (ADD_ONCE). Without a reconnect window a cut is final.
 #include <catch2/catch.hpp>
 
 #include <atomic>
-#include <cstdlib>
 #include <thread>
 
 #include "launcher/store/codec.hpp"
 #include "tests/store/fixture.hpp"
 #include "tests/store/raw_peer.hpp"
+#include "tests/support/connections.hpp"
 #include "tests/support/test_support.hpp"
 
 using namespace ddp::launch::store;
 using namespace ddp::launch::store::test;
+using ddp::test::cut_connections;
+using ddp::test::require_cut_connections;
 
 namespace {
 
 std::string dropped(const std::string& name) { return std::string(kDroppedPrefix) + name; }
-
-// Destroys every TCP socket connected to 127.0.0.1:port (the clients' ends: the server
-// sees a reset). False where ss cannot (not root, kernel without INET_DIAG_DESTROY).
-bool cut_connections(uint16_t port) {
-  const std::string cmd = "ss -K dst 127.0.0.1 dport = :" + std::to_string(port) + " 2>/dev/null | grep -q ESTAB";
-  return std::system(cmd.c_str()) == 0;
-}
-
-// Can this machine cut a connection? Tried on a throwaway server and client.
-bool can_cut() {
-  static const bool ok = [] {
-    LocalServer probe;
-    ClientOptions o;
-    o.connect_timeout = 2s;
-    TcpStoreClient c("127.0.0.1", probe.server.port(), o);
-    c.ping();
-    return cut_connections(probe.server.port());
-  }();
-  if (!ok) WARN("cannot cut connections with `ss -K` here (needs root and CONFIG_INET_DIAG_DESTROY): case not run");
-  return ok;
-}
 
 ClientOptions reconnecting(const std::string& name, uint32_t heartbeat_ms) {
   ClientOptions o;
@@ -71,7 +52,7 @@ int64_t raw_call_number(RawPeer& peer, const Request& q) {
 }  // namespace
 
 TEST_CASE("reconnect: a cut mid-wait reconnects and the wait still returns the value; nobody is dropped") {
-  if (!can_cut()) return;
+  require_cut_connections();
   LocalServer srv;
   auto node = srv.client(reconnecting("node1", 2000));
   std::thread setter([&] {
@@ -98,7 +79,7 @@ TEST_CASE("reconnect: a cut mid-wait reconnects and the wait still returns the v
 }
 
 TEST_CASE("reconnect: cut after cut, every request of a busy client succeeds exactly once") {
-  if (!can_cut()) return;
+  require_cut_connections();
   LocalServer srv;
   auto node = srv.client(reconnecting("busy", 3000));
   std::atomic<bool> done{false};
@@ -120,7 +101,7 @@ TEST_CASE("reconnect: cut after cut, every request of a busy client succeeds exa
 }
 
 TEST_CASE("reconnect: a client not back within its heartbeat timeout is dropped") {
-  if (!can_cut()) return;
+  require_cut_connections();
   ServerOptions o = local_options();
   LocalServer srv(o);
   RawPeer peer(srv.server.port());
@@ -131,7 +112,7 @@ TEST_CASE("reconnect: a client not back within its heartbeat timeout is dropped"
 }
 
 TEST_CASE("reconnect: without a reconnect window a cut is final") {
-  if (!can_cut()) return;
+  require_cut_connections();
   LocalServer srv;
   ClientOptions o;
   o.connect_timeout = 5s;

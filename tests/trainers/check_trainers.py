@@ -14,15 +14,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from checks import fail  # noqa: E402
+
 ARGS = None
-
-
-def fail(message, output=""):
-    print(f"FAIL: {message}")
-    if output:
-        print("---- output ----")
-        print(output)
-    sys.exit(1)
 
 
 def run(cmd, timeout=150):

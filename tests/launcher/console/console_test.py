@@ -9,6 +9,7 @@ a generous deadline. Exits 1 with the transcript on the first mismatch.
 """
 import argparse
 import fcntl
+import functools
 import os
 import re
 import select
@@ -21,17 +22,13 @@ import termios
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "support"))
+import checks  # noqa: E402
+
 WORKER = os.path.join(HERE, "bar_worker.py")
 DEADLINE_S = 60
 COLS, ROWS = 100, 30
-
-
-def fail(message, transcript=""):
-    print(f"FAIL: {message}")
-    if transcript:
-        print("---- transcript ----")
-        print(transcript)
-    sys.exit(1)
+fail = functools.partial(checks.fail, heading="transcript")  # fail(message, transcript="")
 
 
 class Screen:
