@@ -86,7 +86,8 @@ Round etcd_round(const etcd::EtcdOptions& o, const std::string& prefix, int agen
         EtcdStore& s = *stores[static_cast<size_t>(t)];
         for (int i = t; i < agents; i += threads) {
           s.add("rdzv/count", 1);
-          s.set(keys[static_cast<size_t>(i)], fmt::format("{{\"node\":{},\"addr\":\"10.0.0.{}\",\"nproc\":8}}", i, i % 250));
+          s.set(keys[static_cast<size_t>(i)],
+                fmt::format("{{\"node\":{},\"addr\":\"10.0.0.{}\",\"nproc\":8}}", i, i % 250));
         }
         for (int i = t; i < agents; i += threads) {
           if (!s.wait(keys, kTimeout)) throw std::runtime_error("wait timed out");

@@ -139,8 +139,8 @@ std::unique_ptr<Backend> make(const std::string& name) {
 }
 
 struct Round {
-  double connect_s = 0;  // all K connected (in parallel)
-  double round_s = 0;    // from "go" until the last agent has read every key
+  double connect_s = 0;    // all K connected (in parallel)
+  double round_s = 0;      // from "go" until the last agent has read every key
   double round_cpu_s = 0;  // CPU time of the process meanwhile
 };
 
@@ -167,7 +167,8 @@ Round rendezvous_round(Backend& backend, int agents) {
         cv.wait(lock, [&] { return go; });
       }
       c->add("rdzv/count", 1);
-      c->set(keys[static_cast<size_t>(i)], fmt::format("{{\"node\":{},\"addr\":\"10.0.0.{}\",\"nproc\":8}}", i, i % 250));
+      c->set(keys[static_cast<size_t>(i)],
+             fmt::format("{{\"node\":{},\"addr\":\"10.0.0.{}\",\"nproc\":8}}", i, i % 250));
       c->wait(keys);
       auto values = c->read_all(keys);
       if (values.size() != keys.size() || values.back().empty()) ++bad;
@@ -301,8 +302,8 @@ int main(int argc, char** argv) {
   };
   for (int rep = 0; rep < repeats; ++rep) {
     // Alternate which store goes first, so drift hurts both alike.
-    const std::vector<std::string> stores = rep % 2 ? std::vector<std::string>{"c10d", "ours"}
-                                                    : std::vector<std::string>{"ours", "c10d"};
+    const std::vector<std::string> stores =
+        rep % 2 ? std::vector<std::string>{"c10d", "ours"} : std::vector<std::string>{"ours", "c10d"};
     for (const auto& s : stores) {
       for (int k : agents) {
         if (s == "c10d" && k > c10d_max) continue;
@@ -336,9 +337,10 @@ int main(int argc, char** argv) {
     const double theirs = median(samples[figure]["c10d"]);
     const bool rate = figure.find("ops/s") != std::string::npos;
     const double speedup = rate ? ours / theirs : theirs / ours;  // > 1: ours is faster
-    fmt::print("| {} | {} | {} | {:.2f}x {} |\n", figure, rate ? fmt::format("{:.0f}", ours) : fmt::format("{:.4f}", ours),
-               rate ? fmt::format("{:.0f}", theirs) : fmt::format("{:.4f}", theirs), speedup >= 1 ? speedup : 1 / speedup,
-               speedup >= 1 ? "faster" : "slower");
+    fmt::print("| {} | {} | {} | {:.2f}x {} |\n", figure,
+               rate ? fmt::format("{:.0f}", ours) : fmt::format("{:.4f}", ours),
+               rate ? fmt::format("{:.0f}", theirs) : fmt::format("{:.4f}", theirs),
+               speedup >= 1 ? speedup : 1 / speedup, speedup >= 1 ? "faster" : "slower");
   }
   return 0;
 }

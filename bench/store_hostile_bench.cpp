@@ -68,7 +68,8 @@ Request request(Op op, std::vector<std::string> keys) {
 // One hostile client: repeats its attack (reconnecting when dropped) until stop.
 void attack(int kind, uint16_t port, const std::atomic<bool>& stop) {
   std::vector<std::string> many;
-  if (kind == 4) for (int i = 0; i < 100000; ++i) many.push_back("k/" + std::to_string(i));
+  if (kind == 4)
+    for (int i = 0; i < 100000; ++i) many.push_back("k/" + std::to_string(i));
   while (!stop) {
     try {
       RawPeer p(port, 4096);
@@ -150,8 +151,8 @@ Figures measure(pid_t host, uint16_t port, double seconds) {
 }
 
 void print(const char* label, const Figures& f) {
-  std::printf("| %s | %.1f | %.1f | %.2f | %.2f | %.1f | %d | %d |\n", label, f.rss_mib, f.peak_mib, f.p50_ms,
-              f.p99_ms, f.max_ms, f.pings, f.failed);
+  std::printf("| %s | %.1f | %.1f | %.2f | %.2f | %.1f | %d | %d |\n", label, f.rss_mib, f.peak_mib, f.p50_ms, f.p99_ms,
+              f.max_ms, f.pings, f.failed);
 }
 
 }  // namespace
@@ -173,7 +174,8 @@ int main(int argc, char** argv) {
   ::close(fds[1]);
   uint16_t port = 0;
   if (::read(fds[0], &port, sizeof(port)) != sizeof(port)) return 1;
-  std::printf("| load | host RSS max (MiB) | host RSS peak (MiB) | PING p50 (ms) | PING p99 (ms) | PING max (ms) | pings | failed |\n");
+  std::printf(
+      "| load | host RSS max (MiB) | host RSS peak (MiB) | PING p50 (ms) | PING p99 (ms) | PING max (ms) | pings | failed |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
   print("none", measure(host, port, seconds));
   std::atomic<bool> stop{false};

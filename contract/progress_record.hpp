@@ -16,50 +16,69 @@ inline constexpr const char* kEnvVar = "DDP_LAUNCH_PROGRESS_FILE";
 
 // Collective kinds (field op). Numbers are part of the format: append, never renumber.
 enum class Op : uint32_t {
-  kNone = 0, kAllReduce = 1, kBroadcast = 2, kAllGather = 3, kReduceScatter = 4, kBarrier = 5,
-  kReduce = 6, kGather = 7, kScatter = 8, kAllToAll = 9, kSend = 10, kRecv = 11, kOther = 12,
+  kNone = 0,
+  kAllReduce = 1,
+  kBroadcast = 2,
+  kAllGather = 3,
+  kReduceScatter = 4,
+  kBarrier = 5,
+  kReduce = 6,
+  kGather = 7,
+  kScatter = 8,
+  kAllToAll = 9,
+  kSend = 10,
+  kRecv = 11,
+  kOther = 12,
 };
 // Element types (field dtype). Same rule.
 enum class DType : uint32_t {
-  kUnknown = 0, kFloat32 = 1, kFloat64 = 2, kFloat16 = 3, kBFloat16 = 4, kInt8 = 5, kUInt8 = 6,
-  kInt32 = 7, kInt64 = 8, kBool = 9,
+  kUnknown = 0,
+  kFloat32 = 1,
+  kFloat64 = 2,
+  kFloat16 = 3,
+  kBFloat16 = 4,
+  kInt8 = 5,
+  kUInt8 = 6,
+  kInt32 = 7,
+  kInt64 = 8,
+  kBool = 9,
 };
 
 // Native byte order, every field naturally aligned; a single writer (the worker) updates
 // fields with plain stores and bumps `updates` last; a reader may see a torn record and
 // only relies on `updates` changing. Times are CLOCK_MONOTONIC nanoseconds (system-wide).
 struct Record {
-  uint32_t magic;                // 0: kMagic once the worker initialised the record
-  uint32_t version;              // 4: kVersion
-  uint64_t updates;              // 8: bumped by every write: any change is progress
-  uint64_t step;                 // 16: steps completed (heartbeat(step), a DDP step)
-  uint64_t seq_entered;          // 24: collectives entered (the last one's 1-based number)
-  uint64_t seq_completed;        // 32: collectives completed
-  uint64_t numel;                // 40: element count of the last collective entered
-  uint32_t op;                   // 48: its Op
-  uint32_t dtype;                // 52: its DType
-  uint32_t group;                // 56: its process group (0: the default group)
-  uint32_t paused;               // 60: pause depth; > 0: a legitimate pause, not a hang
-  uint64_t pause_deadline_ns;    // 64: the pause ends being legitimate then (0: no limit)
-  uint64_t step_time_ns;         // 72: when `step` last changed
-  uint64_t collective_time_ns;   // 80: when seq_entered or seq_completed last changed
-  uint64_t write_time_ns;        // 88: when anything last changed
-  uint8_t reserved[32];          // 96: zero
+  uint32_t magic;               // 0: kMagic once the worker initialised the record
+  uint32_t version;             // 4: kVersion
+  uint64_t updates;             // 8: bumped by every write: any change is progress
+  uint64_t step;                // 16: steps completed (heartbeat(step), a DDP step)
+  uint64_t seq_entered;         // 24: collectives entered (the last one's 1-based number)
+  uint64_t seq_completed;       // 32: collectives completed
+  uint64_t numel;               // 40: element count of the last collective entered
+  uint32_t op;                  // 48: its Op
+  uint32_t dtype;               // 52: its DType
+  uint32_t group;               // 56: its process group (0: the default group)
+  uint32_t paused;              // 60: pause depth; > 0: a legitimate pause, not a hang
+  uint64_t pause_deadline_ns;   // 64: the pause ends being legitimate then (0: no limit)
+  uint64_t step_time_ns;        // 72: when `step` last changed
+  uint64_t collective_time_ns;  // 80: when seq_entered or seq_completed last changed
+  uint64_t write_time_ns;       // 88: when anything last changed
+  uint8_t reserved[32];         // 96: zero
 };
 static_assert(sizeof(Record) == kRecordSize, "the progress record is 128 bytes");
 static_assert(offsetof(Record, pause_deadline_ns) == 64, "layout is part of the format");
 static_assert(offsetof(Record, write_time_ns) == 88, "layout is part of the format");
 
 inline const char* op_name(uint32_t op) {
-  static const char* const kNames[] = {"none", "all_reduce", "broadcast", "all_gather",
-                                       "reduce_scatter", "barrier", "reduce", "gather", "scatter",
-                                       "all_to_all", "send", "recv", "collective"};
+  static const char* const kNames[] = {"none",    "all_reduce", "broadcast", "all_gather", "reduce_scatter",
+                                       "barrier", "reduce",     "gather",    "scatter",    "all_to_all",
+                                       "send",    "recv",       "collective"};
   return op < sizeof kNames / sizeof kNames[0] ? kNames[op] : "collective";
 }
 
 inline const char* dtype_name(uint32_t dtype) {
-  static const char* const kNames[] = {"?", "float32", "float64", "float16", "bfloat16", "int8",
-                                       "uint8", "int32", "int64", "bool"};
+  static const char* const kNames[] = {"?",    "float32", "float64", "float16", "bfloat16",
+                                       "int8", "uint8",   "int32",   "int64",   "bool"};
   return dtype < sizeof kNames / sizeof kNames[0] ? kNames[dtype] : "?";
 }
 

@@ -58,7 +58,9 @@ multinode::MultiNodeSpec multi_node_spec(const cli::LaunchOptions& o) {
 
 }  // namespace
 
-worker::DeviceSpec device_spec(const cli::LaunchOptions& o) { return worker::DeviceSpec{o.nproc, o.devices, o.virtual_local_rank}; }
+worker::DeviceSpec device_spec(const cli::LaunchOptions& o) {
+  return worker::DeviceSpec{o.nproc, o.devices, o.virtual_local_rank};
+}
 
 worker::WorkerCommandSpec worker_command_spec(const cli::LaunchOptions& o) {
   return worker::WorkerCommandSpec{o.program, o.program_args, o.module, o.no_python, o.run_path, o.local_rank_flag};
@@ -92,8 +94,8 @@ ResolvedJob resolve_job(const cli::LaunchOptions& o, const cli::Environment& env
   job.role = o.role;
   job.max_restarts = o.max_restarts;
   job.layout = worker::RunLayoutSpec{o.log_dir, job.run_id, any_stream(o.redirects) || any_stream(o.tee)};
-  job.output = supervise::OutputSpec{o.redirects, o.tee, o.local_ranks_filter, o.log_line_prefix_template,
-                          stdin_rank(o)};
+  job.output =
+      supervise::OutputSpec{o.redirects, o.tee, o.local_ranks_filter, o.log_line_prefix_template, stdin_rank(o)};
   job.supervisor = supervisor_config(o);
   job.supervisor.tool_path = cli::lookup(env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
   r.single_node = single_node_spec(o);

@@ -13,8 +13,9 @@ int main(int argc, char** argv) {
     ddp::init_process_group();
     const int rank = ddp::get_rank();
     const auto& env = ddp::worker_env();
-    std::string path = (std::filesystem::temp_directory_path() /
-                        ("ddp_checkpoint_demo_" + std::to_string(env.master_port) + ".pt")).string();
+    std::string path =
+        (std::filesystem::temp_directory_path() / ("ddp_checkpoint_demo_" + std::to_string(env.master_port) + ".pt"))
+            .string();
     if (n == 3 && std::string(args[1]) == "--path") path = args[2];
 
     torch::manual_seed(rank);

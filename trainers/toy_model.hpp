@@ -11,8 +11,9 @@
 namespace examples {
 
 struct ToyModelImpl : torch::nn::Module {
-  ToyModelImpl() : net1(register_module("net1", torch::nn::Linear(10, 10))),
-                   net2(register_module("net2", torch::nn::Linear(10, 5))) {}
+  ToyModelImpl()
+      : net1(register_module("net1", torch::nn::Linear(10, 10))),
+        net2(register_module("net2", torch::nn::Linear(10, 5))) {}
   torch::Tensor forward(const torch::Tensor& x) { return net2(torch::relu(net1(x))); }
   torch::nn::Linear net1, net2;
 };

@@ -14,11 +14,11 @@ inline constexpr int kInterrupted = 130;  // 128 + SIGINT
 inline constexpr int kHang = 119;
 
 // The launcher's own band: nothing ran, or the launcher could not do its job.
-inline constexpr int kInternalError = 120;   // a bug, an unexpected system error, or a
-                                             // worker whose exit status was lost (ECHILD)
-inline constexpr int kUsage = 121;           // bad flag, bad value, contradictory options
-inline constexpr int kBadDevices = 122;      // GPU discovery/selection impossible as asked
-inline constexpr int kAddressInUse = 123;    // the explicit master port is taken, or no free port
+inline constexpr int kInternalError = 120;     // a bug, an unexpected system error, or a
+                                               // worker whose exit status was lost (ECHILD)
+inline constexpr int kUsage = 121;             // bad flag, bad value, contradictory options
+inline constexpr int kBadDevices = 122;        // GPU discovery/selection impossible as asked
+inline constexpr int kAddressInUse = 123;      // the explicit master port is taken, or no free port
 inline constexpr int kRendezvousFailed = 124;  // peers missing, timeout, mismatched nodes
 // Cannot create or write the run directory / log files: disk full, permissions, read-only
 // file system.

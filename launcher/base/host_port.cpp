@@ -15,11 +15,10 @@ HostPortError not_host_port(std::string_view shown, const std::string& why) {
 // `urls`: the caller took an http:// or https:// off already; another scheme is left.
 HostPort parse_item(std::string_view item, std::string_view shown, int default_port, bool urls = false) {
   if (item.empty()) throw not_host_port(shown, "it is empty");
-  if (item.find(',') != std::string_view::npos)
-    throw not_host_port(shown, "one endpoint is expected here, not a list");
+  if (item.find(',') != std::string_view::npos) throw not_host_port(shown, "one endpoint is expected here, not a list");
   if (item.find("://") != std::string_view::npos)
-    throw not_host_port(shown, urls ? "a URL here is http:// or https://"
-                                    : "no scheme:// here, only the host and the port");
+    throw not_host_port(shown,
+                        urls ? "a URL here is http:// or https://" : "no scheme:// here, only the host and the port");
   if (item.find_first_of(" \t/") != std::string_view::npos)
     throw not_host_port(shown, "a host holds no blanks and no '/'");
   HostPort hp{"", default_port};

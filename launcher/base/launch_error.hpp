@@ -9,8 +9,7 @@ namespace ddp::launch {
 
 class LaunchError : public std::runtime_error {
  public:
-  LaunchError(int exit_code, const std::string& message)
-      : std::runtime_error(message), exit_code_(exit_code) {}
+  LaunchError(int exit_code, const std::string& message) : std::runtime_error(message), exit_code_(exit_code) {}
   int exit_code() const { return exit_code_; }
 
  private:

@@ -7,7 +7,7 @@
 
 namespace ddp::launch {
 
-std::string signal_name(int signo);         // 9 -> "SIGKILL"; unknown -> "SIG<n>"
-int signal_number(std::string_view name);   // "SIGUSR1", "USR1", "10" -> number; -1 if unknown
+std::string signal_name(int signo);        // 9 -> "SIGKILL"; unknown -> "SIG<n>"
+int signal_number(std::string_view name);  // "SIGUSR1", "USR1", "10" -> number; -1 if unknown
 
 }  // namespace ddp::launch

@@ -31,8 +31,7 @@ std::string trim(std::string_view s) {
 }
 
 std::optional<long long> parse_natural(std::string_view s) {
-  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string_view::npos)
-    return std::nullopt;
+  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
   return std::stoll(std::string(s));
 }
 

@@ -11,7 +11,7 @@ namespace ddp::launch::cli {
 
 using Environment = std::map<std::string, std::string>;
 
-Environment environment_from(char** envp);                      // "K=V" array -> map
+Environment environment_from(char** envp);                             // "K=V" array -> map
 std::vector<std::string> environment_entries(const Environment& env);  // map -> "K=V"
 std::optional<std::string> lookup(const Environment& env, const std::string& key);
 

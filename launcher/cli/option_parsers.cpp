@@ -57,9 +57,10 @@ NprocSpec parse_nproc(const std::string& value) {
   if (v == "auto") return {NprocSpec::Kind::kAuto, 0};
   auto n = parse_natural(v);
   if (!n || *n < 1 || *n > 4096)
-    usage_error(fmt::format("--nproc-per-node must be a positive number of workers, gpu, cpu "
-                            "or auto; got '{}'",
-                            value));
+    usage_error(
+        fmt::format("--nproc-per-node must be a positive number of workers, gpu, cpu "
+                    "or auto; got '{}'",
+                    value));
   return {NprocSpec::Kind::kCount, static_cast<int>(*n)};
 }
 
@@ -75,9 +76,10 @@ std::pair<int, int> parse_nnodes(const std::string& value) {
 
 StreamSelection parse_stream_selection(const std::string& flag, const std::string& value) {
   auto bad = [&] {
-    usage_error(fmt::format("{} must be 0 (none), 1 (stdout), 2 (stderr), 3 (both) or a per-rank "
-                            "list like 0:3,1:1; got '{}'",
-                            flag, value));
+    usage_error(
+        fmt::format("{} must be 0 (none), 1 (stdout), 2 (stderr), 3 (both) or a per-rank "
+                    "list like 0:3,1:1; got '{}'",
+                    flag, value));
   };
   StreamSelection sel;
   std::string v = trim(value);
@@ -109,15 +111,14 @@ std::vector<int> parse_device_indices(const std::string& value) {
 }
 
 std::set<int> parse_rank_filter(const std::string& value) {
-  auto ranks = parse_number_list(
-      value, 100000, fmt::format("--local-ranks-filter must be local ranks like 0,1; got '{}'", value));
+  auto ranks = parse_number_list(value, 100000,
+                                 fmt::format("--local-ranks-filter must be local ranks like 0,1; got '{}'", value));
   return {ranks.begin(), ranks.end()};
 }
 
 double parse_shutdown_timeout(const std::string& value) {
   auto seconds = parse_seconds(value, SecondsFloor::kNonNegative);
-  if (!seconds)
-    usage_error(fmt::format("--shutdown-timeout must be a number of seconds >= 0, got '{}'", value));
+  if (!seconds) usage_error(fmt::format("--shutdown-timeout must be a number of seconds >= 0, got '{}'", value));
   return *seconds;
 }
 
@@ -157,9 +158,10 @@ std::vector<int> parse_signal_list(const std::string& value) {
   for (const auto& item : split(trim(value), ',')) {
     int n = signal_number(trim(item));
     if (n < 0 || n == SIGKILL || n == SIGSTOP)
-      usage_error(fmt::format("--signals-to-handle: '{}' is not a signal that can be handled; use "
-                              "names like SIGTERM,SIGUSR1",
-                              trim(item)));
+      usage_error(
+          fmt::format("--signals-to-handle: '{}' is not a signal that can be handled; use "
+                      "names like SIGTERM,SIGUSR1",
+                      trim(item)));
     if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
   }
   return out;

@@ -19,7 +19,7 @@ struct NprocSpec {
 
 // -r/--redirects and -t/--tee: which streams (bit 1 stdout, bit 2 stderr), by local rank.
 struct StreamSelection {
-  int all = 0;                              // applies to ranks not listed below
+  int all = 0;                                // applies to ranks not listed below
   std::vector<std::pair<int, int>> per_rank;  // (local rank, bits)
   int for_rank(int local_rank) const;
 };

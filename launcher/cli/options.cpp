@@ -53,8 +53,7 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
                  "Workers on this node: a number, gpu, cpu or auto (default 1)");
   app.add_option("--nnodes", raw.nnodes, "Number of nodes, N or MIN:MAX (default 1)");
   app.add_option("--node-rank,--node_rank", raw.node_rank, "This node's rank (default 0)");
-  app.add_option("--master-addr,--master_addr", o.master_addr,
-                 "Address of rank 0's store (default 127.0.0.1)");
+  app.add_option("--master-addr,--master_addr", o.master_addr, "Address of rank 0's store (default 127.0.0.1)");
   app.add_option("--master-port,--master_port", raw.master_port,
                  "Port of rank 0's store (default: a free port on a single node, 29500 otherwise)");
   app.add_option("--local-addr,--local_addr", o.local_addr, "Address this node advertises");
@@ -100,8 +99,7 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.add_option("--stdin-rank,--stdin_rank", raw.stdin_rank,
                  "Which worker reads the launcher's stdin (for pdb/breakpoint/input): a global "
                  "rank, none, or auto (default: rank 0 if stdin is a terminal, else none)");
-  app.add_option("--devices", raw.devices,
-                 "GPUs to use, e.g. 0,2,5 (indices into the visible devices)");
+  app.add_option("--devices", raw.devices, "GPUs to use, e.g. 0,2,5 (indices into the visible devices)");
   app.add_flag("--virtual-local-rank,--virtual_local_rank", o.virtual_local_rank,
                "Isolation: each worker sees only its own GPU (CUDA_VISIBLE_DEVICES) and LOCAL_RANK=0");
   app.add_option("--log-dir,--log_dir", o.log_dir,
@@ -123,9 +121,10 @@ void describe_app(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.formatter(std::make_shared<UsageFormatter>());
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   define_flags(app, o, raw);
-  app.footer("Every flag also reads PET_<NAME> from the environment (e.g. PET_NPROC_PER_NODE=4); "
-             "the command line wins.\nExit status: the failed worker's code (128+N if killed by "
-             "signal N), 130 on Ctrl-C, 120-127 for the launcher's own errors.");
+  app.footer(
+      "Every flag also reads PET_<NAME> from the environment (e.g. PET_NPROC_PER_NODE=4); "
+      "the command line wins.\nExit status: the failed worker's code (128+N if killed by "
+      "signal N), 130 on Ctrl-C, 120-127 for the launcher's own errors.");
 }
 
 // Environment defaults: PET_<NAME> of each flag as "--name=value" arguments, to be parsed
@@ -164,8 +163,7 @@ std::optional<ParsedCommandLine> run_cli11(CLI::App& app, std::vector<std::strin
 // PROGRAM and its arguments: what CLI11 left after the launcher's own flags.
 void take_program(std::vector<std::string> rest, LaunchOptions& o) {
   if (!rest.empty() && rest[0] == "--") rest.erase(rest.begin());
-  if (rest.empty())
-    usage_error("no program given; usage: ddp-launch [OPTIONS] PROGRAM [ARGS...] (see --help)");
+  if (rest.empty()) usage_error("no program given; usage: ddp-launch [OPTIONS] PROGRAM [ARGS...] (see --help)");
   if (rest[0].size() > 1 && rest[0][0] == '-')
     usage_error(fmt::format("unknown option '{}'; see ddp-launch --help for the flags", rest[0]));
   o.program = rest[0];
@@ -203,9 +201,10 @@ void convert_local_rank_arg(const RawOptions& raw, LaunchOptions& o) {
     return;
   }
   if (raw.local_rank_arg != "local_rank" && raw.local_rank_arg != "local-rank")
-    usage_error(fmt::format("--local-rank-arg '{}': use local_rank (--local_rank=N, torch 1.x "
-                            "launch) or local-rank (--local-rank=N, torch 2.x launch)",
-                            raw.local_rank_arg));
+    usage_error(
+        fmt::format("--local-rank-arg '{}': use local_rank (--local_rank=N, torch 1.x "
+                    "launch) or local-rank (--local-rank=N, torch 2.x launch)",
+                    raw.local_rank_arg));
   o.local_rank_flag = "--" + raw.local_rank_arg;
 }
 
@@ -217,8 +216,7 @@ void convert_stdin_rank(const std::string& value, LaunchOptions& o) {
 }
 
 // The raw strings into LaunchOptions, each through its validator.
-void convert_raw_options(const RawOptions& raw, const Environment& env, const GivenFlags& given,
-                         LaunchOptions& o) {
+void convert_raw_options(const RawOptions& raw, const Environment& env, const GivenFlags& given, LaunchOptions& o) {
   o.nproc = parse_nproc(raw.nproc);
   std::tie(o.nnodes_min, o.nnodes_max) = parse_nnodes(raw.nnodes);
   o.node_rank_given = given.node_rank;
@@ -243,31 +241,31 @@ void convert_raw_options(const RawOptions& raw, const Environment& env, const Gi
   if (o.rdzv_backend == "etcd-v2" || o.rdzv_backend == "etcd-v3") o.rdzv_backend = "etcd";
   o.rdzv = parse_rdzv_conf(raw.rdzv_conf, env);
   for (const auto& key : o.rdzv.ignored_keys)
-    o.warnings.push_back(fmt::format("--rdzv-conf: ignoring unknown key '{}' (known: join_timeout, "
-                                     "last_call_timeout, heartbeat_interval, heartbeat_timeout, "
-                                     "token, is_host, bind_all, protocol, cacert, cert, key, username, password_file)",
-                                     key));
+    o.warnings.push_back(
+        fmt::format("--rdzv-conf: ignoring unknown key '{}' (known: join_timeout, "
+                    "last_call_timeout, heartbeat_interval, heartbeat_timeout, "
+                    "token, is_host, bind_all, protocol, cacert, cert, key, username, password_file)",
+                    key));
 }
 
 // Flags that contradict each other; each error says which one to drop or add.
 void check_contradictions(const GivenFlags& given, const LaunchOptions& o) {
-  if (o.module && o.no_python)
-    usage_error("-m/--module and --no-python contradict each other; a module needs python");
-  if (o.module && o.run_path)
-    usage_error("-m/--module and --run-path contradict each other; give a module or a file");
+  if (o.module && o.no_python) usage_error("-m/--module and --no-python contradict each other; a module needs python");
+  if (o.module && o.run_path) usage_error("-m/--module and --run-path contradict each other; give a module or a file");
   if (o.rdzv_backend != "static" && o.rdzv_backend != "c10d" && o.rdzv_backend != "etcd")
     usage_error(fmt::format("--rdzv-backend '{}' is not supported; use static, c10d or etcd", o.rdzv_backend));
   if (!o.rdzv_endpoint.empty()) check_rdzv_endpoint(o.rdzv_backend, o.rdzv_endpoint);
-  if (o.standalone && o.nnodes_max > 1)
-    usage_error("--standalone runs a single node; drop --nnodes or --standalone");
+  if (o.standalone && o.nnodes_max > 1) usage_error("--standalone runs a single node; drop --nnodes or --standalone");
   if (is_multi_node(o)) {
     if (o.rdzv_backend == "static") {
       if (o.nnodes_min != o.nnodes_max)
-        usage_error("--nnodes MIN:MAX needs --rdzv-backend=c10d with --rdzv-endpoint; the static "
-                    "backend takes a fixed --nnodes=N");
+        usage_error(
+            "--nnodes MIN:MAX needs --rdzv-backend=c10d with --rdzv-endpoint; the static "
+            "backend takes a fixed --nnodes=N");
       if (!given.master_addr)
-        usage_error("a multi-node job needs --master-addr: the address of node 0, reachable from "
-                    "every node");
+        usage_error(
+            "a multi-node job needs --master-addr: the address of node 0, reachable from "
+            "every node");
     } else if (o.rdzv_endpoint.empty()) {
       usage_error(o.rdzv_backend == "etcd"
                       ? "--rdzv-backend=etcd needs --rdzv-endpoint=HOST[:PORT][,HOST[:PORT]...]: etcd's client "

@@ -43,8 +43,8 @@ struct LaunchOptions {
   int max_restarts = 0;
   double shutdown_timeout_s = 30.0;
   double hang_timeout_s = kHangTimeoutAuto;  // --hang-timeout; 0: off; default auto
-  double straggler_threshold = 2.0;  // --straggler-threshold; 0: off
-  std::vector<int> signals_to_handle;  // signal numbers
+  double straggler_threshold = 2.0;          // --straggler-threshold; 0: off
+  std::vector<int> signals_to_handle;        // signal numbers
   // GPUs.
   std::optional<std::vector<int>> devices;  // --devices 0,2,5 (indices into the visible list)
   bool virtual_local_rank = false;
@@ -64,7 +64,7 @@ struct LaunchOptions {
 // an exit code (--help, --version).
 struct ParsedCommandLine {
   std::optional<LaunchOptions> options;
-  std::string text;   // help or version text
+  std::string text;  // help or version text
   int exit_code = 0;
 };
 

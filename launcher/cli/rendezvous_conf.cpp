@@ -32,13 +32,13 @@ void apply_item(const std::string& key, const std::string& v, RendezvousConf& co
   else if (key == "username" || key == "user") conf.username = v;
   else if (key == "password_file") conf.password_file = v;
   else if (key == "password")
-    usage_error("--rdzv-conf password= would show the password to anyone who runs ps; put it in "
-                "DDP_LAUNCH_ETCD_PASSWORD or in a file named by --rdzv-conf password_file=PATH");
-  else if (key == "close_timeout" || key == "keep_alive_max_attempt" || key == "read_timeout" ||
-           key == "store_type" || key == "use_libuv")
+    usage_error(
+        "--rdzv-conf password= would show the password to anyone who runs ps; put it in "
+        "DDP_LAUNCH_ETCD_PASSWORD or in a file named by --rdzv-conf password_file=PATH");
+  else if (key == "close_timeout" || key == "keep_alive_max_attempt" || key == "read_timeout" || key == "store_type" ||
+           key == "use_libuv")
     return;  // torchrun keys with no meaning here
-  else
-    conf.ignored_keys.push_back(key);
+  else conf.ignored_keys.push_back(key);
 }
 
 }  // namespace

@@ -15,20 +15,20 @@ namespace ddp::launch::cli {
 
 // Seconds throughout.
 struct RendezvousConf {
-  double join_timeout_s = 600;        // join_timeout (static: also `timeout`)
-  double last_call_timeout_s = 30;    // last_call_timeout: wait for more nodes once MIN joined
-  double heartbeat_interval_s = 1;    // heartbeat_interval (alias keep_alive_interval)
-  double heartbeat_timeout_s = 3;     // heartbeat_timeout: silence before a node counts as lost
-  std::string token;                  // token (or env DDP_LAUNCH_RDZV_TOKEN): shared secret
-  std::optional<bool> is_host;        // is_host: force hosting (or not) the agent store
+  double join_timeout_s = 600;            // join_timeout (static: also `timeout`)
+  double last_call_timeout_s = 30;        // last_call_timeout: wait for more nodes once MIN joined
+  double heartbeat_interval_s = 1;        // heartbeat_interval (alias keep_alive_interval)
+  double heartbeat_timeout_s = 3;         // heartbeat_timeout: silence before a node counts as lost
+  std::string token;                      // token (or env DDP_LAUNCH_RDZV_TOKEN): shared secret
+  std::optional<bool> is_host;            // is_host: force hosting (or not) the agent store
   std::vector<std::string> ignored_keys;  // unknown keys, in the order given
-  bool bind_all = false;              // bind_all: the store listens on every interface
+  bool bind_all = false;                  // bind_all: the store listens on every interface
   // --rdzv-backend=etcd (torchrun's etcd keys): TLS and user/password authentication.
-  bool https = false;                 // protocol=https (or http)
-  std::string cacert, cert, key;      // cacert=, cert=, key=: PEM files
-  std::string username;               // username=: etcd user (auth enabled)
-  std::string password;               // env DDP_LAUNCH_ETCD_PASSWORD
-  std::string password_file;          // password_file=: read at start (first line)
+  bool https = false;             // protocol=https (or http)
+  std::string cacert, cert, key;  // cacert=, cert=, key=: PEM files
+  std::string username;           // username=: etcd user (auth enabled)
+  std::string password;           // env DDP_LAUNCH_ETCD_PASSWORD
+  std::string password_file;      // password_file=: read at start (first line)
 };
 
 RendezvousConf parse_rdzv_conf(const std::string& value, const Environment& env);

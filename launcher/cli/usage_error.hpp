@@ -9,8 +9,6 @@
 
 namespace ddp::launch::cli {
 
-[[noreturn]] inline void usage_error(const std::string& message) {
-  throw LaunchError(exit_code::kUsage, message);
-}
+[[noreturn]] inline void usage_error(const std::string& message) { throw LaunchError(exit_code::kUsage, message); }
 
 }  // namespace ddp::launch::cli

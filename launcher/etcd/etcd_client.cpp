@@ -11,8 +11,8 @@ namespace {
 
 namespace ssl = boost::asio::ssl;
 
-constexpr std::chrono::milliseconds kRoundPause{200};   // after every member failed once
-constexpr std::chrono::milliseconds kWatchPause{100};   // after a watch broke
+constexpr std::chrono::milliseconds kRoundPause{200};  // after every member failed once
+constexpr std::chrono::milliseconds kWatchPause{100};  // after a watch broke
 
 // Internal: call() and watch_change() catch them. EtcdErrors, as everything this layer throws.
 // The member answered but cannot serve now (no leader, shutting down): try another.
@@ -73,8 +73,8 @@ std::string EtcdClient::endpoints_text() const { return etcd::endpoints_text(opt
 std::string EtcdClient::current_endpoint() const { return options_.endpoints[current_].text(); }
 
 void EtcdClient::authenticate(HttpConnection& conn, Clock::time_point deadline) {
-  HttpReply reply = conn.post("/v3/auth/authenticate", authenticate_body(options_.username, options_.password), "",
-                              deadline);
+  HttpReply reply =
+      conn.post("/v3/auth/authenticate", authenticate_body(options_.username, options_.password), "", deadline);
   if (reply.status == 200) {
     token_ = parse_token(reply.body);
     return;
@@ -82,15 +82,16 @@ void EtcdClient::authenticate(HttpConnection& conn, Clock::time_point deadline) 
   ErrorReply err = parse_error(reply.body);
   if (mentions(err.message, "authentication is not enabled")) return;  // nothing to prove
   if (err.code == kCodeUnavailable) throw MemberUnavailable(err.message);
-  throw EtcdRejected(fmt::format("etcd at {} rejected user '{}': {}; check --rdzv-conf username= and the password "
-                                 "(DDP_LAUNCH_ETCD_PASSWORD, or --rdzv-conf password_file=)",
-                                 conn.endpoint().text(), options_.username, err.message));
+  throw EtcdRejected(
+      fmt::format("etcd at {} rejected user '{}': {}; check --rdzv-conf username= and the password "
+                  "(DDP_LAUNCH_ETCD_PASSWORD, or --rdzv-conf password_file=)",
+                  conn.endpoint().text(), options_.username, err.message));
 }
 
 HttpConnection& EtcdClient::connection(Clock::time_point deadline) {
   if (conn_) return *conn_;
-  auto conn = std::make_unique<HttpConnection>(options_.endpoints[current_], tls_ ? &tls_->context : nullptr,
-                                               &interrupted_);
+  auto conn =
+      std::make_unique<HttpConnection>(options_.endpoints[current_], tls_ ? &tls_->context : nullptr, &interrupted_);
   conn->connect(std::min(deadline, Clock::now() + options_.connect_timeout));
   if (!options_.username.empty() && token_.empty()) authenticate(*conn, deadline);
   conn_ = std::move(conn);
@@ -106,11 +107,12 @@ std::string EtcdClient::call_once(const std::string& target, const std::string& 
   if (err.code == kCodeUnauthenticated && !options_.username.empty()) throw TokenExpired(err.message);
   if (mentions(err.message, "user name is empty") || mentions(err.message, "permission denied") ||
       err.code == kCodeUnauthenticated)
-    throw EtcdRejected(fmt::format("etcd at {} refused {}: {}; {}", conn.endpoint().text(), target, err.message,
-                                   options_.username.empty()
-                                       ? "it requires authentication: pass --rdzv-conf username=NAME and the "
-                                         "password in DDP_LAUNCH_ETCD_PASSWORD (or password_file=PATH)"
-                                       : "give user '" + options_.username + "' read-write access to the prefix /ddp-launch/"));
+    throw EtcdRejected(
+        fmt::format("etcd at {} refused {}: {}; {}", conn.endpoint().text(), target, err.message,
+                    options_.username.empty()
+                        ? "it requires authentication: pass --rdzv-conf username=NAME and the "
+                          "password in DDP_LAUNCH_ETCD_PASSWORD (or password_file=PATH)"
+                        : "give user '" + options_.username + "' read-write access to the prefix /ddp-launch/"));
   if (mentions(reply.body, "HTTPS server"))
     throw EtcdRejected(fmt::format("{} speaks TLS: pass --rdzv-conf protocol=https,cacert=PATH (or https:// endpoints)",
                                    conn.endpoint().text()));
@@ -163,7 +165,9 @@ int64_t EtcdClient::delete_range(const std::string& key, const std::string& rang
 
 TxnResult EtcdClient::txn(const TxnRequest& t) { return parse_txn(call("/v3/kv/txn", txn_body(t))); }
 
-int64_t EtcdClient::lease_grant(int64_t ttl_s) { return parse_lease_id(call("/v3/lease/grant", lease_grant_body(ttl_s))); }
+int64_t EtcdClient::lease_grant(int64_t ttl_s) {
+  return parse_lease_id(call("/v3/lease/grant", lease_grant_body(ttl_s)));
+}
 
 int64_t EtcdClient::lease_keepalive(int64_t id) {
   return parse_lease_ttl(call("/v3/lease/keepalive", lease_id_body(id)));

@@ -23,9 +23,9 @@ namespace ddp::launch::etcd {
 
 struct EtcdOptions {
   std::vector<Endpoint> endpoints;
-  bool tls = false;      // https
-  std::string cacert;    // PEM file: the CA that signed the members' certificates ("" = system CAs)
-  std::string cert;      // PEM client certificate (etcd --client-cert-auth), with key
+  bool tls = false;    // https
+  std::string cacert;  // PEM file: the CA that signed the members' certificates ("" = system CAs)
+  std::string cert;    // PEM client certificate (etcd --client-cert-auth), with key
   std::string key;
   std::string username;  // "" = no auth
   std::string password;
@@ -42,12 +42,12 @@ class EtcdClient {
   EtcdClient& operator=(const EtcdClient&) = delete;
 
   RangeResult range(const std::string& key, const std::string& range_end = "", bool count_only = false);
-  int64_t put(const PutOp& put);  // the new revision
+  int64_t put(const PutOp& put);                                                    // the new revision
   int64_t delete_range(const std::string& key, const std::string& range_end = "");  // keys deleted
   TxnResult txn(const TxnRequest& txn);
-  int64_t lease_grant(int64_t ttl_s);           // the lease's id
-  int64_t lease_keepalive(int64_t id);          // seconds left; 0: the lease is gone
-  void lease_revoke(int64_t id);                // its keys go with it
+  int64_t lease_grant(int64_t ttl_s);   // the lease's id
+  int64_t lease_keepalive(int64_t id);  // seconds left; 0: the lease is gone
+  void lease_revoke(int64_t id);        // its keys go with it
   // Blocks until `key` changes at or after revision `from` or the deadline passes; returns
   // early (false) when the watch breaks: the caller reads the key again either way.
   bool watch_change(const std::string& key, int64_t from, Clock::time_point deadline);

@@ -103,9 +103,11 @@ json put_json(const PutOp& put) {
 
 WatchBatch parse_watch_json(const json& j, const std::string& line) {
   if (auto err = j.find("error"); err != j.end())
-    throw EtcdProtocolError("etcd ended the watch: " + (err->is_object() ? err->value("message", err->dump()) : err->dump()));
+    throw EtcdProtocolError("etcd ended the watch: " +
+                            (err->is_object() ? err->value("message", err->dump()) : err->dump()));
   auto result = j.find("result");
-  if (result == j.end()) throw EtcdProtocolError("etcd sent a watch message without a result: '" + line.substr(0, 200) + "'");
+  if (result == j.end())
+    throw EtcdProtocolError("etcd sent a watch message without a result: '" + line.substr(0, 200) + "'");
   WatchBatch w;
   w.created = result->value("created", false);
   w.canceled = result->value("canceled", false);

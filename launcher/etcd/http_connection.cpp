@@ -108,8 +108,7 @@ void HttpConnection::connect(Clock::time_point deadline) {
   } catch (const boost::system::system_error& e) {  // SSL_new failed: OpenSSL out of memory
     throw ConnectionError("cannot open a TLS stream to " + endpoint_.text() + ": " + e.what(), false);
   }
-  beast::error_code result =
-      m.run(deadline, [&](auto&, auto done) { m.lowest().async_connect(found, done); });
+  beast::error_code result = m.run(deadline, [&](auto&, auto done) { m.lowest().async_connect(found, done); });
   if (result) {
     m.reset();
     throw ConnectionError("cannot connect to " + endpoint_.text() + ": " + describe(result), false);
@@ -185,7 +184,8 @@ std::optional<std::string> HttpConnection::next_line(Clock::time_point deadline)
       m.reset();
       throw ConnectionError(endpoint_.text() + " ended the stream", false);
     }
-    beast::error_code ec = m.run(deadline, [&](auto& s, auto done) { http::async_read_some(s, m.buffer, *m.stream, done); });
+    beast::error_code ec =
+        m.run(deadline, [&](auto& s, auto done) { http::async_read_some(s, m.buffer, *m.stream, done); });
     m.pending += m.stream->get().body();
     m.stream->get().body().clear();
     if (ec == beast::error::timeout) {

@@ -33,8 +33,7 @@ struct HttpReply {
 class HttpConnection {
  public:
   // tls: the client context (CA, certificate), or nullptr for plain HTTP. Not owned.
-  HttpConnection(Endpoint endpoint, boost::asio::ssl::context* tls,
-                 const std::atomic<bool>* interrupted = nullptr);
+  HttpConnection(Endpoint endpoint, boost::asio::ssl::context* tls, const std::atomic<bool>* interrupted = nullptr);
   ~HttpConnection();
   HttpConnection(const HttpConnection&) = delete;
   HttpConnection& operator=(const HttpConnection&) = delete;

@@ -41,10 +41,11 @@ bool host_store(const MultiNodeSpec& spec, const std::string& listen_host, Agent
     return false;
   }
   if (options.token.empty() && !os::is_loopback_address(options.host))
-    worker::launcher_notice(fmt::format("warning: the agent store listens on {} without a token: anyone who can reach "
-                                "it can read and write the job's rendezvous keys (and declare a node lost); "
-                                "set the same --rdzv-conf token=<secret> (or DDP_LAUNCH_RDZV_TOKEN) on every node",
-                                link.server->listen_address()));
+    worker::launcher_notice(
+        fmt::format("warning: the agent store listens on {} without a token: anyone who can reach "
+                    "it can read and write the job's rendezvous keys (and declare a node lost); "
+                    "set the same --rdzv-conf token=<secret> (or DDP_LAUNCH_RDZV_TOKEN) on every node",
+                    link.server->listen_address()));
   return true;
 }
 
@@ -58,7 +59,8 @@ AgentStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string&
   link.endpoint = static_rdzv ? HostPort{spec.master_addr, *spec.master_port}
                               : parse_host_port(spec.rdzv_endpoint, kDefaultRdzvPort);  // checked by cli/
   link.name = fmt::format("{}:{}", os::host_name(), ::getpid());
-  const bool try_host = static_rdzv ? spec.node_rank == 0 : conf.is_host.value_or(os::is_local_address(link.endpoint.host));
+  const bool try_host =
+      static_rdzv ? spec.node_rank == 0 : conf.is_host.value_or(os::is_local_address(link.endpoint.host));
   const std::string listen_host = conf.bind_all ? "0.0.0.0" : os::store_listen_host(link.endpoint.host);
   link.leader = try_host && host_store(spec, listen_host, link);
   store::ClientOptions options;
@@ -79,9 +81,9 @@ AgentStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string&
   link.address = fmt::format("{}:{}", link.endpoint.host, link.endpoint.port);
   link.close = [client = link.client.get()] { client->close_gracefully(); };
   worker::launcher_notice(fmt::format("{} the agent store at {}:{}{} ({} rendezvous, run id {})",
-                              link.leader ? "hosting" : "joined", link.endpoint.host, link.endpoint.port,
-                              link.leader ? ", listening on " + link.server->listen_address() : "",
-                              spec.rdzv_backend, run_id));
+                                      link.leader ? "hosting" : "joined", link.endpoint.host, link.endpoint.port,
+                                      link.leader ? ", listening on " + link.server->listen_address() : "",
+                                      spec.rdzv_backend, run_id));
   return link;
 }
 
@@ -106,8 +108,8 @@ std::unique_ptr<KeyWaiter> open_abort_waiter(const AgentStoreLink& link) {
   if (link.open_waiter) return link.open_waiter();
   store::ClientOptions options = link.client_options;
   options.name.clear();  // not a node: its loss is nobody's failure (its waits still ping)
-  auto client = std::make_unique<store::TcpStoreClient>(link.client_host, static_cast<uint16_t>(link.endpoint.port),
-                                                         options);
+  auto client =
+      std::make_unique<store::TcpStoreClient>(link.client_host, static_cast<uint16_t>(link.endpoint.port), options);
   return std::make_unique<StoreKeyWaiter>(std::move(client), link.job_prefix);
 }
 

@@ -23,12 +23,12 @@
 namespace ddp::launch::multinode {
 
 struct AgentStoreLink {
-  HostPort endpoint;   // where every node reaches the store
+  HostPort endpoint;    // where every node reaches the store
   bool leader = false;  // this launcher hosts it
   // etcd: nobody hosts; every node watches its peers, and each round elects its leader.
   bool leaderless = false;
-  std::string name;     // this launcher's liveness name at the store (host:pid)
-  std::string address;  // the store, for messages ("host:port", "etcd at h1:p1, h2:p2")
+  std::string name;                               // this launcher's liveness name at the store (host:pid)
+  std::string address;                            // the store, for messages ("host:port", "etcd at h1:p1, h2:p2")
   std::unique_ptr<store::StoreServer> server;     // the leader's
   std::unique_ptr<store::TcpStoreClient> client;  // this launcher's connection (agent store)
   std::unique_ptr<store::Store> job;              // the run's keys ("ddp-launch/<run id>/...")

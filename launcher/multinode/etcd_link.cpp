@@ -19,11 +19,13 @@
 namespace ddp::launch::multinode {
 namespace {
 
-constexpr int64_t kMinLeaseTtlS = 2;       // etcd grants no shorter lease
-constexpr int64_t kMinJobLeaseTtlS = 10;   // the job's keys outlive every launcher by this
-constexpr double kConnectTimeoutS = 1.0;   // one connection attempt to one member
+constexpr int64_t kMinLeaseTtlS = 2;      // etcd grants no shorter lease
+constexpr int64_t kMinJobLeaseTtlS = 10;  // the job's keys outlive every launcher by this
+constexpr double kConnectTimeoutS = 1.0;  // one connection attempt to one member
 
-std::chrono::milliseconds ms(double seconds) { return std::chrono::milliseconds(static_cast<long long>(seconds * 1000)); }
+std::chrono::milliseconds ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+}
 
 std::string read_password(const cli::RendezvousConf& conf) {
   if (conf.password_file.empty()) return conf.password;
@@ -108,7 +110,7 @@ AgentStoreLink connect_etcd(const MultiNodeSpec& spec, const std::string& run_id
   };
   link.job = std::move(store);
   worker::launcher_notice(fmt::format("joined {}{} (etcd rendezvous, run id {}, lease TTL {} s)", link.address,
-                              options.tls ? " over TLS" : "", run_id, ttl));
+                                      options.tls ? " over TLS" : "", run_id, ttl));
   return link;
 }
 

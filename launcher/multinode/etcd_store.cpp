@@ -16,9 +16,9 @@ using etcd::Compare;
 using etcd::PutOp;
 using etcd::TxnRequest;
 
-constexpr std::chrono::milliseconds kOpenRetry{200};     // etcd unreachable at start: try again
-constexpr std::chrono::milliseconds kKeeperFloor{500};   // keepalive at most this often
-constexpr int kJobLeaseAttempts = 5;                     // racing launchers agree within two
+constexpr std::chrono::milliseconds kOpenRetry{200};    // etcd unreachable at start: try again
+constexpr std::chrono::milliseconds kKeeperFloor{500};  // keepalive at most this often
+constexpr int kJobLeaseAttempts = 5;                    // racing launchers agree within two
 
 int64_t integer_value(const std::string& key, const std::string& text) {
   size_t used = 0;
@@ -74,10 +74,11 @@ void EtcdStore::open(Clock::time_point deadline) {
       break;
     } catch (const etcd::EtcdUnavailable& e) {
       if (Clock::now() >= deadline)
-        throw store::StoreUnavailable(fmt::format("cannot reach {} within the join timeout: {}; is etcd running "
-                                                  "there, and is --rdzv-endpoint right (etcd serving TLS needs --rdzv-conf "
-                                                  "protocol=https)?",
-                                                  address(), e.what()));
+        throw store::StoreUnavailable(
+            fmt::format("cannot reach {} within the join timeout: {}; is etcd running "
+                        "there, and is --rdzv-endpoint right (etcd serving TLS needs --rdzv-conf "
+                        "protocol=https)?",
+                        address(), e.what()));
       std::this_thread::sleep_for(kOpenRetry);
     } catch (const etcd::EtcdError& e) {
       throw as_store_error(e, address_);
@@ -107,10 +108,10 @@ void EtcdStore::join_job_lease() {
         return;
       }
       if (kv->lease != *id)
-        throw store::StoreError(foreign_job_lease(
-            *kv, fmt::format("names lease {}, which etcd does not know, and is attached to {}", *id,
-                             kv->lease == 0 ? std::string("no lease: etcd never deletes it")
-                                            : fmt::format("lease {} instead", kv->lease))));
+        throw store::StoreError(
+            foreign_job_lease(*kv, fmt::format("names lease {}, which etcd does not know, and is attached to {}", *id,
+                                               kv->lease == 0 ? std::string("no lease: etcd never deletes it")
+                                                              : fmt::format("lease {} instead", kv->lease))));
       continue;  // expired right now: its key went with it
     }
     const int64_t id = client_->lease_grant(job_ttl_s_);
@@ -132,10 +133,11 @@ void EtcdStore::join_job_lease() {
 
 // The job's lease key as ddp-launch never writes it: what is wrong, and what to do.
 std::string EtcdStore::foreign_job_lease(const etcd::KeyValue& kv, const std::string& what) const {
-  return fmt::format("{}: the job's key {} {}; ddp-launch did not write it so (by hand, or another program using "
-                     "{}?). If no job with this --rdzv-id is running, delete the job's keys (etcdctl del --prefix "
-                     "{}), or pick another --rdzv-id",
-                     address_, kv.key, what, prefix_, prefix_);
+  return fmt::format(
+      "{}: the job's key {} {}; ddp-launch did not write it so (by hand, or another program using "
+      "{}?). If no job with this --rdzv-id is running, delete the job's keys (etcdctl del --prefix "
+      "{}), or pick another --rdzv-id",
+      address_, kv.key, what, prefix_, prefix_);
 }
 
 void EtcdStore::keep_alive() {
@@ -148,9 +150,10 @@ void EtcdStore::keep_alive() {
     std::string lost;
     try {
       if (client.lease_keepalive(lease_) == 0)
-        lost = fmt::format("this launcher's lease at {} expired (no keepalive reached etcd for {} s): the other "
-                           "nodes count it as lost",
-                           address(), ttl_s_);
+        lost = fmt::format(
+            "this launcher's lease at {} expired (no keepalive reached etcd for {} s): the other "
+            "nodes count it as lost",
+            address(), ttl_s_);
       client.lease_keepalive(job_lease_);
     } catch (const std::exception&) {  // etcd unreachable for now: keep trying until the lease expires
     }
@@ -173,7 +176,7 @@ void EtcdStore::close() noexcept {
     const std::string alive = prefix_ + "alive/";
     if (job_lease_ != 0 && client_->range(alive, etcd::prefix_range_end(alive), true).count == 0)
       client_->lease_revoke(job_lease_);  // the last one out: the job's keys go
-  } catch (const std::exception&) {  // best effort: the leases expire on their own
+  } catch (const std::exception&) {       // best effort: the leases expire on their own
   }
 }
 

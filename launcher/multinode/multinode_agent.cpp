@@ -38,7 +38,7 @@ struct Round {
 
 // What the next join needs to know.
 struct NextRound {
-  int round = 0;           // a follower's first join passes -1: the round currently open
+  int round = 0;  // a follower's first join passes -1: the round currently open
   int restart_count = 0;
   int previous_rank = -1;
   int expected_nodes = 0;  // how many nodes the next round waits for (0: up to nnodes_max)
@@ -84,11 +84,11 @@ class MultiNodeAgent {
   const cli::Environment& env_;
   supervise::Supervisor supervisor_;
   AgentStoreLink store_;  // hosted here (leader) or joined
-  RoundFindings state_;  // this round's record, a lost store or an unreadable record
+  RoundFindings state_;   // this round's record, a lost store or an unreadable record
   std::unique_ptr<worker::RunLayout> layout_;
   std::unique_ptr<supervise::EventLog> events_;  // RUN/events.jsonl; null until the run directory exists
   int acknowledged_round_ = -1;
-  int rendezvous_signal_ = 0;  // the stop signal that interrupted a rendezvous
+  int rendezvous_signal_ = 0;                      // the stop signal that interrupted a rendezvous
   std::unique_ptr<AbortWaitThread> abort_thread_;  // last: stopped before the supervisor goes
 };
 
@@ -112,8 +112,9 @@ NodeInfo MultiNodeAgent::self_info(int previous_rank) {
 }
 
 RoundCheckContext MultiNodeAgent::round_check_context() {
-  return RoundCheckContext{*store_.job,  *store_.root, store_.leader || store_.leaderless, job_.max_restarts,
-                         spec_.nnodes_max, os::host_name(), store_.address};
+  return RoundCheckContext{*store_.job,       *store_.root,     store_.leader || store_.leaderless,
+                           job_.max_restarts, spec_.nnodes_max, os::host_name(),
+                           store_.address};
 }
 
 // A final record read here is acknowledged at once, while this node's workers still stop:
@@ -144,9 +145,9 @@ void MultiNodeAgent::leave(const Round& r) {
 }
 
 // The leader keeps the store up until every other node has read the outcome and left
-// (the round's exited key or the job's stop_seen key), or is gone, at most two heartbeat timeouts: a live node reads it within a heartbeat
-// interval, a silent one is dropped by the store after one heartbeat timeout. A second
-// stop signal ends the wait.
+// (the round's exited key or the job's stop_seen key), or is gone, at most two heartbeat timeouts: a live node reads it
+// within a heartbeat interval, a silent one is dropped by the store after one heartbeat timeout. A second stop signal
+// ends the wait.
 void MultiNodeAgent::wait_for_others_to_leave(const Round& r) {
   const auto deadline = std::chrono::steady_clock::now() + ms(2 * spec_.rdzv.heartbeat_timeout_s);
   supervisor_.wait_until(kBarrierTick, [&] {
@@ -168,8 +169,8 @@ void MultiNodeAgent::wait_for_others_to_leave(const Round& r) {
 Round MultiNodeAgent::join_round(Rendezvous& rendezvous, const NextRound& next) {
   const cli::RendezvousConf& conf = spec_.rdzv;
   // Nodes that restart need a heartbeat to notice and up to the grace period to stop.
-  const Regroup regroup{next.expected_nodes, conf.last_call_timeout_s + job_.supervisor.shutdown_timeout_s +
-                                                       2 * conf.heartbeat_interval_s};
+  const Regroup regroup{next.expected_nodes,
+                        conf.last_call_timeout_s + job_.supervisor.shutdown_timeout_s + 2 * conf.heartbeat_interval_s};
   Round r;
   r.plan = rendezvous.join(self_info(next.previous_rank), next.round, next.restart_count, regroup);
   r.me = *r.plan.find(store_.name);
@@ -178,24 +179,29 @@ Round MultiNodeAgent::join_round(Rendezvous& rendezvous, const NextRound& next) 
 
 supervise::AttemptResult MultiNodeAgent::run_round(const Round& r) {
   const RoundPlan& plan = r.plan;
-  supervise::NodePlacement where{r.rank(), static_cast<int>(plan.nodes.size()), r.me.base_rank, plan.world_size,
-                      plan.master_addr, plan.master_port, plan.restart_count};
+  supervise::NodePlacement where{r.rank(),          static_cast<int>(plan.nodes.size()),
+                                 r.me.base_rank,    plan.world_size,
+                                 plan.master_addr,  plan.master_port,
+                                 plan.restart_count};
   std::tie(where.role_base_rank, where.role_world_size) = role_ranks(plan, r.rank());
   const worker::GroupPlan group = group_plan(job_, where);
-  worker::launcher_notice(fmt::format("round {}: node {} of {}, ranks {}-{} of {}, workers' store at {}:{}{}",
-                              r.number(), r.rank(), group.nnodes, r.me.base_rank,
-                              r.me.base_rank + group.local_world_size - 1, plan.world_size,
-                              plan.master_addr, plan.master_port,
-                              plan.restart_count ? fmt::format(" (restart {})", plan.restart_count) : ""));
+  worker::launcher_notice(fmt::format(
+      "round {}: node {} of {}, ranks {}-{} of {}, workers' store at {}:{}{}", r.number(), r.rank(), group.nnodes,
+      r.me.base_rank, r.me.base_rank + group.local_world_size - 1, plan.world_size, plan.master_addr, plan.master_port,
+      plan.restart_count ? fmt::format(" (restart {})", plan.restart_count) : ""));
   events_->set_node(r.rank());
   events_->set_attempt(plan.restart_count);
-  events_->write("rendezvous", {{"round", r.number()}, {"nnodes", group.nnodes}, {"world_size", plan.world_size},
-                                {"base_rank", r.me.base_rank}, {"nproc", group.local_world_size},
-                                {"master_addr", plan.master_addr}, {"master_port", plan.master_port}});
+  events_->write("rendezvous", {{"round", r.number()},
+                                {"nnodes", group.nnodes},
+                                {"world_size", plan.world_size},
+                                {"base_rank", r.me.base_rank},
+                                {"nproc", group.local_world_size},
+                                {"master_addr", plan.master_addr},
+                                {"master_port", plan.master_port}});
   // A hang detected on another node: this node's workers' stacks are captured too.
-  const supervise::AttemptCheck check{ms(spec_.rdzv.heartbeat_interval_s), [&] { return this->check(r); }, [&] {
-                             return state_.abort && is_hang(state_.abort->failure) && state_.abort->node_rank != r.rank();
-                           }};
+  const supervise::AttemptCheck check{
+      ms(spec_.rdzv.heartbeat_interval_s), [&] { return this->check(r); },
+      [&] { return state_.abort && is_hang(state_.abort->failure) && state_.abort->node_rank != r.rank(); }};
   state_ = RoundFindings{};
   abort_thread_->wait_for_round(r.number());
   return supervisor_.run_attempt(prepare_attempt(job_, env_, group, *layout_), check);
@@ -244,7 +250,8 @@ std::optional<Settled> MultiNodeAgent::symptom_of_known_cause(const Round& r, co
   });
   if (sig != 0 && !cause) return Settled{after_interrupt(r, sig), std::nullopt};  // recorded before our symptom
   if (!cause) return std::nullopt;
-  worker::launcher_notice(fmt::format("rank {} failed with a communication error, a symptom of: {}", root.rank, *cause));
+  worker::launcher_notice(
+      fmt::format("rank {} failed with a communication error, a symptom of: {}", root.rank, *cause));
   if (!state_.bad_record.empty()) throw LaunchError(exit_code::kRendezvousFailed, state_.bad_record);
   if (state_.abort && state_.abort->final) acknowledge(r);
   return Settled{std::nullopt, state_.abort};  // no record: the store is lost (conclude says so)
@@ -257,8 +264,8 @@ Settled MultiNodeAgent::after_failure(const Round& r, const supervise::AttemptRe
   const supervise::WorkerOutcome& root = result.outcomes[*result.root_cause];
   if (!is_hang(root.failure) && supervise::looks_like_comm_error(root))
     if (std::optional<Settled> known = symptom_of_known_cause(r, root)) return *known;
-  const AbortRecord mine = AbortRecord::worker_failure(root, r.rank(), os::host_name(),
-                                                       r.plan.restart_count >= job_.max_restarts);
+  const AbortRecord mine =
+      AbortRecord::worker_failure(root, r.rank(), os::host_name(), r.plan.restart_count >= job_.max_restarts);
   AbortRecord abort = mine;
   try {
     abort = publish_abort(*store_.job, r.number(), mine);
@@ -301,7 +308,8 @@ void MultiNodeAgent::publish_job_stop(const AbortRecord& stop) {
 // job's stop record; the leader waits for the nodes of the last round to read it.
 int MultiNodeAgent::stopped_between_rounds(const std::optional<Round>& last, int signal) {
   worker::launcher_notice(fmt::format("stopped by {}", signal_name(signal)));
-  const AbortRecord stop = AbortRecord::stopped_by_signal(last ? last->rank() : spec_.node_rank, os::host_name(), signal);
+  const AbortRecord stop =
+      AbortRecord::stopped_by_signal(last ? last->rank() : spec_.node_rank, os::host_name(), signal);
   try {
     publish_job_stop(stop);
     if (store_.leader && last) wait_for_others_to_leave(*last);
@@ -314,8 +322,9 @@ int MultiNodeAgent::stopped_between_rounds(const std::optional<Round>& last, int
 // Another launcher was stopped by a signal while this one was between rounds: report it,
 // say so, and (the leader) wait for the nodes of the last round to read it too.
 int MultiNodeAgent::job_stopped(const std::optional<Round>& last, const AbortRecord& stop) {
-  worker::write_all(STDERR_FILENO, supervise::format_remote_failure_report(job_.program, stop.remote_failure(),
-                                                        last ? last->rank() : spec_.node_rank, os::host_name()));
+  worker::write_all(STDERR_FILENO,
+                    supervise::format_remote_failure_report(job_.program, stop.remote_failure(),
+                                                            last ? last->rank() : spec_.node_rank, os::host_name()));
   try {
     store_.job->set(JobKeys::stop_seen(store_.name), "1");
     if (store_.leader && last) wait_for_others_to_leave(*last);
@@ -339,7 +348,8 @@ Settled MultiNodeAgent::settle(const Round& r, const supervise::AttemptResult& r
 std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settled, NextRound& next) {
   if (settled.exit_code) return settled.exit_code;
   if (!settled.abort) {  // the store was lost before any record could be read
-    events_->write("failure", {{"kind", to_string(FailureKind::kStoreLost)}, {"final", true}, {"reason", state_.store_lost}});
+    events_->write("failure",
+                   {{"kind", to_string(FailureKind::kStoreLost)}, {"final", true}, {"reason", state_.store_lost}});
     throw LaunchError(exit_code::kRendezvousFailed,
                       fmt::format("this node's workers were stopped: {}", state_.store_lost));
   }
@@ -348,10 +358,11 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
   if (abort.final) {
     if (is_hang(abort.failure) && layout_->temporary()) {  // this node's stacks were captured there
       layout_->keep();
-      worker::launcher_notice(fmt::format("kept the run directory {}: it holds this node's stacks files", layout_->run_dir()));
+      worker::launcher_notice(
+          fmt::format("kept the run directory {}: it holds this node's stacks files", layout_->run_dir()));
     }
-    worker::write_all(STDERR_FILENO, supervise::format_remote_failure_report(job_.program, abort.remote_failure(), r.rank(),
-                                                          os::host_name()));
+    worker::write_all(STDERR_FILENO, supervise::format_remote_failure_report(job_.program, abort.remote_failure(),
+                                                                             r.rank(), os::host_name()));
     leave(r);
     return abort.exit_code;
   }
@@ -364,8 +375,10 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
   if (abort.failure == FailureKind::kMembership && (store_.leader || store_.leaderless))
     next.expected_nodes += static_cast<int>(store_.job->add(JobKeys::waiting(r.number()), 0));
   events_->set_attempt(next.restart_count);
-  events_->write("restart", {{"round", next.round}, {"restart", next.restart_count},
-                             {"max_restarts", job_.max_restarts}, {"reason", abort.reason}});
+  events_->write("restart", {{"round", next.round},
+                             {"restart", next.restart_count},
+                             {"max_restarts", job_.max_restarts},
+                             {"reason", abort.reason}});
   return std::nullopt;
 }
 
@@ -381,7 +394,8 @@ int MultiNodeAgent::run() {
   } catch (const store::StoreError& e) {  // not swallowed: run_multi_node_agent reports it
     if (events_) {
       events_->write("failure", {{"kind", to_string(FailureKind::kStoreLost)}, {"final", true}, {"reason", e.what()}});
-      events_->write("finish", {{"outcome", "error"}, {"exit_code", exit_code::kRendezvousFailed}, {"message", e.what()}});
+      events_->write("finish",
+                     {{"outcome", "error"}, {"exit_code", exit_code::kRendezvousFailed}, {"message", e.what()}});
     }
     throw;
   }
@@ -391,7 +405,7 @@ int MultiNodeAgent::run_rounds() {
   store_ = connect_agent_store(spec_, job_.run_id);
   abort_thread_ = std::make_unique<AbortWaitThread>(open_abort_waiter(store_), [this] { supervisor_.wake(); });
   Rendezvous rendezvous(*store_.job, spec_.rdzv, store_.leader, spec_.nnodes_min, spec_.nnodes_max,
-                              [this] { return rendezvous_signal_ = supervisor_.poll_signals(); });
+                        [this] { return rendezvous_signal_ = supervisor_.poll_signals(); });
   if (store_.leaderless)
     rendezvous.elect_leaders(store_.name, [root = store_.root](const std::string& name) {
       return root->try_get(store::kDroppedPrefix + name).has_value();  // its liveness lease expired

@@ -40,9 +40,13 @@ int round_number(const std::string& text) {
 
 }  // namespace
 
-Rendezvous::Rendezvous(store::Store& job, const cli::RendezvousConf& conf, bool leader, int nnodes_min,
-                       int nnodes_max, std::function<int()> interrupted)
-    : job_(job), conf_(conf), leader_(leader), nnodes_min_(nnodes_min), nnodes_max_(nnodes_max),
+Rendezvous::Rendezvous(store::Store& job, const cli::RendezvousConf& conf, bool leader, int nnodes_min, int nnodes_max,
+                       std::function<int()> interrupted)
+    : job_(job),
+      conf_(conf),
+      leader_(leader),
+      nnodes_min_(nnodes_min),
+      nnodes_max_(nnodes_max),
       interrupted_(std::move(interrupted)) {}
 
 void Rendezvous::check_interrupted() {
@@ -95,7 +99,8 @@ RoundPlan Rendezvous::lead(const NodeInfo& self, int round, int restart_count, R
   std::vector<std::string> keys;
   for (long t = 1; t <= count; ++t) keys.push_back(JobKeys::join(round, t));
   std::vector<NodeInfo> joined;
-  for (const auto& v : job_.multi_get(keys, std::chrono::duration_cast<store::Duration>(seconds(conf_.heartbeat_timeout_s))))
+  for (const auto& v :
+       job_.multi_get(keys, std::chrono::duration_cast<store::Duration>(seconds(conf_.heartbeat_timeout_s))))
     joined.push_back(node_info_from_json(v));
   RoundPlan plan = make_plan(joined, round, restart_count);
   job_.set(JobKeys::plan(round), to_json(plan));
@@ -126,19 +131,20 @@ void Rendezvous::fail_join_timeout(const NodeInfo& self, int round, long count) 
       if (!present[r]) missing += fmt::format("{}{}", missing.empty() ? "; missing: node " : ", ", r);
   RoundPlan failed;
   failed.round = round;
-  failed.error = fmt::format("rendezvous timed out after {} s: {} of {} node{} joined: {}{}; check "
-                             "that every node runs ddp-launch with the same --rdzv-id and "
-                             "store address, and that the network between them is open",
-                             conf_.join_timeout_s, count, nnodes_min_, nnodes_min_ == 1 ? "" : "s", who,
-                             missing);
+  failed.error = fmt::format(
+      "rendezvous timed out after {} s: {} of {} node{} joined: {}{}; check "
+      "that every node runs ddp-launch with the same --rdzv-id and "
+      "store address, and that the network between them is open",
+      conf_.join_timeout_s, count, nnodes_min_, nnodes_min_ == 1 ? "" : "s", who, missing);
   job_.set(JobKeys::plan(round), to_json(failed));
   rendezvous_failed(failed.error);
 }
 
 [[noreturn]] void Rendezvous::follow_timed_out(const std::string& what) const {
-  rendezvous_failed(fmt::format("rendezvous timed out after {} s waiting for {}; is node 0's "
-                                "ddp-launch running with the same --rdzv-id?",
-                                conf_.join_timeout_s, what));
+  rendezvous_failed(
+      fmt::format("rendezvous timed out after {} s waiting for {}; is node 0's "
+                  "ddp-launch running with the same --rdzv-id?",
+                  conf_.join_timeout_s, what));
 }
 
 Rendezvous::RoundWait Rendezvous::wait_round_key(const std::string& key, int round, Clock::time_point deadline) {
@@ -162,7 +168,7 @@ std::optional<RoundPlan> Rendezvous::follow_one(const NodeInfo& self, int round,
   w = wait_round_key(JobKeys::plan(round), round, deadline);
   if (w == RoundWait::kLeaderLost) {
     worker::launcher_notice(fmt::format("round {}'s leader {} was lost before its plan; joining round {}", round,
-                                job_.try_get(JobKeys::leader(round)).value_or("?"), round + 1));
+                                        job_.try_get(JobKeys::leader(round)).value_or("?"), round + 1));
     return std::nullopt;
   }
   if (w == RoundWait::kTimedOut) follow_timed_out(fmt::format("the plan of round {}", round));
@@ -171,9 +177,10 @@ std::optional<RoundPlan> Rendezvous::follow_one(const NodeInfo& self, int round,
   if (!plan.error.empty()) rendezvous_failed(plan.error);
   if (plan.find(self.name)) return plan;
   if (static_cast<int>(plan.nodes.size()) >= nnodes_max_)
-    rendezvous_failed(fmt::format("the job already runs with its maximum of {} node{}; this node "
-                                  "is not needed (raise --nnodes MAX to add it)",
-                                  nnodes_max_, nnodes_max_ == 1 ? "" : "s"));
+    rendezvous_failed(
+        fmt::format("the job already runs with its maximum of {} node{}; this node "
+                    "is not needed (raise --nnodes MAX to add it)",
+                    nnodes_max_, nnodes_max_ == 1 ? "" : "s"));
   job_.add(JobKeys::waiting(round), 1);  // the running nodes restart to let us in
   return plan;
 }

@@ -18,10 +18,18 @@ using nlohmann::json;
 std::string describe(const NodeInfo& n) { return fmt::format("{} (pid {})", n.host, n.pid); }
 
 json info_json(const NodeInfo& n) {
-  return {{"name", n.name}, {"host", n.host}, {"addr", n.addr}, {"worker_port", n.worker_port},
-          {"nproc", n.nproc}, {"requested_rank", n.requested_rank}, {"previous_rank", n.previous_rank},
-          {"nnodes_min", n.nnodes_min}, {"nnodes_max", n.nnodes_max}, {"max_restarts", n.max_restarts},
-          {"pid", n.pid}, {"role", n.role}};
+  return {{"name", n.name},
+          {"host", n.host},
+          {"addr", n.addr},
+          {"worker_port", n.worker_port},
+          {"nproc", n.nproc},
+          {"requested_rank", n.requested_rank},
+          {"previous_rank", n.previous_rank},
+          {"nnodes_min", n.nnodes_min},
+          {"nnodes_max", n.nnodes_max},
+          {"max_restarts", n.max_restarts},
+          {"pid", n.pid},
+          {"role", n.role}};
 }
 
 NodeInfo info_from(const json& j) {
@@ -94,14 +102,15 @@ std::string disagreement(const std::vector<NodeInfo>& joined) {
   const NodeInfo& first = joined.front();
   for (const auto& n : joined) {
     if (n.nnodes_min != first.nnodes_min || n.nnodes_max != first.nnodes_max)
-      return fmt::format("nodes disagree on --nnodes: {} says {}:{}, {} says {}:{}; give every "
-                         "node the same value",
-                         describe(first), first.nnodes_min, first.nnodes_max, describe(n),
-                         n.nnodes_min, n.nnodes_max);
+      return fmt::format(
+          "nodes disagree on --nnodes: {} says {}:{}, {} says {}:{}; give every "
+          "node the same value",
+          describe(first), first.nnodes_min, first.nnodes_max, describe(n), n.nnodes_min, n.nnodes_max);
     if (n.max_restarts != first.max_restarts)
-      return fmt::format("nodes disagree on --max-restarts: {} says {}, {} says {}; give "
-                         "every node the same value",
-                         describe(first), first.max_restarts, describe(n), n.max_restarts);
+      return fmt::format(
+          "nodes disagree on --max-restarts: {} says {}, {} says {}; give "
+          "every node the same value",
+          describe(first), first.max_restarts, describe(n), n.max_restarts);
   }
   return "";
 }
@@ -116,15 +125,17 @@ std::vector<const NodeInfo*> assign_ranks(const std::vector<NodeInfo>& joined, s
     int r = joined[i].requested_rank;
     if (r < 0) continue;
     if (r >= count) {
-      error = fmt::format("{} asks for --node-rank {}, but the round has {} node{} (ranks "
-                          "0..{}); is a node missing or --nnodes wrong?",
-                          describe(joined[i]), r, count, count == 1 ? "" : "s", count - 1);
+      error = fmt::format(
+          "{} asks for --node-rank {}, but the round has {} node{} (ranks "
+          "0..{}); is a node missing or --nnodes wrong?",
+          describe(joined[i]), r, count, count == 1 ? "" : "s", count - 1);
       return {};
     }
     if (by_rank[r]) {
-      error = fmt::format("node rank {} is claimed twice: by {} and by {}; give each node its "
-                          "own --node-rank",
-                          r, describe(*by_rank[r]), describe(joined[i]));
+      error = fmt::format(
+          "node rank {} is claimed twice: by {} and by {}; give each node its "
+          "own --node-rank",
+          r, describe(*by_rank[r]), describe(joined[i]));
       return {};
     }
     by_rank[r] = &joined[i];
@@ -187,8 +198,8 @@ AbortRecord AbortRecord::worker_failure(const supervise::WorkerOutcome& root, in
   AbortRecord r;
   r.failure = root.failure;
   r.reason = is_hang(root.failure) ? fmt::format("node {} ({}) detected a {}", node_rank, host, root.hang)
-                                   : fmt::format("rank {} on node {} ({}) failed with {}", root.rank, node_rank,
-                                                 host, root.status.describe());
+                                   : fmt::format("rank {} on node {} ({}) failed with {}", root.rank, node_rank, host,
+                                                 root.status.describe());
   r.node_rank = node_rank;
   r.host = host;
   r.rank = root.rank;
@@ -209,8 +220,7 @@ AbortRecord AbortRecord::worker_failure(const supervise::WorkerOutcome& root, in
   return r;
 }
 
-AbortRecord AbortRecord::lost_node(int node_rank, const std::string& host, const std::string& why,
-                                   bool final) {
+AbortRecord AbortRecord::lost_node(int node_rank, const std::string& host, const std::string& why, bool final) {
   AbortRecord r;
   r.failure = FailureKind::kNodeLost;
   r.reason = fmt::format("node {} ({}) was lost: {}", node_rank, host, why);
@@ -243,8 +253,8 @@ AbortRecord AbortRecord::stopped_by_signal(int node_rank, const std::string& hos
 }
 
 supervise::RemoteFailure AbortRecord::remote_failure() const {
-  return supervise::RemoteFailure{node_rank, host, rank, local_rank, pid, status.empty() ? reason : status,
-                       error, traceback, failure, hang, stacks_file};
+  return supervise::RemoteFailure{node_rank, host,    rank, local_rank, pid, status.empty() ? reason : status, error,
+                                  traceback, failure, hang, stacks_file};
 }
 
 std::string to_json(const NodeInfo& info) { return info_json(info).dump(); }
@@ -253,17 +263,31 @@ std::string to_json(const RoundPlan& plan) {
   json nodes = json::array();
   for (const auto& n : plan.nodes)
     nodes.push_back({{"info", info_json(n.info)}, {"group_rank", n.group_rank}, {"base_rank", n.base_rank}});
-  return json{{"round", plan.round}, {"restart_count", plan.restart_count}, {"nodes", nodes},
-              {"world_size", plan.world_size}, {"master_addr", plan.master_addr},
-              {"master_port", plan.master_port}, {"error", plan.error}}
+  return json{{"round", plan.round},
+              {"restart_count", plan.restart_count},
+              {"nodes", nodes},
+              {"world_size", plan.world_size},
+              {"master_addr", plan.master_addr},
+              {"master_port", plan.master_port},
+              {"error", plan.error}}
       .dump();
 }
 
 std::string to_json(const AbortRecord& r) {
-  return json{{"failure", std::string(to_string(r.failure))}, {"kind", legacy_kind(r.failure)}, {"reason", r.reason}, {"node_rank", r.node_rank},
-              {"host", r.host}, {"rank", r.rank}, {"local_rank", r.local_rank}, {"pid", r.pid},
-              {"exit_code", r.exit_code}, {"status", r.status}, {"error", r.error},
-              {"traceback", r.traceback}, {"hang", r.hang}, {"stacks_file", r.stacks_file},
+  return json{{"failure", std::string(to_string(r.failure))},
+              {"kind", legacy_kind(r.failure)},
+              {"reason", r.reason},
+              {"node_rank", r.node_rank},
+              {"host", r.host},
+              {"rank", r.rank},
+              {"local_rank", r.local_rank},
+              {"pid", r.pid},
+              {"exit_code", r.exit_code},
+              {"status", r.status},
+              {"error", r.error},
+              {"traceback", r.traceback},
+              {"hang", r.hang},
+              {"stacks_file", r.stacks_file},
               {"final", r.final}}
       .dump();
 }
@@ -283,8 +307,8 @@ RoundPlan plan_from_json(const std::string& text) {
     plan.round = j.at("round").get<int>();
     plan.restart_count = j.at("restart_count").get<int>();
     for (const auto& n : j.at("nodes"))
-      plan.nodes.push_back(PlannedNode{info_from(n.at("info")), n.at("group_rank").get<int>(),
-                                       n.at("base_rank").get<int>()});
+      plan.nodes.push_back(
+          PlannedNode{info_from(n.at("info")), n.at("group_rank").get<int>(), n.at("base_rank").get<int>()});
     plan.world_size = j.at("world_size").get<int>();
     plan.master_addr = j.at("master_addr").get<std::string>();
     plan.master_port = j.at("master_port").get<int>();

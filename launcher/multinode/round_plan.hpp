@@ -18,14 +18,14 @@ namespace ddp::launch::multinode {
 
 // What a launcher says about itself when it joins a round.
 struct NodeInfo {
-  std::string name;          // unique per launcher: the store's liveness name
-  std::string host;          // for reports
-  std::string addr;          // where its workers' store would listen if it becomes rank 0
-  int worker_port = 0;       // a free port on that node, for the workers' store
+  std::string name;     // unique per launcher: the store's liveness name
+  std::string host;     // for reports
+  std::string addr;     // where its workers' store would listen if it becomes rank 0
+  int worker_port = 0;  // a free port on that node, for the workers' store
   int nproc = 1;
   std::string role = "default";  // --role: ROLE_RANK/ROLE_WORLD_SIZE count within a role
-  int requested_rank = -1;   // explicit --node-rank, or -1
-  int previous_rank = -1;    // its rank in the previous round, or -1
+  int requested_rank = -1;       // explicit --node-rank, or -1
+  int previous_rank = -1;        // its rank in the previous round, or -1
   int nnodes_min = 1;
   int nnodes_max = 1;
   int max_restarts = 0;
@@ -45,7 +45,7 @@ struct RoundPlan {
   int world_size = 0;
   std::string master_addr;
   int master_port = 0;
-  std::string error;               // non-empty: the round failed; every node exits with it
+  std::string error;  // non-empty: the round failed; every node exits with it
 
   const PlannedNode* find(const std::string& name) const;
 };
@@ -66,8 +66,7 @@ struct AbortRecord {
   static AbortRecord worker_failure(const supervise::WorkerOutcome& root, int node_rank, const std::string& host,
                                     bool final);
   // The store lost node `node_rank` (`why`: the store's reason) while it had not finished.
-  static AbortRecord lost_node(int node_rank, const std::string& host, const std::string& why,
-                               bool final);
+  static AbortRecord lost_node(int node_rank, const std::string& host, const std::string& why, bool final);
   // A new node waits to join: every node restarts in a new round (not counted as a restart).
   static AbortRecord membership_change(int node_rank, const std::string& host);
   // Node `node_rank` got a stop signal: every node exits with 128+signal.
@@ -80,19 +79,19 @@ struct AbortRecord {
   // as "failure" (its name) and, for older launchers, "kind" (0 a worker or a stop signal,
   // 1 a lost node, 2 membership); a record without "failure" gets it from those.
   FailureKind failure = FailureKind::kCrash;
-  std::string reason;        // one line for humans
-  int node_rank = -1;        // the node where it happened
+  std::string reason;  // one line for humans
+  int node_rank = -1;  // the node where it happened
   std::string host;
-  int rank = -1;             // the failed worker (crash, signal, hang, desync)
+  int rank = -1;  // the failed worker (crash, signal, hang, desync)
   int local_rank = -1;
   long pid = 0;
-  int exit_code = 1;         // what every launcher exits with if this is final
-  std::string status;        // "exit code 3" / "signal 9 (SIGKILL)"
-  std::string error;         // the worker's error-file message, if any
+  int exit_code = 1;   // what every launcher exits with if this is final
+  std::string status;  // "exit code 3" / "signal 9 (SIGKILL)"
+  std::string error;   // the worker's error-file message, if any
   std::string traceback;
-  std::string hang;          // a hang's verdict line ("": not a hang); absent in older records
-  std::string stacks_file;   // the culprit's stacks file on node `host` (a hang); likewise
-  bool final = false;        // no restarts left: everyone exits with exit_code
+  std::string hang;         // a hang's verdict line ("": not a hang); absent in older records
+  std::string stacks_file;  // the culprit's stacks file on node `host` (a hang); likewise
+  bool final = false;       // no restarts left: everyone exits with exit_code
 };
 
 std::string to_json(const NodeInfo& info);

@@ -45,8 +45,7 @@ void ensure_port_free(const std::string& host, int port) {
                                   host, port));
   if (ec == asio::error::access_denied)
     throw LaunchError(exit_code::kAddressInUse,
-                      fmt::format("master port {}:{} needs privileges to bind; use a port above 1023",
-                                  host, port));
+                      fmt::format("master port {}:{} needs privileges to bind; use a port above 1023", host, port));
 }
 
 bool is_local_address(const std::string& host) {

@@ -52,8 +52,7 @@ bool is_executable_file(const std::string& path, int* why) {
 }
 
 // Runs in the forked child: only async-signal-safe calls until execve.
-[[noreturn]] void exec_child(const SpawnSpec& spec, char* const* argv, char* const* envp,
-                             pid_t parent, int error_fd) {
+[[noreturn]] void exec_child(const SpawnSpec& spec, char* const* argv, char* const* envp, pid_t parent, int error_fd) {
   auto fail = [error_fd](int err) {
     [[maybe_unused]] ssize_t n = ::write(error_fd, &err, sizeof err);
     ::_exit(exit_code::kProgramNotExecutable);
@@ -182,10 +181,8 @@ pid_t confirm_exec(StartedWorker& started) {
   started.exec_errors.reset();
   if (n == static_cast<ssize_t>(sizeof child_errno)) {
     wait_for(started.pid);
-    throw LaunchError(child_errno == ENOENT ? exit_code::kProgramNotFound
-                                            : exit_code::kProgramNotExecutable,
-                      fmt::format("cannot start '{}': {}", started.executable,
-                                  std::strerror(child_errno)));
+    throw LaunchError(child_errno == ENOENT ? exit_code::kProgramNotFound : exit_code::kProgramNotExecutable,
+                      fmt::format("cannot start '{}': {}", started.executable, std::strerror(child_errno)));
   }
   return started.pid;
 }
@@ -228,7 +225,8 @@ int terminal_columns(int fd) {
 }
 
 bool same_file(int fd_a, int fd_b) {
-  struct stat a {}, b {};
+  struct stat a {
+  }, b{};
   if (::fstat(fd_a, &a) != 0 || ::fstat(fd_b, &b) != 0) return false;
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }

@@ -47,8 +47,8 @@ Pipe make_pipe();  // both ends O_CLOEXEC; throws LaunchError on failure
 // ended is unknown, and it must not read as a signal or as success.
 struct ExitStatus {
   bool signaled = false;
-  int code = 0;    // exit code when !signaled
-  int signal = 0;  // signal number when signaled
+  int code = 0;           // exit code when !signaled
+  int signal = 0;         // signal number when signaled
   bool vanished = false;  // waitpid: ECHILD; signaled, code and signal mean nothing
   bool success() const { return !vanished && !signaled && code == 0; }
   // code, 128 + signal, or exit_code::kInternalError (120) when vanished.
@@ -64,12 +64,12 @@ ExitStatus decode_wait_status(int raw_status);
 std::string resolve_program(const std::string& program, const std::string& path_env);
 
 struct SpawnSpec {
-  std::string executable;          // absolute or relative path (already resolved)
-  std::vector<std::string> argv;   // argv[0] included
-  std::vector<std::string> env;    // "KEY=VALUE" entries: the whole environment
-  int stdout_fd = -1;              // -1: inherit the launcher's
+  std::string executable;         // absolute or relative path (already resolved)
+  std::vector<std::string> argv;  // argv[0] included
+  std::vector<std::string> env;   // "KEY=VALUE" entries: the whole environment
+  int stdout_fd = -1;             // -1: inherit the launcher's
   int stderr_fd = -1;
-  int stdin_fd = -1;               // -1: /dev/null; else dup'ed (e.g. the launcher's terminal)
+  int stdin_fd = -1;  // -1: /dev/null; else dup'ed (e.g. the launcher's terminal)
 };
 
 // Forks and execs a worker as the leader of a new session (so its pgid == pid), with

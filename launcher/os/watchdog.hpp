@@ -20,8 +20,8 @@ class Watchdog {
   Watchdog& operator=(const Watchdog&) = delete;
   ~Watchdog();  // closes the pipe; the watchdog exits on its own (not waited for)
 
-  void watch(pid_t pgid);    // a new worker group to kill if the launcher dies
-  void forget(pid_t pgid);   // that group is gone (reaped and cleaned up)
+  void watch(pid_t pgid);   // a new worker group to kill if the launcher dies
+  void forget(pid_t pgid);  // that group is gone (reaped and cleaned up)
 
   static constexpr size_t kMaxWatched = 65536;
 

@@ -90,8 +90,7 @@ class Reader {
 
 Op checked_op(Reader& r) {
   const uint8_t raw = r.u8();
-  if (raw < static_cast<uint8_t>(Op::kHello) || raw > kLastOp)
-    r.fail(fmt::format("unknown opcode {}", raw));
+  if (raw < static_cast<uint8_t>(Op::kHello) || raw > kLastOp) r.fail(fmt::format("unknown opcode {}", raw));
   return static_cast<Op>(raw);
 }
 
@@ -101,11 +100,18 @@ void check_shape(const Request& q, Reader& r) {
   bool ok = true;
   switch (q.op) {
     case Op::kSet: ok = k == 1 && v == 1; break;
-    case Op::kGet: case Op::kAdd: case Op::kDelete: case Op::kTryGet: ok = k == 1 && v == 0; break;
-    case Op::kCompareSet: case Op::kAddOnce: ok = k == 1 && v == (q.op == Op::kAddOnce ? 1 : 2); break;
-    case Op::kWait: case Op::kCheck: case Op::kMultiGet: ok = v == 0; break;
+    case Op::kGet:
+    case Op::kAdd:
+    case Op::kDelete:
+    case Op::kTryGet: ok = k == 1 && v == 0; break;
+    case Op::kCompareSet:
+    case Op::kAddOnce: ok = k == 1 && v == (q.op == Op::kAddOnce ? 1 : 2); break;
+    case Op::kWait:
+    case Op::kCheck:
+    case Op::kMultiGet: ok = v == 0; break;
     case Op::kMultiSet: ok = k == v; break;
-    case Op::kPing: case Op::kGoodbye: ok = k == 0 && v == 0; break;
+    case Op::kPing:
+    case Op::kGoodbye: ok = k == 0 && v == 0; break;
     case Op::kHello: r.fail("HELLO is only valid as the first frame");
   }
   if (!ok) r.fail(fmt::format("{} with {} keys and {} values", op_name(q.op), k, v));
@@ -266,8 +272,7 @@ void FrameDecoder::check_header() {
   size_t pos = 0;
   while (pos + kFrameHeaderBytes <= buffer_.size()) {
     uint32_t len = 0;
-    for (size_t i = 0; i < kFrameHeaderBytes; ++i)
-      len = (len << 8) | static_cast<uint8_t>(buffer_[pos + i]);
+    for (size_t i = 0; i < kFrameHeaderBytes; ++i) len = (len << 8) | static_cast<uint8_t>(buffer_[pos + i]);
     if (len == 0) throw ProtocolError("malformed frame: zero length");
     const uint32_t limit = frames_taken_ == 0 && pos == 0 ? first_frame_max_ : max_frame_bytes_;
     if (len > limit)

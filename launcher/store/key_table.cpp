@@ -24,8 +24,7 @@ int64_t KeyTable::add(const std::string& key, int64_t delta) {
   return result;
 }
 
-std::string KeyTable::compare_set(const std::string& key, const std::string& expected,
-                                  const std::string& desired) {
+std::string KeyTable::compare_set(const std::string& key, const std::string& expected, const std::string& desired) {
   const std::string* current = find(key);
   const std::string now = current ? *current : "";
   if (now != expected) return now;

@@ -22,7 +22,7 @@ class KeyTable {
 
   void set(const std::string& key, const std::string& value);
   const std::string* find(const std::string& key) const;  // nullptr if missing
-  int64_t add(const std::string& key, int64_t delta);  // throws StoreError if not an integer
+  int64_t add(const std::string& key, int64_t delta);     // throws StoreError if not an integer
   std::string compare_set(const std::string& key, const std::string& expected, const std::string& desired);
   bool erase(const std::string& key);
   // One lookup per key: true with a pointer to each value (in order, valid until the next

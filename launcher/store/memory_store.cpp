@@ -25,9 +25,7 @@ void MemoryStore::set(const std::string& key, const std::string& value) {
   changed_.notify_all();
 }
 
-std::string MemoryStore::get(const std::string& key, Duration timeout) {
-  return multi_get({key}, timeout).front();
-}
+std::string MemoryStore::get(const std::string& key, Duration timeout) { return multi_get({key}, timeout).front(); }
 
 int64_t MemoryStore::add(const std::string& key, int64_t delta) {
   int64_t result = 0;
@@ -41,8 +39,7 @@ int64_t MemoryStore::add(const std::string& key, int64_t delta) {
   return result;
 }
 
-std::string MemoryStore::compare_set(const std::string& key, const std::string& expected,
-                                     const std::string& desired) {
+std::string MemoryStore::compare_set(const std::string& key, const std::string& expected, const std::string& desired) {
   std::string now;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -77,8 +74,8 @@ std::vector<std::string> MemoryStore::multi_get(const std::vector<std::string>& 
     std::vector<std::string> missing;
     for (const auto& k : keys)
       if (!data_.count(k)) missing.push_back(k);
-    throw StoreTimeout(fmt::format("timed out after {} ms waiting for {} in the in-memory store",
-                                   timeout.count(), describe_missing(missing, keys.size())));
+    throw StoreTimeout(fmt::format("timed out after {} ms waiting for {} in the in-memory store", timeout.count(),
+                                   describe_missing(missing, keys.size())));
   }
   std::vector<std::string> values;
   values.reserve(keys.size());

@@ -20,8 +20,7 @@ class MemoryStore : public Store {
   void set(const std::string& key, const std::string& value) override;
   std::string get(const std::string& key, Duration timeout) override;
   int64_t add(const std::string& key, int64_t delta) override;
-  std::string compare_set(const std::string& key, const std::string& expected,
-                          const std::string& desired) override;
+  std::string compare_set(const std::string& key, const std::string& expected, const std::string& desired) override;
   bool wait(const std::vector<std::string>& keys, Duration timeout) override;
   bool check(const std::vector<std::string>& keys) override;
   bool remove(const std::string& key) override;
@@ -33,8 +32,7 @@ class MemoryStore : public Store {
 
  private:
   bool all_present(const std::vector<std::string>& keys) const;  // mutex held
-  bool wait_locked(std::unique_lock<std::mutex>& lock, const std::vector<std::string>& keys,
-                   Duration timeout);
+  bool wait_locked(std::unique_lock<std::mutex>& lock, const std::vector<std::string>& keys, Duration timeout);
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;

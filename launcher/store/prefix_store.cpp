@@ -11,14 +11,11 @@ std::vector<std::string> PrefixStore::full_keys(const std::vector<std::string>& 
 
 void PrefixStore::set(const std::string& key, const std::string& value) { inner_.set(full_key(key), value); }
 
-std::string PrefixStore::get(const std::string& key, Duration timeout) {
-  return inner_.get(full_key(key), timeout);
-}
+std::string PrefixStore::get(const std::string& key, Duration timeout) { return inner_.get(full_key(key), timeout); }
 
 int64_t PrefixStore::add(const std::string& key, int64_t delta) { return inner_.add(full_key(key), delta); }
 
-std::string PrefixStore::compare_set(const std::string& key, const std::string& expected,
-                                     const std::string& desired) {
+std::string PrefixStore::compare_set(const std::string& key, const std::string& expected, const std::string& desired) {
   return inner_.compare_set(full_key(key), expected, desired);
 }
 
@@ -41,8 +38,6 @@ void PrefixStore::multi_set(const std::vector<std::pair<std::string, std::string
   inner_.multi_set(full);
 }
 
-std::optional<std::string> PrefixStore::try_get(const std::string& key) {
-  return inner_.try_get(full_key(key));
-}
+std::optional<std::string> PrefixStore::try_get(const std::string& key) { return inner_.try_get(full_key(key)); }
 
 }  // namespace ddp::launch::store

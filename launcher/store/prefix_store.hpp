@@ -14,8 +14,7 @@ class PrefixStore : public Store {
   void set(const std::string& key, const std::string& value) override;
   std::string get(const std::string& key, Duration timeout) override;
   int64_t add(const std::string& key, int64_t delta) override;
-  std::string compare_set(const std::string& key, const std::string& expected,
-                          const std::string& desired) override;
+  std::string compare_set(const std::string& key, const std::string& expected, const std::string& desired) override;
   bool wait(const std::vector<std::string>& keys, Duration timeout) override;
   bool check(const std::vector<std::string>& keys) override;
   bool remove(const std::string& key) override;

@@ -86,8 +86,7 @@ struct Request {
   std::vector<std::string> values;  // kSet: 1, kMultiSet: one per key, kCompareSet: expected, desired
 
   bool operator==(const Request& o) const {
-    return op == o.op && timeout_ms == o.timeout_ms && delta == o.delta && keys == o.keys &&
-           values == o.values;
+    return op == o.op && timeout_ms == o.timeout_ms && delta == o.delta && keys == o.keys && values == o.values;
   }
 };
 
@@ -101,8 +100,8 @@ struct Response {
   std::string message;  // kError
 
   bool operator==(const Response& o) const {
-    return op == o.op && status == o.status && flag == o.flag && number == o.number &&
-           values == o.values && message == o.message;
+    return op == o.op && status == o.status && flag == o.flag && number == o.number && values == o.values &&
+           message == o.message;
   }
 };
 

@@ -101,9 +101,8 @@ void StoreServer::start() {
     tcp::resolver resolver(impl_->io);
     auto results = resolver.resolve(o.host, std::to_string(o.port), tcp::resolver::passive, ec);
     if (ec || results.empty())
-      throw BindError(fmt::format("cannot listen for the rendezvous store on {}: bad address ({})", where,
-                                  ec.message()),
-                      false);
+      throw BindError(
+          fmt::format("cannot listen for the rendezvous store on {}: bad address ({})", where, ec.message()), false);
     endpoint = results.begin()->endpoint();
   }
   boost::system::error_code ec;
@@ -117,17 +116,19 @@ void StoreServer::start() {
     if (ec == asio::error::address_in_use)
       throw BindError(fmt::format("cannot listen for the rendezvous store on {}: address already in use; "
                                   "another ddp-launch (or other program) holds the port: stop it or "
-                                  "choose another port", where),
+                                  "choose another port",
+                                  where),
                       true);
     throw BindError(fmt::format("cannot listen for the rendezvous store on {}: {}", where, ec.message()), false);
   }
   const auto bound = acc.local_endpoint();
   impl_->port = bound.port();
   const auto ip = bound.address().to_string();
-  impl_->listen_address = bound.address().is_v6() ? fmt::format("[{}]:{}", ip, impl_->port)
-                                                  : fmt::format("{}:{}", ip, impl_->port);
+  impl_->listen_address =
+      bound.address().is_v6() ? fmt::format("[{}]:{}", ip, impl_->port) : fmt::format("{}:{}", ip, impl_->port);
   const size_t fds = raise_open_file_limit();
-  impl_->max_connections = std::max<size_t>(1, std::min(o.max_connections, fds > 2 * kReservedFds ? fds - kReservedFds : fds / 2));
+  impl_->max_connections =
+      std::max<size_t>(1, std::min(o.max_connections, fds > 2 * kReservedFds ? fds - kReservedFds : fds / 2));
   impl_->do_accept();
   impl_->thread = std::thread([impl = impl_.get()] { impl->io.run(); });
 }

@@ -45,8 +45,7 @@ struct ServerOptions {
 // resolve, or another OS error. The message names host:port and what to do.
 class BindError : public StoreError {
  public:
-  BindError(const std::string& message, bool address_in_use)
-      : StoreError(message), address_in_use_(address_in_use) {}
+  BindError(const std::string& message, bool address_in_use) : StoreError(message), address_in_use_(address_in_use) {}
   bool address_in_use() const { return address_in_use_; }
 
  private:

@@ -30,8 +30,10 @@ size_t request_bytes(const Request& q) {
 }
 
 std::string reply_too_large(uint64_t bytes, uint32_t limit) {
-  return fmt::format("the reply would be {} bytes, over the store's frame limit of {} bytes; ask for fewer "
-                     "or smaller values per request", bytes, limit);
+  return fmt::format(
+      "the reply would be {} bytes, over the store's frame limit of {} bytes; ask for fewer "
+      "or smaller values per request",
+      bytes, limit);
 }
 }  // namespace
 
@@ -101,8 +103,8 @@ void Session::forget_name(const std::string& reason) {
 // The connection broke, the client may be alive: it has heartbeat_ms to reconnect
 // (on_hello cancels this) before it is dropped.
 void Session::drop_later(const std::string& reason) {
-  shared_.log(fmt::format("store: client {}: connection broken ({}); dropped unless it reconnects within {} ms",
-                          who(), reason, heartbeat_ms_));
+  shared_.log(fmt::format("store: client {}: connection broken ({}); dropped unless it reconnects within {} ms", who(),
+                          reason, heartbeat_ms_));
   auto timer = std::make_shared<asio::steady_timer>(socket_.get_executor());
   timer->expires_after(std::chrono::milliseconds(heartbeat_ms_));
   shared_.pending_drops[name_] = timer;
@@ -151,10 +153,8 @@ void Session::do_read() {
       decoder_.feed(read_buf_.data(), n);
     } catch (const ProtocolError& e) {
       shared_.log(fmt::format("store: closing {}: {}", who(), e.what()));
-      if (state_ == State::kReady)
-        reply_and_close(error_reply(Op::kPing, e.what()));
-      else
-        close(e.what());
+      if (state_ == State::kReady) reply_and_close(error_reply(Op::kPing, e.what()));
+      else close(e.what());
       return;
     }
     pump();
@@ -206,13 +206,15 @@ void Session::on_hello(const std::string& payload) {
     shared_.log(fmt::format("store: rejected {}: protocol version {}", who(), h.version));
     return reply_and_close(error_reply(
         Op::kHello, fmt::format("protocol version {} is not supported by this store (it speaks {}); run the "
-                                "same ddp-launch version on every node", h.version, kProtocolVersion)));
+                                "same ddp-launch version on every node",
+                                h.version, kProtocolVersion)));
   }
   const std::string& token = shared_.options.token;
   if (!token.empty() && !constant_time_equal(h.proof, hmac_sha256(token, nonce_))) {
     shared_.log(fmt::format("store: rejected {}: wrong or missing token", who()));
-    return reply_and_close(error_reply(
-        Op::kHello, "authentication failed: the store's token differs from ours (--rdzv-conf token=... "
+    return reply_and_close(
+        error_reply(Op::kHello,
+                    "authentication failed: the store's token differs from ours (--rdzv-conf token=... "
                     "or DDP_LAUNCH_RDZV_TOKEN must match node 0's)"));
   }
   name_ = h.name;
@@ -269,7 +271,9 @@ bool Session::run(const Request& q) {
         goodbye_ = true;
         reply_and_close(std::move(r));
         return true;
-      case Op::kGet: case Op::kWait: case Op::kMultiGet: {
+      case Op::kGet:
+      case Op::kWait:
+      case Op::kMultiGet: {
         std::vector<const std::string*> found;
         if (t.find_all(q.keys, found)) {
           if (q.op != Op::kWait) {
@@ -301,7 +305,8 @@ bool Session::run(const Request& q) {
         }
         break;
       }
-      case Op::kHello: case Op::kPing: break;  // HELLO cannot get here; PING never queues
+      case Op::kHello:
+      case Op::kPing: break;  // HELLO cannot get here; PING never queues
     }
   } catch (const StoreError& e) {  // e.g. ADD on a value that is not an integer
     r = error_reply(q.op, e.what());

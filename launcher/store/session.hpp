@@ -108,15 +108,15 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string name_;
   uint32_t heartbeat_ms_ = 0;
   bool goodbye_ = false;
-  bool broken_ = false;  // the connection failed (reset, error), as opposed to EOF or silence
-  std::string closing_reason_;  // why, once the last reply is written (kClosing)
+  bool broken_ = false;                           // the connection failed (reset, error), as opposed to EOF or silence
+  std::string closing_reason_;                    // why, once the last reply is written (kClosing)
   const std::string* running_payload_ = nullptr;  // the frame run() is answering, if fresh
 
-  std::deque<Request> queued_;      // requests behind a parked one
-  size_t queued_bytes_ = 0;         // their keys and values
-  std::optional<Request> parked_;   // the waiting request, if any
+  std::deque<Request> queued_;     // requests behind a parked one
+  size_t queued_bytes_ = 0;        // their keys and values
+  std::optional<Request> parked_;  // the waiting request, if any
   KeyTable::WaiterId waiter_ = 0;
-  uint64_t wait_generation_ = 0;    // tells a stale wake-up or timer from the current one
+  uint64_t wait_generation_ = 0;  // tells a stale wake-up or timer from the current one
 
   boost::asio::steady_timer read_deadline_;
   bool read_deadline_armed_ = false;

@@ -45,8 +45,7 @@ class Store {
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
   // If key's value equals expected (missing counts as ""), sets desired. Returns the value
   // now stored (desired on success, the current value otherwise; "" if still missing).
-  virtual std::string compare_set(const std::string& key, const std::string& expected,
-                                  const std::string& desired) = 0;
+  virtual std::string compare_set(const std::string& key, const std::string& expected, const std::string& desired) = 0;
   // Waits until every key exists; false on timeout (no throw).
   virtual bool wait(const std::vector<std::string>& keys, Duration timeout) = 0;
   // True if every key exists now.

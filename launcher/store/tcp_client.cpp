@@ -52,11 +52,13 @@ bool retryable(Op op) { return op != Op::kDelete && op != Op::kAdd; }
 class TcpStoreClient::Connection {
  public:
   Connection(std::string host, uint16_t port, ClientOptions options)
-      : host_(std::move(host)), port_(port), options_(std::move(options)),
+      : host_(std::move(host)),
+        port_(port),
+        options_(std::move(options)),
         endpoint_(fmt::format("{}:{}", host_, port_)) {
     if (options_.name.size() > kMaxNameBytes)
-      throw StoreError(fmt::format("store client name of {} bytes is longer than the {} allowed",
-                                   options_.name.size(), kMaxNameBytes));
+      throw StoreError(fmt::format("store client name of {} bytes is longer than the {} allowed", options_.name.size(),
+                                   kMaxNameBytes));
     connect();
   }
 
@@ -124,8 +126,7 @@ class TcpStoreClient::Connection {
         if (r.op != q.op) lost("the store closed the connection: " + r.message);
         throw StoreError(fmt::format("the rendezvous store at {} refused {}: {}", endpoint_, op_name(q.op), r.message));
       }
-      if (r.op != q.op)
-        lost(fmt::format("protocol error: a {} reply to a {} request", op_name(r.op), op_name(q.op)));
+      if (r.op != q.op) lost(fmt::format("protocol error: a {} reply to a {} request", op_name(r.op), op_name(q.op)));
       return r;
     }
   }
@@ -177,15 +178,19 @@ class TcpStoreClient::Connection {
       socket_.close(ignored);
       if (interrupted_) give_up("interrupted");
       if (unknown_host)
-        throw StoreUnavailable(fmt::format("{}; pass the store's host as an address or a name every node "
-                                           "resolves (--master-addr / --rdzv-endpoint)", last));
+        throw StoreUnavailable(
+            fmt::format("{}; pass the store's host as an address or a name every node "
+                        "resolves (--master-addr / --rdzv-endpoint)",
+                        last));
       if (reconnecting && refused) throw StoreUnavailable(last + " (nobody listens: the store is gone)");
       const auto pause = backoff + std::chrono::milliseconds(jitter() % (backoff.count() / 2 + 1));
       if (Clock::now() + pause >= deadline) {
-        if (reconnecting) throw StoreUnavailable(fmt::format("not back within {}: {}", seconds(options_.reconnect_window), last));
-        throw StoreUnavailable(fmt::format(
-            "cannot reach the rendezvous store at {} after {}: {}; is node 0's ddp-launch running, and is "
-            "the address right?", endpoint_, seconds(options_.connect_timeout), last));
+        if (reconnecting)
+          throw StoreUnavailable(fmt::format("not back within {}: {}", seconds(options_.reconnect_window), last));
+        throw StoreUnavailable(
+            fmt::format("cannot reach the rendezvous store at {} after {}: {}; is node 0's ddp-launch running, and is "
+                        "the address right?",
+                        endpoint_, seconds(options_.connect_timeout), last));
       }
       std::this_thread::sleep_for(pause);
       backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::milliseconds(1000));
@@ -234,11 +239,15 @@ class TcpStoreClient::Connection {
       fail_handshake(fmt::format("{} is not a ddp-launch rendezvous store ({})", endpoint_, e.what()));
     }
     if (g.version != kProtocolVersion)
-      fail_handshake(fmt::format("the rendezvous store at {} speaks protocol version {}, we speak {}; run the "
-                                 "same ddp-launch version on every node", endpoint_, g.version, kProtocolVersion));
+      fail_handshake(
+          fmt::format("the rendezvous store at {} speaks protocol version {}, we speak {}; run the "
+                      "same ddp-launch version on every node",
+                      endpoint_, g.version, kProtocolVersion));
     if (g.auth_required && options_.token.empty())
-      fail_handshake(fmt::format("the rendezvous store at {} requires a token; pass the job's token with "
-                                 "--rdzv-conf token=... or DDP_LAUNCH_RDZV_TOKEN", endpoint_));
+      fail_handshake(
+          fmt::format("the rendezvous store at {} requires a token; pass the job's token with "
+                      "--rdzv-conf token=... or DDP_LAUNCH_RDZV_TOKEN",
+                      endpoint_));
     Hello h;
     h.proof = options_.token.empty() ? "" : hmac_sha256(options_.token, g.nonce);
     h.name = options_.name;
@@ -308,8 +317,8 @@ class TcpStoreClient::Connection {
         continue;
       }
       if (Clock::now() >= deadline) {
-        lost(fmt::format("no reply to {} in time (request timeout {})", op_name(op),
-                         seconds(options_.request_timeout)));
+        lost(
+            fmt::format("no reply to {} in time (request timeout {})", op_name(op), seconds(options_.request_timeout)));
       }
       Request ping;
       ping.op = Op::kPing;
@@ -344,8 +353,10 @@ class TcpStoreClient::Connection {
     // The window counts from the last sign of life we could expect: bytes heard, or this
     // call's start (an idle connection may have been closed by the server meanwhile).
     if (lost_since_ == Clock::time_point{}) lost_since_ = std::max(last_heard_, call_started_);
-    broken_why_ = fmt::format("lost the connection to the rendezvous store at {}: {}; is node 0's ddp-launch "
-                              "still running?", endpoint_, why);
+    broken_why_ = fmt::format(
+        "lost the connection to the rendezvous store at {}: {}; is node 0's ddp-launch "
+        "still running?",
+        endpoint_, why);
     throw ConnectionLost(broken_why_);
   }
 
@@ -362,10 +373,10 @@ class TcpStoreClient::Connection {
   bool broken_ = false;  // no usable connection now
   bool final_ = false;   // and none will be made: closed, rejected, interrupted, or not back in time
   std::string broken_why_;
-  Clock::time_point lost_since_{};  // the last sign of life before the current loss ({}: connected)
+  Clock::time_point lost_since_{};               // the last sign of life before the current loss ({}: connected)
   Clock::time_point last_heard_ = Clock::now();  // when bytes last arrived
-  Clock::time_point call_started_{};              // when the current (or last) call began
-  uint64_t request_id_ = 0;         // ADD_ONCE ids
+  Clock::time_point call_started_{};             // when the current (or last) call began
+  uint64_t request_id_ = 0;                      // ADD_ONCE ids
   std::atomic<bool> interrupted_{false};
 };
 
@@ -388,9 +399,7 @@ void TcpStoreClient::set(const std::string& key, const std::string& value) {
   conn_->call(make(Op::kSet, {key}, {value}));
 }
 
-std::string TcpStoreClient::get(const std::string& key, Duration timeout) {
-  return multi_get({key}, timeout).front();
-}
+std::string TcpStoreClient::get(const std::string& key, Duration timeout) { return multi_get({key}, timeout).front(); }
 
 int64_t TcpStoreClient::add(const std::string& key, int64_t delta) {
   Request q = make(Op::kAdd, {key});
@@ -418,9 +427,10 @@ std::vector<std::string> TcpStoreClient::multi_get(const std::vector<std::string
   q.timeout_ms = to_wire_ms(timeout);
   Response r = conn_->call(q);
   if (r.status == Status::kTimeout)
-    throw StoreTimeout(fmt::format("timed out after {} waiting for {} in the rendezvous store at {}; are the "
-                                   "other nodes running?", seconds(timeout), describe_missing(r.values, keys.size()),
-                                   conn_->endpoint()));
+    throw StoreTimeout(
+        fmt::format("timed out after {} waiting for {} in the rendezvous store at {}; are the "
+                    "other nodes running?",
+                    seconds(timeout), describe_missing(r.values, keys.size()), conn_->endpoint()));
   if (r.values.size() != keys.size())
     throw StoreUnavailable(fmt::format("bad reply from the rendezvous store at {}: {} values for {} keys",
                                        conn_->endpoint(), r.values.size(), keys.size()));

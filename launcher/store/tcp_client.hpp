@@ -22,8 +22,8 @@ struct ClientOptions {
   // Optional identity; with heartbeat_timeout_ms > 0 the server sets __dropped__/<name>
   // when this client disappears without close_gracefully() or stays silent too long.
   std::string name;
-  Duration connect_timeout{30000};  // keep retrying (with backoff) a refused connection until this
-  Duration request_timeout{30000};  // a non-waiting request's reply (waits get their own timeout + this)
+  Duration connect_timeout{30000};    // keep retrying (with backoff) a refused connection until this
+  Duration request_timeout{30000};    // a non-waiting request's reply (waits get their own timeout + this)
   uint32_t heartbeat_timeout_ms = 0;  // 0: the server does not watch this client
   // How long after the last bytes from the store, once the connection broke (reset, EOF,
   // a reply missing its deadline), the client keeps reconnecting; 0: never (the first loss
@@ -48,8 +48,7 @@ class TcpStoreClient : public Store {
   void set(const std::string& key, const std::string& value) override;
   std::string get(const std::string& key, Duration timeout) override;
   int64_t add(const std::string& key, int64_t delta) override;
-  std::string compare_set(const std::string& key, const std::string& expected,
-                          const std::string& desired) override;
+  std::string compare_set(const std::string& key, const std::string& expected, const std::string& desired) override;
   bool wait(const std::vector<std::string>& keys, Duration timeout) override;
   bool check(const std::vector<std::string>& keys) override;
   bool remove(const std::string& key) override;

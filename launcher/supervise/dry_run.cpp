@@ -43,12 +43,13 @@ std::string describe_worker(const WorkerLaunch& w, const cli::Environment& base)
 int print_dry_run(const JobConfig& job, const worker::GroupPlan& plan, const cli::Environment& base) {
   const worker::RunLayout no_files;
   const std::vector<WorkerLaunch> launches = prepare_attempt(job, base, plan, no_files);
-  std::string out = fmt::format(
-      "ddp-launch: dry run: {} worker{} on node {} of {} (world size {}); nothing is started\n",
-      launches.size(), launches.size() == 1 ? "" : "s", plan.node_rank, plan.nnodes, plan.world_size);
+  std::string out =
+      fmt::format("ddp-launch: dry run: {} worker{} on node {} of {} (world size {}); nothing is started\n",
+                  launches.size(), launches.size() == 1 ? "" : "s", plan.node_rank, plan.nnodes, plan.world_size);
   if (plan.nnodes > 1)
-    out += "(multi-node: the rendezvous settles the ranks of heterogeneous nodes, and MASTER_ADDR/"
-           "MASTER_PORT point at group rank 0's node and a port it picks)\n";
+    out +=
+        "(multi-node: the rendezvous settles the ranks of heterogeneous nodes, and MASTER_ADDR/"
+        "MASTER_PORT point at group rank 0's node and a port it picks)\n";
   for (const auto& w : launches) out += describe_worker(w, base);
   worker::write_all(STDOUT_FILENO, out);
   return exit_code::kSuccess;

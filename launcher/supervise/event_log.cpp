@@ -54,8 +54,8 @@ EventLog::~EventLog() {
 
 void EventLog::fail(const std::string& what, int err) {
   if (!warned_)
-    worker::launcher_notice(fmt::format("warning: cannot {} the event log {}: {}; the job goes on without it", what, path_,
-                                std::strerror(err)));
+    worker::launcher_notice(fmt::format("warning: cannot {} the event log {}: {}; the job goes on without it", what,
+                                        path_, std::strerror(err)));
   warned_ = true;
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
@@ -97,8 +97,9 @@ void log_worker_exit(EventLog& log, const WorkerOutcome& o) {
 }
 
 void log_worker_failure(EventLog& log, const WorkerOutcome& root, bool final) {
-  std::vector<EventField> f = {{"kind", to_string(root.failure)}, {"rank", root.rank}, {"local_rank", root.local_rank},
-                               {"pid", root.pid}, {"exit_code", failure_exit_code(root)}, {"final", final}};
+  std::vector<EventField> f = {{"kind", to_string(root.failure)},      {"rank", root.rank},
+                               {"local_rank", root.local_rank},        {"pid", root.pid},
+                               {"exit_code", failure_exit_code(root)}, {"final", final}};
   if (is_hang(root.failure)) f.emplace_back("verdict", root.hang);
   else f.emplace_back("status", root.status.describe());
   if (!root.stacks_file.empty()) f.emplace_back("stacks_file", root.stacks_file);

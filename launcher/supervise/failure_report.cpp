@@ -55,9 +55,8 @@ std::string top_frames(const std::string& path, size_t max_lines) {
   std::ifstream in(path);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
-  auto from = std::find_if(lines.begin(), lines.end(), [](const std::string& l) {
-    return l.find("most recent call first") != std::string::npos;
-  });
+  auto from = std::find_if(lines.begin(), lines.end(),
+                           [](const std::string& l) { return l.find("most recent call first") != std::string::npos; });
   if (from == lines.end()) from = lines.begin();
   std::string out;
   for (size_t n = 0; from != lines.end() && n < max_lines; ++from, ++n) out += "    " + *from + "\n";
@@ -88,8 +87,7 @@ std::optional<ErrorRecord> parse_error_record(std::string_view json_text) {
     if (doc.contains("timestamp")) record.timestamp = as_timestamp(doc["timestamp"]);
     return record;
   }
-  if (!message.is_object() || !message.contains("message") || !message["message"].is_string())
-    return std::nullopt;
+  if (!message.is_object() || !message.contains("message") || !message["message"].is_string()) return std::nullopt;
   record.message = message["message"].get<std::string>();
   if (message.contains("extraInfo") && message["extraInfo"].is_object()) {
     const json& extra = message["extraInfo"];
@@ -111,10 +109,9 @@ std::optional<ErrorRecord> read_error_file(const std::string& path) {
 
 bool looks_like_comm_error(const WorkerOutcome& outcome) {
   static const char* const kSymptoms[] = {
-      "CommError",           "Connection closed by peer", "Connection reset by peer",
-      "Broken pipe",         "Connection refused",        "DistNetworkError",
-      "DistBackendError",    "ProcessGroupGloo",          "gloo/transport",
-      "NCCL communicator",   "ncclRemoteError",           "a peer process probably exited"};
+      "CommError",          "Connection closed by peer", "Connection reset by peer", "Broken pipe",
+      "Connection refused", "DistNetworkError",          "DistBackendError",         "ProcessGroupGloo",
+      "gloo/transport",     "NCCL communicator",         "ncclRemoteError",          "a peer process probably exited"};
   auto mentions = [](const std::string& text) {
     return std::any_of(std::begin(kSymptoms), std::end(kSymptoms),
                        [&](const char* s) { return text.find(s) != std::string::npos; });
@@ -145,28 +142,27 @@ std::string format_failure_report(const ReportContext& ctx, const WorkerOutcome&
   std::string out = rule + "\n";
   out += fmt::format("ddp-launch: {} FAILED", ctx.program);
   if (ctx.max_restarts > 0)
-    out += fmt::format(" (after {} restart{}, the most allowed)", ctx.restart_count,
-                       ctx.restart_count == 1 ? "" : "s");
+    out += fmt::format(" (after {} restart{}, the most allowed)", ctx.restart_count, ctx.restart_count == 1 ? "" : "s");
   out += "\n" + thin + "\nRoot cause (first failure):\n";
   out += fmt::format("  rank      : {} (local_rank: {})\n", root.rank, root.local_rank);
   out += fmt::format("  host      : {}\n", ctx.host);
   out += fmt::format("  pid       : {}\n", root.pid);
-  out += fmt::format("  exit      : {}\n", hang ? "stopped by ddp-launch: a hang (exit code 119)" : describe_exit(root));
+  out +=
+      fmt::format("  exit      : {}\n", hang ? "stopped by ddp-launch: a hang (exit code 119)" : describe_exit(root));
   out += fmt::format("  time      : {}\n", format_time(root.time));
-  out += fmt::format("  error_file: {}\n",
-                     root.error ? root.error_file : std::string("<none written>"));
+  out += fmt::format("  error_file: {}\n", root.error ? root.error_file : std::string("<none written>"));
   if (hang) out += format_hang(root);
   if (root.error) {
     out += fmt::format("  error     : {}\n", root.error->message);
-    if (!root.error->traceback.empty())
-      out += "  traceback :\n" + indent(root.error->traceback, "    ");
+    if (!root.error->traceback.empty()) out += "  traceback :\n" + indent(root.error->traceback, "    ");
   } else if (!root.stderr_tail.empty() && !hang) {
     out += "  last stderr lines:\n";
     for (const auto& line : root.stderr_tail) out += "    " + line + "\n";
   }
   if (!root.error && !hang)
-    out += "  (C++ workers: wrap main in ddp::run; Python: decorate main with @record, to get the "
-           "error here)\n";
+    out +=
+        "  (C++ workers: wrap main in ddp::run; Python: decorate main with @record, to get the "
+        "error here)\n";
   out += thin + "\n";
   if (others.empty()) {
     out += "Other workers: none\n";
@@ -174,8 +170,7 @@ std::string format_failure_report(const ReportContext& ctx, const WorkerOutcome&
     out += "Other workers:\n";
     for (const auto& w : others) {
       out += fmt::format("  rank {} (local_rank: {}, pid {}): {}\n", w.rank, w.local_rank, w.pid,
-                         w.status.success() && !w.stopped_by_launcher ? "exited 0"
-                                                                      : describe_exit(w));
+                         w.status.success() && !w.stopped_by_launcher ? "exited 0" : describe_exit(w));
       if (w.error && !w.stopped_by_launcher) out += fmt::format("      error: {}\n", w.error->message);
       if (!w.stacks_file.empty()) out += fmt::format("      stacks: {}\n", w.stacks_file);
     }
@@ -192,11 +187,10 @@ std::string format_failure_report(const ReportContext& ctx, const std::vector<Wo
   return format_failure_report(ctx, outcomes.at(root_cause), others);
 }
 
-std::string format_remote_failure_report(const std::string& program, const RemoteFailure& r,
-                                         int my_node, const std::string& my_host) {
+std::string format_remote_failure_report(const std::string& program, const RemoteFailure& r, int my_node,
+                                         const std::string& my_host) {
   const std::string rule(72, '='), thin(72, '-');
-  std::string out = rule + "\n" +
-                    fmt::format("ddp-launch: {} FAILED on node {} ({})\n", program, r.node_rank, r.host);
+  std::string out = rule + "\n" + fmt::format("ddp-launch: {} FAILED on node {} ({})\n", program, r.node_rank, r.host);
   out += thin + "\nRoot cause (first failure):\n";
   out += fmt::format("  node      : {} ({})\n", r.node_rank, r.host);
   if (r.rank >= 0) {
@@ -209,15 +203,14 @@ std::string format_remote_failure_report(const std::string& program, const Remot
                        r.stacks_file.empty() ? "<none: no run directory>" : r.stacks_file, r.node_rank, r.host);
   if (!r.error.empty()) out += fmt::format("  error     : {}\n", r.error);
   if (!r.traceback.empty()) out += "  traceback :\n" + indent(r.traceback, "    ");
-  out += thin + "\n" +
-         fmt::format("This node ({}, {}): its workers were stopped by ddp-launch\n", my_node, my_host);
+  out += thin + "\n" + fmt::format("This node ({}, {}): its workers were stopped by ddp-launch\n", my_node, my_host);
   return out + rule + "\n";
 }
 
 std::string launcher_error_record(const WorkerOutcome& root, const ReportContext& ctx) {
   json extra = json::object();
-  extra["timestamp"] = std::to_string(
-      std::chrono::duration_cast<std::chrono::seconds>(root.time.time_since_epoch()).count());
+  extra["timestamp"] =
+      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(root.time.time_since_epoch()).count());
   std::string message;
   if (is_hang(root.failure)) {
     message = root.hang;
@@ -225,11 +218,10 @@ std::string launcher_error_record(const WorkerOutcome& root, const ReportContext
     message = root.error->message;
     if (!root.error->traceback.empty()) extra["py_callstack"] = root.error->traceback;
   } else {
-    message = fmt::format("{} rank {} (local_rank {}) on {} failed: {}", ctx.program, root.rank,
-                          root.local_rank, ctx.host, root.status.describe());
+    message = fmt::format("{} rank {} (local_rank {}) on {} failed: {}", ctx.program, root.rank, root.local_rank,
+                          ctx.host, root.status.describe());
   }
-  json doc = {{"message", {{"message", message}, {"extraInfo", extra},
-                           {"errorCode", failure_exit_code(root)}}}};
+  json doc = {{"message", {{"message", message}, {"extraInfo", extra}, {"errorCode", failure_exit_code(root)}}}};
   return doc.dump(2);
 }
 

@@ -31,15 +31,15 @@ struct WorkerOutcome {
   long pid = 0;
   os::ExitStatus status;
   std::chrono::system_clock::time_point time;
-  std::string error_file;                 // "" if none was assigned
-  std::optional<ErrorRecord> error;       // what the worker wrote there
-  std::vector<std::string> stderr_tail;   // its last stderr lines
-  bool stopped_by_launcher = false;       // we sent it SIGTERM/SIGKILL after another failed
+  std::string error_file;                // "" if none was assigned
+  std::optional<ErrorRecord> error;      // what the worker wrote there
+  std::vector<std::string> stderr_tail;  // its last stderr lines
+  bool stopped_by_launcher = false;      // we sent it SIGTERM/SIGKILL after another failed
   // How it failed, when it failed by itself: kCrash or kSignal from its exit status (set
   // when it is reaped); kHang or kDesync when it is the culprit of a hang verdict.
   FailureKind failure = FailureKind::kCrash;
-  std::string hang;                       // a hang's root cause (is_hang(failure)): the verdict line
-  std::string stacks_file;                // a hang's post-mortem of this worker ("": none)
+  std::string hang;         // a hang's root cause (is_hang(failure)): the verdict line
+  std::string stacks_file;  // a hang's post-mortem of this worker ("": none)
 };
 
 struct ReportContext {
@@ -71,8 +71,8 @@ struct RemoteFailure {
 };
 
 // The report on a node whose own workers did not cause the failure (they were stopped).
-std::string format_remote_failure_report(const std::string& program, const RemoteFailure& root,
-                                         int my_node, const std::string& my_host);
+std::string format_remote_failure_report(const std::string& program, const RemoteFailure& root, int my_node,
+                                         const std::string& my_host);
 
 // Whether the worker's error (its error file, else its last stderr lines) reads like a
 // communication failure (a peer vanished, a connection closed or reset, a collective's

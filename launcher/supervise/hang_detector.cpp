@@ -54,7 +54,8 @@ std::optional<HangVerdict> find_desync(const std::vector<RankProgress>& ranks, c
 // The rank furthest behind: never fed, else the fewest collectives entered, then steps.
 size_t furthest_behind(const std::vector<RankProgress>& ranks) {
   auto key = [](const RankProgress& p) {
-    return p.record ? std::make_tuple(1, p.record->seq_entered, p.record->step) : std::make_tuple(0, uint64_t{0}, uint64_t{0});
+    return p.record ? std::make_tuple(1, p.record->seq_entered, p.record->step)
+                    : std::make_tuple(0, uint64_t{0}, uint64_t{0});
   };
   size_t best = 0;
   for (size_t i = 1; i < ranks.size(); ++i)
@@ -93,7 +94,8 @@ std::optional<HangVerdict> judge_unfed(const std::vector<RankProgress>& ranks, d
 
 std::optional<HangVerdict> judge(const std::vector<RankProgress>& ranks, double timeout_s) {
   if (ranks.empty()) return std::nullopt;
-  const bool any_fed = std::any_of(ranks.begin(), ranks.end(), [](const RankProgress& p) { return p.record.has_value(); });
+  const bool any_fed =
+      std::any_of(ranks.begin(), ranks.end(), [](const RankProgress& p) { return p.record.has_value(); });
   if (!any_fed) return judge_unfed(ranks, timeout_s);
   const bool all_idle = std::all_of(ranks.begin(), ranks.end(),
                                     [&](const RankProgress& p) { return !p.paused && p.idle_s >= timeout_s; });

@@ -29,8 +29,8 @@ struct OutputSpec {
 };
 
 struct JobConfig {
-  std::string program;    // PROGRAM as given, for reports
-  std::string run_id;     // --rdzv-id, or a random one with --standalone
+  std::string program;  // PROGRAM as given, for reports
+  std::string run_id;   // --rdzv-id, or a random one with --standalone
   std::string role = "default";
   int max_restarts = 0;
   worker::DevicePlan devices;     // how many workers, and their CUDA_VISIBLE_DEVICES
@@ -44,7 +44,7 @@ struct JobConfig {
 struct NodePlacement {
   int node_rank = 0;
   int nnodes = 1;
-  int base_rank = 0;   // RANK of this node's local rank 0
+  int base_rank = 0;  // RANK of this node's local rank 0
   int world_size = 1;
   std::string master_addr;
   int master_port = 0;

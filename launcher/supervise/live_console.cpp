@@ -11,7 +11,8 @@ namespace {
 std::unique_ptr<worker::ConsoleBoard> make_board() {
   const int fd = os::is_terminal(STDERR_FILENO) ? STDERR_FILENO : os::is_terminal(STDOUT_FILENO) ? STDOUT_FILENO : -1;
   if (fd < 0) return nullptr;
-  return std::make_unique<worker::ConsoleBoard>(fd, [fd] { return os::terminal_columns(fd); }, worker::write_all);
+  return std::make_unique<worker::ConsoleBoard>(
+      fd, [fd] { return os::terminal_columns(fd); }, worker::write_all);
 }
 
 }  // namespace

@@ -22,9 +22,7 @@ const std::vector<RankSample> kNoSamples;
 ProgressMonitor::ProgressMonitor(boost::asio::io_context& io, ProgressMonitorConfig config)
     : timer_(io), config_(config) {}
 
-const std::vector<RankSample>& ProgressMonitor::samples() const {
-  return sampler_ ? sampler_->samples() : kNoSamples;
-}
+const std::vector<RankSample>& ProgressMonitor::samples() const { return sampler_ ? sampler_->samples() : kNoSamples; }
 
 void ProgressMonitor::start(std::vector<Worker> workers, Probe probe, std::function<void(HangVerdict)> on_hang) {
   stop();
@@ -71,7 +69,8 @@ void ProgressMonitor::tick() {
   const double now = monotonic_s();
   sampler_->observe(now, records, live);
   if (hang_) {
-    const auto signs = HangDetector::wants_signs_of_life(*sampler_) ? signs_of_life() : std::vector<HangDetector::SignsOfLife>{};
+    const auto signs =
+        HangDetector::wants_signs_of_life(*sampler_) ? signs_of_life() : std::vector<HangDetector::SignsOfLife>{};
     if (auto verdict = hang_->observe(now, *sampler_, signs)) {
       stop();
       on_hang_(std::move(*verdict));
@@ -82,8 +81,11 @@ void ProgressMonitor::tick() {
     for (const auto& flag : straggler_->observe(now, *sampler_)) {
       worker::launcher_notice(flag.notice);
       if (events_)
-        events_->write("straggler", {{"rank", flag.rank}, {"pid", flag.pid}, {"step_s", flag.step_s},
-                                     {"median_s", flag.median_s}, {"threshold", config_.straggler_threshold}});
+        events_->write("straggler", {{"rank", flag.rank},
+                                     {"pid", flag.pid},
+                                     {"step_s", flag.step_s},
+                                     {"median_s", flag.median_s},
+                                     {"threshold", config_.straggler_threshold}});
     }
   }
   schedule();

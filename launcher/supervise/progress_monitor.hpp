@@ -40,7 +40,7 @@ class ProgressMonitor {
   };
   // What the Supervisor answers at each tick, for worker i (by index).
   struct Probe {
-    std::function<bool(size_t)> live;               // it has not exited
+    std::function<bool(size_t)> live;              // it has not exited
     std::function<uint64_t(size_t)> output_bytes;  // read from its pipes so far
   };
 

@@ -5,7 +5,10 @@
 namespace ddp::launch::supervise {
 
 ProgressSampler::ProgressSampler(std::vector<Rank> ranks, double start_s)
-    : samples_(ranks.size()), ticks_(ranks.size()), changes_(ranks.size()), last_updates_(ranks.size(), 0),
+    : samples_(ranks.size()),
+      ticks_(ranks.size()),
+      changes_(ranks.size()),
+      last_updates_(ranks.size(), 0),
       last_change_s_(ranks.size(), start_s) {
   for (size_t i = 0; i < ranks.size(); ++i) {
     samples_[i].rank = ranks[i].rank;
@@ -27,8 +30,8 @@ const std::vector<RankSample>& ProgressSampler::observe(double now_s,
     }
     s.ever_fed = s.ever_fed || r;
     s.idle_s = now_s - last_change_s_[i];
-    s.paused = r && r->paused > 0 &&
-               (r->pause_deadline_ns == 0 || now_s * 1e9 < static_cast<double>(r->pause_deadline_ns));
+    s.paused =
+        r && r->paused > 0 && (r->pause_deadline_ns == 0 || now_s * 1e9 < static_cast<double>(r->pause_deadline_ns));
     if (s.paused) last_pause_s_ = now_s;
     if (r && r->step_time_ns != 0) {
       add(i, now_s, *r);
@@ -59,9 +62,8 @@ void ProgressSampler::summarise(size_t i, double now_s) {
   const std::deque<Tick>& ticks = ticks_[i];
   const std::deque<StepChange>& changes = changes_[i];
   s.window_samples = ticks.size();
-  s.busy_samples = static_cast<size_t>(std::count_if(ticks.begin(), ticks.end(), [](const Tick& t) {
-    return !t.waiting;
-  }));
+  s.busy_samples =
+      static_cast<size_t>(std::count_if(ticks.begin(), ticks.end(), [](const Tick& t) { return !t.waiting; }));
   s.window_s = ticks.empty() ? 0 : ticks.back().t - ticks.front().t;
   s.since_step_s = changes.empty() ? 0 : now_s - changes.back().t;
   s.step_s.reset();

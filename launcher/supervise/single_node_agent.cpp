@@ -20,8 +20,7 @@
 namespace ddp::launch::supervise {
 namespace {
 
-void write_launcher_error_file(const cli::Environment& env, const WorkerOutcome& root,
-                               const ReportContext& ctx) {
+void write_launcher_error_file(const cli::Environment& env, const WorkerOutcome& root, const ReportContext& ctx) {
   auto path = cli::lookup(env, "TORCHELASTIC_ERROR_FILE");
   if (!path || path->empty()) return;
   std::ofstream out(*path);
@@ -29,8 +28,8 @@ void write_launcher_error_file(const cli::Environment& env, const WorkerOutcome&
 }
 
 // No restart left: the failure report on stderr, the launcher's error file, the exit code.
-int report_failure(const JobConfig& job, const cli::Environment& env, const AttemptResult& result,
-                   int attempt, worker::RunLayout& layout) {
+int report_failure(const JobConfig& job, const cli::Environment& env, const AttemptResult& result, int attempt,
+                   worker::RunLayout& layout) {
   const WorkerOutcome& root = result.outcomes[*result.root_cause];
   keep_reported_error_file(layout, root);
   const ReportContext ctx{job.program, os::host_name(), attempt, job.max_restarts};
@@ -41,19 +40,18 @@ int report_failure(const JobConfig& job, const cli::Environment& env, const Atte
 
 void restart_notice(const JobConfig& job, const AttemptResult& result, int attempt) {
   const WorkerOutcome& root = result.outcomes[*result.root_cause];
-  worker::launcher_notice(fmt::format("attempt {} failed (rank {}: {}); restarting all {} workers (restart {} "
-                              "of {})",
-                              attempt, root.rank, is_hang(root.failure) ? "hang" : root.status.describe(),
-                              job.devices.nproc,
-                              attempt + 1, job.max_restarts));
+  worker::launcher_notice(
+      fmt::format("attempt {} failed (rank {}: {}); restarting all {} workers (restart {} "
+                  "of {})",
+                  attempt, root.rank, is_hang(root.failure) ? "hang" : root.status.describe(), job.devices.nproc,
+                  attempt + 1, job.max_restarts));
 }
 
 }  // namespace
 
 worker::GroupPlan single_node_group(const JobConfig& job, const SingleNodeSpec& node) {
   const int nproc = job.devices.nproc;
-  NodePlacement where{node.node_rank, node.nnodes, node.node_rank * nproc, node.nnodes * nproc,
-                      node.master_addr, 0, 0};
+  NodePlacement where{node.node_rank, node.nnodes, node.node_rank * nproc, node.nnodes * nproc, node.master_addr, 0, 0};
   if (!node.master_port) {
     where.master_port = os::pick_free_port();
   } else {
@@ -79,7 +77,8 @@ int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const cli::En
     }
     if (result.kind == AttemptResult::Kind::kInterrupted) {
       worker::launcher_notice(fmt::format("stopped by {}", signal_name(result.signal)));
-      events.write("finish", {{"outcome", "interrupted"}, {"signal", signal_name(result.signal)},
+      events.write("finish", {{"outcome", "interrupted"},
+                              {"signal", signal_name(result.signal)},
                               {"exit_code", exit_code::from_signal(result.signal)}});
       return exit_code::from_signal(result.signal);
     }

@@ -14,8 +14,8 @@ namespace ddp::launch::supervise {
 
 // Where this node sits when no rendezvous decides it (also --dry-run's view).
 struct SingleNodeSpec {
-  int node_rank = 0;   // --node-rank
-  int nnodes = 1;      // --nnodes (MAX)
+  int node_rank = 0;  // --node-rank
+  int nnodes = 1;     // --nnodes (MAX)
   std::string master_addr = "127.0.0.1";
   std::optional<int> master_port;  // fixed by --master-port; absent: a free port per attempt
 };

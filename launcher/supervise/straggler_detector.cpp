@@ -10,8 +10,7 @@ namespace ddp::launch::supervise {
 StragglerDetector::StragglerDetector(double threshold) : threshold_(threshold) {}
 
 std::optional<double> StragglerDetector::own_step_time(const RankSample& s) {
-  if (!s.step_s || s.window_samples < 2 || s.window_s < kMinSpanS || s.steps_measured < kMinSteps)
-    return std::nullopt;
+  if (!s.step_s || s.window_samples < 2 || s.window_s < kMinSpanS || s.steps_measured < kMinSteps) return std::nullopt;
   if (s.since_step_s > std::max(kStallS, 3 * *s.step_s)) return std::nullopt;
   return *s.step_s * static_cast<double>(s.busy_samples) / static_cast<double>(s.window_samples);
 }

@@ -28,7 +28,7 @@
 namespace ddp::launch::supervise {
 namespace asio = boost::asio;
 using Clock = std::chrono::system_clock;
-constexpr std::chrono::seconds kDrain{2};  // after the last worker exits, for its grandchildren
+constexpr std::chrono::seconds kDrain{2};               // after the last worker exits, for its grandchildren
 constexpr std::chrono::milliseconds kPythonDump{2000};  // SIGABRT -> SIGTERM, for faulthandler
 
 namespace {
@@ -44,8 +44,13 @@ struct Worker {
 
 struct Supervisor::Impl {
   explicit Impl(SupervisorConfig c)
-      : config(std::move(c)), child_signals(io, SIGCHLD), handled_signals(io), grace_timer(io),
-        tick_timer(io), capture_timer(io), monitor(io, {config.hang_timeout_s, config.straggler_threshold}),
+      : config(std::move(c)),
+        child_signals(io, SIGCHLD),
+        handled_signals(io),
+        grace_timer(io),
+        tick_timer(io),
+        capture_timer(io),
+        monitor(io, {config.hang_timeout_s, config.straggler_threshold}),
         console(io) {
     for (int s : config.stop_signals) handled_signals.add(s);
     for (int s : config.forward_signals) handled_signals.add(s);
@@ -59,13 +64,13 @@ struct Supervisor::Impl {
   asio::signal_set handled_signals;
   asio::steady_timer grace_timer;
   asio::steady_timer tick_timer;
-  asio::steady_timer capture_timer;     // Python's stack dump, then the stop
-  ProgressMonitor monitor;              // hang verdicts and straggler notices
-  std::optional<HangVerdict> hang;      // this attempt's verdict
-  bool stacks_captured = false;         // this attempt's workers' stacks were taken
-  LiveConsole console;                  // the terminal's live lines
+  asio::steady_timer capture_timer;  // Python's stack dump, then the stop
+  ProgressMonitor monitor;           // hang verdicts and straggler notices
+  std::optional<HangVerdict> hang;   // this attempt's verdict
+  bool stacks_captured = false;      // this attempt's workers' stacks were taken
+  LiveConsole console;               // the terminal's live lines
   os::Watchdog watchdog;
-  EventLog* events = nullptr;           // borrowed from the agent
+  EventLog* events = nullptr;  // borrowed from the agent
   AttemptCheck check;
   std::optional<std::string> stop_reason;  // the check stopped the workers
   std::function<void()> on_wake;           // what wake() runs now (loop thread only)
@@ -97,8 +102,8 @@ struct Supervisor::Impl {
   }
 
   void on_signal(int signo) {
-    bool is_stop = std::find(config.stop_signals.begin(), config.stop_signals.end(), signo) !=
-                   config.stop_signals.end();
+    bool is_stop =
+        std::find(config.stop_signals.begin(), config.stop_signals.end(), signo) != config.stop_signals.end();
     if (is_stop) ++stops_received;
     if (!is_stop) {
       worker::launcher_notice(fmt::format("forwarding {} to the workers", signal_name(signo)));
@@ -112,9 +117,10 @@ struct Supervisor::Impl {
     }
     interrupt_signal = signo;
     if (!attempt_running) return;
-    worker::launcher_notice(fmt::format("received {}: forwarding it to the workers, SIGKILL after {} s (send it "
-                       "again to kill them now)",
-                       signal_name(signo), config.shutdown_timeout_s));
+    worker::launcher_notice(
+        fmt::format("received {}: forwarding it to the workers, SIGKILL after {} s (send it "
+                    "again to kill them now)",
+                    signal_name(signo), config.shutdown_timeout_s));
     begin_stop(signo);
   }
 
@@ -133,12 +139,11 @@ struct Supervisor::Impl {
       o.error_file = w.launch.error_file;
       o.error = read_error_file(w.launch.error_file);
       // A vanished worker's end is unknown (ECHILD): never claim the launcher stopped it.
-      o.stopped_by_launcher =
-          stopping && !status->vanished &&
-          (status->signaled ? (status->signal == SIGTERM || status->signal == SIGKILL ||
-                               status->signal == interrupt_signal ||
-                               (stacks_captured && w.launch.python && status->signal == SIGABRT))
-                            : status->code == 0 || interrupt_signal != 0);
+      o.stopped_by_launcher = stopping && !status->vanished &&
+                              (status->signaled ? (status->signal == SIGTERM || status->signal == SIGKILL ||
+                                                   status->signal == interrupt_signal ||
+                                                   (stacks_captured && w.launch.python && status->signal == SIGABRT))
+                                                : status->code == 0 || interrupt_signal != 0);
       o.failure = status->signaled ? FailureKind::kSignal : FailureKind::kCrash;
       if (events) log_worker_exit(*events, o);
       w.outcome = std::move(o);
@@ -146,11 +151,11 @@ struct Supervisor::Impl {
         root_cause = i;
         size_t live = count_live();
         worker::launcher_notice(fmt::format("rank {} (local_rank {}, pid {}) failed with {}{}", w.launch.rank,
-                           w.launch.local_rank, w.pid, status->describe(),
-                           live ? fmt::format("; stopping the other {} worker{} (SIGTERM, SIGKILL "
-                                              "after {} s)",
-                                              live, live == 1 ? "" : "s", config.shutdown_timeout_s)
-                                : ""));
+                                            w.launch.local_rank, w.pid, status->describe(),
+                                            live ? fmt::format("; stopping the other {} worker{} (SIGTERM, SIGKILL "
+                                                               "after {} s)",
+                                                               live, live == 1 ? "" : "s", config.shutdown_timeout_s)
+                                                 : ""));
         begin_stop(SIGTERM);
       }
     }
@@ -185,8 +190,8 @@ struct Supervisor::Impl {
         std::chrono::duration<double>(config.shutdown_timeout_s)));
     grace_timer.async_wait([this, id = attempt_id](const boost::system::error_code& ec) {
       if (ec || id != attempt_id || count_live() == 0) return;
-      worker::launcher_notice(fmt::format("{} worker{} still running {} s after SIGTERM: sending SIGKILL",
-                         count_live(), count_live() == 1 ? "" : "s", config.shutdown_timeout_s));
+      worker::launcher_notice(fmt::format("{} worker{} still running {} s after SIGTERM: sending SIGKILL", count_live(),
+                                          count_live() == 1 ? "" : "s", config.shutdown_timeout_s));
       signal_groups(SIGKILL);
     });
   }
@@ -206,7 +211,7 @@ struct Supervisor::Impl {
     if (reason && !stopping && interrupt_signal == 0 && count_live() > 0) {
       stop_reason = reason;
       worker::launcher_notice(fmt::format("{}; stopping the {} local worker{} (SIGTERM, SIGKILL after {} s)", *reason,
-                         count_live(), count_live() == 1 ? "" : "s", config.shutdown_timeout_s));
+                                          count_live(), count_live() == 1 ? "" : "s", config.shutdown_timeout_s));
       if (check.capture_stacks && check.capture_stacks()) capture_then_stop();  // a hang elsewhere
       else begin_stop(SIGTERM);
     }
@@ -215,7 +220,8 @@ struct Supervisor::Impl {
   // --- hangs -------------------------------------------------------------------------
   void start_progress_monitor() {
     std::vector<ProgressMonitor::Worker> monitored;
-    for (const Worker& w : workers) monitored.push_back({w.launch.rank, static_cast<long>(w.pid), w.launch.progress_file});
+    for (const Worker& w : workers)
+      monitored.push_back({w.launch.rank, static_cast<long>(w.pid), w.launch.progress_file});
     ProgressMonitor::Probe probe{[this](size_t i) { return workers[i].pid > 0 && !workers[i].outcome; },
                                  [this](size_t i) { return workers[i].pipes->bytes_read(); }};
     monitor.start(std::move(monitored), std::move(probe), [this](HangVerdict v) { on_hang(std::move(v)); });
@@ -233,12 +239,11 @@ struct Supervisor::Impl {
   // continued for it, and given kPythonDump before SIGTERM could cut its faulthandler
   // short), then the stop: SIGTERM, and SIGCONT. From now on no exit is a root cause.
   void capture_then_stop() {
-    worker::launcher_notice(fmt::format("capturing the stacks of {} worker{} before stopping them",
-                                count_live(), count_live() == 1 ? "" : "s"));
+    worker::launcher_notice(fmt::format("capturing the stacks of {} worker{} before stopping them", count_live(),
+                                        count_live() == 1 ? "" : "s"));
     std::vector<StackTarget> targets;
     for (const Worker& w : workers)
-      if (w.pid > 0 && !w.outcome)
-        targets.push_back({w.pid, w.launch.rank, w.launch.stacks_file, w.launch.python});
+      if (w.pid > 0 && !w.outcome) targets.push_back({w.pid, w.launch.rank, w.launch.stacks_file, w.launch.python});
     const bool python = capture_stacks(targets, config.tool_path);
     stacks_captured = true;
     stopping = true;
@@ -253,9 +258,8 @@ struct Supervisor::Impl {
 
   // --- helpers -------------------------------------------------------------------------
   size_t count_live() const {
-    return static_cast<size_t>(std::count_if(workers.begin(), workers.end(), [](const Worker& w) {
-      return w.pid > 0 && !w.outcome;
-    }));
+    return static_cast<size_t>(
+        std::count_if(workers.begin(), workers.end(), [](const Worker& w) { return w.pid > 0 && !w.outcome; }));
   }
 
   void signal_live(int signo) {
@@ -274,9 +278,7 @@ struct Supervisor::Impl {
   }
 
   bool pipes_open() const {
-    return std::any_of(workers.begin(), workers.end(), [](const Worker& w) {
-      return w.pipes && w.pipes->open();
-    });
+    return std::any_of(workers.begin(), workers.end(), [](const Worker& w) { return w.pipes && w.pipes->open(); });
   }
 
   void close_pipes() {
@@ -302,7 +304,7 @@ struct Supervisor::Impl {
     for (size_t i = 0; i < started.size(); ++i) {
       try {
         os::confirm_exec(started[i]);
-      } catch (...) {  // not swallowed: confirm_exec reaped this worker, so nothing of it is
+      } catch (...) {                     // not swallowed: confirm_exec reaped this worker, so nothing of it is
         watchdog.forget(workers[i].pid);  // left to signal or wait for (its pid may be reused)
         workers[i].pid = -1;
         throw;

@@ -26,12 +26,12 @@ namespace ddp::launch::supervise {
 struct WorkerLaunch {
   int rank = 0;
   int local_rank = 0;
-  os::SpawnSpec spawn;          // stdout_fd/stderr_fd are set by the supervisor (pipes)
-  std::string error_file;   // TORCHELASTIC_ERROR_FILE given to the worker
-  std::string prefix;       // console line prefix
+  os::SpawnSpec spawn;     // stdout_fd/stderr_fd are set by the supervisor (pipes)
+  std::string error_file;  // TORCHELASTIC_ERROR_FILE given to the worker
+  std::string prefix;      // console line prefix
   bool stdout_to_console = true;
   bool stderr_to_console = true;
-  std::string stdout_log;   // "" = no file
+  std::string stdout_log;  // "" = no file
   std::string stderr_log;
   std::string progress_file;  // the progress record it feeds ("": not monitored)
   std::string stacks_file;    // where a hang's post-mortem goes

@@ -16,8 +16,7 @@ namespace ddp::launch::supervise {
 namespace {
 
 // Console and log file for each stream of one worker; dir is its log directory ("": none).
-void route_output(const OutputSpec& output, const worker::RunLayout& layout, const std::string& dir,
-                  WorkerLaunch& w) {
+void route_output(const OutputSpec& output, const worker::RunLayout& layout, const std::string& dir, WorkerLaunch& w) {
   const int redirect = output.redirects.for_rank(w.local_rank);
   const int tee = output.tee.for_rank(w.local_rank);
   const bool shown = !output.local_ranks_filter || output.local_ranks_filter->count(w.local_rank) > 0;
@@ -76,14 +75,15 @@ void keep_reported_error_file(worker::RunLayout& layout, const WorkerOutcome& ro
   const bool hang = is_hang(root.failure);
   if ((!root.error && !hang) || !layout.temporary()) return;
   layout.keep();
-  worker::launcher_notice(fmt::format("kept the run directory {}: it holds the {} the report names",
-                              layout.run_dir(), hang ? "stacks files" : "error files"));
+  worker::launcher_notice(fmt::format("kept the run directory {}: it holds the {} the report names", layout.run_dir(),
+                                      hang ? "stacks files" : "error files"));
 }
 
 void notice_omp_threads(const cli::Environment& env, int nproc) {
   if (!cli::lookup(env, "OMP_NUM_THREADS") && nproc > 1)
-    worker::launcher_notice("OMP_NUM_THREADS is not set: each worker gets OMP_NUM_THREADS=1 so that workers "
-                    "do not oversubscribe the CPUs; set it yourself to tune");
+    worker::launcher_notice(
+        "OMP_NUM_THREADS is not set: each worker gets OMP_NUM_THREADS=1 so that workers "
+        "do not oversubscribe the CPUs; set it yourself to tune");
 }
 
 }  // namespace ddp::launch::supervise

@@ -21,7 +21,7 @@ WorkerPipes::Reader WorkerPipes::make_reader(boost::asio::io_context& io, os::Pi
   const int slot = 2 * launch.local_rank + (console_fd == STDERR_FILENO ? 1 : 0);
   return Reader(io, std::move(pipe.read_end),
                 worker::WorkerStream(launch.prefix, to_console ? console_fd : -1, std::move(file),
-                             on_board ? board : nullptr, slot));
+                                     on_board ? board : nullptr, slot));
 }
 
 WorkerPipes::WorkerPipes(boost::asio::io_context& io, WorkerLaunch& launch, worker::ConsoleBoard* board,
@@ -53,18 +53,18 @@ void WorkerPipes::cancel() {
 }
 
 void WorkerPipes::read(Reader& reader) {
-  reader.descriptor.async_read_some(
-      boost::asio::buffer(reader.buffer), [this, &reader](const boost::system::error_code& ec, size_t n) {
-        bytes_read_ += n;
-        if (n > 0) reader.stream.consume(std::string_view(reader.buffer.data(), n));
-        if (on_data_) on_data_();
-        if (ec) {
-          reader.open = false;
-          reader.stream.finish();
-          return;
-        }
-        read(reader);
-      });
+  reader.descriptor.async_read_some(boost::asio::buffer(reader.buffer),
+                                    [this, &reader](const boost::system::error_code& ec, size_t n) {
+                                      bytes_read_ += n;
+                                      if (n > 0) reader.stream.consume(std::string_view(reader.buffer.data(), n));
+                                      if (on_data_) on_data_();
+                                      if (ec) {
+                                        reader.open = false;
+                                        reader.stream.finish();
+                                        return;
+                                      }
+                                      read(reader);
+                                    });
 }
 
 }  // namespace ddp::launch::supervise

@@ -31,8 +31,8 @@ class WorkerPipes {
 
   void close_write_ends();  // the child has its copies: EOF then means the worker is done
   void start_reading();
-  bool open() const;        // either pipe may still deliver data
-  void cancel();            // stop reading (a grandchild holds a pipe past the drain)
+  bool open() const;  // either pipe may still deliver data
+  void cancel();      // stop reading (a grandchild holds a pipe past the drain)
   const std::deque<std::string>& stderr_tail() const { return err_.stream.tail(); }
   uint64_t bytes_read() const { return bytes_read_; }  // both pipes: a sign of life (hang watch)
 
@@ -44,8 +44,8 @@ class WorkerPipes {
     std::array<char, 65536> buffer{};
     bool open = true;
   };
-  static Reader make_reader(boost::asio::io_context& io, os::Pipe& pipe, const WorkerLaunch& launch,
-                            bool to_console, int console_fd, const std::string& log, worker::ConsoleBoard* board);
+  static Reader make_reader(boost::asio::io_context& io, os::Pipe& pipe, const WorkerLaunch& launch, bool to_console,
+                            int console_fd, const std::string& log, worker::ConsoleBoard* board);
   void read(Reader& reader);
 
   os::Pipe out_pipe_;

@@ -11,9 +11,7 @@
 namespace ddp::launch::worker {
 namespace {
 
-[[noreturn]] void device_error(const std::string& message) {
-  throw LaunchError(exit_code::kBadDevices, message);
-}
+[[noreturn]] void device_error(const std::string& message) { throw LaunchError(exit_code::kBadDevices, message); }
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -36,9 +34,8 @@ std::vector<std::string> visible_devices(const DeviceInputs& in) {
 
 // "only 2 GPUs are visible (CUDA_VISIBLE_DEVICES=3,5)" / "no GPU is visible (...)".
 std::string describe_visible(const DeviceInputs& in, size_t count) {
-  std::string where = in.cuda_visible_devices
-                          ? fmt::format(" (CUDA_VISIBLE_DEVICES={})", *in.cuda_visible_devices)
-                          : std::string(" (CUDA driver, CUDA_VISIBLE_DEVICES unset)");
+  std::string where = in.cuda_visible_devices ? fmt::format(" (CUDA_VISIBLE_DEVICES={})", *in.cuda_visible_devices)
+                                              : std::string(" (CUDA driver, CUDA_VISIBLE_DEVICES unset)");
   if (count == 0) return "no GPU is visible" + where;
   return fmt::format("only {} GPU{} visible{}", count, count == 1 ? " is" : "s are", where);
 }
@@ -70,17 +67,17 @@ DevicePlan plan_devices(const DeviceSpec& spec, const DeviceInputs& in) {
   using Kind = cli::NprocSpec::Kind;
   DevicePlan plan;
   const Kind kind = spec.nproc.kind;
-  const bool gpu_requested = kind == Kind::kGpu || kind == Kind::kAuto || spec.devices ||
-                             spec.virtual_local_rank;
+  const bool gpu_requested = kind == Kind::kGpu || kind == Kind::kAuto || spec.devices || spec.virtual_local_rank;
   std::vector<std::string> selected;
   if (gpu_requested) {
     auto visible = visible_devices(in);
     if (spec.devices) {
       for (int index : *spec.devices) {
         if (index >= static_cast<int>(visible.size()))
-          device_error(fmt::format("--devices names GPU {}, but {}; use indices into the "
-                                   "visible devices, counted from 0",
-                                   index, describe_visible(in, visible.size())));
+          device_error(
+              fmt::format("--devices names GPU {}, but {}; use indices into the "
+                          "visible devices, counted from 0",
+                          index, describe_visible(in, visible.size())));
         selected.push_back(visible[index]);
       }
     } else {
@@ -94,20 +91,18 @@ DevicePlan plan_devices(const DeviceSpec& spec, const DeviceInputs& in) {
     case Kind::kCpu: plan.nproc = std::max(1, in.cpu_count); break;
     case Kind::kGpu:
       if (gpus == 0)
-        device_error("--nproc-per-node=gpu found no CUDA device (no driver, or "
-                     "CUDA_VISIBLE_DEVICES hides them all); give a number of workers instead");
+        device_error(
+            "--nproc-per-node=gpu found no CUDA device (no driver, or "
+            "CUDA_VISIBLE_DEVICES hides them all); give a number of workers instead");
       plan.nproc = gpus;
       break;
     case Kind::kAuto: plan.nproc = gpus > 0 ? gpus : std::max(1, in.cpu_count); break;
   }
-  plan.uses_gpus = kind == Kind::kGpu || (kind == Kind::kAuto && gpus > 0) || spec.devices ||
-                  spec.virtual_local_rank;
+  plan.uses_gpus = kind == Kind::kGpu || (kind == Kind::kAuto && gpus > 0) || spec.devices || spec.virtual_local_rank;
   if (plan.uses_gpus && plan.nproc > gpus)
-    device_error(fmt::format("{} workers asked for, but {}; ask for at most {} workers",
-                             plan.nproc,
-                             spec.devices ? fmt::format("--devices selects only {} GPU{}", gpus,
-                                                           gpus == 1 ? "" : "s")
-                                             : describe_visible(in, gpus),
+    device_error(fmt::format("{} workers asked for, but {}; ask for at most {} workers", plan.nproc,
+                             spec.devices ? fmt::format("--devices selects only {} GPU{}", gpus, gpus == 1 ? "" : "s")
+                                          : describe_visible(in, gpus),
                              gpus));
 
   plan.visible_devices.assign(plan.nproc, std::nullopt);

@@ -21,7 +21,7 @@ std::optional<int> count_cuda_devices();
 std::vector<std::string> split_visible_devices(const std::string& value);
 
 struct DeviceInputs {
-  std::optional<std::string> cuda_visible_devices;  // the launcher's own, if set
+  std::optional<std::string> cuda_visible_devices;   // the launcher's own, if set
   std::function<std::optional<int>()> driver_count;  // called only if needed
   int cpu_count = 1;
 };

@@ -40,9 +40,8 @@ void LineSplitter::append_bounded(std::string_view text, const Sink& sink) {
   while (partial_.size() + text.size() > kMaxLineBytes) {
     size_t take = kMaxLineBytes - partial_.size();
     // Back up to a UTF-8 character start (at most 3 continuation bytes).
-    for (size_t back = 0; back < 3 && take > 0 && take < text.size() &&
-                          (static_cast<unsigned char>(text[take]) & 0xc0) == 0x80;
-         ++back)
+    for (size_t back = 0;
+         back < 3 && take > 0 && take < text.size() && (static_cast<unsigned char>(text[take]) & 0xc0) == 0x80; ++back)
       --take;
     partial_.append(text.substr(0, take));
     partial_.push_back('\n');
@@ -61,12 +60,9 @@ void LineSplitter::flush(const Sink& sink) {
   partial_.clear();
 }
 
-std::string expand_prefix_template(const std::string& tmpl, int rank, int local_rank,
-                                   const std::string& role) {
+std::string expand_prefix_template(const std::string& tmpl, int rank, int local_rank, const std::string& role) {
   const std::pair<std::string, std::string> macros[] = {
-      {"${rank}", std::to_string(rank)},
-      {"${local_rank}", std::to_string(local_rank)},
-      {"${role_name}", role}};
+      {"${rank}", std::to_string(rank)}, {"${local_rank}", std::to_string(local_rank)}, {"${role_name}", role}};
   std::string out;
   for (size_t i = 0; i < tmpl.size();) {
     bool replaced = false;
@@ -83,10 +79,12 @@ std::string expand_prefix_template(const std::string& tmpl, int rank, int local_
   return out;
 }
 
-WorkerStream::WorkerStream(std::string prefix, int console_fd, os::UniqueFd log_file,
-                           ConsoleBoard* board, int slot)
-    : prefix_(std::move(prefix)), console_fd_(console_fd), log_file_(std::move(log_file)),
-      board_(console_fd >= 0 ? board : nullptr), slot_(slot) {}
+WorkerStream::WorkerStream(std::string prefix, int console_fd, os::UniqueFd log_file, ConsoleBoard* board, int slot)
+    : prefix_(std::move(prefix)),
+      console_fd_(console_fd),
+      log_file_(std::move(log_file)),
+      board_(console_fd >= 0 ? board : nullptr),
+      slot_(slot) {}
 
 void WorkerStream::consume(std::string_view data) {
   if (log_file_.valid()) write_all(log_file_.get(), data);
@@ -145,10 +143,9 @@ os::UniqueFd open_log_file(const std::string& path) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
-    throw LaunchError(exit_code::kIoError,
-                      fmt::format("cannot write log file {}: {}; check that --log-dir (or TMPDIR) "
-                                  "is a writable directory with free space",
-                                  path, std::strerror(errno)));
+    throw LaunchError(exit_code::kIoError, fmt::format("cannot write log file {}: {}; check that --log-dir (or TMPDIR) "
+                                                       "is a writable directory with free space",
+                                                       path, std::strerror(errno)));
   return os::UniqueFd(fd);
 }
 

@@ -37,8 +37,7 @@ class LineSplitter {
 };
 
 // "[rank${rank}]: " -> "[rank3]: "; macros ${rank}, ${local_rank}, ${role_name}.
-std::string expand_prefix_template(const std::string& tmpl, int rank, int local_rank,
-                                   const std::string& role);
+std::string expand_prefix_template(const std::string& tmpl, int rank, int local_rank, const std::string& role);
 
 class ConsoleBoard;
 
@@ -46,8 +45,7 @@ class WorkerStream {
  public:
   // console_fd < 0: not shown; log_file invalid: not written. board (may be null): the
   // terminal console's live lines, where this stream's unfinished line shows as `slot`.
-  WorkerStream(std::string prefix, int console_fd, os::UniqueFd log_file, ConsoleBoard* board = nullptr,
-               int slot = 0);
+  WorkerStream(std::string prefix, int console_fd, os::UniqueFd log_file, ConsoleBoard* board = nullptr, int slot = 0);
   void consume(std::string_view data);
   void finish();  // end of stream: flush a partial last line
   // The last few complete lines seen (for the failure report), oldest first.

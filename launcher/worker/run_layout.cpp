@@ -37,7 +37,8 @@ RunLayout::RunLayout(const RunLayoutSpec& spec, const cli::Environment& env) {
     fs::create_directories(spec.log_dir, ec);
     if (ec)
       throw LaunchError(exit_code::kIoError, fmt::format("cannot create --log-dir {}: {}; give a "
-                                                         "writable directory", spec.log_dir, ec.message()));
+                                                         "writable directory",
+                                                         spec.log_dir, ec.message()));
     run_dir_ = make_unique_dir((fs::path(spec.log_dir) / (spec.run_id + "_")).string());
     keep_all_logs_ = true;
     return;
@@ -60,9 +61,8 @@ std::string RunLayout::worker_dir(int restart_count, int local_rank) const {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec)
-    throw LaunchError(exit_code::kIoError,
-                      fmt::format("cannot create {}: {}; check free space and permissions there",
-                                  dir.string(), ec.message()));
+    throw LaunchError(exit_code::kIoError, fmt::format("cannot create {}: {}; check free space and permissions there",
+                                                       dir.string(), ec.message()));
   return dir.string();
 }
 

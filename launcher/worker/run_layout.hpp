@@ -13,7 +13,7 @@ namespace ddp::launch::worker {
 
 // What decides the layout: --log-dir, the run id, and whether any output is redirected.
 struct RunLayoutSpec {
-  std::string log_dir;             // "": a temporary RUN; "/dev/null": no files at all
+  std::string log_dir;  // "": a temporary RUN; "/dev/null": no files at all
   std::string run_id;
   bool output_redirected = false;  // --redirects/--tee name a stream: keep the temporary RUN
 };

@@ -30,8 +30,7 @@ WorkerCommand resolve_worker_command(const WorkerCommandSpec& spec, const cli::E
   cmd.args = spec.args;
   cmd.local_rank_flag = spec.local_rank_flag;
   const std::string path = cli::lookup(env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
-  const bool python_script =
-      spec.run_path || (!spec.no_python && (spec.module || ends_with(spec.program, ".py")));
+  const bool python_script = spec.run_path || (!spec.no_python && (spec.module || ends_with(spec.program, ".py")));
   if (!python_script) {
     cmd.executable = os::resolve_program(spec.program, path);
     cmd.prefix = {spec.program};

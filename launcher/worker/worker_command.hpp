@@ -14,19 +14,19 @@ namespace ddp::launch::worker {
 
 // PROGRAM and how to run it, from the command line.
 struct WorkerCommandSpec {
-  std::string program;                 // script, module or executable
-  std::vector<std::string> args;       // everything after PROGRAM
-  bool module = false;                 // -m
-  bool no_python = false;              // --no-python
-  bool run_path = false;               // --run-path: FILE through python, whatever its name
-  std::string local_rank_flag;         // "--local_rank" / "--local-rank" before args; "": none
+  std::string program;            // script, module or executable
+  std::vector<std::string> args;  // everything after PROGRAM
+  bool module = false;            // -m
+  bool no_python = false;         // --no-python
+  bool run_path = false;          // --run-path: FILE through python, whatever its name
+  std::string local_rank_flag;    // "--local_rank" / "--local-rank" before args; "": none
 };
 
 struct WorkerCommand {
-  std::string executable;            // resolved path handed to execve
-  std::vector<std::string> prefix;   // argv[0] and interpreter flags, up to and incl. the script
-  std::vector<std::string> args;     // the user's arguments (macros not yet replaced)
-  std::string local_rank_flag;       // "": no local-rank argument
+  std::string executable;           // resolved path handed to execve
+  std::vector<std::string> prefix;  // argv[0] and interpreter flags, up to and incl. the script
+  std::vector<std::string> args;    // the user's arguments (macros not yet replaced)
+  std::string local_rank_flag;      // "": no local-rank argument
 
   std::vector<std::string> argv_for(int local_rank) const;
 };

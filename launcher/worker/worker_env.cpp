@@ -3,12 +3,26 @@
 namespace ddp::launch::worker {
 
 const std::vector<std::string>& contract_variables() {
-  static const std::vector<std::string> kNames = {
-      "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
-      "ROLE_NAME", "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-      "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
-      "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE", "OMP_NUM_THREADS",
-      "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING", "CUDA_VISIBLE_DEVICES"};
+  static const std::vector<std::string> kNames = {"RANK",
+                                                  "LOCAL_RANK",
+                                                  "WORLD_SIZE",
+                                                  "LOCAL_WORLD_SIZE",
+                                                  "GROUP_RANK",
+                                                  "GROUP_WORLD_SIZE",
+                                                  "ROLE_NAME",
+                                                  "ROLE_RANK",
+                                                  "ROLE_WORLD_SIZE",
+                                                  "MASTER_ADDR",
+                                                  "MASTER_PORT",
+                                                  "TORCHELASTIC_RESTART_COUNT",
+                                                  "TORCHELASTIC_MAX_RESTARTS",
+                                                  "TORCHELASTIC_RUN_ID",
+                                                  "TORCHELASTIC_USE_AGENT_STORE",
+                                                  "TORCHELASTIC_ERROR_FILE",
+                                                  "OMP_NUM_THREADS",
+                                                  "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+                                                  "NCCL_ASYNC_ERROR_HANDLING",
+                                                  "CUDA_VISIBLE_DEVICES"};
   return kNames;
 }
 
@@ -31,7 +45,7 @@ cli::Environment worker_environment(const cli::Environment& base, const GroupPla
   env["TORCHELASTIC_RUN_ID"] = plan.run_id;
   env["TORCHELASTIC_USE_AGENT_STORE"] = "False";  // worker rank 0 hosts the TCPStore
   env["TORCHELASTIC_ERROR_FILE"] = slot.error_file;
-  env.emplace("OMP_NUM_THREADS", "1");                  // only if unset
+  env.emplace("OMP_NUM_THREADS", "1");  // only if unset
   if (!env.count("TORCH_NCCL_ASYNC_ERROR_HANDLING") && !env.count("NCCL_ASYNC_ERROR_HANDLING")) {
     env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "1";  // PyTorch >= 2.2 reads this name,
     env["NCCL_ASYNC_ERROR_HANDLING"] = "1";        // older PyTorch this one

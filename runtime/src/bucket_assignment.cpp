@@ -6,10 +6,9 @@
 namespace ddp::detail {
 
 std::vector<std::vector<size_t>> assign_buckets(const std::vector<BucketInput>& params,
-                                                const std::vector<size_t>& order,
-                                                const std::vector<size_t>& limits) {
+                                                const std::vector<size_t>& order, const std::vector<size_t>& limits) {
   struct Open {
-    size_t bucket;       // index into result
+    size_t bucket;  // index into result
     size_t bytes = 0;
     size_t limit_index = 0;
   };

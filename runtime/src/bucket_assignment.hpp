@@ -17,7 +17,6 @@ struct BucketInput {
 // `order` lists parameter indices in the order they should fill buckets. Returns buckets of
 // parameter indices; bucket order = the order in which each bucket was started.
 std::vector<std::vector<size_t>> assign_buckets(const std::vector<BucketInput>& params,
-                                                const std::vector<size_t>& order,
-                                                const std::vector<size_t>& limits);
+                                                const std::vector<size_t>& order, const std::vector<size_t>& limits);
 
 }  // namespace ddp::detail

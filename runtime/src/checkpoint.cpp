@@ -38,7 +38,8 @@ void write_atomically(const std::string& path, torch::serialize::OutputArchive& 
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    throw CheckpointError("cannot create '" + tmp + "': " + errno_text() + "; check that the directory exists and is writable");
+    throw CheckpointError("cannot create '" + tmp + "': " + errno_text() +
+                          "; check that the directory exists and is writable");
   }
   std::string write_error;
   archive.save_to([&](const void* data, size_t size) -> size_t {
@@ -146,8 +147,8 @@ CheckpointExtra load_checkpoint(const std::string& path, torch::nn::Module& mode
     archive.read("model", model_archive);
     model.load(model_archive);
   } catch (const c10::Error& e) {
-    throw CheckpointError("checkpoint '" + path + "' does not match the model: " +
-                          first_line(e.what_without_backtrace()));
+    throw CheckpointError("checkpoint '" + path +
+                          "' does not match the model: " + first_line(e.what_without_backtrace()));
   }
   if (optimizer) {
     torch::serialize::InputArchive optimizer_archive;
@@ -157,8 +158,8 @@ CheckpointExtra load_checkpoint(const std::string& path, torch::nn::Module& mode
     try {
       optimizer->load(optimizer_archive);
     } catch (const c10::Error& e) {
-      throw CheckpointError("checkpoint '" + path + "' does not match the optimizer: " +
-                            first_line(e.what_without_backtrace()));
+      throw CheckpointError("checkpoint '" + path +
+                            "' does not match the optimizer: " + first_line(e.what_without_backtrace()));
     }
   }
   CheckpointExtra extra;

@@ -10,10 +10,21 @@ namespace {
 
 using Vars = std::map<std::string, std::string>;
 
-const char* const kNames[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
-                              "GROUP_WORLD_SIZE", "ROLE_NAME", "ROLE_RANK", "ROLE_WORLD_SIZE",
-                              "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
-                              "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_ERROR_FILE"};
+const char* const kNames[] = {"RANK",
+                              "WORLD_SIZE",
+                              "LOCAL_RANK",
+                              "LOCAL_WORLD_SIZE",
+                              "GROUP_RANK",
+                              "GROUP_WORLD_SIZE",
+                              "ROLE_NAME",
+                              "ROLE_RANK",
+                              "ROLE_WORLD_SIZE",
+                              "MASTER_ADDR",
+                              "MASTER_PORT",
+                              "TORCHELASTIC_RESTART_COUNT",
+                              "TORCHELASTIC_MAX_RESTARTS",
+                              "TORCHELASTIC_RUN_ID",
+                              "TORCHELASTIC_ERROR_FILE"};
 
 const std::string* find(const Vars& vars, const std::string& name) {
   auto it = vars.find(name);
@@ -27,8 +38,8 @@ int parse_int(const Vars& vars, const std::string& name, int fallback, int min_v
   char* end = nullptr;
   long value = std::strtol(text->c_str(), &end, 10);
   if (errno != 0 || end == text->c_str() || *end != '\0' || value < INT_MIN || value > INT_MAX) {
-    throw ConfigError(name + "='" + *text + "' is not an integer; set it to a whole number (e.g. " + name +
-                      "=" + std::to_string(min_value < 1 ? 0 : min_value) + ") or unset it");
+    throw ConfigError(name + "='" + *text + "' is not an integer; set it to a whole number (e.g. " + name + "=" +
+                      std::to_string(min_value < 1 ? 0 : min_value) + ") or unset it");
   }
   if (value < min_value) {
     throw ConfigError(name + "=" + *text + " is out of range; it must be >= " + std::to_string(min_value));
@@ -38,8 +49,8 @@ int parse_int(const Vars& vars, const std::string& name, int fallback, int min_v
 
 void check_below(const std::string& name, int value, const std::string& limit_name, int limit) {
   if (value >= limit) {
-    throw ConfigError(name + "=" + std::to_string(value) + " but " + limit_name + "=" + std::to_string(limit) +
-                      ": " + name + " must be in [0, " + std::to_string(limit - 1) +
+    throw ConfigError(name + "=" + std::to_string(value) + " but " + limit_name + "=" + std::to_string(limit) + ": " +
+                      name + " must be in [0, " + std::to_string(limit - 1) +
                       "]; check the launcher's settings (ranks count from 0)");
   }
 }
@@ -57,7 +68,8 @@ WorkerEnv WorkerEnv::from_map(const Vars& vars) {
   }
   check_below("RANK", env.rank, "WORLD_SIZE", env.world_size);
   env.local_world_size = parse_int(vars, "LOCAL_WORLD_SIZE", env.from_launcher ? env.world_size : 1, 1);
-  env.local_rank = parse_int(vars, "LOCAL_RANK", find(vars, "LOCAL_WORLD_SIZE") ? 0 : env.rank % env.local_world_size, 0);
+  env.local_rank =
+      parse_int(vars, "LOCAL_RANK", find(vars, "LOCAL_WORLD_SIZE") ? 0 : env.rank % env.local_world_size, 0);
   check_below("LOCAL_RANK", env.local_rank, "LOCAL_WORLD_SIZE", env.local_world_size);
   if (env.local_world_size > env.world_size) {
     throw ConfigError("LOCAL_WORLD_SIZE=" + std::to_string(env.local_world_size) + " exceeds WORLD_SIZE=" +

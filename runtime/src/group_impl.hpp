@@ -19,8 +19,14 @@ class GroupImpl {
  public:
   GroupImpl(compat::BackendPtr backend, compat::StorePtr store, std::vector<int> ranks, int rank,
             std::string backend_name, std::string where, std::chrono::milliseconds timeout, uint32_t id = 0)
-      : backend_(std::move(backend)), store_(std::move(store)), ranks_(std::move(ranks)), rank_(rank),
-        backend_name_(std::move(backend_name)), where_(std::move(where)), timeout_(timeout), id_(id) {}
+      : backend_(std::move(backend)),
+        store_(std::move(store)),
+        ranks_(std::move(ranks)),
+        rank_(rank),
+        backend_name_(std::move(backend_name)),
+        where_(std::move(where)),
+        timeout_(timeout),
+        id_(id) {}
 
   int rank() const { return rank_; }
   int size() const { return static_cast<int>(ranks_.size()); }
@@ -58,11 +64,11 @@ progress::DType progress_dtype(c10::ScalarType type);
 class FedCollective {
  public:
   FedCollective(const GroupImpl& g, progress::Op op, const torch::Tensor& tensor)
-      : seq_(feed::enabled() ? feed::enter(op, tensor.defined() ? static_cast<uint64_t>(tensor.numel()) : 0,
-                                           tensor.defined() ? progress_dtype(tensor.scalar_type())
-                                                            : progress::DType::kUnknown,
-                                           g.id())
-                             : 0) {}
+      : seq_(feed::enabled()
+                 ? feed::enter(op, tensor.defined() ? static_cast<uint64_t>(tensor.numel()) : 0,
+                               tensor.defined() ? progress_dtype(tensor.scalar_type()) : progress::DType::kUnknown,
+                               g.id())
+                 : 0) {}
   ~FedCollective() { feed::complete(seq_); }
   FedCollective(const FedCollective&) = delete;
   FedCollective& operator=(const FedCollective&) = delete;

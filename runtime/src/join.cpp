@@ -105,8 +105,9 @@ DataParallelEngine::JoinRound DataParallelEngine::join_round(bool active) {
 // A forward inside a join, on a rank still training.
 void DataParallelEngine::join_pre_forward() {
   if (!torch::GradMode::is_enabled()) {
-    throw DdpError("a forward with gradients disabled (evaluation) inside ddp::join(): ranks that have joined "
-                   "cannot match it; evaluate after join() returns");
+    throw DdpError(
+        "a forward with gradients disabled (evaluation) inside ddp::join(): ranks that have joined "
+        "cannot match it; evaluate after join() returns");
   }
   const JoinRound round = join_round(true);
   reducer_->set_divisor(join_->divide_by_initial_world_size ? options_.group.size() : round.active);

@@ -69,8 +69,9 @@ PowerSgdState::PowerSgdState(PowerSgdOptions options) : options_(options) {
                       std::to_string(options_.matrix_approximation_rank));
   }
   if (options_.start_powersgd_iter < 0 || options_.min_compression_rate < 0 || options_.orthogonalization_epsilon < 0) {
-    throw ConfigError("PowerSgdOptions: start_powersgd_iter, min_compression_rate and orthogonalization_epsilon "
-                      "must be >= 0");
+    throw ConfigError(
+        "PowerSgdOptions: start_powersgd_iter, min_compression_rate and orthogonalization_epsilon "
+        "must be >= 0");
   }
 }
 
@@ -184,8 +185,9 @@ PowerSgdState::Plan PowerSgdState::plan(const GradBucket& bucket) const {
   const auto& grads = bucket.gradients();
   const auto& indices = bucket.parameter_indices();
   if (indices.size() != grads.size()) {
-    throw DdpError("hooks::powersgd needs each gradient's parameter index (GradBucket::parameter_indices()); "
-                   "register it on a ddp::DistributedDataParallel");
+    throw DdpError(
+        "hooks::powersgd needs each gradient's parameter index (GradBucket::parameter_indices()); "
+        "register it on a ddp::DistributedDataParallel");
   }
   Plan plan;
   for (size_t k = 0; k < grads.size(); ++k) {
@@ -237,8 +239,9 @@ void PowerSgdState::compute_ps(Plan& plan) {
     orthogonalize_columns(q, options_.orthogonalization_epsilon);
     auto pt = plan.pt(s);
     if (fusable(m, e)) {
-      powersgd_kernels::add_error_and_project(s.shape(), m.data_ptr<float>(), e.defined() ? e.data_ptr<float>() : nullptr,
-                                              qt.data_ptr<float>(), pt.data_ptr<float>());
+      powersgd_kernels::add_error_and_project(s.shape(), m.data_ptr<float>(),
+                                              e.defined() ? e.data_ptr<float>() : nullptr, qt.data_ptr<float>(),
+                                              pt.data_ptr<float>());
       continue;
     }
     if (e.defined()) m.add_(e);
@@ -336,7 +339,8 @@ void warn_single_host_gloo(const GradBucket& bucket) {
 }  // namespace
 
 CommHook powersgd(std::shared_ptr<PowerSgdState> state) {
-  if (!state) throw ConfigError("hooks::powersgd needs a PowerSgdState (std::make_shared<ddp::PowerSgdState>(options))");
+  if (!state)
+    throw ConfigError("hooks::powersgd needs a PowerSgdState (std::make_shared<ddp::PowerSgdState>(options))");
   auto warned = std::make_shared<std::once_flag>();
   return [state, warned](GradBucket& bucket) {
     std::call_once(*warned, warn_single_host_gloo, bucket);

@@ -24,7 +24,8 @@ compat::Backend& GroupImpl::backend() const {
 int GroupImpl::group_rank_of(int global_rank) const {
   auto it = std::find(ranks_.begin(), ranks_.end(), global_rank);
   if (it == ranks_.end()) {
-    throw ConfigError("rank " + std::to_string(global_rank) + " is not a member of this group; pass a member's global rank");
+    throw ConfigError("rank " + std::to_string(global_rank) +
+                      " is not a member of this group; pass a member's global rank");
   }
   return static_cast<int>(it - ranks_.begin());
 }
@@ -44,8 +45,9 @@ void GroupImpl::rethrow_comm_error(const std::string& what) const {
   std::string lower = cause;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
   if (lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos) {
-    throw TimeoutError(msg + "; a peer is stuck or stopped calling collectives (check the other ranks' logs), or "
-                             "raise the timeout in ProcessGroupOptions");
+    throw TimeoutError(msg +
+                       "; a peer is stuck or stopped calling collectives (check the other ranks' logs), or "
+                       "raise the timeout in ProcessGroupOptions");
   }
   throw CommError(msg + "; a peer process probably exited or crashed: check the other ranks' logs");
 }
@@ -77,7 +79,8 @@ progress::DType progress_dtype(c10::ScalarType type) {
 void feed_async(const GroupImpl& g, progress::Op op, const torch::Tensor& tensor,
                 const c10::intrusive_ptr<c10::ivalue::Future>& future) {
   if (!feed::enabled()) return;
-  const uint64_t seq = feed::enter(op, static_cast<uint64_t>(tensor.numel()), progress_dtype(tensor.scalar_type()), g.id());
+  const uint64_t seq =
+      feed::enter(op, static_cast<uint64_t>(tensor.numel()), progress_dtype(tensor.scalar_type()), g.id());
   future->addCallback([seq](c10::ivalue::Future&) { feed::complete(seq); });
 }
 
@@ -105,7 +108,8 @@ void init_process_group(const ProcessGroupOptions& options) {
   if (options.world_size > 0) env.world_size = options.world_size;
   if (options.rank >= 0) env.rank = options.rank;
   if (env.rank >= env.world_size) {
-    throw ConfigError("rank " + std::to_string(env.rank) + " is not below world size " + std::to_string(env.world_size));
+    throw ConfigError("rank " + std::to_string(env.rank) + " is not below world size " +
+                      std::to_string(env.world_size));
   }
   std::string backend = options.backend;
   if (backend == "auto") backend = compat::nccl_available() ? "nccl" : "gloo";
@@ -113,17 +117,19 @@ void init_process_group(const ProcessGroupOptions& options) {
     throw ConfigError("backend '" + options.backend + "' is not supported; use \"auto\", \"gloo\" or \"nccl\"");
   }
   if (backend == "nccl" && !compat::nccl_available()) {
-    throw ConfigError(std::string("backend 'nccl' is not available: ") +
-                      (DDP_HAVE_NCCL ? "no CUDA device is visible" : "libddp was built against a LibTorch without CUDA") +
-                      "; use backend \"gloo\" (or \"auto\")");
+    throw ConfigError(
+        std::string("backend 'nccl' is not available: ") +
+        (DDP_HAVE_NCCL ? "no CUDA device is visible" : "libddp was built against a LibTorch without CUDA") +
+        "; use backend \"gloo\" (or \"auto\")");
   }
   torch::Device device(torch::kCPU);
   if (backend == "nccl") {
     int count = static_cast<int>(torch::cuda::device_count());
     int index = env.local_rank < count ? env.local_rank : (count == 1 ? 0 : -1);
     if (index < 0) {
-      throw ConfigError("LOCAL_RANK=" + std::to_string(env.local_rank) + " but only " + std::to_string(count) +
-                        " CUDA device(s) are visible; start at most that many workers per node or fix CUDA_VISIBLE_DEVICES");
+      throw ConfigError(
+          "LOCAL_RANK=" + std::to_string(env.local_rank) + " but only " + std::to_string(count) +
+          " CUDA device(s) are visible; start at most that many workers per node or fix CUDA_VISIBLE_DEVICES");
     }
     compat::set_cuda_device(index);
     device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
@@ -186,7 +192,8 @@ Group new_group(std::vector<int> ranks) {
     try {
       pg = world->backend_name() == "nccl"
                ? compat::make_nccl(store, my_rank, static_cast<int>(ranks.size()), world->timeout())
-               : compat::make_gloo(store, my_rank, static_cast<int>(ranks.size()), world->timeout(), reg.env.master_addr);
+               : compat::make_gloo(store, my_rank, static_cast<int>(ranks.size()), world->timeout(),
+                                   reg.env.master_addr);
     } catch (...) {
       world->rethrow_comm_error("new_group");
     }

@@ -42,9 +42,13 @@ std::vector<BucketInput> bucket_inputs_of(const std::vector<torch::Tensor>& para
 }  // namespace
 
 Reducer::Reducer(std::vector<torch::Tensor> params, std::vector<std::string> names, const DdpOptions& options)
-    : params_(std::move(params)), names_(std::move(names)), bucket_inputs_(bucket_inputs_of(params_)),
-      options_(options), group_(options.group),
-      world_size_(options.group.size()), divisor_(options.group.size()) {
+    : params_(std::move(params)),
+      names_(std::move(names)),
+      bucket_inputs_(bucket_inputs_of(params_)),
+      options_(options),
+      group_(options.group),
+      world_size_(options.group.size()),
+      divisor_(options.group.size()) {
   const size_t count = params_.size();
   accumulators_.resize(count);
   hook_keys_.resize(count);
@@ -267,8 +271,8 @@ void Reducer::mark_ready(size_t index) {
 
 Future Reducer::launch(Bucket& bucket, size_t index) {
   if (comm_hook_) {
-    GradBucket grad_bucket(index, index + 1 == buckets_.size(), bucket.flat, bucket.views, bucket.param_tensors,
-                           group_, bucket.params);
+    GradBucket grad_bucket(index, index + 1 == buckets_.size(), bucket.flat, bucket.views, bucket.param_tensors, group_,
+                           bucket.params);
     return comm_hook_(grad_bucket);
   }
   return all_reduce_async(bucket.flat, group_);
@@ -282,7 +286,8 @@ void Reducer::launch_ready_buckets() {
   }
   if (next_bucket_ < buckets_.size() || callback_queued_) return;
   if (options_.find_unused_parameters) {
-    used_future_ = all_reduce_async(local_used_.to(params_.front().device(), /*non_blocking=*/false, /*copy=*/true), group_);
+    used_future_ =
+        all_reduce_async(local_used_.to(params_.front().device(), /*non_blocking=*/false, /*copy=*/true), group_);
   }
   callback_queued_ = true;
   torch::autograd::Engine::get_default_engine().queue_callback([this] { finalize_backward(); });
@@ -377,7 +382,8 @@ void Reducer::shadow_backward() {
   if (options_.find_unused_parameters) {
     futures.push_back(all_reduce_async(torch::zeros_like(local_used_).to(params_.front().device()), group_));
   }
-  for (size_t i = 0; i < futures.size(); ++i) wait_for(futures[i], "join: shadow of gradient bucket " + std::to_string(i));
+  for (size_t i = 0; i < futures.size(); ++i)
+    wait_for(futures[i], "join: shadow of gradient bucket " + std::to_string(i));
   synced_once_ = true;
   feed::complete(feed::last_entered());
   feed::step();  // a joined rank shadowing the others is making progress too

@@ -40,7 +40,7 @@ class Reducer {
  private:
   struct Bucket {
     torch::Tensor flat;
-    std::vector<size_t> params;               // parameter indices
+    std::vector<size_t> params;                // parameter indices
     std::vector<torch::Tensor> param_tensors;  // params_[i] for i in params (handed to a comm hook)
     std::vector<torch::Tensor> views;          // views of flat shaped like the params
     size_t pending = 0;
@@ -77,7 +77,7 @@ class Reducer {
   std::vector<std::pair<size_t, size_t>> locator_;  // param -> (bucket, slot)
   std::vector<char> ready_;
   size_t next_bucket_ = 0;
-  bool expect_hooks_ = false;    // a synced backward is expected
+  bool expect_hooks_ = false;  // a synced backward is expected
   bool backward_started_ = false;
   bool finalized_ = true;
   bool callback_queued_ = false;
@@ -87,8 +87,8 @@ class Reducer {
   std::vector<size_t> ready_order_;
 
   // find_unused_parameters
-  std::vector<char> unused_;      // this iteration, from the graph walk
-  torch::Tensor local_used_;      // int32 [P], 1 when the param got a grad since the last sync
+  std::vector<char> unused_;  // this iteration, from the graph walk
+  torch::Tensor local_used_;  // int32 [P], 1 when the param got a grad since the last sync
   Future used_future_;
 };
 

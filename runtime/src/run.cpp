@@ -41,7 +41,8 @@ void record(const std::string& type, const std::string& message, const std::stri
   LogLine() << "error: " << type << ": " << message;
   const char* path = std::getenv("TORCHELASTIC_ERROR_FILE");
   if (!path || !*path) return;
-  const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
+  const auto now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
   nlohmann::json j;
   j["message"]["message"] = type + ": " + message;
   j["message"]["extraInfo"]["py_callstack"] = callstack_text(type, detail);

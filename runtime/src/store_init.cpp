@@ -28,10 +28,12 @@ HostPort parse_tcp(const std::string& method) {
   if (auto q = rest.find_first_of("?/"); q != std::string::npos) rest = rest.substr(0, q);
   auto colon = rest.rfind(':');
   const std::string usage = "; use tcp://HOST:PORT, e.g. tcp://10.0.0.1:29500";
-  if (colon == std::string::npos || colon == 0) throw ConfigError("init_method '" + method + "' has no host:port" + usage);
+  if (colon == std::string::npos || colon == 0)
+    throw ConfigError("init_method '" + method + "' has no host:port" + usage);
   HostPort hp;
   hp.host = rest.substr(0, colon);
-  if (hp.host.size() > 2 && hp.host.front() == '[' && hp.host.back() == ']') hp.host = hp.host.substr(1, hp.host.size() - 2);
+  if (hp.host.size() > 2 && hp.host.front() == '[' && hp.host.back() == ']')
+    hp.host = hp.host.substr(1, hp.host.size() - 2);
   const std::string port = rest.substr(colon + 1);
   char* end = nullptr;
   long value = port.empty() ? -1 : std::strtol(port.c_str(), &end, 10);
@@ -55,9 +57,8 @@ compat::StorePtr make_tcp_store(const HostPort& hp, int rank, std::chrono::milli
     std::string cause = e.what();
     cause = cause.substr(0, cause.find('\n'));
     if (rank == 0) {
-      throw CommError("rank 0 could not host the store on " + where + ": " + cause +
-                      "; is another job using port " + std::to_string(hp.port) +
-                      "? Choose a free MASTER_PORT (or tcp:// port)");
+      throw CommError("rank 0 could not host the store on " + where + ": " + cause + "; is another job using port " +
+                      std::to_string(hp.port) + "? Choose a free MASTER_PORT (or tcp:// port)");
     }
     throw TimeoutError("rank " + std::to_string(rank) + " could not connect to the store at " + where + " within " +
                        seconds(timeout) + " (" + cause + "); is rank 0 running, and do MASTER_ADDR/MASTER_PORT " +

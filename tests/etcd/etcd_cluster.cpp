@@ -30,8 +30,8 @@ TestCerts::TestCerts(const TempDir& dir)
   const std::string ca_key = dir / "ca.key", csr = dir / "server.csr", ext = dir / "san.ext";
   openssl({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", ca_key,
            "-out", ca, "-days", "2", "-subj", "/CN=ddp-launch test CA"});
-  openssl({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", server_key,
-           "-out", csr, "-subj", "/CN=127.0.0.1"});
+  openssl({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", server_key, "-out",
+           csr, "-subj", "/CN=127.0.0.1"});
   write_file(ext, "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
   openssl({"x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", server_cert, "-days",
            "2", "-extfile", ext});

@@ -22,7 +22,7 @@ TEST_CASE("base64 round-trips every length and byte, and rejects what is not bas
   for (int i = 0; i < 256; ++i) all += static_cast<char>(i);
   for (size_t n = 0; n < all.size(); n += 7) CHECK(base64_decode(base64_encode(all.substr(0, n))) == all.substr(0, n));
   CHECK(base64_decode("Zm9vYmE=") == std::string("fooba"));
-  CHECK_FALSE(base64_decode("Zm9"));      // not a multiple of 4
+  CHECK_FALSE(base64_decode("Zm9"));       // not a multiple of 4
   CHECK_FALSE(base64_decode("Zm9v!A=="));  // not in the alphabet
   CHECK_FALSE(base64_decode("Z=9v"));      // padding in the middle
 }
@@ -71,7 +71,8 @@ TEST_CASE("request bodies: keys and values base64, int64 as strings, compare-and
   t.success.push_back({"k", "new", 0});
   t.failure_range = "k";
   json txn = json::parse(txn_body(t));
-  CHECK(txn["compare"][0] == json{{"key", "aw=="}, {"result", "EQUAL"}, {"target", "CREATE"}, {"create_revision", "0"}});
+  CHECK(txn["compare"][0] ==
+        json{{"key", "aw=="}, {"result", "EQUAL"}, {"target", "CREATE"}, {"create_revision", "0"}});
   CHECK(txn["compare"][1]["target"] == "VALUE");
   CHECK(txn["compare"][1]["value"] == "b2xk");
   CHECK(txn["success"][0]["request_put"]["value"] == "bmV3");
@@ -110,7 +111,8 @@ TEST_CASE("replies as etcd's gateway writes them") {
   CHECK(parse_watch_line(R"({"result":{"events":[{"kv":{"key":"YQ=="}}]}})").events == 1);
   CHECK_THROWS_AS(parse_watch_line(R"({"error":{"code":14,"message":"no leader"}})"), EtcdProtocolError);
 
-  ErrorReply e = parse_error(R"({"error":"etcdserver: user name is empty","message":"etcdserver: user name is empty","code":3})");
+  ErrorReply e =
+      parse_error(R"({"error":"etcdserver: user name is empty","message":"etcdserver: user name is empty","code":3})");
   CHECK(e.code == 3);
   CHECK(e.message == "etcdserver: user name is empty");
   CHECK_THROWS_AS(parse_range("<html>"), EtcdProtocolError);

@@ -20,9 +20,11 @@ namespace {
 
 std::vector<std::string> etcd_node(const std::string& endpoints, const std::string& nnodes, const std::string& id,
                                    const std::string& conf = "") {
-  return {launcher_path(), "--nnodes=" + nnodes, "--rdzv-backend=etcd", "--rdzv-endpoint=" + endpoints,
-          "--rdzv-id=" + id, "--nproc-per-node=1", "--monitor-interval=0.1",
-          "--rdzv-conf=join_timeout=60,last_call_timeout=1" + (conf.empty() ? "" : "," + conf)};
+  return {
+      launcher_path(),          "--nnodes=" + nnodes,
+      "--rdzv-backend=etcd",    "--rdzv-endpoint=" + endpoints,
+      "--rdzv-id=" + id,        "--nproc-per-node=1",
+      "--monitor-interval=0.1", "--rdzv-conf=join_timeout=60,last_call_timeout=1" + (conf.empty() ? "" : "," + conf)};
 }
 
 std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
@@ -52,7 +54,8 @@ TEST_CASE("etcd rendezvous: two nodes agree on ranks, run, and leave no keys beh
   TempDir dir;
   const std::string dump = "env > " + dir.path() + "/env.$RANK";
   Background a(with(etcd_node(cluster.endpoint(0), "2", "two"), {"sh", "-c", dump}));
-  RunResult b = run(with(etcd_node(cluster.endpoint(0), "2", "two", "heartbeat_timeout=3"), {"sh", "-c", dump}), {}, 120s);
+  RunResult b =
+      run(with(etcd_node(cluster.endpoint(0), "2", "two", "heartbeat_timeout=3"), {"sh", "-c", dump}), {}, 120s);
   RunResult ra = a.wait(60s);
   INFO(ra.err << b.err);
   REQUIRE(ra.exit_code == 0);
@@ -118,7 +121,7 @@ TEST_CASE("etcd rendezvous: etcd unreachable at start, a clear error naming the 
 TEST_CASE("etcd rendezvous: a job lease key ddp-launch did not write ends the launch at once, exit 124") {
   require_etcd();
   EtcdCluster cluster(1);
-  REQUIRE(cluster.etcdctl({"put", "/ddp-launch/stale/job_lease", "12345"}) == 0);  // no lease: never expires
+  REQUIRE(cluster.etcdctl({"put", "/ddp-launch/stale/job_lease", "12345"}) == 0);    // no lease: never expires
   const auto node = with(etcd_node(cluster.endpoint(0), "1:2", "stale"), {"true"});  // join_timeout=60
   RunResult r = run(node, {}, 120s);
   INFO(r.err);
@@ -142,8 +145,9 @@ TEST_CASE("etcd rendezvous: user/password authentication, wrong credentials name
   REQUIRE(cluster.etcdctl({"auth", "enable"}) == 0);
   TempDir dir;
   write_file(dir / "pw", "s3cret\n");
-  RunResult ok = run(with(etcd_node(cluster.endpoint(0), "1:2", "auth", "username=root,password_file=" + (dir / "pw")),
-                          {"true"}), {}, 60s);
+  RunResult ok =
+      run(with(etcd_node(cluster.endpoint(0), "1:2", "auth", "username=root,password_file=" + (dir / "pw")), {"true"}),
+          {}, 60s);
   INFO(ok.err);
   CHECK(ok.exit_code == 0);
   RunResult wrong = run(with(etcd_node(cluster.endpoint(0), "1:2", "auth", "username=root"), {"true"}),
@@ -153,7 +157,8 @@ TEST_CASE("etcd rendezvous: user/password authentication, wrong credentials name
   RunResult anonymous = run(with(etcd_node(cluster.endpoint(0), "1:2", "auth"), {"true"}), {}, 60s);
   CHECK(anonymous.exit_code == 124);
   CHECK_THAT(anonymous.err, Catch::Contains("requires authentication") && Catch::Contains("username="));
-  RunResult on_command_line = run(with(etcd_node(cluster.endpoint(0), "1:2", "auth", "password=s3cret"), {"true"}), {}, 60s);
+  RunResult on_command_line =
+      run(with(etcd_node(cluster.endpoint(0), "1:2", "auth", "password=s3cret"), {"true"}), {}, 60s);
   CHECK(on_command_line.exit_code == 121);
   CHECK_THAT(on_command_line.err, Catch::Contains("ps"));
 }
@@ -163,8 +168,8 @@ TEST_CASE("etcd rendezvous: TLS with the right CA works, an untrusted certificat
   TempDir certs_dir;
   TestCerts certs(certs_dir);
   EtcdCluster cluster(1, &certs);
-  RunResult ok = run(with(etcd_node(cluster.endpoint(0), "1:2", "tls", "protocol=https,cacert=" + certs.ca), {"true"}),
-                     {}, 60s);
+  RunResult ok =
+      run(with(etcd_node(cluster.endpoint(0), "1:2", "tls", "protocol=https,cacert=" + certs.ca), {"true"}), {}, 60s);
   INFO(ok.err);
   CHECK(ok.exit_code == 0);
   CHECK_THAT(ok.err, Catch::Contains("over TLS"));
@@ -175,8 +180,8 @@ TEST_CASE("etcd rendezvous: TLS with the right CA works, an untrusted certificat
   RunResult plain = run(with(etcd_node(cluster.endpoint(0), "1:2", "tls", "join_timeout=4"), {"true"}), {}, 60s);
   CHECK(plain.exit_code == 124);
   CHECK_THAT(plain.err, Catch::Contains("protocol=https"));
-  RunResult missing_ca = run(with(etcd_node(cluster.endpoint(0), "1:2", "tls", "protocol=https,cacert=/nonexistent.pem"),
-                                  {"true"}), {}, 60s);
+  RunResult missing_ca = run(
+      with(etcd_node(cluster.endpoint(0), "1:2", "tls", "protocol=https,cacert=/nonexistent.pem"), {"true"}), {}, 60s);
   CHECK(missing_ca.exit_code == 124);
   CHECK_THAT(missing_ca.err, Catch::Contains("/nonexistent.pem"));
 }
@@ -188,9 +193,12 @@ TEST_CASE("etcd rendezvous: a worker failure restarts the other node through its
   require_etcd();
   EtcdCluster cluster(1);
   TempDir dir;
-  const std::string script = "echo $TORCHELASTIC_RESTART_COUNT >> " + dir.path() + "/count.$RANK; "
+  const std::string script = "echo $TORCHELASTIC_RESTART_COUNT >> " + dir.path() +
+                             "/count.$RANK; "
                              "if [ $RANK = 1 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then "
-                             "while [ ! -s " + dir.path() + "/count.0 ]; do sleep 0.05; done; sleep 0.5; exit 4; fi; "
+                             "while [ ! -s " +
+                             dir.path() +
+                             "/count.0 ]; do sleep 0.05; done; sleep 0.5; exit 4; fi; "
                              "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then sleep 100; fi";
   auto node = etcd_node(cluster.endpoint(0), "2", "abort-watch", "heartbeat_interval=30,heartbeat_timeout=90");
   node.insert(node.begin() + 1, "--max-restarts=1");

@@ -72,7 +72,8 @@ void bench(const Args& args) {
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
   torch::manual_seed(1000 + rank);
   const int64_t batch = int_arg(args, "batch", 32), classes = int_arg(args, "classes", 10);
-  auto x = arg(args, "model", "mlp") == "conv" ? torch::randn({batch, 3, 32, 32}) : torch::randn({batch, int_arg(args, "in-dim", 784)});
+  auto x = arg(args, "model", "mlp") == "conv" ? torch::randn({batch, 3, 32, 32})
+                                               : torch::randn({batch, int_arg(args, "in-dim", 784)});
   auto y = torch::randint(0, classes, {batch});
   x = x.to(device);
   y = y.to(device);

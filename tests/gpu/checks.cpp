@@ -51,7 +51,8 @@ void collectives(const Args& args) {
   auto t = torch::full({1024}, static_cast<float>(rank + 1), torch::TensorOptions().device(device));
   all_reduce(t);
   expect(t.device() == device, "all_reduce moved the tensor to " + t.device().str());
-  expect(t.eq(world * (world + 1) / 2.0f).all().item<bool>(), "all_reduce sum is " + std::to_string(t[0].item<float>()));
+  expect(t.eq(world * (world + 1) / 2.0f).all().item<bool>(),
+         "all_reduce sum is " + std::to_string(t[0].item<float>()));
   auto avg = torch::full({7}, static_cast<float>(rank), torch::TensorOptions().device(device));
   all_reduce(avg, ReduceOp::kAvg);
   expect(avg.sub((world - 1) / 2.0f).abs().max().item<float>() < 1e-6f, "all_reduce avg");
@@ -60,10 +61,12 @@ void collectives(const Args& args) {
   expect(b.equal(torch::arange(16, b.options())), "broadcast from rank 0");
   auto parts = all_gather(torch::full({3}, static_cast<float>(rank), torch::TensorOptions().device(device)));
   expect(static_cast<int>(parts.size()) == world, "all_gather returned " + std::to_string(parts.size()) + " tensors");
-  for (int r = 0; r < world; ++r) expect(parts[r].eq(static_cast<float>(r)).all().item<bool>(), "all_gather part " + std::to_string(r));
+  for (int r = 0; r < world; ++r)
+    expect(parts[r].eq(static_cast<float>(r)).all().item<bool>(), "all_gather part " + std::to_string(r));
   auto on_cpu = torch::ones({5});  // NCCL stages CPU tensors on the worker's GPU and back
   all_reduce(on_cpu);
-  expect(on_cpu.device().is_cpu() && on_cpu.eq(static_cast<float>(world)).all().item<bool>(), "all_reduce of a CPU tensor");
+  expect(on_cpu.device().is_cpu() && on_cpu.eq(static_cast<float>(world)).all().item<bool>(),
+         "all_reduce of a CPU tensor");
   barrier();
   report("ok collectives " + where(device));
   destroy_process_group();

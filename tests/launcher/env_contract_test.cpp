@@ -10,10 +10,8 @@ using namespace ddp::test;
 namespace {
 
 // Runs N workers that dump their environment to DIR/env.RANK; returns rank -> env.
-std::map<int, std::map<std::string, std::string>> dump_env(const TempDir& dir,
-                                                          std::vector<std::string> flags,
-                                                          const EnvOverrides& env = {},
-                                                          int expect_workers = -1) {
+std::map<int, std::map<std::string, std::string>> dump_env(const TempDir& dir, std::vector<std::string> flags,
+                                                           const EnvOverrides& env = {}, int expect_workers = -1) {
   flags.insert(flags.end(), {"sh", "-c", "env > " + dir.path() + "/env.$RANK"});
   auto r = launch(flags, env);
   INFO(r.err);
@@ -71,8 +69,7 @@ TEST_CASE("an explicit master address and port reach the workers") {
 }
 
 TEST_CASE("dry run of node 1 of 2 shows the upper half of the ranks") {
-  auto r = launch({"--dry-run", "--nnodes=2", "--node-rank=1", "--nproc-per-node=2", "--master-addr=10.1.2.3",
-                   "true"});
+  auto r = launch({"--dry-run", "--nnodes=2", "--node-rank=1", "--nproc-per-node=2", "--master-addr=10.1.2.3", "true"});
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("2 workers on node 1 of 2 (world size 4)"));
   CHECK_THAT(r.out, Catch::Contains("rank 3 (local_rank 1):"));
@@ -94,12 +91,12 @@ TEST_CASE("${local_rank} and the legacy --local_rank argument (--local-rank on r
   TempDir dir;
   write_file(dir / "show.sh", "#!/bin/sh\necho \"$@\"\n");
   REQUIRE(run({"chmod", "+x", dir / "show.sh"}).exit_code == 0);
-  auto r = launch({"--nproc-per-node=2", "--local-ranks-filter=1", "--use-env=false", dir / "show.sh",
-                   "${local_rank}", "x${local_rank}"});
+  auto r = launch({"--nproc-per-node=2", "--local-ranks-filter=1", "--use-env=false", dir / "show.sh", "${local_rank}",
+                   "x${local_rank}"});
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("[rank1]: --local_rank=1 1 x1"));
-  auto two = launch({"--nproc-per-node=2", "--local-ranks-filter=1", "--local-rank-arg=local-rank",
-                     dir / "show.sh", "y"});
+  auto two =
+      launch({"--nproc-per-node=2", "--local-ranks-filter=1", "--local-rank-arg=local-rank", dir / "show.sh", "y"});
   CHECK(two.exit_code == 0);
   CHECK_THAT(two.out, Catch::Contains("[rank1]: --local-rank=1 y"));
 }
@@ -155,7 +152,8 @@ TEST_CASE("devices flag selects GPUs among CUDA_VISIBLE_DEVICES, isolation gives
   CHECK(envs[1]["CUDA_VISIBLE_DEVICES"] == "5,7");
   CHECK(envs[1]["LOCAL_RANK"] == "1");
   TempDir iso;
-  auto isolated = dump_env(iso, {"--nproc-per-node=3", "--virtual-local-rank"}, {{"CUDA_VISIBLE_DEVICES", "4,5,6,7"}}, 3);
+  auto isolated =
+      dump_env(iso, {"--nproc-per-node=3", "--virtual-local-rank"}, {{"CUDA_VISIBLE_DEVICES", "4,5,6,7"}}, 3);
   for (int rank = 0; rank < 3; ++rank) {
     CHECK(isolated[rank]["CUDA_VISIBLE_DEVICES"] == std::to_string(4 + rank));
     CHECK(isolated[rank]["LOCAL_RANK"] == "0");

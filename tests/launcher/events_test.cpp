@@ -94,7 +94,8 @@ TEST_CASE("events: a worker killed by a signal is a failure of kind signal, and 
   CHECK(events[3].at("exit_code") == 137);
 }
 
-TEST_CASE("straggler: the rank that sleeps extra per step is named once (notice and event), no other, nothing stopped") {
+TEST_CASE(
+    "straggler: the rank that sleeps extra per step is named once (notice and event), no other, nothing stopped") {
   TempDir dir, logs;
   write_file(dir / "worker.py", R"(
 import os, sys, time

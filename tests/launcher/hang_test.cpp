@@ -67,9 +67,11 @@ TEST_CASE("hang: a stopped rank is named with its collective, every worker's sta
   HangRun run("stop");
   INFO(run.r.err);
   CHECK(run.r.exit_code == 119);
-  CHECK_THAT(run.r.err, Catch::Matches(
-      "(.|\\n)*hang: no progress for [0-9]+ s; rank 1 \\(pid [0-9]+\\) at step 3, last completed all_reduce #3, "
-      "in no collective; rank 0 waits in all_reduce #4 \\(4996 float32\\)(.|\\n)*"));
+  CHECK_THAT(
+      run.r.err,
+      Catch::Matches(
+          "(.|\\n)*hang: no progress for [0-9]+ s; rank 1 \\(pid [0-9]+\\) at step 3, last completed all_reduce #3, "
+          "in no collective; rank 0 waits in all_reduce #4 \\(4996 float32\\)(.|\\n)*"));
   CHECK_THAT(run.r.err, Catch::Contains("exit      : stopped by ddp-launch: a hang (exit code 119)"));
   CHECK_THAT(run.r.err, Catch::Contains(run.run_dir + "/attempt_0/1/stacks.txt"));
   const std::string culprit = run.stacks(0, 1), waiter = run.stacks(0, 0);
@@ -164,8 +166,8 @@ TEST_CASE("hang: workers that feed nothing, print nothing and use no CPU are hun
 
 TEST_CASE("hang: a silent worker busy on the CPU (or its child), or one that prints, is alive") {
   const std::string busy = "import time\nt = time.monotonic()\nwhile time.monotonic() - t < 6: pass\n";
-  auto silent = launch({"--nproc-per-node=2", "--hang-timeout=1", "sh", "-c", "python3 -c '" + busy + "'; sleep 0.1"},
-                       {}, 120s);
+  auto silent =
+      launch({"--nproc-per-node=2", "--hang-timeout=1", "sh", "-c", "python3 -c '" + busy + "'; sleep 0.1"}, {}, 120s);
   INFO(silent.err);
   CHECK(silent.exit_code == 0);
   CHECK_THAT(silent.err, !Catch::Contains("hang:"));

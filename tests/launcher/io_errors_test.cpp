@@ -8,13 +8,12 @@ using namespace ddp::test;
 
 namespace {
 
-void expect_io_error(const std::vector<std::string>& args, const std::string& path,
-                     const EnvOverrides& env = {}) {
+void expect_io_error(const std::vector<std::string>& args, const std::string& path, const EnvOverrides& env = {}) {
   auto r = launch(args, env);
   INFO(r.err);
   CHECK(r.exit_code == 125);
-  CHECK_THAT(r.err, Catch::StartsWith("ddp-launch: error: ") && Catch::Contains(path) &&
-                        Catch::Contains("Not a directory"));
+  CHECK_THAT(r.err,
+             Catch::StartsWith("ddp-launch: error: ") && Catch::Contains(path) && Catch::Contains("Not a directory"));
   CHECK(lines_of(r.err).size() == 1);
   CHECK(r.out.empty());
 }

@@ -72,8 +72,8 @@ TEST_CASE("redirects send streams to files only, tee to both") {
   TempDir logs;
   auto r = launch({"--nproc-per-node=2", "--log-dir", logs.path(), "--redirects=1", "--tee=0:2", "sh", "-c", kTalk});
   REQUIRE(r.exit_code == 0);
-  CHECK(count_matching(r.out, "out-") == 0);        // stdout redirected for everyone
-  CHECK(count_matching(r.err, "err-") == 2);        // stderr not redirected
+  CHECK(count_matching(r.out, "out-") == 0);  // stdout redirected for everyone
+  CHECK(count_matching(r.err, "err-") == 2);  // stderr not redirected
   std::string run = run_dir(logs);
   CHECK(read_file(run + "/attempt_0/1/stdout.log") == "out-1\n");
 
@@ -100,8 +100,8 @@ TEST_CASE("the line prefix follows the template flag or TORCHELASTIC_LOG_LINE_PR
   auto r = launch({"--nproc-per-node=2", "--role=trainer", "--log-line-prefix-template=<${role_name}${local_rank}> ",
                    "sh", "-c", "echo hi"});
   CHECK(count_matching(r.out, "<trainer1> hi") == 1);
-  auto e = launch({"--nproc-per-node=1", "sh", "-c", "echo hi"},
-                  {{"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", "[${rank}]:"}});
+  auto e =
+      launch({"--nproc-per-node=1", "sh", "-c", "echo hi"}, {{"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", "[${rank}]:"}});
   CHECK(e.out == "[0]:hi\n");
 }
 

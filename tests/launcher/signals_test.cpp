@@ -49,8 +49,8 @@ TEST_CASE("Ctrl-C (SIGINT) stops the job with exit code 130") {
 
 TEST_CASE("SIGUSR1 in --signals-to-handle is forwarded without stopping the job") {
   TempDir dir;
-  Background launcher({launcher_path(), "--nproc-per-node=2", "--signals-to-handle=SIGTERM,SIGINT,SIGUSR1",
-                       "sh", "-c", trapping_worker(dir, "USR1", 0)});
+  Background launcher({launcher_path(), "--nproc-per-node=2", "--signals-to-handle=SIGTERM,SIGINT,SIGUSR1", "sh", "-c",
+                       trapping_worker(dir, "USR1", 0)});
   REQUIRE(wait_until([&] { return all_up(dir, 2); }, 30s));
   launcher.signal(SIGUSR1);
   auto r = launcher.wait(60s);

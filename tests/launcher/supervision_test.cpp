@@ -40,10 +40,12 @@ std::string only_run_dir(const TempDir& logs) {
 TEST_CASE("one rank exits 3: its siblings are stopped and the launcher exits 3") {
   TempDir dir;
   // Every worker records its pid and a child's pid; rank 1 fails once all are up.
-  std::string script =
-      "echo $$ > " + dir.path() + "/pid.$RANK; sleep 1000 & echo $! > " + dir.path() + "/child.$RANK; "
-      "if [ $RANK = 1 ]; then while [ $(ls " + dir.path() + " | grep -c '^child') -lt 4 ]; do sleep 0.05; done; exit 3; fi; "
-      "wait";
+  std::string script = "echo $$ > " + dir.path() + "/pid.$RANK; sleep 1000 & echo $! > " + dir.path() +
+                       "/child.$RANK; "
+                       "if [ $RANK = 1 ]; then while [ $(ls " +
+                       dir.path() +
+                       " | grep -c '^child') -lt 4 ]; do sleep 0.05; done; exit 3; fi; "
+                       "wait";
   auto r = launch({"--nproc-per-node=4", "sh", "-c", script}, {}, 120s);
   INFO(r.err);
   CHECK(r.exit_code == 3);
@@ -63,8 +65,11 @@ TEST_CASE("one rank exits 3: its siblings are stopped and the launcher exits 3")
 TEST_CASE("a worker that ignores SIGTERM is killed after the shutdown timeout") {
   TempDir dir;
   auto r = launch({"--nproc-per-node=2", "--shutdown-timeout=1", "sh", "-c",
-                   "trap '' TERM; if [ $RANK = 0 ]; then while [ ! -e " + (dir / "deaf") + " ]; do sleep 0.02; done; "
-                   "exit 4; fi; touch " + (dir / "deaf") + "; while true; do sleep 0.1; done"}, {}, 60s);
+                   "trap '' TERM; if [ $RANK = 0 ]; then while [ ! -e " + (dir / "deaf") +
+                       " ]; do sleep 0.02; done; "
+                       "exit 4; fi; touch " +
+                       (dir / "deaf") + "; while true; do sleep 0.1; done"},
+                  {}, 60s);
   CHECK(r.exit_code == 4);
   CHECK_THAT(r.err, Catch::Contains("still running 1 s after SIGTERM: sending SIGKILL"));
   CHECK_THAT(r.err, Catch::Contains("signal 9 (SIGKILL)"));
@@ -72,10 +77,11 @@ TEST_CASE("a worker that ignores SIGTERM is killed after the shutdown timeout") 
 
 TEST_CASE("SIGKILL of the launcher leaves no worker and no worker child alive") {
   TempDir dir;
-  std::string script = "echo $$ > " + dir.path() + "/pid.$RANK; sleep 1000 & echo $! > " + dir.path() +
-                       "/child.$RANK; wait";
+  std::string script =
+      "echo $$ > " + dir.path() + "/pid.$RANK; sleep 1000 & echo $! > " + dir.path() + "/child.$RANK; wait";
   Background launcher({launcher_path(), "--nproc-per-node=3", "sh", "-c", script});
-  REQUIRE(wait_until([&] { return read_pids(dir, "child.", 3).size() == 3 && read_pids(dir, "pid.", 3).size() == 3; }, 30s));
+  REQUIRE(wait_until([&] { return read_pids(dir, "child.", 3).size() == 3 && read_pids(dir, "pid.", 3).size() == 3; },
+                     30s));
   auto pids = read_pids(dir, "pid.", 3);
   auto children = read_pids(dir, "child.", 3);
   CHECK(!all_dead(pids));
@@ -88,10 +94,13 @@ TEST_CASE("SIGKILL of the launcher leaves no worker and no worker child alive") 
 
 TEST_CASE("max-restarts restarts the whole group with the restart count incremented") {
   TempDir dir;
-  std::string script = "echo $TORCHELASTIC_RESTART_COUNT >> " + dir.path() + "/attempts.$RANK; "
+  std::string script = "echo $TORCHELASTIC_RESTART_COUNT >> " + dir.path() +
+                       "/attempts.$RANK; "
                        // rank 1 fails once rank 0 is up in this attempt (so rank 0 is seen restarting)
                        "if [ $RANK = 1 ] && [ $TORCHELASTIC_RESTART_COUNT -lt 2 ]; then "
-                       "while ! grep -qx $TORCHELASTIC_RESTART_COUNT " + dir.path() + "/attempts.0; do sleep 0.02; done; "
+                       "while ! grep -qx $TORCHELASTIC_RESTART_COUNT " +
+                       dir.path() +
+                       "/attempts.0; do sleep 0.02; done; "
                        "exit 1; fi; "
                        "if [ $RANK = 0 ] && [ $TORCHELASTIC_RESTART_COUNT -lt 2 ]; then sleep 30; fi";
   auto r = launch({"--nproc-per-node=2", "--max-restarts=3", "sh", "-c", script}, {}, 120s);
@@ -118,8 +127,8 @@ TEST_CASE("a worker killed by a signal gives 128+N and a named signal") {
 
 TEST_CASE("a worker that exits 0 early does not stop the others") {
   TempDir dir;
-  auto r = launch({"--nproc-per-node=2", "sh", "-c",
-                   "if [ $RANK = 1 ]; then sleep 0.5; touch " + (dir / "late") + "; fi"});
+  auto r =
+      launch({"--nproc-per-node=2", "sh", "-c", "if [ $RANK = 1 ]; then sleep 0.5; touch " + (dir / "late") + "; fi"});
   CHECK(r.exit_code == 0);
   CHECK(file_exists(dir / "late"));
 }
@@ -130,9 +139,10 @@ TEST_CASE("an @record-style error file reaches the report, with the traceback") 
       R"({"py_callstack": "Traceback (most recent call last):\n  File \"train.py\", line 7, in main\nValueError: bad learning rate", "timestamp": "1700000000"}}})";
   TempDir dir;
   write_file(dir / "record.json", record);
-  auto r = launch({"--nproc-per-node=2", "sh", "-c",
-                   "if [ $RANK = 1 ]; then cp " + (dir / "record.json") + " \"$TORCHELASTIC_ERROR_FILE\"; exit 1; fi; sleep 30"},
-                  {{"TORCHELASTIC_ERROR_FILE", dir / "launcher_error.json"}});
+  auto r = launch(
+      {"--nproc-per-node=2", "sh", "-c",
+       "if [ $RANK = 1 ]; then cp " + (dir / "record.json") + " \"$TORCHELASTIC_ERROR_FILE\"; exit 1; fi; sleep 30"},
+      {{"TORCHELASTIC_ERROR_FILE", dir / "launcher_error.json"}});
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("error     : ValueError: bad learning rate"));
   CHECK_THAT(r.err, Catch::Contains("    Traceback (most recent call last):"));
@@ -160,12 +170,17 @@ TEST_CASE("twenty restarts in a row: every line of every attempt reaches the con
   const std::string script =
       "c=$TORCHELASTIC_RESTART_COUNT; "
       "for i in 1 2 3 4 5; do echo \"a$c r$RANK line $i\"; done; "
-      "if [ $c -lt " + std::to_string(kRestarts) + " ]; then touch " + dir.path() + "/up.$c.$RANK; "
-      "  if [ $LOCAL_RANK = 0 ]; then while [ $(ls " + dir.path() + " | grep -c \"^up\\.$c\\.\") -lt 4 ]; do sleep 0.01; done; exit 1; fi; "
+      "if [ $c -lt " +
+      std::to_string(kRestarts) + " ]; then touch " + dir.path() +
+      "/up.$c.$RANK; "
+      "  if [ $LOCAL_RANK = 0 ]; then while [ $(ls " +
+      dir.path() +
+      " | grep -c \"^up\\.$c\\.\") -lt 4 ]; do sleep 0.01; done; exit 1; fi; "
       "  exec sleep 30; fi; "
       "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13; do echo \"a$c r$RANK tick $i\"; sleep 0.2; done; echo \"a$c r$RANK done\"";
-  auto r = launch({"--nproc-per-node=4", "--max-restarts=" + std::to_string(kRestarts), "--log-dir", logs.path(),
-                   "sh", "-c", script}, {}, 170s);
+  auto r = launch({"--nproc-per-node=4", "--max-restarts=" + std::to_string(kRestarts), "--log-dir", logs.path(), "sh",
+                   "-c", script},
+                  {}, 170s);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(count_matching(r.err, "restarting all 4 workers") == kRestarts);
@@ -180,7 +195,8 @@ TEST_CASE("twenty restarts in a row: every line of every attempt reaches the con
         for (int i = 1; i <= 13; ++i) expected += tag + " tick " + std::to_string(i) + "\n";
         expected += tag + " done\n";
       }
-      const std::string log = read_file(run + "/attempt_" + std::to_string(c) + "/" + std::to_string(rank) + "/stdout.log");
+      const std::string log =
+          read_file(run + "/attempt_" + std::to_string(c) + "/" + std::to_string(rank) + "/stdout.log");
       if (log != expected) {
         ++missing;
         UNSCOPED_INFO("attempt " << c << " rank " << rank << " log:\n" << log);
@@ -202,9 +218,13 @@ TEST_CASE("fail-fast stops the failed worker's own children at once, with the ot
   TempDir dir;
   const std::string script =
       "if [ $RANK = 1 ]; then "
-      "  sh -c 'trap \"echo child stopped by TERM; exit 0\" TERM; echo $$ > " + dir.path() + "/child; "
+      "  sh -c 'trap \"echo child stopped by TERM; exit 0\" TERM; echo $$ > " +
+      dir.path() +
+      "/child; "
       "         while true; do sleep 0.05; done' & "
-      "  while [ ! -s " + dir.path() + "/child ]; do sleep 0.01; done; kill -9 $$; fi; "
+      "  while [ ! -s " +
+      dir.path() +
+      "/child ]; do sleep 0.01; done; kill -9 $$; fi; "
       "exec sleep 300";
   auto r = launch({"--nproc-per-node=2", "sh", "-c", script}, {}, 120s);
   INFO(r.err);

@@ -23,9 +23,13 @@ namespace {
 
 std::vector<std::string> static_node(int nnodes, int node_rank, int port, int nproc,
                                      const std::string& conf = "join_timeout=60") {
-  return {launcher_path(), "--nnodes=" + std::to_string(nnodes), "--node-rank=" + std::to_string(node_rank),
-          "--nproc-per-node=" + std::to_string(nproc), "--master-addr=127.0.0.1",
-          "--master-port=" + std::to_string(port), "--rdzv-conf=" + conf};
+  return {launcher_path(),
+          "--nnodes=" + std::to_string(nnodes),
+          "--node-rank=" + std::to_string(node_rank),
+          "--nproc-per-node=" + std::to_string(nproc),
+          "--master-addr=127.0.0.1",
+          "--master-port=" + std::to_string(port),
+          "--rdzv-conf=" + conf};
 }
 
 std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
@@ -37,9 +41,10 @@ std::vector<std::string> with(std::vector<std::string> base, const std::vector<s
 // node with is_host=1, node 0 here, hosts it).
 std::vector<std::string> two_node_launcher(const std::string& backend, int node_rank, int port) {
   if (backend == "static") return static_node(2, node_rank, port, 1);
-  return {launcher_path(), "--nnodes=2", "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:" + std::to_string(port),
-          "--rdzv-id=job", "--node-rank=" + std::to_string(node_rank), "--nproc-per-node=1",
-          "--rdzv-conf=join_timeout=60,is_host=" + std::string(node_rank == 0 ? "1" : "0")};
+  return {launcher_path(),       "--nnodes=2",
+          "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:" + std::to_string(port),
+          "--rdzv-id=job",       "--node-rank=" + std::to_string(node_rank),
+          "--nproc-per-node=1",  "--rdzv-conf=join_timeout=60,is_host=" + std::string(node_rank == 0 ? "1" : "0")};
 }
 
 // Reads DIR/env.RANK files written by `env > DIR/env.$RANK`.
@@ -96,9 +101,13 @@ TEST_CASE("static rendezvous: two nodes agree on ranks, world size and the worke
 TEST_CASE("dynamic rendezvous: three nodes, an explicit --node-rank honoured") {
   TempDir dir;
   int port = free_port();
-  std::vector<std::string> common = {launcher_path(), "--nnodes=3", "--rdzv-backend=c10d",
-                                     "--rdzv-endpoint=127.0.0.1:" + std::to_string(port), "--rdzv-id=dyn",
-                                     "--nproc-per-node=1", "--rdzv-conf=join_timeout=60"};
+  std::vector<std::string> common = {launcher_path(),
+                                     "--nnodes=3",
+                                     "--rdzv-backend=c10d",
+                                     "--rdzv-endpoint=127.0.0.1:" + std::to_string(port),
+                                     "--rdzv-id=dyn",
+                                     "--nproc-per-node=1",
+                                     "--rdzv-conf=join_timeout=60"};
   std::string dump = "env > " + dir.path() + "/env.$RANK";
   Background a(with(common, {"sh", "-c", dump}));
   Background b(with(common, {"--node-rank=2", "sh", "-c", "touch " + dir.path() + "/pinned.$GROUP_RANK; " + dump}));
@@ -122,11 +131,12 @@ TEST_CASE("dynamic rendezvous: three nodes, an explicit --node-rank honoured") {
 TEST_CASE("a late node makes every node restart into a bigger round") {
   TempDir dir;
   int port = free_port();
-  std::vector<std::string> common = {launcher_path(), "--nnodes=2:3", "--rdzv-backend=c10d",
-                                     "--rdzv-endpoint=127.0.0.1:" + std::to_string(port), "--nproc-per-node=1",
-                                     "--rdzv-conf=join_timeout=60,last_call_timeout=0.5"};
+  std::vector<std::string> common = {launcher_path(),       "--nnodes=2:3",
+                                     "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:" + std::to_string(port),
+                                     "--nproc-per-node=1",  "--rdzv-conf=join_timeout=60,last_call_timeout=0.5"};
   // Workers run until a world of 3 has formed, then finish.
-  std::string script = "echo $WORLD_SIZE >> " + dir.path() + "/worlds.$GROUP_RANK; "
+  std::string script = "echo $WORLD_SIZE >> " + dir.path() +
+                       "/worlds.$GROUP_RANK; "
                        "if [ $WORLD_SIZE = 3 ]; then exit 0; fi; sleep 60";
   Background a(with(common, {"sh", "-c", script}));
   Background b(with(common, {"sh", "-c", script}));
@@ -157,8 +167,8 @@ TEST_CASE("a node that finishes early waits for the others, and the job succeeds
 
 TEST_CASE("a worker failure on one node stops every node with the same root cause") {
   int port = free_port();
-  Background node1(with(static_node(2, 1, port, 2),
-                        {"sh", "-c", "if [ $RANK = 3 ]; then sleep 0.5; exit 3; fi; sleep 60"}));
+  Background node1(
+      with(static_node(2, 1, port, 2), {"sh", "-c", "if [ $RANK = 3 ]; then sleep 0.5; exit 3; fi; sleep 60"}));
   auto r0 = run(with(static_node(2, 0, port, 2), {"sh", "-c", "sleep 60"}), {}, 120s);
   auto r1 = node1.wait(60s);
   CHECK(r0.exit_code == 3);
@@ -171,9 +181,12 @@ TEST_CASE("a worker failure on one node stops every node with the same root caus
 TEST_CASE("max-restarts restarts every node together with a consistent restart count") {
   TempDir dir;
   int port = free_port();
-  std::string script = "echo $TORCHELASTIC_RESTART_COUNT >> " + dir.path() + "/count.$RANK; "
+  std::string script = "echo $TORCHELASTIC_RESTART_COUNT >> " + dir.path() +
+                       "/count.$RANK; "
                        "if [ $RANK = 2 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then "
-                       "while [ ! -s " + dir.path() + "/count.0 ] || [ ! -s " + dir.path() + "/count.1 ]; do sleep 0.02; done; "
+                       "while [ ! -s " +
+                       dir.path() + "/count.0 ] || [ ! -s " + dir.path() +
+                       "/count.1 ]; do sleep 0.02; done; "
                        "exit 5; fi; sleep 0.3";
   Background node1(with(static_node(2, 1, port, 1), {"--max-restarts=2", "sh", "-c", script}));
   auto r0 = run(with(static_node(2, 0, port, 2), {"--max-restarts=2", "sh", "-c", script}), {}, 120s);
@@ -203,8 +216,8 @@ TEST_CASE("a worker failure on the store's host or on a follower ends every node
   const RunResult& own = failing == 0 ? r0 : r1;
   const RunResult& other = failing == 0 ? r1 : r0;
   const std::string rank_line = "rank      : " + std::to_string(failing) + " (local_rank: 0)";
-  CHECK_THAT(own.err, Catch::Contains("Root cause") && Catch::Contains(rank_line) && Catch::Contains("rank " +
-                          std::to_string(failing) + " exits 3"));
+  CHECK_THAT(own.err, Catch::Contains("Root cause") && Catch::Contains(rank_line) &&
+                          Catch::Contains("rank " + std::to_string(failing) + " exits 3"));
   CHECK_THAT(other.err, Catch::Contains("FAILED on node " + std::to_string(failing)) && Catch::Contains(rank_line) &&
                             Catch::Contains("exit code 3"));
   CHECK_THAT(r0.err + r1.err, !Catch::Contains("lost"));
@@ -246,12 +259,16 @@ TEST_CASE("a stop signal after a restart was recorded still stops every node") {
   TempDir dir;
   const int port = free_port();
   const std::string d = dir.path();
-  const std::string script =
-      "echo $$ > " + d + "/pid.$RANK.$TORCHELASTIC_RESTART_COUNT; "
-      "if [ $RANK = 1 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then "
-      "while [ ! -e " + d + "/pid.0.0 ]; do sleep 0.02; done; exit 3; fi; "
-      "trap 'touch " + d + "/term.$RANK; trap \"\" TERM; while [ ! -e " + d + "/go ]; do sleep 0.05; done; exit 0' TERM; "
-      "sleep 300 & wait";
+  const std::string script = "echo $$ > " + d +
+                             "/pid.$RANK.$TORCHELASTIC_RESTART_COUNT; "
+                             "if [ $RANK = 1 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then "
+                             "while [ ! -e " +
+                             d +
+                             "/pid.0.0 ]; do sleep 0.02; done; exit 3; fi; "
+                             "trap 'touch " +
+                             d + "/term.$RANK; trap \"\" TERM; while [ ! -e " + d +
+                             "/go ]; do sleep 0.05; done; exit 0' TERM; "
+                             "sleep 300 & wait";
   Background node0(with(static_node(2, 0, port, 1), {"--max-restarts=1", "sh", "-c", script}));
   Background node1(with(static_node(2, 1, port, 1), {"--max-restarts=1", "sh", "-c", script}));
   REQUIRE(wait_until([&] { return file_exists(dir / "term.0"); }, 60s));  // node 0 stops for the restart
@@ -282,9 +299,14 @@ static void kill_one_node(int victim, const std::vector<std::string>& messages, 
   std::string script = "echo $$ > " + dir.path() + "/pid.$RANK; sleep 300";
   std::string conf = "join_timeout=60";
   if (comm_error) {
-    script = "echo $$ > " + dir.path() + "/pid.$RANK; "
-             "while [ ! -s " + dir.path() + "/victim ]; do sleep 0.01; done; "
-             "while kill -0 $(cat " + dir.path() + "/victim) 2>/dev/null; do sleep 0.01; done; "
+    script = "echo $$ > " + dir.path() +
+             "/pid.$RANK; "
+             "while [ ! -s " +
+             dir.path() +
+             "/victim ]; do sleep 0.01; done; "
+             "while kill -0 $(cat " +
+             dir.path() +
+             "/victim) 2>/dev/null; do sleep 0.01; done; "
              "echo 'RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
              "[127.0.0.1]:40000' >&2; exit 1";
     conf += ",heartbeat_interval=5,heartbeat_timeout=10";
@@ -347,13 +369,15 @@ struct MultiNodeHang {
 
   MultiNodeHang(int hung, const std::string& mode, const std::string& max_restarts) {
     write_file(dir / "worker.py", kHangWorker);
-    const EnvOverrides env{{"PYTHON_EXEC", "/usr/bin/python3"}, {"DIR", dir.path()}, {"MODE", mode},
+    const EnvOverrides env{{"PYTHON_EXEC", "/usr/bin/python3"},
+                           {"DIR", dir.path()},
+                           {"MODE", mode},
                            {"HUNG", std::to_string(hung)},
                            {"DDP_TEST_PYTHON_DIR", std::string(DDP_SOURCE_DIR) + "/python"}};
     const int port = free_port();
     auto node = [&](int rank, const TempDir& logs) {
-      return with(static_node(2, rank, port, 1), {"--hang-timeout=3", "--max-restarts=" + max_restarts,
-                                                  "--log-dir", logs.path(), dir / "worker.py"});
+      return with(static_node(2, rank, port, 1),
+                  {"--hang-timeout=3", "--max-restarts=" + max_restarts, "--log-dir", logs.path(), dir / "worker.py"});
     };
     Background node1(node(1, logs1), env);
     r0 = run(node(0, logs0), env, 120s);
@@ -448,8 +472,8 @@ TEST_CASE("gloo workers: a killed launcher is the root cause, not the survivor's
   TempDir dir;
   const int port = free_port();
   const EnvOverrides env{{"PYTHON_EXEC", python}, {"GLOO_SOCKET_IFNAME", "lo"}, {"OMP_NUM_THREADS", "1"}};
-  const std::vector<std::string> job = {std::string(DDP_SOURCE_DIR) + "/tests/multinode/allreduce.py", "--hold",
-                                        "30", "--ready", dir.path() + "/ready"};
+  const std::vector<std::string> job = {std::string(DDP_SOURCE_DIR) + "/tests/multinode/allreduce.py", "--hold", "30",
+                                        "--ready", dir.path() + "/ready"};
   Background node0(with(two_node_launcher(backend, 0, port), job), env);
   Background node1(with(two_node_launcher(backend, 1, port), job), env);
   REQUIRE(wait_until([&] { return file_exists(dir / "ready.0") && file_exists(dir / "ready.1"); }, 120s));
@@ -529,9 +553,9 @@ TEST_CASE("scripts/run-node.sh: the same line on every node, ranks from the envi
   int port = free_port();
   std::string script = std::string(DDP_SOURCE_DIR) + "/scripts/run-node.sh";
   std::string dump = "env > " + dir.path() + "/env.$RANK";
-  EnvOverrides common{{"NNODES", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)},
-                      {"NPROC_PER_NODE", "2"}, {"DDP_LAUNCH", launcher_path()},
-                      {"DDP_LAUNCH_ARGS", "--rdzv-conf=join_timeout=60"}};
+  EnvOverrides common{
+      {"NNODES", "2"},         {"MASTER_ADDR", "127.0.0.1"},    {"MASTER_PORT", std::to_string(port)},
+      {"NPROC_PER_NODE", "2"}, {"DDP_LAUNCH", launcher_path()}, {"DDP_LAUNCH_ARGS", "--rdzv-conf=join_timeout=60"}};
   auto env1 = common;
   env1["NODE_RANK"] = "1";
   Background node1({script, "sh", "-c", dump}, env1);
@@ -555,8 +579,13 @@ TEST_CASE("under srun each launcher takes its node rank and the master from Slur
   TempDir dir;
   int port = free_port();
   std::string dump = "env > " + dir.path() + "/env.$RANK";
-  std::vector<std::string> cmd = {launcher_path(), "--nproc-per-node=1", "--master-port=" + std::to_string(port),
-                                  "--rdzv-conf=join_timeout=60", "sh", "-c", dump};
+  std::vector<std::string> cmd = {launcher_path(),
+                                  "--nproc-per-node=1",
+                                  "--master-port=" + std::to_string(port),
+                                  "--rdzv-conf=join_timeout=60",
+                                  "sh",
+                                  "-c",
+                                  dump};
   EnvOverrides slurm{{"SLURM_NNODES", "2"}, {"SLURM_JOB_NODELIST", "localhost,otherhost"}};
   auto env1 = slurm;
   env1["SLURM_NODEID"] = "1";
@@ -595,17 +624,21 @@ bool soak_run(const std::string& backend, Fault fault, int node, SoakFigures& fi
   const int port = free_port();
   const std::string d = dir.path();
   std::string script = "echo $$ > " + d + "/pid.$RANK; " +
-                       (fault == Fault::kNone ? std::string("sleep 0.3") :
-                        "while [ ! -e " + d + "/fail.$RANK ]; do sleep 0.01; done; exit 3");
+                       (fault == Fault::kNone ? std::string("sleep 0.3")
+                                              : "while [ ! -e " + d + "/fail.$RANK ]; do sleep 0.01; done; exit 3");
   if (fault == Fault::kKillWithCommError)
-    script = "echo $$ > " + d + "/pid.$RANK; while [ ! -s " + d + "/victim ]; do sleep 0.01; done; "
-             "while kill -0 $(cat " + d + "/victim) 2>/dev/null; do sleep 0.01; done; "
+    script = "echo $$ > " + d + "/pid.$RANK; while [ ! -s " + d +
+             "/victim ]; do sleep 0.01; done; "
+             "while kill -0 $(cat " +
+             d +
+             "/victim) 2>/dev/null; do sleep 0.01; done; "
              "echo 'RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
              "[127.0.0.1]:40000' >&2; exit 1";
   Background n0(with(two_node_launcher(backend, 0, port), {"sh", "-c", script}));
   Background n1(with(two_node_launcher(backend, 1, port), {"sh", "-c", script}));
   if (!wait_until([&] { return pids_written(dir); }, 60s)) {
-    UNSCOPED_INFO(backend << ": the workers did not start within 60 s\nnode 0:\n" << n0.err_so_far() << "node 1:\n"
+    UNSCOPED_INFO(backend << ": the workers did not start within 60 s\nnode 0:\n"
+                          << n0.err_so_far() << "node 1:\n"
                           << n1.err_so_far());
     return false;
   }
@@ -644,13 +677,17 @@ bool soak_run(const std::string& backend, Fault fault, int node, SoakFigures& fi
            other.err.find("rank      : ") == std::string::npos;  // no worker named as the root cause
       break;
   }
-  const bool no_leftovers = wait_until([&] {
-    return !process_alive(std::stoi(read_file(dir / "pid.0"))) && !process_alive(std::stoi(read_file(dir / "pid.1")));
-  }, 10s);
+  const bool no_leftovers = wait_until(
+      [&] {
+        return !process_alive(std::stoi(read_file(dir / "pid.0"))) &&
+               !process_alive(std::stoi(read_file(dir / "pid.1")));
+      },
+      10s);
   if (!(ok && no_leftovers))
     UNSCOPED_INFO(backend << " fault " << static_cast<int>(fault) << " on node " << node << ": exits " << r0.exit_code
                           << "/" << r1.exit_code << (no_leftovers ? "" : ", workers left") << "\nnode 0:\n"
-                          << r0.err << "node 1:\n" << r1.err);
+                          << r0.err << "node 1:\n"
+                          << r1.err);
   ++figures.runs;
   if (fault != Fault::kNone) {
     ++figures.faults;
@@ -664,7 +701,8 @@ bool soak_run(const std::string& backend, Fault fault, int node, SoakFigures& fi
 
 TEST_CASE("soak: random faults in short two-node jobs always end as the README says") {
   // Faults: none, a worker exit, a stop signal, a killed launcher, a killed launcher whose
-  // survivor's worker fails with a communication error. Bounded: about 40 s (DDP_SOAK_SECONDS overrides). The seed is printed to replay a run.
+  // survivor's worker fails with a communication error. Bounded: about 40 s (DDP_SOAK_SECONDS overrides). The seed is
+  // printed to replay a run.
   const char* budget_env = std::getenv("DDP_SOAK_SECONDS");
   const double budget = budget_env ? std::atof(budget_env) : 40.0;
   const unsigned seed = std::random_device{}();
@@ -681,8 +719,8 @@ TEST_CASE("soak: random faults in short two-node jobs always end as the README s
   std::sort(figures.reactions.begin(), figures.reactions.end());
   const double median = figures.reactions.empty() ? 0 : figures.reactions[figures.reactions.size() / 2];
   const double max = figures.reactions.empty() ? 0 : figures.reactions.back();
-  std::printf("soak (seed %u): %d runs, %d faults, %d correct endings, reaction median %.2f s, max %.2f s\n",
-              seed, figures.runs, figures.faults, figures.correct, median, max);
+  std::printf("soak (seed %u): %d runs, %d faults, %d correct endings, reaction median %.2f s, max %.2f s\n", seed,
+              figures.runs, figures.faults, figures.correct, median, max);
   CHECK(figures.runs >= 4);
   CHECK(wrong == 0);
 }

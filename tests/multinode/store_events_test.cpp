@@ -16,9 +16,13 @@ using namespace std::chrono_literals;
 namespace {
 
 std::vector<std::string> node(int node_rank, int port, const std::string& conf, const std::vector<std::string>& cmd) {
-  std::vector<std::string> argv{launcher_path(), "--nnodes=2", "--node-rank=" + std::to_string(node_rank),
-                                "--nproc-per-node=1", "--master-addr=127.0.0.1",
-                                "--master-port=" + std::to_string(port), "--max-restarts=1",
+  std::vector<std::string> argv{launcher_path(),
+                                "--nnodes=2",
+                                "--node-rank=" + std::to_string(node_rank),
+                                "--nproc-per-node=1",
+                                "--master-addr=127.0.0.1",
+                                "--master-port=" + std::to_string(port),
+                                "--max-restarts=1",
                                 "--rdzv-conf=join_timeout=60," + conf};
   argv.insert(argv.end(), cmd.begin(), cmd.end());
   return argv;
@@ -66,9 +70,12 @@ TEST_CASE("store connections cut again and again: the job carries on without a r
 TEST_CASE("a worker failure restarts the other node through its abort watch, not at its next heartbeat") {
   TempDir dir;
   const int port = free_port();
-  const std::string script = "echo $TORCHELASTIC_RESTART_COUNT >> " + dir.path() + "/count.$RANK; "
+  const std::string script = "echo $TORCHELASTIC_RESTART_COUNT >> " + dir.path() +
+                             "/count.$RANK; "
                              "if [ $RANK = 1 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then "
-                             "while [ ! -s " + dir.path() + "/count.0 ]; do sleep 0.05; done; sleep 0.5; exit 4; fi; "
+                             "while [ ! -s " +
+                             dir.path() +
+                             "/count.0 ]; do sleep 0.05; done; sleep 0.5; exit 4; fi; "
                              "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then sleep 100; fi";
   const std::string conf = "heartbeat_interval=30,heartbeat_timeout=90";
   Background node1(node(1, port, conf, {"sh", "-c", script}));

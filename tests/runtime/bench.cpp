@@ -11,8 +11,8 @@
 namespace {
 
 std::map<std::string, double> parse(int argc, char** argv, std::string& hook) {
-  std::map<std::string, double> a{{"steps", 100}, {"warmup", 10}, {"batch", 32},   {"hidden", 1024},
-                                  {"layers", 4},  {"in-dim", 784}, {"classes", 10}, {"bucket-mb", 25},
+  std::map<std::string, double> a{{"steps", 100},   {"warmup", 10},      {"batch", 32},   {"hidden", 1024},
+                                  {"layers", 4},    {"in-dim", 784},     {"classes", 10}, {"bucket-mb", 25},
                                   {"grad-view", 0}, {"powersgd-rank", 2}};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string key = argv[i];
@@ -86,9 +86,10 @@ int bench(int argc, char** argv) {
     int64_t nparams = 0;
     for (const auto& p : net->parameters()) nparams += p.numel();
     char line[256];
-    std::snprintf(line, sizeof(line), "peer=cpp-ddp world=%d steps=%d batch=%lld params=%lld samples_per_s=%.1f step_ms=%.2f",
-                  world, steps, static_cast<long long>(batch), static_cast<long long>(nparams),
-                  steps * batch * world / dt, 1000 * dt / steps);
+    std::snprintf(line, sizeof(line),
+                  "peer=cpp-ddp world=%d steps=%d batch=%lld params=%lld samples_per_s=%.1f step_ms=%.2f", world, steps,
+                  static_cast<long long>(batch), static_cast<long long>(nparams), steps * batch * world / dt,
+                  1000 * dt / steps);
     std::cout << line << std::endl;
   }
   ddp::destroy_process_group();

@@ -75,7 +75,6 @@ int pause_save() {
   return 0;
 }
 
-
 // No launcher: each rank maps its own record (DDP_LAUNCH_PROGRESS_FILE set here, before
 // init_process_group) and checks, field by field, what libddp wrote (the layout of
 // contract/progress_record.hpp).
@@ -89,11 +88,11 @@ progress::Record read_record(const std::string& path) {
   return *r;
 }
 
-void expect_collective(const progress::Record& r, uint64_t seq, progress::Op op, uint64_t numel,
-                       progress::DType dtype, uint32_t group, const std::string& what) {
+void expect_collective(const progress::Record& r, uint64_t seq, progress::Op op, uint64_t numel, progress::DType dtype,
+                       uint32_t group, const std::string& what) {
   expect(r.seq_entered == seq && r.seq_completed == seq, what + ": seq " + std::to_string(r.seq_entered) + "/" +
-                                                              std::to_string(r.seq_completed) + ", want " +
-                                                              std::to_string(seq));
+                                                             std::to_string(r.seq_completed) + ", want " +
+                                                             std::to_string(seq));
   expect(r.op == static_cast<uint32_t>(op), what + ": op " + std::to_string(r.op));
   expect(r.numel == numel, what + ": numel " + std::to_string(r.numel));
   expect(r.dtype == static_cast<uint32_t>(dtype), what + ": dtype " + std::to_string(r.dtype));
@@ -155,9 +154,8 @@ int feed_record() {
 }  // namespace
 
 const std::map<std::string, std::function<int()>>& hang_scenarios() {
-  static const std::map<std::string, std::function<int()>> scenarios = {{"hang-feed", hang_feed},
-                                                                        {"pause-save", pause_save},
-                                                                        {"feed-record", feed_record}};
+  static const std::map<std::string, std::function<int()>> scenarios = {
+      {"hang-feed", hang_feed}, {"pause-save", pause_save}, {"feed-record", feed_record}};
   return scenarios;
 }
 

@@ -14,8 +14,8 @@
 namespace ddp::test {
 
 struct WorkerResult {
-  int exit_code = -1;  // 128+signal when killed; -1 = killed by the harness at the deadline
-  std::string output;  // stdout + stderr
+  int exit_code = -1;      // 128+signal when killed; -1 = killed by the harness at the deadline
+  std::string output;      // stdout + stderr
   std::string error_file;  // contents of its TORCHELASTIC_ERROR_FILE ("" if none)
 };
 

@@ -16,7 +16,6 @@
 namespace ddp::test {
 namespace {
 
-
 JoinConfig config_from_env() {
   JoinConfig c;
   std::stringstream list(env_or("DDP_TEST_JOIN_BATCHES", "3,5"));
@@ -105,7 +104,8 @@ int join_misuse() {
         all_reduce(t);
       },
       "ddp::all_reduce was called inside ddp::join()");
-  expect_join_error(model, [] { barrier(); }, "ddp::barrier was called inside ddp::join()");
+  expect_join_error(
+      model, [] { barrier(); }, "ddp::barrier was called inside ddp::join()");
   expect_join_error(
       model, [] { save_checkpoint(out_path("never.pt"), JoinNet(), nullptr); }, "inside ddp::join()");
   expect_join_error(
@@ -129,7 +129,7 @@ int join_misuse() {
 
 const std::map<std::string, std::function<int()>>& join_scenarios() {
   static const std::map<std::string, std::function<int()>> scenarios = {{"join-uneven", join_uneven},
-                                                                         {"join-misuse", join_misuse}};
+                                                                        {"join-misuse", join_misuse}};
   return scenarios;
 }
 

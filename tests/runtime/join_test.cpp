@@ -46,8 +46,8 @@ std::vector<RankResult> check_join(const JoinConfig& c, Env env) {
       CHECK(torch::allclose(got[i], expected[i], 0, 1e-5));
     }
     RankResult result;
-    std::istringstream(read_file(scratch.path() + "/result_" + std::to_string(r) + ".txt")) >>
-        result.last_joiner >> result.shadowed >> result.forwards >> result.buckets;
+    std::istringstream(read_file(scratch.path() + "/result_" + std::to_string(r) + ".txt")) >> result.last_joiner >>
+        result.shadowed >> result.forwards >> result.buckets;
     results.push_back(result);
     const int mine = c.batches[static_cast<size_t>(r)];
     INFO("rank " << r << " with " << mine << " batches");
@@ -67,8 +67,7 @@ TEST_CASE("join: uneven shards (3, 5, 7 batches), divided by the initial world s
   check_join(c, {});
 }
 
-TEST_CASE("join: uneven shards (7, 3, 5 batches), divided by the ranks still training, equal the reference",
-          "[join]") {
+TEST_CASE("join: uneven shards (7, 3, 5 batches), divided by the ranks still training, equal the reference", "[join]") {
   JoinConfig c;
   c.batches = {7, 3, 5};
   c.divide_by_initial = false;

@@ -16,18 +16,16 @@ struct NetImpl : torch::nn::Module {
     fc3 = register_module("fc3", torch::nn::Linear(32, 4));
     if (with_unused) unused = register_module("unused", torch::nn::Linear(4, 4));
   }
-  torch::Tensor forward(const torch::Tensor& x) {
-    return fc3(torch::tanh(fc2(torch::tanh(fc1(x)))));
-  }
+  torch::Tensor forward(const torch::Tensor& x) { return fc3(torch::tanh(fc2(torch::tanh(fc1(x))))); }
   torch::nn::Linear fc1{nullptr}, fc2{nullptr}, fc3{nullptr}, unused{nullptr};
 };
 TORCH_MODULE(Net);
 
 struct TrainConfig {
   int world = 4;
-  int batch = 4;         // per rank per micro-batch
+  int batch = 4;  // per rank per micro-batch
   int steps = 5;
-  int accumulate = 1;    // micro-batches per step (no_sync for all but the last)
+  int accumulate = 1;  // micro-batches per step (no_sync for all but the last)
   bool with_unused = false;
 };
 

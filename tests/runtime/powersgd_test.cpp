@@ -55,7 +55,7 @@ int powersgd_error_feedback() {
   PowerSgdState plain(no_feedback);
   reduce_once(plain, m);
   expect(!plain.error(0).defined() && max_diff(reduce_once(plain, torch::zeros_like(m)), torch::zeros_like(m)) == 0,
-        "without error feedback a zero gradient sends nothing");
+         "without error feedback a zero gradient sends nothing");
   destroy_process_group();
   return 0;
 }
@@ -147,10 +147,11 @@ TEST_CASE("PowerSGD at full rank equals plain all-reduce training", "[ddp][power
   TrainConfig c;
   c.world = 2;
   c.steps = 4;
-  auto [rank0, rank1] = train_with_powersgd(
-      {{"DDP_TEST_PSGD_RANK", "64"}, {"DDP_TEST_PSGD_START", "0"}, {"DDP_TEST_PSGD_MIN_RATE", "0"},
-       {"DDP_TEST_BUCKET_MB", "0.0005"}},
-      c.steps);
+  auto [rank0, rank1] = train_with_powersgd({{"DDP_TEST_PSGD_RANK", "64"},
+                                             {"DDP_TEST_PSGD_START", "0"},
+                                             {"DDP_TEST_PSGD_MIN_RATE", "0"},
+                                             {"DDP_TEST_BUCKET_MB", "0.0005"}},
+                                            c.steps);
   const auto expected = reference_training(c);
   REQUIRE(rank0.size() == expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -198,7 +199,9 @@ TEST_CASE("fp16/bf16 hooks on gloo all-reduce in float32 (never slower) and warn
   for (const char* hook : {"fp16", "bf16"}) {
     const TempDir scratch;
     Workers w = run_workers("train", 2,
-                            {{"DDP_TEST_OUT", scratch.path()}, {"DDP_TEST_HOOK", hook}, {"DDP_TEST_STEPS", "3"},
+                            {{"DDP_TEST_OUT", scratch.path()},
+                             {"DDP_TEST_HOOK", hook},
+                             {"DDP_TEST_STEPS", "3"},
                              {"DDP_TEST_BUCKET_MB", "0.0005"}},
                             std::chrono::seconds(90));
     INFO(hook << ": " << w.describe());
@@ -206,7 +209,7 @@ TEST_CASE("fp16/bf16 hooks on gloo all-reduce in float32 (never slower) and warn
     const std::string& out = w.ranks[0].output;
     const std::string warning = std::string("warning: hooks::") + hook + "_compress on gloo";
     CHECK(out.find(warning) != std::string::npos);
-    CHECK(out.find(warning) == out.rfind(warning));  // once, though there are several buckets and steps
+    CHECK(out.find(warning) == out.rfind(warning));               // once, though there are several buckets and steps
     CHECK(w.ranks[1].output.find(warning) == std::string::npos);  // rank 0 only
     const auto expected = reference_training(c);
     const auto got = trained_params(scratch.path(), 0);

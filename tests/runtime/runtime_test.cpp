@@ -51,9 +51,15 @@ TEST_CASE("WorkerEnv without a launcher is rank 0 of 1", "[env]") {
 }
 
 TEST_CASE("WorkerEnv reads the torchrun contract", "[env]") {
-  auto env = WorkerEnv::from_map({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "4"},
-                                  {"GROUP_RANK", "1"}, {"GROUP_WORLD_SIZE", "2"}, {"MASTER_ADDR", "node0"},
-                                  {"MASTER_PORT", "29500"}, {"TORCHELASTIC_RESTART_COUNT", "2"},
+  auto env = WorkerEnv::from_map({{"RANK", "5"},
+                                  {"WORLD_SIZE", "8"},
+                                  {"LOCAL_RANK", "1"},
+                                  {"LOCAL_WORLD_SIZE", "4"},
+                                  {"GROUP_RANK", "1"},
+                                  {"GROUP_WORLD_SIZE", "2"},
+                                  {"MASTER_ADDR", "node0"},
+                                  {"MASTER_PORT", "29500"},
+                                  {"TORCHELASTIC_RESTART_COUNT", "2"},
                                   {"TORCHELASTIC_ERROR_FILE", "/tmp/e.json"}});
   CHECK(env.rank == 5);
   CHECK(env.world_size == 8);
@@ -75,9 +81,10 @@ TEST_CASE("Bad env values give ConfigError naming the variable and the fix", "[e
   CHECK_THAT(config_error({{"RANK", "0"}, {"WORLD_SIZE", "0"}}), Catch::Contains("WORLD_SIZE=0 is out of range"));
   CHECK_THAT(config_error({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}}),
              Catch::Contains("not a TCP port"));
-  CHECK_THAT(config_error({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "1"}, {"LOCAL_RANK", "2"},
-                           {"LOCAL_WORLD_SIZE", "2"}}),
-             Catch::Contains("LOCAL_RANK=2 but LOCAL_WORLD_SIZE=2"));
+  CHECK_THAT(
+      config_error(
+          {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "1"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"}}),
+      Catch::Contains("LOCAL_RANK=2 but LOCAL_WORLD_SIZE=2"));
   CHECK_THAT(config_error({{"RANK", "3"}}), Catch::Contains("WORLD_SIZE is not"));
 }
 
@@ -129,8 +136,8 @@ TEST_CASE("A missing peer times out with an error naming the rank and address", 
     Workers w = run_some_workers("join-only", 2, {0}, {{"DDP_TEST_TIMEOUT_MS", "1500"}}, std::chrono::seconds(30));
     INFO(w.describe());
     CHECK(w.ranks[0].exit_code == 1);
-    CHECK_THAT(w.ranks[0].error_file, Catch::Contains("TimeoutError") && Catch::Contains("rank(s) 1 of 2") &&
-                                          Catch::Contains("127.0.0.1:"));
+    CHECK_THAT(w.ranks[0].error_file,
+               Catch::Contains("TimeoutError") && Catch::Contains("rank(s) 1 of 2") && Catch::Contains("127.0.0.1:"));
   }
   SECTION("rank 0 (the store) never starts") {
     Workers w = run_some_workers("join-only", 2, {1}, {{"DDP_TEST_TIMEOUT_MS", "1500"}}, std::chrono::seconds(30));
@@ -189,8 +196,8 @@ TEST_CASE("ddp::run records an exception escaping another thread, then aborts", 
   Workers w = run_workers("thread-throws", 1);
   INFO(w.describe());
   CHECK(w.ranks[0].exit_code == 128 + SIGABRT);
-  CHECK_THAT(w.ranks[0].error_file, Catch::Contains("ddp::DdpError: worker thread failed") &&
-                                        Catch::Contains("std::terminate"));
+  CHECK_THAT(w.ranks[0].error_file,
+             Catch::Contains("ddp::DdpError: worker thread failed") && Catch::Contains("std::terminate"));
 }
 
 TEST_CASE("ddp::spawn runs a working group and propagates the first failure", "[spawn]") {
@@ -204,8 +211,8 @@ TEST_CASE("ddp::spawn runs a working group and propagates the first failure", "[
     Workers w = run_workers("spawn-fail", 1, {}, std::chrono::seconds(60));
     INFO(w.describe());
     CHECK(w.all_ok());
-    CHECK_THAT(w.ranks[0].output, Catch::Contains("caught rank=1 code=1") &&
-                                      Catch::Contains("ddp::DdpError: rank one failed on purpose"));
+    CHECK_THAT(w.ranks[0].output,
+               Catch::Contains("caught rank=1 code=1") && Catch::Contains("ddp::DdpError: rank one failed on purpose"));
   }
 }
 
@@ -252,7 +259,8 @@ TEST_CASE("A peer that stops calling collectives gives TimeoutError", "[pg]") {
   Workers w = run_workers("peer-stalls", 2, {{"DDP_TEST_TIMEOUT_MS", "4000"}}, std::chrono::seconds(40));
   INFO(w.describe());
   CHECK(w.ranks[0].exit_code == 1);
-  CHECK_THAT(w.ranks[0].error_file, Catch::Contains("ddp::TimeoutError") && Catch::Contains("all_reduce failed on rank 0"));
+  CHECK_THAT(w.ranks[0].error_file,
+             Catch::Contains("ddp::TimeoutError") && Catch::Contains("all_reduce failed on rank 0"));
 }
 
 TEST_CASE("A peer that dies makes the next collective fail fast with CommError", "[pg]") {

@@ -16,7 +16,6 @@
 namespace ddp::test {
 namespace {
 
-
 CommHook make_hook(const std::string& name) {
   if (name == "allreduce") return hooks::allreduce();
   if (name == "fp16") return hooks::fp16_compress();
@@ -194,7 +193,8 @@ int checkpoint() {
       try {
         load_checkpoint(file, net2, &opt2);
       } catch (const CheckpointError& e) {
-        expect(std::string(e.what()).find(needle) != std::string::npos, "message '" + std::string(e.what()) + "' has '" + needle + "'");
+        expect(std::string(e.what()).find(needle) != std::string::npos,
+               "message '" + std::string(e.what()) + "' has '" + needle + "'");
         return;
       }
       throw std::runtime_error("no CheckpointError for " + file);
@@ -315,16 +315,25 @@ int spawn_fail() {
 
 }  // namespace
 
-const std::map<std::string, std::function<int()>>& hang_scenarios();  // hang_scenarios.cpp
-const std::map<std::string, std::function<int()>>& join_scenarios();  // join_scenarios.cpp
+const std::map<std::string, std::function<int()>>& hang_scenarios();      // hang_scenarios.cpp
+const std::map<std::string, std::function<int()>>& join_scenarios();      // join_scenarios.cpp
 const std::map<std::string, std::function<int()>>& powersgd_scenarios();  // powersgd_test.cpp
 
 int run_scenario(const std::string& name) {
-  static const std::map<std::string, std::function<int()>> scenarios = {
-      {"train", train},         {"collectives", collectives}, {"mismatch", mismatch},
-      {"buffers", buffers},     {"checkpoint", checkpoint},   {"save-loop", save_loop},
-      {"throw", throws},        {"thread-throws", thread_throws},        {"peer-dies", peer_dies}, {"peer-stalls", peer_stalls}, {"join-and-vanish", join_and_vanish},        {"join-only", join_only},     {"spawn-ok", spawn_ok},
-      {"spawn-fail", spawn_fail}};
+  static const std::map<std::string, std::function<int()>> scenarios = {{"train", train},
+                                                                        {"collectives", collectives},
+                                                                        {"mismatch", mismatch},
+                                                                        {"buffers", buffers},
+                                                                        {"checkpoint", checkpoint},
+                                                                        {"save-loop", save_loop},
+                                                                        {"throw", throws},
+                                                                        {"thread-throws", thread_throws},
+                                                                        {"peer-dies", peer_dies},
+                                                                        {"peer-stalls", peer_stalls},
+                                                                        {"join-and-vanish", join_and_vanish},
+                                                                        {"join-only", join_only},
+                                                                        {"spawn-ok", spawn_ok},
+                                                                        {"spawn-fail", spawn_fail}};
   auto it = scenarios.find(name);
   if (it == scenarios.end() && hang_scenarios().count(name)) return hang_scenarios().at(name)();
   if (it == scenarios.end() && join_scenarios().count(name)) return join_scenarios().at(name)();

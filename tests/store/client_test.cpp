@@ -44,8 +44,8 @@ TEST_CASE("client: a peer that never greets fails the connect within its deadlin
     TcpStoreClient c("127.0.0.1", mute.port, o);
     FAIL("connected to a mute peer");
   } catch (const StoreUnavailable& e) {
-    CHECK_THAT(std::string(e.what()), Catch::Contains("cannot reach the rendezvous store") &&
-                                          Catch::Contains("no reply to HELLO"));
+    CHECK_THAT(std::string(e.what()),
+               Catch::Contains("cannot reach the rendezvous store") && Catch::Contains("no reply to HELLO"));
   }
   CHECK(sw.seconds() < 2.0);
 }

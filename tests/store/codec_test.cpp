@@ -25,15 +25,39 @@ Request sample(Op op) {
   Request q;
   q.op = op;
   switch (op) {
-    case Op::kSet: q.keys = {"k"}; q.values = {std::string("v\0\xff", 3)}; break;
-    case Op::kGet: q.keys = {"k"}; q.timeout_ms = 1500; break;
-    case Op::kAdd: q.keys = {"counter"}; q.delta = -(int64_t{1} << 40); break;
-    case Op::kCompareSet: q.keys = {"k"}; q.values = {"", "new"}; break;
-    case Op::kAddOnce: q.keys = {"counter"}; q.values = {"7"}; q.delta = 1; break;
-    case Op::kWait: case Op::kMultiGet: q.keys = {"a", "b", ""}; q.timeout_ms = 0xffffffffu; break;
+    case Op::kSet:
+      q.keys = {"k"};
+      q.values = {std::string("v\0\xff", 3)};
+      break;
+    case Op::kGet:
+      q.keys = {"k"};
+      q.timeout_ms = 1500;
+      break;
+    case Op::kAdd:
+      q.keys = {"counter"};
+      q.delta = -(int64_t{1} << 40);
+      break;
+    case Op::kCompareSet:
+      q.keys = {"k"};
+      q.values = {"", "new"};
+      break;
+    case Op::kAddOnce:
+      q.keys = {"counter"};
+      q.values = {"7"};
+      q.delta = 1;
+      break;
+    case Op::kWait:
+    case Op::kMultiGet:
+      q.keys = {"a", "b", ""};
+      q.timeout_ms = 0xffffffffu;
+      break;
     case Op::kCheck: q.keys = {"a"}; break;
-    case Op::kDelete: case Op::kTryGet: q.keys = {"x"}; break;
-    case Op::kMultiSet: q.keys = {"a", "b"}; q.values = {"1", std::string(100000, 'z')}; break;
+    case Op::kDelete:
+    case Op::kTryGet: q.keys = {"x"}; break;
+    case Op::kMultiSet:
+      q.keys = {"a", "b"};
+      q.values = {"1", std::string(100000, 'z')};
+      break;
     default: break;
   }
   return q;
@@ -41,8 +65,8 @@ Request sample(Op op) {
 }  // namespace
 
 TEST_CASE("codec: every request op round-trips") {
-  for (Op op : {Op::kSet, Op::kGet, Op::kAdd, Op::kCompareSet, Op::kWait, Op::kCheck, Op::kDelete,
-                Op::kMultiGet, Op::kMultiSet, Op::kTryGet, Op::kPing, Op::kGoodbye, Op::kAddOnce}) {
+  for (Op op : {Op::kSet, Op::kGet, Op::kAdd, Op::kCompareSet, Op::kWait, Op::kCheck, Op::kDelete, Op::kMultiGet,
+                Op::kMultiSet, Op::kTryGet, Op::kPing, Op::kGoodbye, Op::kAddOnce}) {
     INFO(op_name(op));
     const Request q = sample(op);
     CHECK(decode_request(payload_of(encode_request(q))) == q);
@@ -151,7 +175,8 @@ TEST_CASE("codec: malformed requests are rejected with a reason") {
   Request wrong_shape;
   wrong_shape.op = Op::kSet;
   wrong_shape.keys = {"only-a-key"};
-  CHECK_THROWS_WITH(decode_request(payload_of(encode_request(wrong_shape))), Catch::Contains("SET with 1 keys and 0 values"));
+  CHECK_THROWS_WITH(decode_request(payload_of(encode_request(wrong_shape))),
+                    Catch::Contains("SET with 1 keys and 0 values"));
   Request multi;
   multi.op = Op::kMultiSet;
   multi.keys = {"a", "b"};

@@ -43,8 +43,8 @@ Request request(Op op, std::vector<std::string> keys, uint32_t timeout_ms = 0) {
 TEST_CASE("limits: before HELLO a frame over 4 KiB is refused from its header, without a reply") {
   LocalServer srv;  // 16 MiB frames once authenticated
   RawPeer peer(srv.server.port());
-  REQUIRE(peer.read_frame(2s));                      // the greeting
-  REQUIRE(peer.send(std::string{0, 0x10, 0, 0}));   // 1 MiB announced, none sent
+  REQUIRE(peer.read_frame(2s));                    // the greeting
+  REQUIRE(peer.send(std::string{0, 0x10, 0, 0}));  // 1 MiB announced, none sent
   Stopwatch sw;
   CHECK(peer.drain(5s).empty());
   CHECK(peer.closed());
@@ -110,7 +110,7 @@ TEST_CASE("limits: CHECK, WAIT and MULTI_GET on 100,000 keys take linear time") 
   std::vector<std::string> keys;
   for (int i = 0; i < 100000; ++i) keys.push_back("k/" + std::to_string(i));
   Stopwatch sw;
-  CHECK_FALSE(c->check(keys));           // all missing, all distinct: the quadratic case
+  CHECK_FALSE(c->check(keys));  // all missing, all distinct: the quadratic case
   CHECK_FALSE(c->wait(keys, 0ms));
   std::vector<std::string> dup(100000, "same");
   CHECK_FALSE(c->check(dup));

@@ -75,6 +75,5 @@ TEST_CASE("describe_missing names one key, several, and at most eight") {
   CHECK(describe_missing({"a", "b"}, 5) == "keys 'a', 'b' (2 of 5 missing)");
   std::vector<std::string> many;
   for (int i = 0; i < 10; ++i) many.push_back("k" + std::to_string(i));
-  CHECK(describe_missing(many, 10) ==
-        "keys 'k0', 'k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7', ... (10 of 10 missing)");
+  CHECK(describe_missing(many, 10) == "keys 'k0', 'k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7', ... (10 of 10 missing)");
 }

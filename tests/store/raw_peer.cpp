@@ -45,7 +45,8 @@ bool RawPeer::send(const std::string& bytes) {
 // deadline passed or the peer closed (closed_ is then set).
 bool RawPeer::receive_more(std::chrono::steady_clock::time_point deadline) {
   while (!closed_) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;

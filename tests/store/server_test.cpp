@@ -112,8 +112,8 @@ TEST_CASE("server: a taken port is a BindError (address in use) naming host:port
     FAIL("second server started on a taken port");
   } catch (const BindError& e) {
     CHECK(e.address_in_use());
-    CHECK_THAT(std::string(e.what()), Catch::Contains("127.0.0.1:" + std::to_string(o.port)) &&
-                                          Catch::Contains("address already in use"));
+    CHECK_THAT(std::string(e.what()),
+               Catch::Contains("127.0.0.1:" + std::to_string(o.port)) && Catch::Contains("address already in use"));
   }
 }
 

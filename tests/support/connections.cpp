@@ -23,9 +23,8 @@ bool try_a_cut() {
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof(addr);
-  if (listener >= 0 && client >= 0 &&
-      ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 && ::listen(listener, 1) == 0 &&
-      ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0 &&
+  if (listener >= 0 && client >= 0 && ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::listen(listener, 1) == 0 && ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0 &&
       ::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
       (accepted = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC)) >= 0) {
     cut = cut_connections(ntohs(addr.sin_port));
@@ -50,8 +49,9 @@ bool can_cut_connections() {
 
 void require_cut_connections() {
   if (!can_cut_connections()) {
-    skip_test("cannot cut connections with `ss -K` here (needs root, iproute2's ss and a kernel with "
-              "CONFIG_INET_DIAG_DESTROY)");
+    skip_test(
+        "cannot cut connections with `ss -K` here (needs root, iproute2's ss and a kernel with "
+        "CONFIG_INET_DIAG_DESTROY)");
   }
 }
 

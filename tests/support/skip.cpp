@@ -28,7 +28,8 @@ std::string find_binary(const std::string& name) {
 }
 
 void require_binary(const std::string& name, const std::string& debian_package) {
-  if (find_binary(name).empty()) skip_test("no " + name + " binary on PATH (Debian: apt-get install " + debian_package + ")");
+  if (find_binary(name).empty())
+    skip_test("no " + name + " binary on PATH (Debian: apt-get install " + debian_package + ")");
 }
 
 }  // namespace ddp::test

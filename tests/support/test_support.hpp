@@ -41,7 +41,7 @@ class Background {
   Background& operator=(const Background&) = delete;
   pid_t pid() const { return pid_; }
   void signal(int signo) const;
-  std::string err_so_far() const;  // its stderr up to now
+  std::string err_so_far() const;                                           // its stderr up to now
   RunResult wait(std::chrono::seconds timeout = std::chrono::seconds(60));  // then reads output
 
  private:

@@ -144,8 +144,7 @@ TEST_CASE("csv: malformed input names the file, line and what to do") {
     }
     return "no error";
   };
-  CHECK_THAT(error_of("1,2,0\n1,2\n"), Catch::Contains("d.csv:2: expected 3 columns") &&
-                                           Catch::Contains("got 2"));
+  CHECK_THAT(error_of("1,2,0\n1,2\n"), Catch::Contains("d.csv:2: expected 3 columns") && Catch::Contains("got 2"));
   CHECK_THAT(error_of("1,2,0\n1,abc,1\n"), Catch::Contains("d.csv:2: column 2 is 'abc'"));
   CHECK_THAT(error_of("1,2,0\n1,2,1.5\n"), Catch::Contains("d.csv:2: label (last column) is '1.5'"));
   CHECK_THAT(error_of("1,2,-1\n"), Catch::Contains("not a non-negative integer"));
@@ -156,9 +155,9 @@ TEST_CASE("csv: malformed input names the file, line and what to do") {
 }
 
 TEST_CASE("csv: a missing file or a directory is a clear error") {
-  CHECK_THROWS_WITH(read_csv("/nonexistent/data.csv"),
-                    Catch::Contains("cannot read data file '/nonexistent/data.csv'") &&
-                        Catch::Contains("No such file or directory"));
+  CHECK_THROWS_WITH(
+      read_csv("/nonexistent/data.csv"),
+      Catch::Contains("cannot read data file '/nonexistent/data.csv'") && Catch::Contains("No such file or directory"));
   CHECK_THROWS_WITH(read_csv("/tmp"), Catch::Contains("is a directory"));
 }
 

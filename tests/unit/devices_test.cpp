@@ -41,7 +41,10 @@ int error_code_of(const DeviceSpec& o, const DeviceInputs& in) {
 TEST_CASE("a plain count needs no GPU and leaves CUDA_VISIBLE_DEVICES alone") {
   bool asked = false;
   DeviceInputs in = inputs("0,1", 2);
-  in.driver_count = [&] { asked = true; return std::optional<int>(2); };
+  in.driver_count = [&] {
+    asked = true;
+    return std::optional<int>(2);
+  };
   auto plan = plan_devices(with_nproc("4"), in);
   CHECK(plan.nproc == 4);
   CHECK_FALSE(plan.uses_gpus);
@@ -53,7 +56,7 @@ TEST_CASE("gpu counts the visible devices") {
   CHECK(plan_devices(with_nproc("gpu"), inputs(std::nullopt, 8)).nproc == 8);
   CHECK(plan_devices(with_nproc("gpu"), inputs("3,5", 2)).nproc == 2);
   CHECK(plan_devices(with_nproc("gpu"), inputs("3,5", std::nullopt)).nproc == 2);  // no driver: trust the mask
-  CHECK(plan_devices(with_nproc("gpu"), inputs("0,1,2,3", 1)).nproc == 1);  // driver knows better
+  CHECK(plan_devices(with_nproc("gpu"), inputs("0,1,2,3", 1)).nproc == 1);         // driver knows better
   CHECK(error_code_of(with_nproc("gpu"), inputs(std::nullopt, std::nullopt)) == exit_code::kBadDevices);
   CHECK(error_code_of(with_nproc("gpu"), inputs("", 0)) == exit_code::kBadDevices);
 }
@@ -87,8 +90,8 @@ TEST_CASE("isolation gives each worker one device") {
 TEST_CASE("more workers than GPUs in a GPU mode is a clear error") {
   auto o = with_nproc("4");
   o.devices = std::vector<int>{0, 1};
-  CHECK_THROWS_WITH(plan_devices(o, inputs(std::nullopt, 8)), Catch::Contains("4 workers") &&
-                                                                 Catch::Contains("--devices selects only 2"));
+  CHECK_THROWS_WITH(plan_devices(o, inputs(std::nullopt, 8)),
+                    Catch::Contains("4 workers") && Catch::Contains("--devices selects only 2"));
   auto iso = with_nproc("3");
   iso.virtual_local_rank = true;
   CHECK_THROWS_WITH(plan_devices(iso, inputs("0,1", std::nullopt)),

@@ -132,8 +132,10 @@ TEST_CASE("a communication error is told from a worker's own failure") {
                       "[10.0.0.2]:5341"};
   CHECK(looks_like_comm_error(comm));
   WorkerOutcome libddp;
-  libddp.error = ErrorRecord{"ddp::CommError: allreduce failed on rank 1 of a gloo group of 2 (x): read: Connection "
-                             "reset by peer; a peer process probably exited or crashed", "", std::nullopt};
+  libddp.error = ErrorRecord{
+      "ddp::CommError: allreduce failed on rank 1 of a gloo group of 2 (x): read: Connection "
+      "reset by peer; a peer process probably exited or crashed",
+      "", std::nullopt};
   CHECK(looks_like_comm_error(libddp));
   WorkerOutcome own;
   own.stderr_tail = {"ValueError: bad learning rate"};

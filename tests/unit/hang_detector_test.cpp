@@ -36,8 +36,9 @@ TEST_CASE("judge: the rank behind is named with its collective and what the othe
   REQUIRE(v);
   CHECK_FALSE(v->desync);
   CHECK(v->culprit == 1);
-  CHECK(v->summary == "hang: no progress for 40 s; rank 1 (pid 4701) at step 12, last completed all_reduce "
-                      "#4596, in no collective; ranks 0,2,3 wait in all_reduce #4597 (4996 float32)");
+  CHECK(v->summary ==
+        "hang: no progress for 40 s; rank 1 (pid 4701) at step 12, last completed all_reduce "
+        "#4596, in no collective; ranks 0,2,3 wait in all_reduce #4597 (4996 float32)");
 }
 
 TEST_CASE("judge: no verdict while a rank progresses, pauses, or nobody ever fed a record") {
@@ -60,8 +61,9 @@ TEST_CASE("judge: the same sequence number in different collectives is a desync"
   auto v = judge({rank(0, record(3, 5, 4, progress::Op::kBroadcast, 10)), rank(1, record(3, 5, 4))}, 30);
   REQUIRE(v);
   CHECK(v->desync);
-  CHECK(v->summary == "desync: no progress for 40 s; at collective #5 the ranks differ: rank 0 in broadcast #5 "
-                      "(10 float32); rank 1 in all_reduce #5 (4996 float32)");
+  CHECK(v->summary ==
+        "desync: no progress for 40 s; at collective #5 the ranks differ: rank 0 in broadcast #5 "
+        "(10 float32); rank 1 in all_reduce #5 (4996 float32)");
 }
 
 TEST_CASE("auto_hang_limit: long before the first step, then k times the slowest rank's step time, with a floor") {
@@ -83,8 +85,9 @@ TEST_CASE("judge: a job that feeds nothing is hung only when every rank is silen
   REQUIRE(v);
   CHECK_FALSE(v->desync);
   CHECK(v->culprit == 1);  // silent the longest
-  CHECK(v->summary == "hang: rank 1 (pid 4701) fed no progress record; no output and no CPU time for 41 s; "
-                      "rank 0 silent too");
+  CHECK(v->summary ==
+        "hang: rank 1 (pid 4701) fed no progress record; no output and no CPU time for 41 s; "
+        "rank 0 silent too");
   // In a job where some rank feeds, silence is not looked at: the records decide.
   ranks[0] = rank(0, record(3, 5, 4), 2);
   CHECK_FALSE(judge(ranks, 30));

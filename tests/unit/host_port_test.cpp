@@ -52,8 +52,7 @@ TEST_CASE("host_port: errors name the value and say what is expected, never a fl
   CHECK_THAT(error_of("http://head:1"), Catch::Contains("no scheme://"));
   CHECK_THAT(error_of("head:1/"), Catch::Contains("no '/'"));
   CHECK_THAT(error_of("my host"), Catch::Contains("no blanks"));
-  for (const char* text : {"host:notaport", "", "[::1", "a:1,b:2"})
-    CHECK_THAT(error_of(text), !Catch::Contains("--"));
+  for (const char* text : {"host:notaport", "", "[::1", "a:1,b:2"}) CHECK_THAT(error_of(text), !Catch::Contains("--"));
 }
 
 TEST_CASE("host_port: a bare IPv6 address is refused, the brackets are the way") {
@@ -87,7 +86,7 @@ TEST_CASE("host_port: URL lists take http:// and https:// items, a trailing '/' 
   CHECK_FALSE(list[2].https);
   // Errors name the item as written, scheme included.
   CHECK_THROWS_WITH(parse_http_endpoint_list("https://[::1", 2379), Catch::Contains("'https://[::1'"));
-  CHECK_THROWS_WITH(parse_http_endpoint_list("ftp://a:1", 2379), Catch::Contains("'ftp://a:1'") &&
-                                                                      Catch::Contains("http:// or https://"));
+  CHECK_THROWS_WITH(parse_http_endpoint_list("ftp://a:1", 2379),
+                    Catch::Contains("'ftp://a:1'") && Catch::Contains("http:// or https://"));
   CHECK_THROWS_WITH(parse_http_endpoint_list("http://a:1/v3", 2379), Catch::Contains("'http://a:1/v3'"));
 }

@@ -32,10 +32,10 @@ std::string usage_error_of(const std::vector<std::string>& args, const Environme
 }  // namespace
 
 TEST_CASE("both spellings of every torchrun flag are accepted") {
-  auto a = parse({"--nproc_per_node=4", "--max_restarts", "2", "--master_port=1234", "--node_rank=0",
-                  "--log_dir", "/tmp/x", "--local_ranks_filter=0", "prog"});
-  auto b = parse({"--nproc-per-node=4", "--max-restarts", "2", "--master-port=1234", "--node-rank=0",
-                  "--log-dir", "/tmp/x", "--local-ranks-filter=0", "prog"});
+  auto a = parse({"--nproc_per_node=4", "--max_restarts", "2", "--master_port=1234", "--node_rank=0", "--log_dir",
+                  "/tmp/x", "--local_ranks_filter=0", "prog"});
+  auto b = parse({"--nproc-per-node=4", "--max-restarts", "2", "--master-port=1234", "--node-rank=0", "--log-dir",
+                  "/tmp/x", "--local-ranks-filter=0", "prog"});
   for (const auto& o : {a, b}) {
     CHECK(o.nproc.kind == NprocSpec::Kind::kCount);
     CHECK(o.nproc.count == 4);
@@ -92,8 +92,7 @@ TEST_CASE("nproc-per-node accepts a count, gpu, cpu and auto") {
   CHECK(parse_nproc("gpu").kind == NprocSpec::Kind::kGpu);
   CHECK(parse_nproc("cpu").kind == NprocSpec::Kind::kCpu);
   CHECK(parse_nproc("auto").kind == NprocSpec::Kind::kAuto);
-  for (std::string bad : {"0", "-1", "abc", "", "1.5", "4x"})
-    CHECK_THROWS_AS(parse_nproc(bad), LaunchError);
+  for (std::string bad : {"0", "-1", "abc", "", "1.5", "4x"}) CHECK_THROWS_AS(parse_nproc(bad), LaunchError);
 }
 
 TEST_CASE("nnodes is N or MIN:MAX with 0 < MIN <= MAX") {
@@ -274,9 +273,9 @@ TEST_CASE("rdzv endpoint is checked at parse time: one HOST[:PORT] for c10d and 
     CHECK_THAT(usage_error_of(with(args, "host:notaport")),
                Catch::StartsWith("--rdzv-endpoint: 'host:notaport' is not HOST[:PORT]") && Catch::Contains("1-65535"));
   }
-  CHECK_THAT(usage_error_of(with(c10d, "a:29400,b:29400")),
-             Catch::Contains("--rdzv-endpoint") && Catch::Contains("'a:29400,b:29400'") &&
-                 Catch::Contains("only etcd takes a list"));
+  CHECK_THAT(usage_error_of(with(c10d, "a:29400,b:29400")), Catch::Contains("--rdzv-endpoint") &&
+                                                                Catch::Contains("'a:29400,b:29400'") &&
+                                                                Catch::Contains("only etcd takes a list"));
   CHECK_THAT(usage_error_of(with(c10d, "::1")), Catch::Contains("'::1'") && Catch::Contains("in brackets"));
   CHECK_THAT(usage_error_of(with(c10d, "https://head:29400")), Catch::Contains("no scheme://"));
   CHECK_THAT(usage_error_of(with({"--nnodes=2", "--rdzv-backend=etcd-v2"}, "e1:2379,e2:x")),

@@ -98,7 +98,8 @@ TEST_CASE("a line longer than the limit goes out in pieces") {
 
 TEST_CASE("a worker stream on a board: live line with prefix, complete lines above it") {
   std::string screen;
-  ConsoleBoard board(2, [] { return 20; }, [&](int, std::string_view b) { screen += b; });
+  ConsoleBoard board(
+      2, [] { return 20; }, [&](int, std::string_view b) { screen += b; });
   WorkerStream s("[r1]: ", 2, UniqueFd(), &board, 3);
   s.consume("\r 10%");
   CHECK(screen.empty());  // drawn at refresh, not per chunk

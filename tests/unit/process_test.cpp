@@ -106,8 +106,8 @@ TEST_CASE("a process group is signalled as a whole") {
   spec.executable = "/bin/sh";
   spec.argv = {"sh", "-c", "sleep 300 & echo $! > " + (dir / "child") + "; wait"};
   pid_t pid = spawn_worker(spec);
-  REQUIRE(ddp::test::wait_until([&] { return !ddp::test::read_file(dir / "child").empty(); },
-                                std::chrono::seconds(10)));
+  REQUIRE(
+      ddp::test::wait_until([&] { return !ddp::test::read_file(dir / "child").empty(); }, std::chrono::seconds(10)));
   pid_t child = std::stoi(ddp::test::read_file(dir / "child"));
   signal_group(pid, SIGTERM);
   auto status = wait_for(pid);

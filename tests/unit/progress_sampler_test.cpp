@@ -94,7 +94,8 @@ TEST_CASE("hang detector: the auto limit follows the slowest rank's step time fr
   auto s = sampler_of(2);
   HangDetector auto_limit(-1, 2, kStart);
   CHECK(auto_limit.limit(s) == AutoHangLimit::kBeforeFirstStepS);
-  for (int t = 1; t <= 10; ++t) s.observe(kStart + t, {record(t, t, kStart + t), record(t, t / 2, kStart + t)}, {true, true});
+  for (int t = 1; t <= 10; ++t)
+    s.observe(kStart + t, {record(t, t, kStart + t), record(t, t / 2, kStart + t)}, {true, true});
   CHECK(auto_limit.limit(s) == Approx(AutoHangLimit::kFloorS));  // 10 x 2 s < the floor
   HangDetector fixed(30, 2, kStart);
   CHECK(fixed.limit(s) == 30);

@@ -50,14 +50,13 @@ TEST_CASE("an explicit --node-rank is honoured, previous ranks are kept when fre
   CHECK(plan.nodes[2].info.name == "c");  // had 2 before
   CHECK(plan.nodes[1].info.name == "a");  // first free, join order
   CHECK(plan.nodes[3].info.name == "d");
-  CHECK(plan.master_addr == "b.addr");    // the workers' store lives on rank 0's node
+  CHECK(plan.master_addr == "b.addr");  // the workers' store lives on rank 0's node
   CHECK(plan.master_port == plan.nodes[0].info.worker_port);
 }
 
 TEST_CASE("disagreements become a plan error, not a hang") {
   CHECK_THAT(make_plan({node("a", 1, 1), node("b", 1, 1)}, 0, 0).error,
-             Catch::Contains("node rank 1 is claimed twice") && Catch::Contains("a.host") &&
-                 Catch::Contains("b.host"));
+             Catch::Contains("node rank 1 is claimed twice") && Catch::Contains("a.host") && Catch::Contains("b.host"));
   CHECK_THAT(make_plan({node("a", 1, 5), node("b", 1)}, 0, 0).error, Catch::Contains("--node-rank 5"));
   auto other = node("b", 1);
   other.nnodes_max = 3;
@@ -113,8 +112,8 @@ TEST_CASE("a malformed record from another node is a rendezvous error with the v
   };
   for (const auto& [code, message] : failures) {
     CHECK(code == exit_code::kRendezvousFailed);
-    CHECK_THAT(message, Catch::Contains("malformed") &&
-                            Catch::Contains("do all nodes run the same ddp-launch version?"));
+    CHECK_THAT(message,
+               Catch::Contains("malformed") && Catch::Contains("do all nodes run the same ddp-launch version?"));
   }
   AbortRecord a;
   std::string text = to_json(a);
@@ -171,8 +170,8 @@ TEST_CASE("every failure kind survives the abort record; older records without i
   auto legacy = [](int kind, const std::string& hang, int rank, int exit_code) {
     const std::string text = "{\"kind\":" + std::to_string(kind) + R"(,"reason":"r","node_rank":1,"host":"h",)" +
                              "\"rank\":" + std::to_string(rank) + R"(,"local_rank":0,"pid":7,"exit_code":)" +
-                             std::to_string(exit_code) + R"(,"status":"s","error":"","traceback":"","hang":")" +
-                             hang + R"(","stacks_file":"","final":true})";
+                             std::to_string(exit_code) + R"(,"status":"s","error":"","traceback":"","hang":")" + hang +
+                             R"(","stacks_file":"","final":true})";
     return abort_from_json(text).failure;
   };
   CHECK(legacy(1, "", -1, 124) == FailureKind::kNodeLost);

@@ -29,8 +29,9 @@ TEST_CASE("a Slurm job is recognised only with all its variables") {
 // The variables of a real srun -N2 -w n2,n3 step inside a three-node sbatch job (Slurm
 // 22.05, recorded from the tests/slurm cluster): the master is the step's first node, n2.
 TEST_CASE("a Slurm step on part of its allocation takes the step's nodes, not the job's") {
-  Environment step{{"SLURM_JOB_NODELIST", "n[1-3]"}, {"SLURM_NODELIST", "n[1-3]"},  {"SLURM_JOB_NUM_NODES", "3"},
-                   {"SLURM_NNODES", "2"},            {"SLURM_STEP_NUM_NODES", "2"}, {"SLURM_NODEID", "1"},
+  Environment step{{"SLURM_JOB_NODELIST", "n[1-3]"},  {"SLURM_NODELIST", "n[1-3]"},
+                   {"SLURM_JOB_NUM_NODES", "3"},      {"SLURM_NNODES", "2"},
+                   {"SLURM_STEP_NUM_NODES", "2"},     {"SLURM_NODEID", "1"},
                    {"SLURM_STEP_NODELIST", "n[2-3]"}, {"SLURM_PROCID", "1"}};
   auto job = slurm_job(step);
   REQUIRE(job);

@@ -36,7 +36,8 @@ std::vector<ProgressSampler::Rank> ranks(int n) {
 // The sampler and the detector of n live ranks, one tick at a time.
 struct SampledDetector {
   SampledDetector(int n, double threshold) : sampler(ranks(n), 100), detector(threshold) {}
-  std::vector<StragglerDetector::Flag> observe(double now_s, const std::vector<std::optional<progress::Record>>& records) {
+  std::vector<StragglerDetector::Flag> observe(double now_s,
+                                               const std::vector<std::optional<progress::Record>>& records) {
     sampler.observe(now_s, records, std::vector<bool>(records.size(), true));
     return detector.observe(now_s, sampler);
   }
@@ -74,26 +75,34 @@ auto never_waits = [](int, int) { return false; };
 
 TEST_CASE("straggler: equal ranks, and ranks noisy within the threshold, are never flagged") {
   SampledDetector equal(4, 2.0);
-  CHECK(simulate(equal, 4, 120, [](int, uint64_t) { return 0.2; }, never_waits).empty());
+  CHECK(simulate(
+            equal, 4, 120, [](int, uint64_t) { return 0.2; }, never_waits)
+            .empty());
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> jitter(0.6, 1.6);  // at most 1.6 / 0.6 < 2.7 per step, ~1.1x on average
   SampledDetector noisy(4, 2.0);
-  CHECK(simulate(noisy, 4, 120, [&](int, uint64_t) { return 0.2 * jitter(rng); }, never_waits).empty());
+  CHECK(simulate(
+            noisy, 4, 120, [&](int, uint64_t) { return 0.2 * jitter(rng); }, never_waits)
+            .empty());
   // Steps slower than a tick: few samples per step, still no flag.
   SampledDetector slow(2, 2.0);
-  CHECK(simulate(slow, 2, 120, [](int i, uint64_t) { return i == 0 ? 2.0 : 2.6; }, never_waits).empty());
+  CHECK(simulate(
+            slow, 2, 120, [](int i, uint64_t) { return i == 0 ? 2.0 : 2.6; }, never_waits)
+            .empty());
 }
 
 TEST_CASE("straggler: the slow rank is flagged once, within 60 s, and no other rank") {
   SampledDetector watch(4, 2.0);
-  auto notices = simulate(watch, 4, 60, [](int i, uint64_t) { return i == 2 ? 0.5 : 0.1; }, never_waits);
+  auto notices = simulate(
+      watch, 4, 60, [](int i, uint64_t) { return i == 2 ? 0.5 : 0.1; }, never_waits);
   REQUIRE(notices.size() == 1);
   CHECK_THAT(notices[0], Catch::StartsWith("straggler: rank 2 (pid 4702) takes 0.5 s per step, 5.0x the job "
                                            "median of 0.1 s (--straggler-threshold 2)"));
   CHECK(watch.step_time(0));
   // With two ranks the median is the faster one's.
   SampledDetector two(2, 2.0);
-  auto pair = simulate(two, 2, 60, [](int i, uint64_t) { return i == 1 ? 0.3 : 0.1; }, never_waits);
+  auto pair = simulate(
+      two, 2, 60, [](int i, uint64_t) { return i == 1 ? 0.3 : 0.1; }, never_waits);
   REQUIRE(pair.size() == 1);
   CHECK_THAT(pair[0], Catch::StartsWith("straggler: rank 1 "));
 }
@@ -101,25 +110,31 @@ TEST_CASE("straggler: the slow rank is flagged once, within 60 s, and no other r
 TEST_CASE("straggler: in a synchronous job the rank the others wait for is flagged") {
   // Every rank steps at the slow one's pace; the fast ones are seen waiting 4 ticks in 5.
   SampledDetector watch(3, 2.0);
-  auto notices = simulate(watch, 3, 60, [](int, uint64_t) { return 0.25; },
-                          [](int i, int tick) { return i != 1 && tick % 5 != 0; });
+  auto notices = simulate(
+      watch, 3, 60, [](int, uint64_t) { return 0.25; }, [](int i, int tick) { return i != 1 && tick % 5 != 0; });
   REQUIRE(notices.size() == 1);
   CHECK_THAT(notices[0], Catch::StartsWith("straggler: rank 1 (pid 4701)"));
   // The same job where nobody waits more than anybody else: nothing.
   SampledDetector even(3, 2.0);
-  CHECK(simulate(even, 3, 60, [](int, uint64_t) { return 0.25; }, [](int, int tick) { return tick % 2 == 0; })
+  CHECK(simulate(
+            even, 3, 60, [](int, uint64_t) { return 0.25; }, [](int, int tick) { return tick % 2 == 0; })
             .empty());
 }
 
 TEST_CASE("straggler: a rank below the threshold, or one that stops stepping, is not flagged") {
   SampledDetector below(3, 2.0);
-  CHECK(simulate(below, 3, 60, [](int i, uint64_t) { return i == 0 ? 0.19 : 0.1; }, never_waits).empty());
+  CHECK(simulate(
+            below, 3, 60, [](int i, uint64_t) { return i == 0 ? 0.19 : 0.1; }, never_waits)
+            .empty());
   SampledDetector stuck(2, 2.0);  // rank 1 stops after 5 steps: a hang, not a straggler
-  CHECK(simulate(stuck, 2, 60, [](int i, uint64_t k) { return i == 1 && k >= 5 ? 1e9 : 0.1; }, never_waits).empty());
+  CHECK(simulate(
+            stuck, 2, 60, [](int i, uint64_t k) { return i == 1 && k >= 5 ? 1e9 : 0.1; }, never_waits)
+            .empty());
   // Both stop after 3 s of steps, rank 1 stopped outside a collective, rank 0 waiting for it.
   SampledDetector hung(2, 2.0);
-  CHECK(simulate(hung, 2, 60, [](int, uint64_t k) { return k >= 30 ? 1e9 : 0.1; },
-                 [](int i, int tick) { return i == 0 && tick >= 6; })
+  CHECK(simulate(
+            hung, 2, 60, [](int, uint64_t k) { return k >= 30 ? 1e9 : 0.1; },
+            [](int i, int tick) { return i == 0 && tick >= 6; })
             .empty());
 }
 

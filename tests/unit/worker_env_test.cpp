@@ -51,13 +51,12 @@ TEST_CASE("every contract variable is set per rank") {
 }
 
 TEST_CASE("user settings of OMP_NUM_THREADS and NCCL error handling are kept") {
-  Environment base{{"OMP_NUM_THREADS", "6"}, {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"},
-                   {"CUDA_VISIBLE_DEVICES", "2,3"}};
+  Environment base{{"OMP_NUM_THREADS", "6"}, {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"}, {"CUDA_VISIBLE_DEVICES", "2,3"}};
   auto env = worker_environment(base, GroupPlan{}, WorkerSlot{});
   CHECK(env["OMP_NUM_THREADS"] == "6");
   CHECK(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "0");
   CHECK(env.count("NCCL_ASYNC_ERROR_HANDLING") == 0);  // either name set: neither is added
-  CHECK(env["CUDA_VISIBLE_DEVICES"] == "2,3");  // passed through unchanged
+  CHECK(env["CUDA_VISIBLE_DEVICES"] == "2,3");         // passed through unchanged
   auto old_name = worker_environment({{"NCCL_ASYNC_ERROR_HANDLING", "0"}}, GroupPlan{}, WorkerSlot{});
   CHECK(old_name["NCCL_ASYNC_ERROR_HANDLING"] == "0");
   CHECK(old_name.count("TORCH_NCCL_ASYNC_ERROR_HANDLING") == 0);
@@ -109,8 +108,7 @@ TEST_CASE("worker commands: executables directly, .py through python, -m, legacy
   WorkerCommandSpec m;
   m.program = "pkg.train";
   m.module = true;
-  CHECK(resolve_worker_command(m, env).argv_for(0) ==
-        std::vector<std::string>{"/bin/echo", "-u", "-m", "pkg.train"});
+  CHECK(resolve_worker_command(m, env).argv_for(0) == std::vector<std::string>{"/bin/echo", "-u", "-m", "pkg.train"});
 
   WorkerCommandSpec exe;
   exe.program = "true";

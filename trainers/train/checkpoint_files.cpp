@@ -22,7 +22,8 @@ std::optional<int64_t> checkpoint_step(const std::string& name) {
   if (name.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
   if (name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) return std::nullopt;
   const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-  if (digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); })) {
+  if (digits.size() > 18 ||
+      !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); })) {
     return std::nullopt;
   }
   return std::stoll(digits);

@@ -68,31 +68,35 @@ CsvTable parse_csv(std::istream& in, const std::string& name) {
     if (first_line && !parse_float(fields[0], probe)) continue;  // header row
     if (columns == 0) {
       if (fields.size() < 2) {
-        throw CsvError(fmt::format("{}:{}: need at least 2 columns (features..., label), got 1; "
-                                   "write each row as f1,...,fn,label",
-                                   name, line_no));
+        throw CsvError(
+            fmt::format("{}:{}: need at least 2 columns (features..., label), got 1; "
+                        "write each row as f1,...,fn,label",
+                        name, line_no));
       }
       columns = static_cast<int>(fields.size());
     }
     if (static_cast<int>(fields.size()) != columns) {
-      throw CsvError(fmt::format("{}:{}: expected {} columns like the first data row, got {}; "
-                                 "every row must be f1,...,f{},label",
-                                 name, line_no, columns, fields.size(), columns - 1));
+      throw CsvError(
+          fmt::format("{}:{}: expected {} columns like the first data row, got {}; "
+                      "every row must be f1,...,f{},label",
+                      name, line_no, columns, fields.size(), columns - 1));
     }
     for (int c = 0; c + 1 < columns; ++c) {
       float value = 0;
       if (!parse_float(fields[c], value)) {
-        throw CsvError(fmt::format("{}:{}: column {} is '{}', not a finite number; "
-                                   "features must be numeric",
-                                   name, line_no, c + 1, fields[c]));
+        throw CsvError(
+            fmt::format("{}:{}: column {} is '{}', not a finite number; "
+                        "features must be numeric",
+                        name, line_no, c + 1, fields[c]));
       }
       table.features.push_back(value);
     }
     int64_t label = 0;
     if (!parse_label(fields.back(), label) || label < 0) {
-      throw CsvError(fmt::format("{}:{}: label (last column) is '{}', not a non-negative integer; "
-                                 "the last column must be the class index 0..C-1",
-                                 name, line_no, fields.back()));
+      throw CsvError(
+          fmt::format("{}:{}: label (last column) is '{}', not a non-negative integer; "
+                      "the last column must be the class index 0..C-1",
+                      name, line_no, fields.back()));
     }
     max_label = std::max(max_label, label);
     table.labels.push_back(label);
@@ -112,14 +116,14 @@ CsvTable parse_csv(std::istream& in, const std::string& name) {
 CsvTable read_csv(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    throw CsvError(fmt::format("data file '{}' is a directory; pass the path of a CSV file (f1,...,fn,label)",
-                               path));
+    throw CsvError(fmt::format("data file '{}' is a directory; pass the path of a CSV file (f1,...,fn,label)", path));
   }
   std::ifstream in(path);
   if (!in) {
-    throw CsvError(fmt::format("cannot read data file '{}': {}; pass --data synthetic or the path of a "
-                               "readable CSV (f1,...,fn,label)",
-                               path, std::strerror(errno)));
+    throw CsvError(
+        fmt::format("cannot read data file '{}': {}; pass --data synthetic or the path of a "
+                    "readable CSV (f1,...,fn,label)",
+                    path, std::strerror(errno)));
   }
   return parse_csv(in, path);
 }

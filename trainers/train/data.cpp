@@ -24,8 +24,8 @@ Data synthetic_data(const TrainOptions& o) {
   d.val_y = teacher(d.val_x);
   d.in_dim = o.in_dim;
   d.classes = o.classes;
-  d.description = "synthetic teacher task, " + std::to_string(o.in_dim) + " features, " +
-                  std::to_string(o.classes) + " classes";
+  d.description =
+      "synthetic teacher task, " + std::to_string(o.in_dim) + " features, " + std::to_string(o.classes) + " classes";
   return d;
 }
 

@@ -44,9 +44,8 @@ MetricsWriter::MetricsWriter(std::string path, std::optional<int64_t> resume_ste
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   out_.open(path_, std::ios::trunc);
   if (!out_) {
-    throw std::runtime_error(
-        fmt::format("cannot write metrics file '{}': {}; pass --metrics with a writable path", path_,
-                    std::strerror(errno)));
+    throw std::runtime_error(fmt::format("cannot write metrics file '{}': {}; pass --metrics with a writable path",
+                                         path_, std::strerror(errno)));
   }
   out_ << kMetricsHeader << '\n';
   for (const auto& line : kept) out_ << line << '\n';

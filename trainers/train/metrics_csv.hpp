@@ -11,7 +11,7 @@
 namespace ddp::train {
 
 struct MetricsRow {
-  int epoch = 0;  // 1-based
+  int epoch = 0;     // 1-based
   int64_t step = 0;  // global optimizer steps so far
   double loss = 0;
   double accuracy = 0;  // 0..1

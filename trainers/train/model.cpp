@@ -49,7 +49,8 @@ DdpMlp wrap_ddp(const torch::nn::Sequential& net, const TrainOptions& o, std::sh
 
 void set_learning_rate(torch::optim::SGD& optimizer, const TrainOptions& o, int64_t step, int64_t total_steps) {
   double lr = o.lr;
-  if (o.schedule == "cosine") lr *= 0.5 * (1.0 + std::cos(M_PI * double(step) / double(std::max<int64_t>(1, total_steps))));
+  if (o.schedule == "cosine")
+    lr *= 0.5 * (1.0 + std::cos(M_PI * double(step) / double(std::max<int64_t>(1, total_steps))));
   for (auto& group : optimizer.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
 }
 

@@ -50,8 +50,7 @@ void ProgressReporter::step(const ProgressUpdate& update) {
     case ProgressMode::kPlain:
       if (update.step_in_epoch % log_every_ == 0) out_ << format_plain(update) << '\n' << std::flush;
       break;
-    case ProgressMode::kNone:
-      break;
+    case ProgressMode::kNone: break;
   }
 }
 

@@ -49,13 +49,16 @@ Position position_from(const ddp::CheckpointExtra& extra, const std::string& pat
 
 }  // namespace
 
-void save_position(const TrainOptions& o, torch::nn::Sequential& net, torch::optim::SGD& optimizer,
-                   Position pos, const ddp::PowerSgdState* powersgd) {
+void save_position(const TrainOptions& o, torch::nn::Sequential& net, torch::optim::SGD& optimizer, Position pos,
+                   const ddp::PowerSgdState* powersgd) {
   pos.loss_sum = mean_over_ranks(pos.loss_sum);
   ddp::CheckpointExtra extra = powersgd ? powersgd->state() : ddp::CheckpointExtra{};
-  extra.insert({{"epoch", pos.epoch},       {"batch", pos.batch},
-                                   {"step", pos.step},         {"loss_sum", pos.loss_sum},
-                                   {"loss_count", pos.loss_count}, {"world_size", int64_t(ddp::get_world_size())}});
+  extra.insert({{"epoch", pos.epoch},
+                {"batch", pos.batch},
+                {"step", pos.step},
+                {"loss_sum", pos.loss_sum},
+                {"loss_count", pos.loss_count},
+                {"world_size", int64_t(ddp::get_world_size())}});
   ddp::save_checkpoint((fs::path(o.checkpoint_dir) / checkpoint_name(pos.step)).string(), *net, &optimizer, extra);
   if (ddp::get_rank() == 0) remove_stale_checkpoints(o.checkpoint_dir, o.keep_checkpoints);
 }

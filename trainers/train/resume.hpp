@@ -31,8 +31,8 @@ struct ResumePoint {
 
 // Saves <checkpoint_dir>/ckpt_<pos.step>.pt with pos.loss_sum averaged over ranks (and the
 // PowerSGD state when `powersgd` is set); rank 0 then removes all but the newest --keep-checkpoints.
-void save_position(const TrainOptions& options, torch::nn::Sequential& net, torch::optim::SGD& optimizer,
-                   Position pos, const ddp::PowerSgdState* powersgd = nullptr);
+void save_position(const TrainOptions& options, torch::nn::Sequential& net, torch::optim::SGD& optimizer, Position pos,
+                   const ddp::PowerSgdState* powersgd = nullptr);
 
 // Loads the latest checkpoint of checkpoint_dir into net and optimizer (and `powersgd`, when
 // the checkpoint has PowerSGD state; one without starts PowerSGD afresh); nullopt when there

@@ -146,8 +146,9 @@ void add_run_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--steps", o.steps, "benchmark steps timed")->capture_default_str()->group("Benchmark");
   app.add_option("--warmup", o.warmup, "benchmark warm-up steps")->capture_default_str()->group("Benchmark");
 
-  app.add_option("--fail-at-step", o.fail_at_step, "testing: --fail-rank kills itself (SIGKILL) after this many optimizer steps "
-                                                   "(first attempt only)")
+  app.add_option("--fail-at-step", o.fail_at_step,
+                 "testing: --fail-rank kills itself (SIGKILL) after this many optimizer steps "
+                 "(first attempt only)")
       ->group("Testing");
   app.add_option("--fail-rank", o.fail_rank, "testing: the rank that --fail-at-step kills")
       ->capture_default_str()

@@ -15,12 +15,12 @@ struct TrainOptions {
   std::vector<int> hidden{64, 64};
   // Data: "synthetic" (inputs ~ N(0,1), labels from a fixed hidden teacher network) or a CSV path.
   std::string data = "synthetic";
-  int in_dim = 8;                // synthetic only (CSV: number of feature columns)
-  int classes = 4;               // synthetic only (CSV: max label + 1)
-  int64_t train_samples = 32768; // synthetic only
-  int64_t val_samples = 4096;    // synthetic only
-  double val_fraction = 0.2;     // CSV only: the last fraction of rows is validation
-  uint64_t data_seed = 1234;     // teacher and samples; independent of world size
+  int in_dim = 8;                 // synthetic only (CSV: number of feature columns)
+  int classes = 4;                // synthetic only (CSV: max label + 1)
+  int64_t train_samples = 32768;  // synthetic only
+  int64_t val_samples = 4096;     // synthetic only
+  double val_fraction = 0.2;      // CSV only: the last fraction of rows is validation
+  uint64_t data_seed = 1234;      // teacher and samples; independent of world size
   // Uneven shards: rank r trains on a share proportional to world + r of each epoch's samples
   // (no padding, nothing dropped), under ddp::join(); checkpoints at epoch ends only.
   bool uneven = false;
@@ -30,8 +30,8 @@ struct TrainOptions {
   double lr = 0.1;
   double momentum = 0.9;
   std::string schedule = "cosine";  // cosine (decay to 0 over the run) | constant
-  int accum_steps = 1;  // micro-batches per optimizer step (no_sync on all but the last)
-  uint64_t seed = 0;    // model initialisation (rank 0's weights are broadcast)
+  int accum_steps = 1;              // micro-batches per optimizer step (no_sync on all but the last)
+  uint64_t seed = 0;                // model initialisation (rank 0's weights are broadcast)
   // DDP.
   double bucket_mb = 25.0;
   std::string comm_hook = "allreduce";  // allreduce | fp16 | bf16 | powersgd
@@ -41,8 +41,8 @@ struct TrainOptions {
   std::string checkpoint_dir = "checkpoints";
   int64_t checkpoint_interval = 100;  // optimizer steps between checkpoints; 0: at epoch ends only
   int keep_checkpoints = 2;
-  bool resume = true;        // resume from the latest checkpoint in checkpoint_dir
-  std::string metrics;       // default: <checkpoint_dir>/metrics.csv
+  bool resume = true;   // resume from the latest checkpoint in checkpoint_dir
+  std::string metrics;  // default: <checkpoint_dir>/metrics.csv
   // Reporting.
   std::string progress = "auto";  // auto | bar | plain | none
   int log_every = 50;             // plain mode: a line every N steps

@@ -1,7 +1,7 @@
 // The training half of `train`: the epoch loop with DistributedRandomSampler and set_epoch
-// (or, with --uneven, shards of different sizes trained under ddp::join()), no_sync accumulation, periodic and epoch-end checkpoints, resume, rank-0 progress and
-// metrics, the test-only fault injection, and the --bench mode. The model and its collective
-// helpers come from model.hpp, checkpoints from resume.hpp, data from data.hpp.
+// (or, with --uneven, shards of different sizes trained under ddp::join()), no_sync accumulation, periodic and
+// epoch-end checkpoints, resume, rank-0 progress and metrics, the test-only fault injection, and the --bench mode. The
+// model and its collective helpers come from model.hpp, checkpoints from resume.hpp, data from data.hpp.
 #include "trainer.hpp"
 
 #include <unistd.h>
@@ -42,9 +42,7 @@ std::string format(const char* pattern, ...) {
   return buffer;
 }
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 void set_threads(int requested) {
   int n = requested;
@@ -158,9 +156,14 @@ class TrainingRun {
 };
 
 TrainingRun::TrainingRun(const TrainOptions& o, const Data& data)
-    : o_(o), data_(data), rank_(ddp::get_rank()), world_(ddp::get_world_size()), device_(ddp::device()),
+    : o_(o),
+      data_(data),
+      rank_(ddp::get_rank()),
+      world_(ddp::get_world_size()),
+      device_(ddp::device()),
       progress_(std::cout, progress_mode(o, rank_), o.log_every),
-      train_x_(data.train_x.to(device_)), train_y_(data.train_y.to(device_)),
+      train_x_(data.train_x.to(device_)),
+      train_y_(data.train_y.to(device_)),
       net_(seeded_mlp(o, data, device_)),
       optimizer_(net_->parameters(), torch::optim::SGDOptions(o.lr).momentum(o.momentum)),
       powersgd_(make_powersgd_state(o)),
@@ -178,7 +181,8 @@ void TrainingRun::say(const std::string& line) {
 }
 
 void TrainingRun::announce() {
-  say(format("train: %d worker(s), %lld train / %lld val samples (%s); model %s (%lld params); "
+  say(
+      format("train: %d worker(s), %lld train / %lld val samples (%s); model %s (%lld params); "
              "global batch %lld; %lld steps/epoch",
              world_, (long long)train_x_.size(0), (long long)data_.val_x.size(0), data_.description.c_str(),
              shape_of(data_.in_dim, o_.hidden, data_.classes).c_str(), (long long)parameter_count(*net_),
@@ -188,7 +192,8 @@ void TrainingRun::announce() {
     for (int r = 0; r < world_; ++r) {
       sizes += (r ? "/" : "") + std::to_string(uneven_shard(train_x_.size(0), world_, r).size());
     }
-    say("train: uneven shards (--uneven): " + sizes + " samples per rank, no padding, trained under join(); "
+    say("train: uneven shards (--uneven): " + sizes +
+        " samples per rank, no padding, trained under join(); "
         "checkpoints at epoch ends only");
   }
   if (resumed_) {
@@ -305,9 +310,9 @@ void TrainingRun::finish_step(double step_loss) {
 // Validation, the epoch line, the metrics row and the checkpoint of the next epoch's start.
 void TrainingRun::end_epoch() {
   // --uneven: every rank's own samples over the epoch (the ranks trained different amounts).
-  const double samples_per_s = o_.uneven ? mean_over_ranks(double(samples_seen_)) * world_ /
-                                               std::max(seconds_since(epoch_start_), 1e-9)
-                                         : this->samples_per_s();
+  const double samples_per_s =
+      o_.uneven ? mean_over_ranks(double(samples_seen_)) * world_ / std::max(seconds_since(epoch_start_), 1e-9)
+                : this->samples_per_s();
   const double loss = mean_over_ranks(pos_.loss_count ? pos_.loss_sum / pos_.loss_count : 0.0);
   accuracy_ = evaluate(net_, data_);
   progress_.epoch_end(int(pos_.epoch), o_.epochs, loss, accuracy_, samples_per_s);
@@ -322,17 +327,18 @@ void TrainingRun::end_epoch() {
 void TrainingRun::maybe_inject_failure() const {
   if (o_.fail_at_step < 0 || pos_.step != o_.fail_at_step || rank_ != o_.fail_rank) return;
   if (ddp::worker_env().restart_count != 0) return;
-  std::cerr << "train: rank " << rank_ << " killing itself (SIGKILL) after " << pos_.step
-            << " steps (--fail-at-step)" << std::endl;
+  std::cerr << "train: rank " << rank_ << " killing itself (SIGKILL) after " << pos_.step << " steps (--fail-at-step)"
+            << std::endl;
   std::raise(SIGKILL);
 }
 
 void TrainingRun::report_done(Clock::time_point started) {
   const auto latest = latest_checkpoint(o_.checkpoint_dir);
-  say(format("train: done: val_accuracy %.2f%% after %d epochs (%lld steps) on %d worker(s) in %.1f s",
-             accuracy_ * 100, o_.epochs, (long long)pos_.step, world_, seconds_since(started)));
-  if (o_.uneven) say(format("train: uneven: rank 0 shadowed %lld forwards of the others in join() in the last epoch",
-                            (long long)shadowed_));
+  say(format("train: done: val_accuracy %.2f%% after %d epochs (%lld steps) on %d worker(s) in %.1f s", accuracy_ * 100,
+             o_.epochs, (long long)pos_.step, world_, seconds_since(started)));
+  if (o_.uneven)
+    say(format("train: uneven: rank 0 shadowed %lld forwards of the others in join() in the last epoch",
+               (long long)shadowed_));
   say("train: checkpoint: " + (latest ? fs::absolute(*latest).string() : std::string("<none>")));
   say("train: metrics: " + fs::absolute(o_.metrics_path()).string());
 }

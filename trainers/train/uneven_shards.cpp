@@ -6,9 +6,7 @@ namespace ddp::train {
 namespace {
 
 // Sum of the weights (world + q) of ranks q < rank.
-int64_t weight_before(int world, int rank) {
-  return int64_t(rank) * world + int64_t(rank) * (rank - 1) / 2;
-}
+int64_t weight_before(int world, int rank) { return int64_t(rank) * world + int64_t(rank) * (rank - 1) / 2; }
 
 }  // namespace
 

@@ -20,14 +20,13 @@ using CheckpointExtra = std::map<std::string, c10::IValue>;
 
 // Collective when the process group is initialized; works without one (single process).
 // `optimizer` may be null. Throws CheckpointError if the file cannot be written.
-void save_checkpoint(const std::string& path, const torch::nn::Module& model,
-                     const torch::optim::Optimizer* optimizer, const CheckpointExtra& extra = {});
+void save_checkpoint(const std::string& path, const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
+                     const CheckpointExtra& extra = {});
 
 // Loads into `model` (and `optimizer` if not null) and returns the extra values. Tensors are
 // mapped to `device` (default: ddp::device()). Throws CheckpointError for a missing,
 // truncated or foreign file, or one whose parameters do not match the model.
-CheckpointExtra load_checkpoint(const std::string& path, torch::nn::Module& model,
-                                torch::optim::Optimizer* optimizer,
+CheckpointExtra load_checkpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* optimizer,
                                 std::optional<torch::Device> device = std::nullopt);
 
 // Overloads for module holders (torch::nn::Sequential, TORCH_MODULE types).

@@ -20,9 +20,13 @@ class GradBucket {
  public:
   GradBucket(size_t index, bool is_last, torch::Tensor buffer, std::vector<torch::Tensor> gradients,
              std::vector<torch::Tensor> parameters, Group group, std::vector<size_t> parameter_indices = {})
-      : index_(index), is_last_(is_last), buffer_(std::move(buffer)),
-        gradients_(std::move(gradients)), parameters_(std::move(parameters)),
-        group_(std::move(group)), parameter_indices_(std::move(parameter_indices)) {}
+      : index_(index),
+        is_last_(is_last),
+        buffer_(std::move(buffer)),
+        gradients_(std::move(gradients)),
+        parameters_(std::move(parameters)),
+        group_(std::move(group)),
+        parameter_indices_(std::move(parameter_indices)) {}
 
   size_t index() const { return index_; }
   bool is_last() const { return is_last_; }

@@ -73,10 +73,10 @@ class DataParallelEngine {
 
  private:
   struct JoinRound {
-    int active = 0;          // ranks still training
-    bool sync = false;       // some active rank will all-reduce gradients in this backward
-    bool buffers = false;    // some active rank broadcasts buffers before this forward
-    int authority = -1;      // global rank of the highest active rank
+    int active = 0;        // ranks still training
+    bool sync = false;     // some active rank will all-reduce gradients in this backward
+    bool buffers = false;  // some active rank broadcasts buffers before this forward
+    int authority = -1;    // global rank of the highest active rank
   };
   JoinRound join_round(bool active);
   void join_pre_forward();

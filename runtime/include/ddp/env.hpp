@@ -11,15 +11,15 @@
 namespace ddp {
 
 struct WorkerEnv {
-  int rank = 0;              // RANK
-  int world_size = 1;        // WORLD_SIZE
-  int local_rank = 0;        // LOCAL_RANK
-  int local_world_size = 1;  // LOCAL_WORLD_SIZE
-  int group_rank = 0;        // GROUP_RANK (node rank)
-  int group_world_size = 1;  // GROUP_WORLD_SIZE (nodes)
-  std::string role_name = "default";  // ROLE_NAME
-  int role_rank = 0;                  // ROLE_RANK
-  int role_world_size = 1;            // ROLE_WORLD_SIZE
+  int rank = 0;                           // RANK
+  int world_size = 1;                     // WORLD_SIZE
+  int local_rank = 0;                     // LOCAL_RANK
+  int local_world_size = 1;               // LOCAL_WORLD_SIZE
+  int group_rank = 0;                     // GROUP_RANK (node rank)
+  int group_world_size = 1;               // GROUP_WORLD_SIZE (nodes)
+  std::string role_name = "default";      // ROLE_NAME
+  int role_rank = 0;                      // ROLE_RANK
+  int role_world_size = 1;                // ROLE_WORLD_SIZE
   std::string master_addr = "127.0.0.1";  // MASTER_ADDR
   int master_port = 0;                    // MASTER_PORT; 0 = not set
   int restart_count = 0;                  // TORCHELASTIC_RESTART_COUNT

@@ -19,7 +19,7 @@ struct JoinOptions {
 };
 
 struct JoinResult {
-  bool last_joiner = false;  // this rank was among the last to run out of inputs (its model wins)
+  bool last_joiner = false;    // this rank was among the last to run out of inputs (its model wins)
   int64_t shadowed_steps = 0;  // forwards of other ranks this rank matched after its body returned
 };
 

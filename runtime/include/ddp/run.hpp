@@ -21,7 +21,10 @@ int run_main(int argc, char** argv, const std::function<int(int, char**)>& main_
 template <typename Fn>
 int run(int argc, char** argv, Fn&& main_fn) {
   if constexpr (std::is_void_v<std::invoke_result_t<Fn&, int, char**>>) {
-    return detail::run_main(argc, argv, [&](int c, char** v) { main_fn(c, v); return 0; });
+    return detail::run_main(argc, argv, [&](int c, char** v) {
+      main_fn(c, v);
+      return 0;
+    });
   } else {
     return detail::run_main(argc, argv, [&](int c, char** v) { return static_cast<int>(main_fn(c, v)); });
   }

@@ -15,9 +15,9 @@ namespace ddp {
 
 struct SpawnOptions {
   std::string master_addr = "127.0.0.1";
-  int master_port = 0;                      // 0: pick a free port
-  std::chrono::milliseconds timeout{0};     // 0: no limit; else kill all and throw TimeoutError
-  std::chrono::milliseconds grace{3000};    // SIGTERM → SIGKILL delay when tearing down
+  int master_port = 0;                    // 0: pick a free port
+  std::chrono::milliseconds timeout{0};   // 0: no limit; else kill all and throw TimeoutError
+  std::chrono::milliseconds grace{3000};  // SIGTERM → SIGKILL delay when tearing down
 };
 
 // fn runs in the child with the env set; ddp::init_process_group() inside it joins the group.

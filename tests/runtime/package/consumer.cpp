@@ -2,7 +2,7 @@
 #include <ddp/ddp.hpp>
 
 int train(int, char**) {
-  ddp::init_process_group();                       // env:// from ddp-launch / torchrun; gloo or NCCL
+  ddp::init_process_group();  // env:// from ddp-launch / torchrun; gloo or NCCL
   auto net = torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 2));
   net->to(ddp::device());                          // cuda:LOCAL_RANK with NCCL, else CPU
   auto model = ddp::DistributedDataParallel(net);  // checks shapes on all ranks, broadcasts rank 0's weights
@@ -13,7 +13,7 @@ int train(int, char**) {
     auto y = torch::randint(0, 2, {16}, on_device.dtype(torch::kLong));
     opt.zero_grad();
     auto loss = torch::nn::functional::cross_entropy(model(x), y);
-    loss.backward();                               // gradients are averaged across ranks when this returns
+    loss.backward();  // gradients are averaged across ranks when this returns
     opt.step();
     ddp::log_rank0() << "step " << step << " loss " << loss.item<float>();
   }
