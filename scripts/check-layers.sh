@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Checks that launcher/ keeps its layers (docs/architecture.md): every #include "launcher/X/..."
-# in folder F must name a layer F may use. A layer may use the layers below it:
+# in folder F must name a layer F may use, and every namespace F's files open is F's own
+# (ddp::launch::F, or nested in it; base/ and the top-level files: ddp::launch itself, or
+# nested in it). A layer may use the layers below it:
 #   base  <-  cli, os  <-  worker  <-  supervise  <-  multinode  ->  store, etcd (-> base)
 # store uses nothing of the launcher's, etcd only base; the top-level agent and main may use everything.
 # Prints each violation (file: include) and exits 1 if there is one. Usage: check-layers.sh [ROOT]
@@ -32,9 +34,26 @@ for layer in "${!allowed[@]}"; do
   done < <(grep -rHE '^#include "launcher/[a-z_]+/' "$layer" || true)
   # A relative include could climb out of the layer; none may.
   if grep -rHE '^#include "\.\./' "$layer"; then status=1; fi
+  # Namespaces mirror folders.
+  own=ddp::launch::$layer
+  [[ $layer == base ]] && own=ddp::launch
+  while IFS= read -r hit; do
+    ns=$(sed -E 's#^[^:]+:namespace ([A-Za-z_:]+) \{.*#\1#' <<<"$hit")
+    if [[ $ns != "$own" && $ns != "$own"::* ]]; then
+      echo "check-layers: launcher/${hit%%:*} opens namespace $ns (launcher/$layer/ is $own)"
+      status=1
+    fi
+  done < <(grep -rHE '^namespace ddp[A-Za-z_:]* \{' "$layer" || true)
 done
+while IFS= read -r hit; do
+  ns=$(sed -E 's#^[^:]+:namespace ([A-Za-z_:]+) \{.*#\1#' <<<"$hit")
+  if [[ $ns != ddp::launch && $ns != ddp::launch::* ]]; then
+    echo "check-layers: launcher/${hit%%:*} opens namespace $ns (launcher/ is ddp::launch)"
+    status=1
+  fi
+done < <(grep -HE '^namespace ddp[A-Za-z_:]* \{' ./*.cpp ./*.hpp || true)
 for f in *; do
   [[ -f $f || -n ${allowed[$f]+x} ]] || { echo "check-layers: launcher/$f is not a known layer; add it to this script and docs/architecture.md"; status=1; }
 done
-((status == 0)) && echo "check-layers: launcher/ layers are respected"
+((status == 0)) && echo "check-layers: launcher/ layers and namespaces are respected"
 exit $status
