@@ -17,6 +17,7 @@ packages=(
   elfutils gdb
   slurm-wlm munge
   gnuplot-nox
+  clang-format                                # scripts/check-format.sh (CI fails on an unformatted file)
   libssl-dev openssl etcd-server etcd-client  # etcd rendezvous: TLS client, tests' real etcd and CA
 )
 

@@ -70,6 +70,7 @@ debian_package() {
     sbatch | srun | scancel | sinfo | squeue | scontrol | slurmctld | slurmd) echo slurm-wlm ;;
     munged) echo munge ;;
     gnuplot) echo gnuplot-nox ;;
+    clang-format) echo clang-format ;;
     openssl) echo openssl ;;
     etcd) echo etcd-server ;;
     etcdctl) echo etcd-client ;;
