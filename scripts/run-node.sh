@@ -8,7 +8,7 @@
 # --master-port PORT --nproc-per-node K (gpu by default when GPUs are visible, else 1).
 # Everything from PROGRAM on is passed to the program. Extra ddp-launch flags go in
 # DDP_LAUNCH_ARGS (e.g. "--max-restarts=3 --log-dir=/shared/logs"). DDP_LAUNCH names the
-# binary (default: BUILD_DIR's launcher/ddp-launch, scripts/lib.sh, else ddp-launch on PATH).
+# binary (default: $BUILD_DIR/launcher/ddp-launch, scripts/lib.sh, else ddp-launch on PATH).
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/lib.sh
 source "$(dirname "$0")/lib.sh"
