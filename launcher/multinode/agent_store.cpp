@@ -8,7 +8,9 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
-#include "launcher/multinode/etcd_link.hpp"
+#include "launcher/os/ports.hpp"
+#include "launcher/store/prefix_store.hpp"
+#include "launcher/store/tcp_client.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/worker/output.hpp"
 
@@ -21,14 +23,27 @@ std::chrono::milliseconds ms(double seconds) {
   return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
 }
 
+class StoreKeyWaiter : public KeyWaiter {
+ public:
+  StoreKeyWaiter(std::unique_ptr<store::TcpStoreClient> client, const std::string& prefix)
+      : client_(std::move(client)), job_(prefix, *client_) {}
+  ~StoreKeyWaiter() override { client_->close_gracefully(); }
+  bool wait_for(const std::string& key, store::Duration slice) override { return job_.wait({key}, slice); }
+  void interrupt() override { client_->interrupt(); }
+
+ private:
+  std::unique_ptr<store::TcpStoreClient> client_;
+  store::PrefixStore job_;
+};
+
 // Tries to host the agent store on the address the job reaches it at; false when another
 // launcher on this machine hosts it already (c10d mode: then we join it as a client).
-bool host_store(const MultiNodeSpec& spec, const std::string& listen_host, AgentStoreLink& link) {
+bool host_store(const MultiNodeSpec& spec, const std::string& listen_host, JobStoreLink& link) {
   store::ServerOptions options;
   options.host = listen_host;
   options.port = static_cast<uint16_t>(link.endpoint.port);
   options.token = spec.rdzv.token;
-  options.max_connections = 1u << 16;  // two per node (abort watch); lowered to fit the open-file limit
+  options.max_connections = 1u << 16;  // two per node (the abort wait thread's); lowered to fit the open-file limit
   link.server = std::make_unique<store::StoreServer>(options);
   try {
     link.server->start();
@@ -51,11 +66,10 @@ bool host_store(const MultiNodeSpec& spec, const std::string& listen_host, Agent
 
 }  // namespace
 
-AgentStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& run_id) {
-  if (spec.rdzv_backend == "etcd") return connect_etcd(spec, run_id);
+JobStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& run_id) {
   const cli::RendezvousConf& conf = spec.rdzv;
   const bool static_rdzv = spec.rdzv_backend == "static";
-  AgentStoreLink link;
+  JobStoreLink link;
   link.endpoint = static_rdzv ? HostPort{spec.master_addr, *spec.master_port}
                               : parse_host_port(spec.rdzv_endpoint, kDefaultRdzvPort);  // checked by cli/
   link.name = fmt::format("{}:{}", os::host_name(), ::getpid());
@@ -72,45 +86,24 @@ AgentStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string&
   options.reconnect_window = ms(conf.heartbeat_timeout_s);  // lost only after heartbeat_timeout
   // The leader's own client connects where its server listens.
   const std::string host = !link.leader ? link.endpoint.host : listen_host == "0.0.0.0" ? "127.0.0.1" : listen_host;
-  link.client = std::make_unique<store::TcpStoreClient>(host, static_cast<uint16_t>(link.endpoint.port), options);
-  link.job_prefix = "ddp-launch/" + run_id;
-  link.job = std::make_unique<store::PrefixStore>(link.job_prefix, *link.client);
-  link.client_host = host;
-  link.client_options = options;
-  link.root = link.client.get();
+  auto client = std::make_unique<store::TcpStoreClient>(host, static_cast<uint16_t>(link.endpoint.port), options);
+  const std::string job_prefix = "ddp-launch/" + run_id;
+  link.job = std::make_unique<store::PrefixStore>(job_prefix, *client);
+  link.root = client.get();
   link.address = fmt::format("{}:{}", link.endpoint.host, link.endpoint.port);
-  link.close = [client = link.client.get()] { client->close_gracefully(); };
+  link.close = [c = client.get()] { c->close_gracefully(); };
+  link.open_waiter = [host, port = static_cast<uint16_t>(link.endpoint.port), options, job_prefix] {
+    store::ClientOptions nameless = options;
+    nameless.name.clear();  // not a node: its loss is nobody's failure (its waits still ping)
+    return std::unique_ptr<KeyWaiter>(
+        std::make_unique<StoreKeyWaiter>(std::make_unique<store::TcpStoreClient>(host, port, nameless), job_prefix));
+  };
+  link.connection = std::move(client);
   worker::launcher_notice(fmt::format("{} the agent store at {}:{}{} ({} rendezvous, run id {})",
                                       link.leader ? "hosting" : "joined", link.endpoint.host, link.endpoint.port,
                                       link.leader ? ", listening on " + link.server->listen_address() : "",
                                       spec.rdzv_backend, run_id));
   return link;
-}
-
-namespace {
-
-class StoreKeyWaiter : public KeyWaiter {
- public:
-  StoreKeyWaiter(std::unique_ptr<store::TcpStoreClient> client, const std::string& prefix)
-      : client_(std::move(client)), job_(prefix, *client_) {}
-  ~StoreKeyWaiter() override { client_->close_gracefully(); }
-  bool wait_for(const std::string& key, store::Duration slice) override { return job_.wait({key}, slice); }
-  void interrupt() override { client_->interrupt(); }
-
- private:
-  std::unique_ptr<store::TcpStoreClient> client_;
-  store::PrefixStore job_;
-};
-
-}  // namespace
-
-std::unique_ptr<KeyWaiter> open_abort_waiter(const AgentStoreLink& link) {
-  if (link.open_waiter) return link.open_waiter();
-  store::ClientOptions options = link.client_options;
-  options.name.clear();  // not a node: its loss is nobody's failure (its waits still ping)
-  auto client =
-      std::make_unique<store::TcpStoreClient>(link.client_host, static_cast<uint16_t>(link.endpoint.port), options);
-  return std::make_unique<StoreKeyWaiter>(std::move(client), link.job_prefix);
 }
 
 }  // namespace ddp::launch::multinode

@@ -91,10 +91,10 @@ class EtcdKeyWaiter : public KeyWaiter {
 
 }  // namespace
 
-AgentStoreLink connect_etcd(const MultiNodeSpec& spec, const std::string& run_id) {
+JobStoreLink connect_etcd(const MultiNodeSpec& spec, const std::string& run_id) {
   const cli::RendezvousConf& conf = spec.rdzv;
   const etcd::EtcdOptions options = etcd_options(spec);
-  AgentStoreLink link;
+  JobStoreLink link;
   link.leaderless = true;
   link.name = fmt::format("{}:{}", os::host_name(), ::getpid());
   link.endpoint = HostPort{options.endpoints.front().host, options.endpoints.front().port};
@@ -108,7 +108,7 @@ AgentStoreLink connect_etcd(const MultiNodeSpec& spec, const std::string& run_id
   link.open_waiter = [options, prefix = "/ddp-launch/" + run_id + "/"] {
     return std::unique_ptr<KeyWaiter>(std::make_unique<EtcdKeyWaiter>(options, prefix));
   };
-  link.job = std::move(store);
+  link.job = std::move(store);  // the job's keys and the unprefixed store at once
   worker::launcher_notice(fmt::format("joined {}{} (etcd rendezvous, run id {}, lease TTL {} s)", link.address,
                                       options.tls ? " over TLS" : "", run_id, ttl));
   return link;

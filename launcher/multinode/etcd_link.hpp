@@ -7,12 +7,12 @@
 
 #include <string>
 
-#include "launcher/multinode/agent_store.hpp"
+#include "launcher/multinode/job_store_link.hpp"
 
 namespace ddp::launch::multinode {
 
 inline constexpr int kDefaultEtcdPort = 2379;
 
-AgentStoreLink connect_etcd(const MultiNodeSpec& spec, const std::string& run_id);
+JobStoreLink connect_etcd(const MultiNodeSpec& spec, const std::string& run_id);
 
 }  // namespace ddp::launch::multinode

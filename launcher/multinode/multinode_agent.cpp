@@ -8,7 +8,7 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
-#include "launcher/multinode/agent_store.hpp"
+#include "launcher/multinode/job_store_link.hpp"
 #include "launcher/multinode/round_check.hpp"
 #include "launcher/multinode/rendezvous.hpp"
 #include "launcher/os/ports.hpp"
@@ -83,8 +83,8 @@ class MultiNodeAgent {
   const MultiNodeSpec& spec_;
   const cli::Environment& env_;
   supervise::Supervisor supervisor_;
-  AgentStoreLink store_;  // hosted here (leader) or joined
-  RoundFindings state_;   // this round's record, a lost store or an unreadable record
+  JobStoreLink store_;   // the agent store (hosted here, or joined) or etcd
+  RoundFindings state_;  // this round's record, a lost store or an unreadable record
   std::unique_ptr<worker::RunLayout> layout_;
   std::unique_ptr<supervise::EventLog> events_;  // RUN/events.jsonl; null until the run directory exists
   int acknowledged_round_ = -1;
@@ -157,7 +157,7 @@ void MultiNodeAgent::wait_for_others_to_leave(const Round& r) {
         if (n.group_rank == r.rank()) continue;
         if (!store_.job->check({JobKeys::exited(r.number(), n.group_rank)}) &&
             !store_.job->check({JobKeys::stop_seen(n.info.name)}) &&
-            !store_.client->try_get(store::kDroppedPrefix + n.info.name))
+            !store_.root->try_get(store::kDroppedPrefix + n.info.name))
           return false;
       }
     } catch (const store::StoreError&) {  // the store is failing: nobody can read it any more
@@ -402,8 +402,8 @@ int MultiNodeAgent::run() {
 }
 
 int MultiNodeAgent::run_rounds() {
-  store_ = connect_agent_store(spec_, job_.run_id);
-  abort_thread_ = std::make_unique<AbortWaitThread>(open_abort_waiter(store_), [this] { supervisor_.wake(); });
+  store_ = connect_job_store(spec_, job_.run_id);
+  abort_thread_ = std::make_unique<AbortWaitThread>(store_.open_waiter(), [this] { supervisor_.wake(); });
   Rendezvous rendezvous(*store_.job, spec_.rdzv, store_.leader, spec_.nnodes_min, spec_.nnodes_max,
                         [this] { return rendezvous_signal_ = supervisor_.poll_signals(); });
   if (store_.leaderless)

@@ -1,0 +1,12 @@
+#include "launcher/multinode/job_store_link.hpp"
+
+#include "launcher/multinode/agent_store.hpp"
+#include "launcher/multinode/etcd_link.hpp"
+
+namespace ddp::launch::multinode {
+
+JobStoreLink connect_job_store(const MultiNodeSpec& spec, const std::string& run_id) {
+  return spec.rdzv_backend == "etcd" ? connect_etcd(spec, run_id) : connect_agent_store(spec, run_id);
+}
+
+}  // namespace ddp::launch::multinode
