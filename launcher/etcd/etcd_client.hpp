@@ -53,7 +53,7 @@ class EtcdClient {
   bool watch_change(const std::string& key, int64_t from, Clock::time_point deadline);
 
   // Thread-safe: a blocked call returns within kInterruptPoll, throwing EtcdError (or
-  // false from watch_change), and so does every later one. For the abort watch's shutdown.
+  // false from watch_change), and so does every later one. For the abort wait thread's shutdown.
   void interrupt() { interrupted_ = true; }
   bool interrupted() const { return interrupted_; }
 

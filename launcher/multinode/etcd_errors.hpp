@@ -1,7 +1,7 @@
 // How the etcd layer's errors reach the rendezvous, in one place: every etcd::EtcdError
 // becomes a store::StoreUnavailable (the agent reports it, exit 124); a reply that is not
 // etcd's gets the store's address in front (its own message names no member). EtcdStore
-// and the abort watch's waiter translate only through here; EtcdStore::open first retries
+// and the abort wait thread's waiter translate only through here; EtcdStore::open first retries
 // EtcdUnavailable until the join timeout (etcd may come up after the launchers).
 #pragma once
 

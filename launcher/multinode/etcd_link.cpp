@@ -61,7 +61,7 @@ etcd::EtcdOptions etcd_options(const MultiNodeSpec& spec) {
   return o;
 }
 
-// The abort watch's waiter: a watch on the round's abort key over a client of its own.
+// The abort wait thread's waiter: a watch on the round's abort key over a client of its own.
 // Throws store::StoreUnavailable (etcd_errors.hpp), from the constructor too.
 class EtcdKeyWaiter : public KeyWaiter {
  public:
@@ -77,7 +77,7 @@ class EtcdKeyWaiter : public KeyWaiter {
         if (!r.kvs.empty()) return true;
         if (etcd::Clock::now() >= deadline) return false;
         client_->watch_change(prefix_ + key, r.revision + 1, deadline);
-        if (client_->interrupted()) throw store::StoreUnavailable("the abort watch was stopped");
+        if (client_->interrupted()) throw store::StoreUnavailable("the abort wait thread was stopped");
       }
     });
   }

@@ -283,7 +283,7 @@ void EtcdStore::multi_set(const std::vector<std::pair<std::string, std::string>>
 std::optional<std::string> EtcdStore::try_get(const std::string& key) {
   return guarded([&]() -> std::optional<std::string> {
     const std::string dropped = store::kDroppedPrefix;
-    if (key.rfind(dropped, 0) == 0) {  // the peer watch asks: is this launcher's lease gone?
+    if (key.rfind(dropped, 0) == 0) {  // the round check asks: is this launcher's lease gone?
       if (read(prefix_ + "alive/" + key.substr(dropped.size()))) return std::nullopt;
       return fmt::format("its etcd lease expired: no keepalive for {} s", ttl_s_);
     }

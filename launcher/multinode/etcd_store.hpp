@@ -2,7 +2,7 @@
 // and is attached to the job's lease (kept alive by every launcher of the job; once none
 // is left the keys expire with it). Each launcher also holds a lease of its own (TTL =
 // heartbeat_timeout) with its liveness key alive/<name>: try_get("__dropped__/<name>")
-// answers from that key, so the peer watch finds a dead launcher as it finds one the agent
+// answers from that key, so the round check finds a dead launcher as it finds one the agent
 // store dropped. compare_set and add are transactions, get and wait use watches. A
 // background thread keeps both leases alive; everything else blocks on the caller's thread
 // (not thread-safe). Errors: store::StoreUnavailable (no member answers, credentials or TLS

@@ -1,4 +1,4 @@
-// CPU time of process groups, read from /proc: the hang watch's sign of life for workers
+// CPU time of process groups, read from /proc: the hang detector's sign of life for workers
 // that feed no progress record (a worker runs in its own session, so its process group
 // holds it and the children it did not move elsewhere). One pass over /proc per call; does
 // not block beyond reading small /proc files; not thread-safe.

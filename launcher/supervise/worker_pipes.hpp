@@ -34,7 +34,7 @@ class WorkerPipes {
   bool open() const;  // either pipe may still deliver data
   void cancel();      // stop reading (a grandchild holds a pipe past the drain)
   const std::deque<std::string>& stderr_tail() const { return err_.stream.tail(); }
-  uint64_t bytes_read() const { return bytes_read_; }  // both pipes: a sign of life (hang watch)
+  uint64_t bytes_read() const { return bytes_read_; }  // both pipes: a sign of life (hang detector)
 
  private:
   struct Reader {
