@@ -3,26 +3,15 @@
 namespace ddp::launch::worker {
 
 const std::vector<std::string>& contract_variables() {
-  static const std::vector<std::string> kNames = {"RANK",
-                                                  "LOCAL_RANK",
-                                                  "WORLD_SIZE",
-                                                  "LOCAL_WORLD_SIZE",
-                                                  "GROUP_RANK",
-                                                  "GROUP_WORLD_SIZE",
-                                                  "ROLE_NAME",
-                                                  "ROLE_RANK",
-                                                  "ROLE_WORLD_SIZE",
-                                                  "MASTER_ADDR",
-                                                  "MASTER_PORT",
-                                                  "TORCHELASTIC_RESTART_COUNT",
-                                                  "TORCHELASTIC_MAX_RESTARTS",
-                                                  "TORCHELASTIC_RUN_ID",
-                                                  "TORCHELASTIC_USE_AGENT_STORE",
-                                                  "TORCHELASTIC_ERROR_FILE",
-                                                  "OMP_NUM_THREADS",
-                                                  "TORCH_NCCL_ASYNC_ERROR_HANDLING",
-                                                  "NCCL_ASYNC_ERROR_HANDLING",
-                                                  "CUDA_VISIBLE_DEVICES"};
+  static const std::vector<std::string> kNames = {
+      // who the worker is
+      "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_NAME",
+      "ROLE_RANK", "ROLE_WORLD_SIZE",
+      // its store, its restarts and its error file
+      "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
+      "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE",
+      // defaults the launcher sets, and the GPUs
+      "OMP_NUM_THREADS", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING", "CUDA_VISIBLE_DEVICES"};
   return kNames;
 }
 

@@ -10,21 +10,13 @@ namespace {
 
 using Vars = std::map<std::string, std::string>;
 
-const char* const kNames[] = {"RANK",
-                              "WORLD_SIZE",
-                              "LOCAL_RANK",
-                              "LOCAL_WORLD_SIZE",
-                              "GROUP_RANK",
-                              "GROUP_WORLD_SIZE",
-                              "ROLE_NAME",
-                              "ROLE_RANK",
-                              "ROLE_WORLD_SIZE",
-                              "MASTER_ADDR",
-                              "MASTER_PORT",
-                              "TORCHELASTIC_RESTART_COUNT",
-                              "TORCHELASTIC_MAX_RESTARTS",
-                              "TORCHELASTIC_RUN_ID",
-                              "TORCHELASTIC_ERROR_FILE"};
+const char* const kNames[] = {
+    // who the worker is
+    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_NAME", "ROLE_RANK",
+    "ROLE_WORLD_SIZE",
+    // its store, its restarts and its error file
+    "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
+    "TORCHELASTIC_ERROR_FILE"};
 
 const std::string* find(const Vars& vars, const std::string& name) {
   auto it = vars.find(name);
