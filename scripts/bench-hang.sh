@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hang detection time (README "Hangs"): how long from a rank's stop to ddp-launch's verdict
+# Hang detection time (docs/hangs.md "Detection and the limit"): how long from a rank's stop to ddp-launch's verdict
 # line, and to its exit, with torch-free Python workers (python/ddp_progress.py) and with
 # workers that feed nothing. Each case runs RUNS times (default 5); medians and maxima.
 # Cases: fed (2 workers, rank 1 SIGSTOPs itself after 3 heartbeats, --hang-timeout 3),

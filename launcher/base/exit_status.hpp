@@ -10,7 +10,7 @@ inline constexpr int kSignalBase = 128;   // killed by signal N -> 128 + N
 inline constexpr int kInterrupted = 130;  // 128 + SIGINT
 
 // A hang: no worker progressed for --hang-timeout; ddp-launch captured the stacks and
-// stopped the workers (README "Hangs").
+// stopped the workers (docs/hangs.md).
 inline constexpr int kHang = 119;
 
 // The launcher's own band: nothing ran, or the launcher could not do its job.

@@ -240,7 +240,7 @@ Settled MultiNodeAgent::after_success(const Round& r) {
 
 // Our worker failed with what reads like a communication error: most likely the symptom of
 // something elsewhere. For up to one heartbeat timeout, look for a better root cause (the
-// round's record, a dropped peer, a lost store); README "Which event is the root cause".
+// round's record, a dropped peer, a lost store); docs/multinode.md "Which event is the root cause".
 std::optional<Settled> MultiNodeAgent::symptom_of_known_cause(const Round& r, const supervise::WorkerOutcome& root) {
   const auto deadline = std::chrono::steady_clock::now() + ms(spec_.rdzv.heartbeat_timeout_s);
   std::optional<std::string> cause;

@@ -77,8 +77,8 @@ std::string format_remote_failure_report(const std::string& program, const Remot
 // Whether the worker's error (its error file, else its last stderr lines) reads like a
 // communication failure (a peer vanished, a connection closed or reset, a collective's
 // transport error): then it is likely the symptom of a failure elsewhere, which the
-// multi-node agent gives a short time to be recorded first (README "Which event is the
-// root cause").
+// multi-node agent gives a short time to be recorded first (docs/multinode.md "Which event
+// is the root cause").
 bool looks_like_comm_error(const WorkerOutcome& outcome);
 
 // The launcher's exit code for this root cause: 119 for a hang, else its exit status's.

@@ -71,8 +71,8 @@ void capture_native_stacks(long pid, int rank, const std::string& path, const st
                              : "neither eu-stack (elfutils) nor gdb is installed: run scripts/install-deps.sh";
   if (!problem.empty())
     note(
-        fmt::format("(no complete native stacks: {}; if ptrace was refused, see README \"Hangs\" "
-                    "about kernel.yama.ptrace_scope)\n",
+        fmt::format("(no complete native stacks: {}; if ptrace was refused, see docs/hangs.md \"ptrace "
+                    "permission\": kernel.yama.ptrace_scope)\n",
                     problem));
   note("\n");
   ::close(fd);
