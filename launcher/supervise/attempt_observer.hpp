@@ -30,7 +30,7 @@ class AttemptObserver {
   virtual void workers_started(const WorkersStarted& started) = 0;
   // At most once per attempt: the first step any rank completed, or nullopt when no worker fed
   // its progress record within FirstStepWatch::kNoRecord (or none can: no run directory).
-  // Not called when the attempt ends first.
+  // Not called when the attempt ends first without a step in any record.
   virtual void first_step(const std::optional<FirstStep>& step) = 0;
 };
 

@@ -49,8 +49,20 @@ void FirstStepWatch::schedule() {
   });
 }
 
-// The earliest completed step among the ranks that completed one by now.
+void FirstStepWatch::end() {
+  if (!done_) return;
+  if (std::optional<FirstStep> first = earliest_step()) return finish(first);
+  stop();
+}
+
 void FirstStepWatch::poll() {
+  if (std::optional<FirstStep> first = earliest_step()) return finish(first);
+  if (!fed_ && SteadyClock::now() - started_ >= kNoRecord) return finish(std::nullopt);
+  schedule();
+}
+
+// The earliest completed step among the ranks that completed one by now.
+std::optional<FirstStep> FirstStepWatch::earliest_step() {
   std::optional<FirstStep> first;
   for (const Worker& w : workers_) {
     if (w.progress_file.empty()) continue;
@@ -61,9 +73,7 @@ void FirstStepWatch::poll() {
     const FirstStep step{wall_time(record->step_time_ns), w.rank, record->step};
     if (!first || step.time < first->time) first = step;
   }
-  if (first) return finish(first);
-  if (!fed_ && SteadyClock::now() - started_ >= kNoRecord) return finish(std::nullopt);
-  schedule();
+  return first;
 }
 
 void FirstStepWatch::finish(const std::optional<FirstStep>& step) {

@@ -38,10 +38,14 @@ class FirstStepWatch {
   void start(std::vector<Worker> workers, std::function<void(const std::optional<FirstStep>&)> done);
   // No more polls for this attempt (safe to call twice).
   void stop();
+  // The attempt ended: one last read (a step completed just before the workers exited, within
+  // a poll interval) that may still report it, then stop(). Nothing found: done() is not called.
+  void end();
 
  private:
   void schedule();
   void poll();
+  std::optional<FirstStep> earliest_step();
   void finish(const std::optional<FirstStep>& step);
 
   boost::asio::steady_timer timer_;

@@ -422,7 +422,7 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   s.console.cancel();
   s.capture_timer.cancel();
   s.monitor.stop();
-  s.first_step_watch.stop();
+  s.first_step_watch.end();
   s.attempt_running = false;
   return s.finish();
 }

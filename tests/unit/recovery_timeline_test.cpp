@@ -210,7 +210,7 @@ TEST_CASE("recovery log: no record: the line without first step; a failed attemp
   CHECK(events[9].at("recovered") == false);
 }
 
-TEST_CASE("first-step watch: the earliest step of any rank, once; no record file at all: nullopt at once") {
+TEST_CASE("first-step watch: the earliest step of any rank, once, also at the attempt's end; no record file: nullopt at once") {
   TempDir dir;
   const std::string a = dir / "a", b = dir / "b";
   REQUIRE(ddp::progress::create_record_file(a) == 0);
@@ -249,6 +249,16 @@ TEST_CASE("first-step watch: the earliest step of any rank, once; no record file
   CHECK(seen[0]->step == 3);
   CHECK(seen[0]->time <= Clock::now());
   seen.clear();
+  // The attempt ends before a poll: the last look still finds rank 1's step, once.
+  watch.start({{0, a}, {1, b}}, [&](const std::optional<FirstStep>& s) { seen.push_back(s); });
+  watch.end();
+  watch.end();
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0]->rank == 1);
+  seen.clear();
+  watch.start({{0, a}}, [&](const std::optional<FirstStep>& s) { seen.push_back(s); });
+  watch.end();  // nothing found: no report
+  CHECK(seen.empty());
   watch.start({{0, ""}}, [&](const std::optional<FirstStep>& s) { seen.push_back(s); });
   REQUIRE(seen.size() == 1);
   CHECK(!seen[0]);
