@@ -1,28 +1,39 @@
 #!/usr/bin/env bash
 # bench-recovery.sh: where a restart's time goes. RUNS single-node jobs of NPROC workers
-# (--max-restarts=1); rank 1 exits 3 after its first step of attempt 0; the other ranks wait.
+# (--max-restarts=1); rank 1 fails once in attempt 0 (py, torch: exits 3; train: SIGKILLs
+# itself at step 5, --fail-at-step); the other ranks go on until stopped.
 # Each run's `recovery` summary in events.jsonl (docs/events.md "Recovery") gives the stop,
 # store, start and first-step phases; the medians are printed. A benchmark, not a test.
 #
 #   scripts/bench-recovery.sh RUNS KIND [NPROC]
 #   KIND: py    (python3, the standard library and python/ddp_progress.py: no torch)
 #         torch (/usr/bin/python3 importing torch first, as a real training script does)
-# Env: BUILD_DIR (scripts/lib.sh: needs ddp-launch), PYTHON (default python3, /usr/bin/python3 for torch).
+#         train (the C++ trainer on libddp: LibTorch loaded at every start; a full build)
+# Env: BUILD_DIR (scripts/lib.sh: needs ddp-launch), PYTHON (default python3, /usr/bin/python3 for
+# torch), TRAIN (default BUILD_DIR/trainers/train).
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/lib.sh
 source "$(dirname "$0")/lib.sh"
-runs=${1:?usage: bench-recovery.sh RUNS py|torch [NPROC]}
-kind=${2:?usage: bench-recovery.sh RUNS py|torch [NPROC]}
+runs=${1:?usage: bench-recovery.sh RUNS py|torch|train [NPROC]}
+kind=${2:?usage: bench-recovery.sh RUNS py|torch|train [NPROC]}
 nproc=${3:-2}
 launcher=$build_dir/launcher/ddp-launch
 [[ -x $launcher ]] || die "no $launcher: build the ddp-launch target first (BUILD_DIR=$build_dir)"
+work=$(mktemp -d)
+trap '[[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT
 case $kind in
   py) python=${PYTHON:-python3} imports="" ;;
   torch) python=${PYTHON:-/usr/bin/python3} imports="import torch" ;;
-  *) die "KIND is py or torch, not '$kind'" ;;
+  train) train=${TRAIN:-$build_dir/trainers/train} imports="" ;;
+  *) die "KIND is py, torch or train, not '$kind'" ;;
 esac
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [[ $kind == train ]]; then
+  [[ -x $train ]] || die "no $train: build the train target (a full build, with LibTorch) or set TRAIN"
+  program=("$train" --epochs 1 --train-samples 8192 --val-samples 512 --fail-at-step 5 --fail-rank 1
+           --checkpoint-dir "$work/checkpoints" --no-resume)
+else
+  program=("$python" "$work/worker.py")
+fi
 cat > "$work/worker.py" <<W
 import os, sys, time
 $imports
@@ -39,7 +50,7 @@ for step in range(2, 4):
 W
 for ((i = 0; i < runs; i++)); do
   OMP_NUM_THREADS=1 "$launcher" --nproc-per-node="$nproc" --max-restarts=1 --log-dir "$work/logs.$i" \
-    "$python" "$work/worker.py" >/dev/null 2>&1 || die "run $i failed"
+    "${program[@]}" >/dev/null 2>&1 || die "run $i failed"
 done
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $runs runs, $kind, $nproc workers"
 python3 - "$work" "$runs" <<'P'
