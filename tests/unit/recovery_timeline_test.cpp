@@ -210,7 +210,8 @@ TEST_CASE("recovery log: no record: the line without first step; a failed attemp
   CHECK(events[9].at("recovered") == false);
 }
 
-TEST_CASE("first-step watch: the earliest step of any rank, once, also at the attempt's end; no record file: nullopt at once") {
+TEST_CASE(
+    "first-step watch: the earliest step of any rank, once, also at the attempt's end; no record file: nullopt at once") {
   TempDir dir;
   const std::string a = dir / "a", b = dir / "b";
   REQUIRE(ddp::progress::create_record_file(a) == 0);
