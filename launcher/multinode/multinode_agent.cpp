@@ -16,6 +16,7 @@
 #include "launcher/multinode/round_events.hpp"
 #include "launcher/supervise/event_log.hpp"
 #include "launcher/supervise/failure_report.hpp"
+#include "launcher/supervise/recovery_log.hpp"
 #include "launcher/supervise/worker_launches.hpp"
 #include "launcher/worker/output.hpp"
 
@@ -86,7 +87,9 @@ class MultiNodeAgent {
   JobStoreLink store_;   // the agent store (hosted here, or joined) or etcd
   RoundFindings state_;  // this round's record, a lost store or an unreadable record
   std::unique_ptr<worker::RunLayout> layout_;
-  std::unique_ptr<supervise::EventLog> events_;  // RUN/events.jsonl; null until the run directory exists
+  std::unique_ptr<supervise::EventLog> events_;       // RUN/events.jsonl; null until the run directory exists
+  std::unique_ptr<supervise::RecoveryLog> recovery_;  // each restart's timeline, into events_
+  std::optional<std::chrono::system_clock::time_point> abort_seen_;  // this round's record first read
   int acknowledged_round_ = -1;
   int rendezvous_signal_ = 0;                      // the stop signal that interrupted a rendezvous
   std::unique_ptr<AbortWaitThread> abort_thread_;  // last: stopped before the supervisor goes
@@ -121,6 +124,7 @@ RoundCheckContext MultiNodeAgent::round_check_context() {
 // the leader need not keep the store up through our shutdown timeout.
 std::optional<std::string> MultiNodeAgent::check(const Round& r) {
   std::optional<std::string> reason = check_round(round_check_context(), r.plan, r.rank(), state_);
+  if (state_.abort && !abort_seen_) abort_seen_ = std::chrono::system_clock::now();
   if (state_.abort && state_.abort->final) acknowledge(r);
   return reason;
 }
@@ -203,8 +207,13 @@ supervise::AttemptResult MultiNodeAgent::run_round(const Round& r) {
       ms(spec_.rdzv.heartbeat_interval_s), [&] { return this->check(r); },
       [&] { return state_.abort && is_hang(state_.abort->failure) && state_.abort->node_rank != r.rank(); }};
   state_ = RoundFindings{};
+  abort_seen_.reset();
   abort_thread_->wait_for_round(r.number());
-  return supervisor_.run_attempt(prepare_attempt(job_, env_, group, *layout_), check);
+  std::vector<supervise::WorkerLaunch> launches = prepare_attempt(job_, env_, group, *layout_);
+  recovery_->rendezvous_done();
+  supervise::AttemptResult result = supervisor_.run_attempt(std::move(launches), check);
+  recovery_->attempt_ended(result.kind == supervise::AttemptResult::Kind::kSucceeded);
+  return result;
 }
 
 // The round's abort record, once the check stopped us; nullopt when the store is lost.
@@ -415,6 +424,8 @@ int MultiNodeAgent::run_rounds() {
   if (layout_->enabled() && !layout_->temporary()) worker::launcher_notice("logs in " + layout_->run_dir());
   events_ = std::make_unique<supervise::EventLog>(layout_->run_dir(), spec_.node_rank);
   supervisor_.set_event_log(events_.get());
+  recovery_ = std::make_unique<supervise::RecoveryLog>(*events_);
+  supervisor_.set_attempt_observer(recovery_.get());
   supervise::log_start(*events_, job_);
   NextRound next;
   next.round = store_.leader ? 0 : -1;
@@ -430,6 +441,7 @@ int MultiNodeAgent::run_rounds() {
     }
     const supervise::AttemptResult result = run_round(*last);
     if (std::optional<int> code = conclude(*last, settle(*last, result), next)) return *code;
+    recovery_->begin(supervise::failed_attempt(result, abort_seen_.value_or(std::chrono::system_clock::now())));
   }
 }
 

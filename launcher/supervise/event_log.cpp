@@ -19,8 +19,7 @@ namespace ddp::launch::supervise {
 namespace {
 
 // "2026-11-30T11:06:53.123Z"
-std::string utc_now() {
-  const auto now = std::chrono::system_clock::now();
+std::string utc_time(std::chrono::system_clock::time_point now) {
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
   const std::time_t secs = static_cast<std::time_t>(ms / 1000);
   std::tm tm{};
@@ -62,10 +61,15 @@ void EventLog::fail(const std::string& what, int err) {
 }
 
 void EventLog::write(const std::string& event, const std::vector<EventField>& fields) {
+  write(event, fields, std::chrono::system_clock::now());
+}
+
+void EventLog::write(const std::string& event, const std::vector<EventField>& fields,
+                     std::chrono::system_clock::time_point time) {
   if (fd_ < 0) return;
   nlohmann::ordered_json j;
   j["event"] = event;
-  j["time"] = utc_now();
+  j["time"] = utc_time(time);
   j["attempt"] = attempt_;
   if (node_ >= 0) j["node"] = node_;
   for (const EventField& f : fields) put(j, f);

@@ -4,6 +4,7 @@
 // job goes on). Single-threaded; the agents own it, the Supervisor borrows it.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +50,9 @@ class EventLog {
   int attempt() const { return attempt_; }
   // {"event": name, "time": ISO 8601 UTC, "attempt": N, ["node": N,] fields...}
   void write(const std::string& event, const std::vector<EventField>& fields = {});
+  // The same with "time" = `time` rather than now: an event logged after it happened.
+  void write(const std::string& event, const std::vector<EventField>& fields,
+             std::chrono::system_clock::time_point time);
 
  private:
   std::string path_;

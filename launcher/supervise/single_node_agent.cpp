@@ -13,6 +13,7 @@
 #include "launcher/os/process.hpp"
 #include "launcher/supervise/event_log.hpp"
 #include "launcher/supervise/failure_report.hpp"
+#include "launcher/supervise/recovery_log.hpp"
 #include "launcher/supervise/supervisor.hpp"
 #include "launcher/supervise/worker_launches.hpp"
 #include "launcher/worker/output.hpp"
@@ -67,10 +68,15 @@ int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const cli::En
                  worker::RunLayout& layout, EventLog& events) {
   Supervisor supervisor(job.supervisor);
   supervisor.set_event_log(&events);
+  RecoveryLog recovery(events);  // each restart's timeline
+  supervisor.set_attempt_observer(&recovery);
   for (int attempt = 0;; ++attempt) {
     plan.restart_count = attempt;
     events.set_attempt(attempt);
-    AttemptResult result = supervisor.run_attempt(prepare_attempt(job, env, plan, layout));
+    std::vector<WorkerLaunch> launches = prepare_attempt(job, env, plan, layout);
+    recovery.rendezvous_done();
+    AttemptResult result = supervisor.run_attempt(std::move(launches));
+    recovery.attempt_ended(result.kind == AttemptResult::Kind::kSucceeded);
     if (result.kind == AttemptResult::Kind::kSucceeded) {
       events.write("finish", {{"outcome", "succeeded"}, {"exit_code", exit_code::kSuccess}});
       return exit_code::kSuccess;
@@ -92,6 +98,7 @@ int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const cli::En
     restart_notice(job, result, attempt);
     events.set_attempt(attempt + 1);
     events.write("restart", {{"restart", attempt + 1}, {"max_restarts", job.max_restarts}});
+    recovery.begin(failed_attempt(result, std::chrono::system_clock::now()));
     if (!node.master_port) plan.master_port = os::pick_free_port();  // the old port may linger in TIME_WAIT
   }
 }

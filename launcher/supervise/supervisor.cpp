@@ -19,6 +19,7 @@
 #include "launcher/base/launch_error.hpp"
 #include "launcher/os/watchdog.hpp"
 #include "launcher/supervise/event_log.hpp"
+#include "launcher/supervise/first_step_watch.hpp"
 #include "launcher/supervise/live_console.hpp"
 #include "launcher/supervise/progress_monitor.hpp"
 #include "launcher/supervise/stack_capture.hpp"
@@ -51,7 +52,8 @@ struct Supervisor::Impl {
         tick_timer(io),
         capture_timer(io),
         monitor(io, {config.hang_timeout_s, config.straggler_threshold}),
-        console(io) {
+        console(io),
+        first_step_watch(io) {
     for (int s : config.stop_signals) handled_signals.add(s);
     for (int s : config.forward_signals) handled_signals.add(s);
     wait_for_children();
@@ -83,6 +85,9 @@ struct Supervisor::Impl {
   std::optional<size_t> root_cause;  // first worker that failed by itself
   bool draining = false;             // every worker exited: the drain timer runs
   unsigned attempt_id = 0;           // a timer handler acts only on the attempt that armed it
+
+  AttemptObserver* observer = nullptr;  // borrowed from the agent
+  FirstStepWatch first_step_watch;      // for the observer: the attempt's first step
 
   // --- events -------------------------------------------------------------------------
   void wait_for_children() {
@@ -256,6 +261,17 @@ struct Supervisor::Impl {
     });
   }
 
+  // The observer hears of the workers' start now, and of their first step when it comes.
+  void observe_start() {
+    if (!observer) return;
+    observer->workers_started({Clock::now(), workers.size(), 0});
+    std::vector<FirstStepWatch::Worker> watched;
+    for (const Worker& w : workers) watched.push_back({w.launch.rank, w.launch.progress_file});
+    first_step_watch.start(std::move(watched), [this](const std::optional<FirstStep>& step) {
+      if (observer) observer->first_step(step);
+    });
+  }
+
   // --- helpers -------------------------------------------------------------------------
   size_t count_live() const {
     return static_cast<size_t>(
@@ -352,6 +368,8 @@ void Supervisor::set_event_log(EventLog* log) {
   impl_->monitor.set_event_log(log);
 }
 
+void Supervisor::set_attempt_observer(AttemptObserver* observer) { impl_->observer = observer; }
+
 int Supervisor::interrupted_by() const { return impl_->interrupt_signal; }
 
 int Supervisor::poll_signals() {
@@ -390,6 +408,7 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
     s.attempt_running = false;
     throw;
   }
+  s.observe_start();
   s.reap();  // a worker may have exited before the SIGCHLD wait was armed
   s.schedule_tick();
   s.start_progress_monitor();
@@ -403,6 +422,7 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   s.console.cancel();
   s.capture_timer.cancel();
   s.monitor.stop();
+  s.first_step_watch.end();
   s.attempt_running = false;
   return s.finish();
 }

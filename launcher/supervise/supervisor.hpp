@@ -8,7 +8,8 @@
 // verdict the supervisor captures every worker's stacks first, then stops them like a
 // failure whose root cause is the rank behind (its outcome carries the verdict). An attempt
 // check may ask for the same capture before its stop (a hang on another node). Worker exits
-// and stragglers go to the event log if one is set. Blocks in run_attempt.
+// and stragglers go to the event log if one is set; an attempt observer hears of each attempt's
+// start and first step. Blocks in run_attempt.
 #pragma once
 
 #include <chrono>
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/supervise/attempt_observer.hpp"
 #include "launcher/supervise/failure_report.hpp"
 #include "launcher/os/process.hpp"
 
@@ -92,6 +94,8 @@ class Supervisor {
 
   // Where worker exits and straggler notices are logged (null: nowhere); borrowed.
   void set_event_log(EventLog* log);
+  // Told of every attempt's start and first step (null: nobody); borrowed.
+  void set_attempt_observer(AttemptObserver* observer);
 
   // The stop signal received so far (0 if none): the agent stops restarting once set.
   int interrupted_by() const;

@@ -197,6 +197,66 @@ TEST_CASE("max-restarts restarts every node together with a consistent restart c
   for (int rank = 0; rank < 3; ++rank) CHECK(read_file(dir / ("count." + std::to_string(rank))) == "0\n1\n");
 }
 
+// Both nodes log the restart's timeline: node 1 saw its worker fail, node 0 learnt of it from
+// the round's record; each prints the recovered line once, with the first step.
+TEST_CASE("a restart's recovery timeline on both nodes: the phases in order, one recovered line each") {
+  TempDir dir, logs0, logs1;
+  write_file(dir / "worker.py", R"(
+import os, sys, time
+sys.path.insert(0, os.environ["DDP_TEST_PYTHON_DIR"])
+import ddp_progress as p
+if os.environ["TORCHELASTIC_RESTART_COUNT"] == "0":
+    if os.environ["RANK"] == "1":
+        time.sleep(0.5)
+        sys.exit(3)
+    time.sleep(60)
+for step in range(1, 4):
+    time.sleep(0.05)
+    p.heartbeat(step)
+)");
+  const EnvOverrides env = {{"DDP_TEST_PYTHON_DIR", std::string(DDP_SOURCE_DIR) + "/python"}};
+  const int port = free_port();
+  auto node = [&](int rank, const TempDir& logs) {
+    return with(static_node(2, rank, port, 1), {"--max-restarts=1", "--log-dir", logs.path(), dir / "worker.py"});
+  };
+  Background node1(node(1, logs1), env);
+  auto r0 = run(node(0, logs0), env, 120s);
+  auto r1 = node1.wait(60s);
+  INFO("node 0:\n" << r0.err << "node 1:\n" << r1.err);
+  REQUIRE(r0.exit_code == 0);
+  REQUIRE(r1.exit_code == 0);
+  for (const auto* r : {&r0, &r1}) {
+    CHECK_THAT(r->err, Catch::Matches("(.|\\n)*ddp-launch: recovered in [0-9.]+ s \\(stop [0-9.]+, start [0-9.]+ "
+                                      "cold, store [0-9.]+, first step [0-9.]+\\)\n(.|\\n)*"));
+    CHECK(r->err.find("recovered in") == r->err.rfind("recovered in"));
+  }
+  for (const TempDir* logs : {&logs0, &logs1}) {
+    std::vector<nlohmann::json> timeline;
+    for (const auto& e : std::filesystem::directory_iterator(logs->path())) {
+      std::istringstream in(read_file(e.path().string() + "/events.jsonl"));
+      for (std::string line; std::getline(in, line);)
+        if (auto j = nlohmann::json::parse(line); j.at("event") == "recovery") timeline.push_back(j);
+    }
+    INFO(nlohmann::json(timeline).dump(1));
+    std::vector<std::string> phases;
+    for (const auto& e : timeline) phases.push_back(e.at("phase"));
+    CHECK(phases == std::vector<std::string>{"failure_seen", "workers_stopped", "rendezvous_done", "workers_started",
+                                             "first_step", "summary"});
+    double since = 0;
+    for (size_t i = 0; i + 1 < timeline.size(); ++i) {
+      CHECK(timeline[i].at("attempt") == 1);
+      CHECK(timeline[i].at("since_failure_s").get<double>() >= since);
+      since = timeline[i].at("since_failure_s").get<double>();
+    }
+    if (timeline.empty()) continue;
+    const auto& s = timeline.back();
+    CHECK(s.at("recovered") == true);
+    CHECK(s.at("total_s").get<double>() == Approx(s.at("stop_s").get<double>() + s.at("store_s").get<double>() +
+                                                  s.at("start_s").get<double>() + s.at("first_step_s").get<double>())
+                                               .margin(1e-5));
+  }
+}
+
 TEST_CASE("a worker failure on the store's host or on a follower ends every node with its code") {
   const std::string backend = GENERATE(as<std::string>{}, "static", "c10d");
   const int failing = GENERATE(0, 1);  // node 0 hosts the agent store
@@ -448,7 +508,7 @@ TEST_CASE("a hang on one node restarts every node under --max-restarts") {
       const auto e = nlohmann::json::parse(line);
       CHECK(e.at("node") == node);
       const std::string name = e.at("event");
-      if (name == "worker_exit") continue;
+      if (name == "worker_exit" || name == "recovery") continue;  // the timeline: its own test
       seq.push_back(name + (name == "rendezvous" ? std::to_string(e.at("round").get<int>()) : "") +
                     (name == "failure" ? ":" + e.at("kind").get<std::string>() : ""));
       if (name == "failure") CHECK(e.at("node_rank") == 1);
