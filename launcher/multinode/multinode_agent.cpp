@@ -204,6 +204,7 @@ supervise::AttemptResult MultiNodeAgent::run_round(const Round& r) {
       [&] { return state_.abort && is_hang(state_.abort->failure) && state_.abort->node_rank != r.rank(); }};
   state_ = RoundFindings{};
   abort_thread_->wait_for_round(r.number());
+  supervisor_.set_standbys_wanted(plan.restart_count < job_.max_restarts);  // a restart is left to take over
   return supervisor_.run_attempt(prepare_attempt(job_, env_, group, *layout_), check);
 }
 
@@ -415,6 +416,7 @@ int MultiNodeAgent::run_rounds() {
   if (layout_->enabled() && !layout_->temporary()) worker::launcher_notice("logs in " + layout_->run_dir());
   events_ = std::make_unique<supervise::EventLog>(layout_->run_dir(), spec_.node_rank);
   supervisor_.set_event_log(events_.get());
+  supervise::enable_warm_restarts(supervisor_, job_);
   supervise::log_start(*events_, job_);
   NextRound next;
   next.round = store_.leader ? 0 : -1;

@@ -67,9 +67,11 @@ int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const cli::En
                  worker::RunLayout& layout, EventLog& events) {
   Supervisor supervisor(job.supervisor);
   supervisor.set_event_log(&events);
+  enable_warm_restarts(supervisor, job);
   for (int attempt = 0;; ++attempt) {
     plan.restart_count = attempt;
     events.set_attempt(attempt);
+    supervisor.set_standbys_wanted(attempt < job.max_restarts);  // a restart is left to take over
     AttemptResult result = supervisor.run_attempt(prepare_attempt(job, env, plan, layout));
     if (result.kind == AttemptResult::Kind::kSucceeded) {
       events.write("finish", {{"outcome", "succeeded"}, {"exit_code", exit_code::kSuccess}});
