@@ -58,6 +58,15 @@ void StandbyPool::log(const char* state, const Standby& s, int rank) {
   events_->write("standby", fields);
 }
 
+void StandbyPool::log_exit(const Standby& s, const os::ExitStatus& status) {
+  if (!events_) return;
+  std::vector<EventField> fields{{"state", "exited"}, {"pid", static_cast<long>(s.pid)}, {"local_rank", s.local_rank}};
+  if (status.vanished) fields.emplace_back("status", "unknown");
+  else if (status.signaled) fields.emplace_back("signal", std::string(signal_name(status.signal)));
+  else fields.emplace_back("exit_code", status.code);
+  events_->write("standby", fields);
+}
+
 void StandbyPool::fill(const std::vector<WorkerLaunch>& launches) {
   if (plan_.kind == StandbyKind::kNone || retries_.given_up()) return;
   for (const WorkerLaunch& l : launches) {
@@ -178,13 +187,7 @@ void StandbyPool::reap() {
     std::shared_ptr<Standby> s = it->second;
     it = standbys_.erase(it);
     watchdog_.forget(s->pid);
-    if (events_) {
-      std::vector<EventField> fields{{"state", "exited"}, {"pid", static_cast<long>(s->pid)},
-                                     {"local_rank", s->local_rank}};
-      if (status->signaled) fields.emplace_back("signal", std::string(signal_name(status->signal)));
-      else fields.emplace_back("exit_code", status->code);
-      events_->write("standby", fields);
-    }
+    log_exit(*s, *status);
     boost::system::error_code ec;  // the rest of its output (it is gone: nothing blocks)
     s->output.non_blocking(true, ec);
     for (size_t n; !ec && (n = s->output.read_some(boost::asio::buffer(s->buffer), ec)) > 0;)
@@ -211,9 +214,9 @@ void StandbyPool::reap() {
 void StandbyPool::clear() {
   for (auto& [rank, s] : standbys_) {
     kill(*s);
-    os::wait_for(s->pid);
+    const os::ExitStatus status = os::wait_for(s->pid);
     watchdog_.forget(s->pid);
-    log("exited", *s);
+    log_exit(*s, status);
   }
   standbys_.clear();
   slots_.clear();

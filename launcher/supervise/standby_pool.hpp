@@ -62,6 +62,7 @@ class StandbyPool {
   void read_output(std::weak_ptr<Standby> weak);
   void kill(Standby& s);
   void log(const char* state, const Standby& s, int rank = -1);
+  void log_exit(const Standby& s, const os::ExitStatus& status);
 
   boost::asio::io_context& io_;
   os::Watchdog& watchdog_;
