@@ -80,7 +80,7 @@ TEST_CASE("standby plan: Python scripts and modules get Python standbys") {
   CHECK_THAT(none.cold_reason, Catch::Contains("restarts are cold"));
 }
 
-TEST_CASE("standby plan: a native program needs libddp's marker; otherwise one reason") {
+TEST_CASE("standby plan: a native program needs libddp's marker, otherwise one reason") {
   StandbyRequest native{true, 2, "./prog", "./prog", {"./prog", "--x"}, true, {}};
   CHECK(plan_standbys(native).kind == StandbyKind::kNative);
   native.has_hook_marker = false;
@@ -110,7 +110,7 @@ TEST_CASE("standby argv: the same interpreter and flags running the bootstrap") 
   CHECK(standby_argv(native, {"./train", "--epochs=2"}, "BOOT") == std::vector<std::string>{"./train", "--epochs=2"});
 }
 
-TEST_CASE("adoptable: Python takes any script with the same interpreter and flags; native the same argv") {
+TEST_CASE("adoptable: Python takes any script with the same interpreter and flags, native the same argv") {
   StandbyPlan python{StandbyKind::kPython, "", {}};
   os::SpawnSpec spawn;
   spawn.executable = "/usr/bin/python3";
@@ -126,7 +126,7 @@ TEST_CASE("adoptable: Python takes any script with the same interpreter and flag
   CHECK_FALSE(adoptable(StandbyPlan{}, "./train", {"./train", "--local_rank=1"}, spawn));
 }
 
-TEST_CASE("python_flags: flags up to the script or -m; none without a script") {
+TEST_CASE("python_flags: flags up to the script or -m, none without a script") {
   using V = std::vector<std::string>;
   CHECK(python_flags({"python3", "-u", "t.py", "-x"}) == V{"-u"});
   CHECK(python_flags({"python3", "-W", "error", "-u", "-m", "m"}) == V{"-W", "error", "-u"});
@@ -149,7 +149,7 @@ TEST_CASE("standby retries: the pool gives up after kMaxEarlyDeaths early deaths
   CHECK_FALSE(r.exited(false));  // said once
 }
 
-TEST_CASE("--warm-restarts: on by default with restarts, --no-warm-restarts turns it off; --preload") {
+TEST_CASE("--warm-restarts: on by default with restarts, --no-warm-restarts turns it off, --preload") {
   CHECK_FALSE(parse({"prog"}).warm_restarts);
   CHECK(parse({"--max-restarts=1", "prog"}).warm_restarts);
   CHECK_FALSE(parse({"--max-restarts=1", "--no-warm-restarts", "prog"}).warm_restarts);
