@@ -149,7 +149,7 @@ TEST_CASE("standby retries: the pool gives up after kMaxEarlyDeaths early deaths
   CHECK_FALSE(r.exited(false));  // said once
 }
 
-TEST_CASE("--warm-restarts: on by default with restarts, --no-warm-restarts turns it off, --preload") {
+TEST_CASE("warm restarts flags: on by default with restarts, --no-warm-restarts turns it off, --preload") {
   CHECK_FALSE(parse({"prog"}).warm_restarts);
   CHECK(parse({"--max-restarts=1", "prog"}).warm_restarts);
   CHECK_FALSE(parse({"--max-restarts=1", "--no-warm-restarts", "prog"}).warm_restarts);
