@@ -104,6 +104,27 @@ def _become(argv, env, cwd, fds):
         faulthandler.enable()
 
 
+def _await_store(limit_s=1.0):
+    """A rank other than 0 waits (at most limit_s) until rank 0's store accepts connections.
+
+    A restarted rank 0 in a standby listens within milliseconds, but a rank that connects
+    first is refused, and c10d's TCPStore client retries a refused connect only a second
+    later: the wait keeps warm restarts warm. Scripts that use no env:// store lose at most
+    limit_s (a cold start costs more).
+    """
+    addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT", "")
+    if os.environ.get("RANK", "0") == "0" or not addr or not port.isdigit():
+        return
+    import time
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((addr, int(port)), timeout=limit_s).close()
+            return
+        except OSError:
+            time.sleep(0.005)
+
+
 def _print_exception(exc, path):
     """The traceback as `python script.py` prints it: from the script's frames on."""
     import traceback
@@ -145,6 +166,7 @@ def main():
     argv, env, cwd = _decode(payload)
     kind, name, args = _target(argv)
     _become(argv, env, cwd, fds)
+    _await_store()
     path = os.path.abspath(name) if kind == "path" else None
     try:
         _run(kind, name, args)

@@ -7,8 +7,12 @@
 // launcher hands over only the argv this process was started with, so main()'s argv is
 // already right. Linked into every program that links ddp::ddp (--undefined=ddp_standby_hook).
 #include <fcntl.h>
+#include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include <cerrno>
 #include <cstdio>
@@ -60,6 +64,34 @@ bool read_exact(int fd, char* out, size_t n, int* fds, bool* fds_taken) {
   return true;
 }
 
+// A rank other than 0 waits (at most kStoreWait) until rank 0's store (MASTER_ADDR:
+// MASTER_PORT) accepts connections: a restarted rank 0 listens within milliseconds, but a
+// refused connect makes c10d's TCPStore client retry only a second later.
+void await_store() {
+  constexpr auto kStoreWait = std::chrono::seconds(1);
+  const char* rank = std::getenv("RANK");
+  const char* addr = std::getenv("MASTER_ADDR");
+  const char* port = std::getenv("MASTER_PORT");
+  if (!rank || std::strcmp(rank, "0") == 0 || !addr || !*addr || !port || !*port) return;
+  const auto deadline = std::chrono::steady_clock::now() + kStoreWait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    struct addrinfo hints {};
+    hints.ai_socktype = SOCK_STREAM;
+    struct addrinfo* found = nullptr;
+    if (::getaddrinfo(addr, port, &hints, &found) != 0) return;  // unresolvable: c10d will say so
+    bool accepted = false;
+    for (struct addrinfo* a = found; a && !accepted; a = a->ai_next) {
+      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+      if (fd < 0) continue;
+      accepted = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+      ::close(fd);
+    }
+    ::freeaddrinfo(found);
+    if (accepted) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 }  // namespace
 
 extern "C" __attribute__((constructor(101))) void ddp_standby_hook() {
@@ -97,4 +129,5 @@ extern "C" __attribute__((constructor(101))) void ddp_standby_hook() {
     ::close(fds[i]);
   }
   (void)ddp_standby_hook_marker[0];
+  await_store();
 }
