@@ -89,8 +89,8 @@ supervise::SupervisorConfig supervisor_config(const cli::LaunchOptions& o) {
 
 // Warm restarts: the scan for libddp's hook marker only where it can matter (once).
 supervise::StandbyPlan standby_plan(const cli::LaunchOptions& o, const supervise::JobConfig& job) {
-  supervise::StandbyRequest r{o.warm_restarts, o.max_restarts,  o.program, job.command.executable,
-                              job.command.argv_for(0), false,   o.preload};
+  supervise::StandbyRequest r{o.warm_restarts,         o.max_restarts, o.program, job.command.executable,
+                              job.command.argv_for(0), false,          o.preload};
   if (r.warm_restarts && r.max_restarts > 0 && !supervise::is_python_executable(r.executable))
     r.has_hook_marker = os::file_contains(r.executable, standby::kHookMarker);
   return supervise::plan_standbys(r);

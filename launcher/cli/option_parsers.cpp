@@ -180,9 +180,10 @@ std::vector<std::string> parse_module_list(const std::string& flag, const std::s
            (!start && std::isdigit(static_cast<unsigned char>(c)));
     }
     if (!ok)
-      usage_error(fmt::format("{} '{}': '{}' is not a Python module name; give names such as numpy,torch.nn "
-                              "separated by commas",
-                              flag, value, name));
+      usage_error(
+          fmt::format("{} '{}': '{}' is not a Python module name; give names such as numpy,torch.nn "
+                      "separated by commas",
+                      flag, value, name));
     out.push_back(name);
   }
   return out;

@@ -159,8 +159,8 @@ std::optional<pid_t> StandbyPool::adopt(const WorkerLaunch& launch) {
                                launch.spawn.stderr_fd >= 0 ? launch.spawn.stderr_fd : STDERR_FILENO};
   std::string error;
   if (!os::send_handoff(s->channel.native_handle(), standby::encode_handoff(h), fds, kHandoffTimeout, &error)) {
-    worker::launcher_notice(fmt::format("standby for local_rank {} (pid {}): {}; starting that worker cold",
-                                        s->local_rank, s->pid, error));
+    worker::launcher_notice(
+        fmt::format("standby for local_rank {} (pid {}): {}; starting that worker cold", s->local_rank, s->pid, error));
     kill(*s);
     return std::nullopt;
   }
@@ -193,8 +193,9 @@ void StandbyPool::reap() {
     for (size_t n; !ec && (n = s->output.read_some(boost::asio::buffer(s->buffer), ec)) > 0;)
       s->output_tail.append(s->buffer.data(), n);
     if (retries_.exited(s->ready)) {
-      std::string tail = s->output_tail.size() > kOutputTail ? s->output_tail.substr(s->output_tail.size() - kOutputTail)
-                                                            : s->output_tail;
+      std::string tail = s->output_tail.size() > kOutputTail
+                             ? s->output_tail.substr(s->output_tail.size() - kOutputTail)
+                             : s->output_tail;
       worker::launcher_notice(fmt::format(
           "standbys keep dying before they are ready ({} in a row; the last, for local_rank {}, ended with {}): "
           "restarts are cold from now on{}{}",

@@ -76,7 +76,7 @@ struct Supervisor::Impl {
   os::Watchdog watchdog;
   std::unique_ptr<StandbyPool> standbys;  // warm restarts (after watchdog: goes first)
   bool standbys_wanted = false;
-  int warm_started = 0;  // this attempt's workers started from standbys
+  int warm_started = 0;        // this attempt's workers started from standbys
   EventLog* events = nullptr;  // borrowed from the agent
   AttemptCheck check;
   std::optional<std::string> stop_reason;  // the check stopped the workers

@@ -63,7 +63,8 @@ TEST_CASE("standby handoff: malformed payloads are refused with a reason") {
   std::string huge_count = good.substr(0, 5) + std::string("\xff\xff\xff\x7f", 4);  // 2^31 argv items, no bytes
   CHECK_FALSE(ddp::standby::decode_handoff(huge_count, &error));
   std::string too_long;
-  for (int i = 0; i < 4; ++i) too_long.push_back(static_cast<char>(((ddp::standby::kMaxPayload + 1) >> (8 * i)) & 0xff));
+  for (int i = 0; i < 4; ++i)
+    too_long.push_back(static_cast<char>(((ddp::standby::kMaxPayload + 1) >> (8 * i)) & 0xff));
   CHECK_FALSE(ddp::standby::payload_length(too_long));
 }
 
