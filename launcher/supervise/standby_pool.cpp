@@ -147,6 +147,7 @@ std::optional<pid_t> StandbyPool::adopt(const WorkerLaunch& launch) {
   if (it == standbys_.end()) return std::nullopt;
   std::shared_ptr<Standby> s = it->second;
   if (!adoptable(plan_, s->executable, s->slot_argv, launch.spawn)) {
+    slots_.erase(launch.local_rank);  // a stale slot: the next fill() says what it is now
     kill(*s);
     return std::nullopt;
   }
