@@ -143,6 +143,7 @@ void StandbyPool::read_output(std::weak_ptr<Standby> weak) {
 }
 
 std::optional<pid_t> StandbyPool::adopt(const WorkerLaunch& launch) {
+  if (retries_.given_up()) return std::nullopt;
   auto it = standbys_.find(launch.local_rank);
   if (it == standbys_.end()) return std::nullopt;
   std::shared_ptr<Standby> s = it->second;
@@ -202,6 +203,7 @@ void StandbyPool::reap() {
           "restarts are cold from now on{}{}",
           StandbyRetries::kMaxEarlyDeaths, s->local_rank, status->describe(),
           tail.empty() ? "" : "; its output ended with:\n", tail));
+      for (auto& [rank, other] : standbys_) kill(*other);  // warming up in vain: reaped below or later
     }
     dead.push_back(std::move(s));
   }

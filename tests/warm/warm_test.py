@@ -100,21 +100,23 @@ def check_warm_attempt(out, logs, ranks, argv_tail, text):
     return adopted
 
 
-def case_python(args, tmp, mode="ok"):
+def case_python(args, tmp, mode="ok", flags=(), state="ready"):
     out, logs = os.path.join(tmp, "out"), os.path.join(tmp, "logs")
     os.makedirs(out)
-    p = start(args, ["--nproc-per-node=2", "--max-restarts=1", f"--log-dir={logs}", WORKER, out, mode, "x y"])
-    wait_for("two ready standbys", lambda: len(standby_events(logs, "ready")) >= 2, [p])
+    p = start(args, ["--nproc-per-node=2", "--max-restarts=1", f"--log-dir={logs}", *flags, WORKER, out, mode, "x y"])
+    wait_for(f"two {state} standbys", lambda: len(standby_events(logs, state)) >= 2, [p])
     open(os.path.join(out, "go"), "w").close()
     code, text = finish(p)
     return out, logs, code, text
 
 
 def case_python_restart(args, tmp):
-    out, logs, code, text = case_python(args, tmp)
+    out, logs, code, text = case_python(args, tmp, flags=["--preload=wave"])
     if code != 0:
         fail(f"exit code {code}, expected 0", text)
     check_warm_attempt(out, logs, [0, 1], [out, "ok", "x y"], text)
+    if not all(record(out, 1, rank)["preloaded"] for rank in (0, 1)) or record(out, 0, 0)["preloaded"]:
+        fail("--preload=wave: the module was not imported in the standbys (only)", text)
     if any(e["event"] == "worker_exit" and e["pid"] in {s["pid"] for s in standby_events(logs, "exited")}
            for e in events(logs)):
         fail("a standby was reported as a worker", text)
@@ -133,6 +135,33 @@ def case_python_errors(args, tmp):
     _out, _logs, code, text = case_python(args, tmp2, "exit7")
     if code != 7:
         fail(f"a warm worker's sys.exit(7): exit code {code}, expected 7", text)
+
+
+def case_not_ready(args, tmp):
+    """A failure right after the standbys started: they are handed the restart while (most
+    likely) still importing torch, and read it when ready."""
+    out, logs, code, text = case_python(args, tmp, state="started")
+    if code != 0:
+        fail(f"exit code {code}, expected 0", text)
+    check_warm_attempt(out, logs, [0, 1], [out, "ok", "x y"], text)
+
+
+def case_standby_gives_up(args, tmp):
+    """Standbys that cannot warm up (a --preload module that does not exist) are given up
+    after three early deaths, said once with their output; the restart is cold and works."""
+    out, logs = os.path.join(tmp, "out"), os.path.join(tmp, "logs")
+    os.makedirs(out)
+    p = start(args, ["--nproc-per-node=2", "--max-restarts=1", f"--log-dir={logs}", "--preload=no_such_module_xyz",
+                     WORKER, out, "ok"])
+    wait_for("three standbys that died", lambda: len(standby_events(logs, "exited")) >= 3, [p])
+    open(os.path.join(out, "go"), "w").close()
+    code, text = finish(p)
+    if code != 0:
+        fail(f"exit code {code}, expected 0", text)
+    if text.count("standbys keep dying before they are ready") != 1 or "no_such_module_xyz" not in text:
+        fail("the give-up notice (once, with the standby's output) is missing", text)
+    if standby_events(logs, "adopted") or standby_events(logs, "ready") or record(out, 1, 1)["warm"]:
+        fail("a standby that never got ready was used", text)
 
 
 def case_standby_killed(args, tmp):

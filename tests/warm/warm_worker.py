@@ -7,6 +7,7 @@ Attempt 1: MODE ok exits 0; raise raises RuntimeError("warm boom"); exitN exits 
 """
 import sys
 warm = "torch" in sys.modules  # before anything else: a cold worker has not imported it
+preloaded = "wave" in sys.modules  # --preload=wave (nothing else imports it)
 import json  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
@@ -17,7 +18,7 @@ def main():
     restart, rank = os.environ["TORCHELASTIC_RESTART_COUNT"], os.environ["RANK"]
     record = {"warm": warm, "name": __name__, "pid": os.getpid(), "rank": rank, "restart": restart,
               "port": os.environ["MASTER_PORT"], "argv": sys.argv, "file": __file__, "cwd": os.getcwd(),
-              "path0": sys.path[0], "main_module": sys.modules["__main__"].__dict__.get("main") is main}
+              "path0": sys.path[0], "main_module": sys.modules["__main__"].__dict__.get("main") is main, "preloaded": preloaded}
     with open(os.path.join(out, f"a{restart}.r{rank}.json"), "w") as f:
         json.dump(record, f)
     print(f"worker rank {rank} restart {restart} warm {warm}", flush=True)
