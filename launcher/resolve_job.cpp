@@ -8,6 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "contract/standby_handoff.hpp"
+#include "launcher/os/standby_channel.hpp"
+
 namespace ddp::launch {
 namespace {
 
@@ -84,6 +87,15 @@ supervise::SupervisorConfig supervisor_config(const cli::LaunchOptions& o) {
   return config;
 }
 
+// Warm restarts: the scan for libddp's hook marker only where it can matter (once).
+supervise::StandbyPlan standby_plan(const cli::LaunchOptions& o, const supervise::JobConfig& job) {
+  supervise::StandbyRequest r{o.warm_restarts,         o.max_restarts, o.program, job.command.executable,
+                              job.command.argv_for(0), false,          o.preload};
+  if (r.warm_restarts && r.max_restarts > 0 && !supervise::is_python_executable(r.executable))
+    r.has_hook_marker = os::file_contains(r.executable, standby::kHookMarker);
+  return supervise::plan_standbys(r);
+}
+
 ResolvedJob resolve_job(const cli::LaunchOptions& o, const cli::Environment& env) {
   ResolvedJob r;
   supervise::JobConfig& job = r.job;
@@ -98,6 +110,8 @@ ResolvedJob resolve_job(const cli::LaunchOptions& o, const cli::Environment& env
       supervise::OutputSpec{o.redirects, o.tee, o.local_ranks_filter, o.log_line_prefix_template, stdin_rank(o)};
   job.supervisor = supervisor_config(o);
   job.supervisor.tool_path = cli::lookup(env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
+  job.warm_restarts = o.warm_restarts;
+  job.standby = standby_plan(o, job);
   r.single_node = single_node_spec(o);
   r.multi_node = multi_node_spec(o);
   r.multi_node_job = cli::is_multi_node(o);

@@ -5,6 +5,8 @@
 # OUTDIR/gpu-check-summary.md (+ .json), build.log and checks.log; each check has its own timeout.
 # Usage: scripts/gpu-check.sh [OUTDIR]      (default $OUT, else out/gpu-check); run from anywhere
 #        scripts/gpu-check.sh --plan        print the checks and exit 0
+#        scripts/gpu-check.sh --warm-restart-cpu   the warm-restart check on gloo/CPU (2 workers), no GPU
+#                                           needed: BUILD_DIR's ddp-launch, PYTHON's torch
 #        scripts/gpu-check.sh --pack-deps DIR   copy the launcher's header-only build deps from
 #                                           this machine into DIR, for a GPU machine without them
 # Exit: 0 all passed, 1 a check failed, 3 nothing failed but checks were skipped (missing build
@@ -37,6 +39,8 @@ gpu-check plan (each line is one check with its own timeout; results in OUTDIR/g
   launcher        --nproc-per-node=gpu, CUDA_VISIBLE_DEVICES pass-through (index, UUID, empty),
                   --devices, --virtual-local-rank: what each worker sees (count, PCI bus id, UUID)
   python-nccl     tests/gpu/nccl_allreduce.py (plain PyTorch NCCL) under ddp-launch, world 1
+  warm-restart    tests/gpu/warm_restart.py (plain PyTorch NCCL) killed once under --max-restarts 1:
+                  the restart runs in a pre-warmed standby and all-reduces on its GPU
   bench           libddp vs Python DDP, MLP and conv net on cuda:0, NCCL world 1: step time
                   without and with DDP (DDP's overhead), side by side
 EOF
@@ -45,7 +49,10 @@ EOF
 case ${1:-} in
   --plan) plan; exit 0 ;;
   --pack-deps) exec "$gpu_tests/pack_deps.sh" "${2:?--pack-deps needs a directory}" ;;
-  -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+  --warm-restart-cpu)
+    PYTHON_EXEC=$python exec "$build_dir/launcher/ddp-launch" --standalone --nproc-per-node=2 --max-restarts=1 \
+      "$gpu_tests/warm_restart.py" --backend gloo --device cpu ;;
+  -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
 esac
 out=${1:-${OUT:-$repo/out/gpu-check}}
 mkdir -p "$out" || exit 1

@@ -2,6 +2,7 @@
 #include "launcher/cli/option_parsers.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
@@ -163,6 +164,27 @@ std::vector<int> parse_signal_list(const std::string& value) {
                       "names like SIGTERM,SIGUSR1",
                       trim(item)));
     if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  }
+  return out;
+}
+
+std::vector<std::string> parse_module_list(const std::string& flag, const std::string& value) {
+  std::vector<std::string> out;
+  for (const auto& item : split(value, ',')) {
+    const std::string name = trim(item);
+    bool ok = !name.empty() && name.front() != '.' && name.back() != '.' && name.find("..") == std::string::npos;
+    for (size_t i = 0; ok && i < name.size(); ++i) {
+      const char c = name[i];
+      const bool start = i == 0 || name[i - 1] == '.';
+      ok = c == '.' || c == '_' || std::isalpha(static_cast<unsigned char>(c)) ||
+           (!start && std::isdigit(static_cast<unsigned char>(c)));
+    }
+    if (!ok)
+      usage_error(
+          fmt::format("{} '{}': '{}' is not a Python module name; give names such as numpy,torch.nn "
+                      "separated by commas",
+                      flag, value, name));
+    out.push_back(name);
   }
   return out;
 }

@@ -32,6 +32,8 @@ StreamSelection parse_stream_selection(const std::string& flag, const std::strin
 std::vector<int> parse_device_indices(const std::string& value);
 std::set<int> parse_rank_filter(const std::string& value);
 std::vector<int> parse_signal_list(const std::string& value);  // names or numbers, deduplicated
+// --preload: comma-separated Python module names (dotted identifiers), in order.
+std::vector<std::string> parse_module_list(const std::string& flag, const std::string& value);
 
 // --shutdown-timeout (and TORCH_ELASTIC_SHUTDOWN_TIMEOUT): seconds >= 0.
 double parse_shutdown_timeout(const std::string& value);

@@ -43,7 +43,8 @@ struct RawOptions {
   std::string master_port, shutdown_timeout, hang_timeout, straggler_threshold, redirects = "0", tee = "0";
   std::string local_ranks_filter, devices, signals = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
   std::string monitor_interval, start_method;
-  std::string log_line_prefix_template, rdzv_conf, local_rank_arg, stdin_rank = "auto";
+  std::string log_line_prefix_template, rdzv_conf, local_rank_arg, stdin_rank = "auto", preload;
+  bool warm_restarts = false;  // meaningful when GivenFlags::warm_restarts
   bool use_env = true, legacy_local_rank_arg = false, version = false;
   bool log_line_prefix_template_set = false;  // by TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE, even to ""
 };
@@ -66,6 +67,11 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.add_flag("--standalone", o.standalone, "Single node with a free port and a fresh run id");
   app.add_option("--max-restarts,--max_restarts", raw.max_restarts,
                  "Restart the whole worker group up to N times after a failure (default 0)");
+  app.add_flag("--warm-restarts,--warm_restarts,!--no-warm-restarts,!--no_warm_restarts", raw.warm_restarts,
+               "Keep a pre-warmed standby per worker (torch imported, or LibTorch loaded for a program "
+               "linked with libddp) that takes over a restart (default: on when --max-restarts > 0)");
+  app.add_option("--preload", raw.preload,
+                 "Python modules a Python standby imports besides torch, e.g. numpy,transformers");
   app.add_option("--shutdown-timeout,--shutdown_timeout", raw.shutdown_timeout,
                  "Seconds between SIGTERM and SIGKILL when stopping workers (default 30)");
   app.add_option("--hang-timeout,--hang_timeout", raw.hang_timeout,
@@ -175,10 +181,12 @@ struct GivenFlags {
   bool nnodes = false;
   bool node_rank = false;
   bool master_addr = false;
+  bool warm_restarts = false;  // --warm-restarts or --no-warm-restarts
 };
 
 GivenFlags given_flags(const CLI::App& app) {
-  return {app.count("--nnodes") > 0, app.count("--node-rank") > 0, app.count("--master-addr") > 0};
+  return {app.count("--nnodes") > 0, app.count("--node-rank") > 0, app.count("--master-addr") > 0,
+          app.count("--warm-restarts") > 0};
 }
 
 // Slurm defaults: under srun with no --nnodes (and not --standalone), one launcher per
@@ -237,6 +245,8 @@ void convert_raw_options(const RawOptions& raw, const Environment& env, const Gi
     o.log_line_prefix_template = raw.log_line_prefix_template;
   convert_local_rank_arg(raw, o);
   convert_stdin_rank(raw.stdin_rank, o);
+  o.warm_restarts = given.warm_restarts ? raw.warm_restarts : o.max_restarts > 0;
+  if (!raw.preload.empty()) o.preload = parse_module_list("--preload", raw.preload);
   // torchrun's etcd backends (v2 API) become ours (v3), so their command lines work.
   if (o.rdzv_backend == "etcd-v2" || o.rdzv_backend == "etcd-v3") o.rdzv_backend = "etcd";
   o.rdzv = parse_rdzv_conf(raw.rdzv_conf, env);

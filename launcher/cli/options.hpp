@@ -45,6 +45,8 @@ struct LaunchOptions {
   double hang_timeout_s = kHangTimeoutAuto;  // --hang-timeout; 0: off; default auto
   double straggler_threshold = 2.0;          // --straggler-threshold; 0: off
   std::vector<int> signals_to_handle;        // signal numbers
+  bool warm_restarts = false;                // --warm-restarts; default: max_restarts > 0
+  std::vector<std::string> preload;          // --preload: modules a Python standby imports
   // GPUs.
   std::optional<std::vector<int>> devices;  // --devices 0,2,5 (indices into the visible list)
   bool virtual_local_rank = false;

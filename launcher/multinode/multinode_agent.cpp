@@ -209,6 +209,7 @@ supervise::AttemptResult MultiNodeAgent::run_round(const Round& r) {
   state_ = RoundFindings{};
   abort_seen_.reset();
   abort_thread_->wait_for_round(r.number());
+  supervisor_.set_standbys_wanted(plan.restart_count < job_.max_restarts);  // a restart is left to take over
   std::vector<supervise::WorkerLaunch> launches = prepare_attempt(job_, env_, group, *layout_);
   recovery_->rendezvous_done();
   supervise::AttemptResult result = supervisor_.run_attempt(std::move(launches), check);
@@ -426,6 +427,7 @@ int MultiNodeAgent::run_rounds() {
   supervisor_.set_event_log(events_.get());
   recovery_ = std::make_unique<supervise::RecoveryLog>(*events_);
   supervisor_.set_attempt_observer(recovery_.get());
+  supervise::enable_warm_restarts(supervisor_, job_);
   supervise::log_start(*events_, job_);
   NextRound next;
   next.round = store_.leader ? 0 : -1;

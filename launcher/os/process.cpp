@@ -74,6 +74,7 @@ bool is_executable_file(const std::string& path, int* why) {
   }
   if (spec.stdout_fd >= 0 && ::dup2(spec.stdout_fd, STDOUT_FILENO) < 0) fail(errno);
   if (spec.stderr_fd >= 0 && ::dup2(spec.stderr_fd, STDERR_FILENO) < 0) fail(errno);
+  if (spec.inherit_fd >= 0 && ::fcntl(spec.inherit_fd, F_SETFD, 0) != 0) fail(errno);
   ::execve(spec.executable.c_str(), argv, envp);
   fail(errno);
   ::_exit(exit_code::kInternalError);

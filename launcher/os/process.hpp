@@ -69,7 +69,8 @@ struct SpawnSpec {
   std::vector<std::string> env;   // "KEY=VALUE" entries: the whole environment
   int stdout_fd = -1;             // -1: inherit the launcher's
   int stderr_fd = -1;
-  int stdin_fd = -1;  // -1: /dev/null; else dup'ed (e.g. the launcher's terminal)
+  int stdin_fd = -1;    // -1: /dev/null; else dup'ed (e.g. the launcher's terminal)
+  int inherit_fd = -1;  // an O_CLOEXEC fd the child keeps across exec (a standby's channel)
 };
 
 // Forks and execs a worker as the leader of a new session (so its pgid == pid), with

@@ -38,6 +38,22 @@ std::string describe_worker(const WorkerLaunch& w, const cli::Environment& base)
   return out;
 }
 
+// How restarts start their workers (--warm-restarts, --preload).
+std::string describe_restarts(const JobConfig& job) {
+  if (job.max_restarts <= 0) return "";
+  if (!job.warm_restarts) return "restarts: cold (--no-warm-restarts)\n";
+  switch (job.standby.kind) {
+    case StandbyKind::kPython: {
+      std::string modules = "torch";
+      for (const auto& m : job.standby.preload) modules += "," + m;
+      return fmt::format("restarts: warm (a Python standby per worker, preloading {})\n", modules);
+    }
+    case StandbyKind::kNative: return "restarts: warm (a standby per worker: the program, linked with libddp)\n";
+    case StandbyKind::kNone: break;
+  }
+  return "restarts: cold (" + job.standby.cold_reason + ")\n";
+}
+
 }  // namespace
 
 int print_dry_run(const JobConfig& job, const worker::GroupPlan& plan, const cli::Environment& base) {
@@ -50,6 +66,7 @@ int print_dry_run(const JobConfig& job, const worker::GroupPlan& plan, const cli
     out +=
         "(multi-node: the rendezvous settles the ranks of heterogeneous nodes, and MASTER_ADDR/"
         "MASTER_PORT point at group rank 0's node and a port it picks)\n";
+  out += describe_restarts(job);
   for (const auto& w : launches) out += describe_worker(w, base);
   worker::write_all(STDOUT_FILENO, out);
   return exit_code::kSuccess;

@@ -38,6 +38,8 @@ struct JobConfig {
   worker::RunLayoutSpec layout;
   OutputSpec output;
   SupervisorConfig supervisor;
+  bool warm_restarts = false;  // --warm-restarts (asked for; `standby` says what the program allows)
+  StandbyPlan standby;         // warm restarts: which standbys (standby_plan.hpp)
 };
 
 // Where this node sits in one attempt: from the options (single node) or a round plan.

@@ -70,9 +70,11 @@ int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const cli::En
   supervisor.set_event_log(&events);
   RecoveryLog recovery(events);  // each restart's timeline
   supervisor.set_attempt_observer(&recovery);
+  enable_warm_restarts(supervisor, job);
   for (int attempt = 0;; ++attempt) {
     plan.restart_count = attempt;
     events.set_attempt(attempt);
+    supervisor.set_standbys_wanted(attempt < job.max_restarts);  // a restart is left to take over
     std::vector<WorkerLaunch> launches = prepare_attempt(job, env, plan, layout);
     recovery.rendezvous_done();
     AttemptResult result = supervisor.run_attempt(std::move(launches));

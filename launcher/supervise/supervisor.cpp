@@ -23,6 +23,7 @@
 #include "launcher/supervise/live_console.hpp"
 #include "launcher/supervise/progress_monitor.hpp"
 #include "launcher/supervise/stack_capture.hpp"
+#include "launcher/supervise/standby_pool.hpp"
 #include "launcher/supervise/worker_pipes.hpp"
 #include "launcher/worker/output.hpp"
 
@@ -39,6 +40,7 @@ struct Worker {
   pid_t pid = -1;
   std::unique_ptr<WorkerPipes> pipes;  // its stdout and stderr, read on the loop
   std::optional<WorkerOutcome> outcome;
+  bool warm = false;  // an adopted standby
 };
 
 }  // namespace
@@ -51,6 +53,7 @@ struct Supervisor::Impl {
         grace_timer(io),
         tick_timer(io),
         capture_timer(io),
+        standby_timer(io),
         monitor(io, {config.hang_timeout_s, config.straggler_threshold}),
         console(io),
         first_step_watch(io) {
@@ -67,11 +70,15 @@ struct Supervisor::Impl {
   asio::steady_timer grace_timer;
   asio::steady_timer tick_timer;
   asio::steady_timer capture_timer;  // Python's stack dump, then the stop
+  asio::steady_timer standby_timer;  // the attempt's workers are up: keep standbys
   ProgressMonitor monitor;           // hang verdicts and straggler notices
   std::optional<HangVerdict> hang;   // this attempt's verdict
   bool stacks_captured = false;      // this attempt's workers' stacks were taken
   LiveConsole console;               // the terminal's live lines
   os::Watchdog watchdog;
+  std::unique_ptr<StandbyPool> standbys;  // warm restarts (after watchdog: goes first)
+  bool standbys_wanted = false;
+  int warm_started = 0;        // this attempt's workers started from standbys
   EventLog* events = nullptr;  // borrowed from the agent
   AttemptCheck check;
   std::optional<std::string> stop_reason;  // the check stopped the workers
@@ -94,6 +101,7 @@ struct Supervisor::Impl {
     child_signals.async_wait([this](const boost::system::error_code& ec, int) {
       if (ec) return;
       reap();
+      if (standbys) standbys->reap();
       wait_for_children();
     });
   }
@@ -264,7 +272,7 @@ struct Supervisor::Impl {
   // The observer hears of the workers' start now, and of their first step when it comes.
   void observe_start() {
     if (!observer) return;
-    observer->workers_started({Clock::now(), workers.size(), 0});
+    observer->workers_started({Clock::now(), workers.size(), static_cast<size_t>(warm_started)});
     std::vector<FirstStepWatch::Worker> watched;
     for (const Worker& w : workers) watched.push_back({w.launch.rank, w.launch.progress_file});
     first_step_watch.start(std::move(watched), [this](const std::optional<FirstStep>& step) {
@@ -302,24 +310,33 @@ struct Supervisor::Impl {
       if (w.pipes) w.pipes->cancel();
   }
 
-  // Forks every worker first and only then waits for their execs, so they exec in parallel.
+  // Hands each worker to its local rank's standby where one is kept (its pid becomes the
+  // worker's), else forks it; forks every cold worker first and only then waits for their
+  // execs, so they exec in parallel.
   void start(std::vector<WorkerLaunch> launches) {
     workers.clear();
     workers.reserve(launches.size());
-    std::vector<os::StartedWorker> started;
-    started.reserve(launches.size());
-    for (auto& l : launches) {
+    warm_started = 0;
+    std::vector<std::optional<os::StartedWorker>> started(launches.size());
+    for (size_t i = 0; i < launches.size(); ++i) {
       Worker& w = workers.emplace_back();
-      w.launch = std::move(l);
+      w.launch = std::move(launches[i]);
       w.pipes = std::make_unique<WorkerPipes>(io, w.launch, console.board(), [this] { console.schedule_refresh(); });
-      started.push_back(os::start_worker(w.launch.spawn));
+      if (std::optional<pid_t> adopted = standbys ? standbys->adopt(w.launch) : std::nullopt) {
+        w.pid = *adopted;  // already under the watchdog (the pool registered it)
+        w.warm = true;
+        ++warm_started;
+      } else {
+        started[i] = os::start_worker(w.launch.spawn);
+        w.pid = started[i]->pid;
+        watchdog.watch(w.pid);
+      }
       w.pipes->close_write_ends();
-      w.pid = started.back().pid;
-      watchdog.watch(w.pid);
     }
     for (size_t i = 0; i < started.size(); ++i) {
+      if (!started[i]) continue;
       try {
-        os::confirm_exec(started[i]);
+        os::confirm_exec(*started[i]);
       } catch (...) {                     // not swallowed: confirm_exec reaped this worker, so nothing of it is
         watchdog.forget(workers[i].pid);  // left to signal or wait for (its pid may be reused)
         workers[i].pid = -1;
@@ -327,6 +344,19 @@ struct Supervisor::Impl {
       }
     }
     for (Worker& w : workers) w.pipes->start_reading();
+  }
+
+  // Once the attempt's workers are up (they compete for the CPUs with a starting standby:
+  // docs/warm-restarts.md), a standby per local rank for the next restart.
+  void arm_standbys() {
+    if (!standbys || !standbys_wanted) return;
+    standby_timer.expires_after(Supervisor::kStandbyDelay);
+    standby_timer.async_wait([this, id = attempt_id](const boost::system::error_code& ec) {
+      if (ec || id != attempt_id || !attempt_running || !standbys_wanted) return;
+      std::vector<WorkerLaunch> slots;
+      for (const Worker& w : workers) slots.push_back(w.launch);
+      standbys->fill(slots);
+    });
   }
 
   AttemptResult finish() {
@@ -355,6 +385,7 @@ struct Supervisor::Impl {
       result.kind = AttemptResult::Kind::kStopped;
       result.stop_reason = *stop_reason;
     }
+    result.workers_started_warm = warm_started;
     workers.clear();
     return result;
   }
@@ -366,9 +397,24 @@ Supervisor::~Supervisor() = default;
 void Supervisor::set_event_log(EventLog* log) {
   impl_->events = log;
   impl_->monitor.set_event_log(log);
+  if (impl_->standbys) impl_->standbys->set_event_log(log);
 }
 
 void Supervisor::set_attempt_observer(AttemptObserver* observer) { impl_->observer = observer; }
+
+void Supervisor::enable_standbys(StandbyPlan plan) {
+  Impl& s = *impl_;
+  if (plan.kind == StandbyKind::kNone) {
+    s.standbys.reset();
+    return;
+  }
+  s.standbys = std::make_unique<StandbyPool>(s.io, s.watchdog, std::move(plan));
+  s.standbys->set_event_log(s.events);
+}
+
+void Supervisor::set_standbys_wanted(bool wanted) { impl_->standbys_wanted = wanted; }
+
+int Supervisor::workers_started_warm() const { return impl_->warm_started; }
 
 int Supervisor::interrupted_by() const { return impl_->interrupt_signal; }
 
@@ -410,6 +456,9 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   }
   s.observe_start();
   s.reap();  // a worker may have exited before the SIGCHLD wait was armed
+  if (s.standbys && !s.standbys_wanted) s.standbys->clear();  // no restart left to take over
+  if (s.standbys) s.standbys->reap();
+  s.arm_standbys();
   s.schedule_tick();
   s.start_progress_monitor();
   s.on_wake = [&s] {
@@ -421,6 +470,7 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   s.tick_timer.cancel();
   s.console.cancel();
   s.capture_timer.cancel();
+  s.standby_timer.cancel();
   s.monitor.stop();
   s.first_step_watch.end();
   s.attempt_running = false;

@@ -21,6 +21,7 @@
 
 #include "launcher/supervise/attempt_observer.hpp"
 #include "launcher/supervise/failure_report.hpp"
+#include "launcher/supervise/standby_plan.hpp"
 #include "launcher/os/process.hpp"
 
 namespace ddp::launch::supervise {
@@ -47,6 +48,7 @@ struct AttemptResult {
   std::vector<WorkerOutcome> outcomes;  // one per worker, in local-rank order
   std::optional<size_t> root_cause;     // index into outcomes when kFailed
   int signal = 0;                       // when kInterrupted
+  int workers_started_warm = 0;         // adopted standbys (warm restarts); the rest started cold
 };
 
 struct SupervisorConfig {
@@ -96,6 +98,17 @@ class Supervisor {
   void set_event_log(EventLog* log);
   // Told of every attempt's start and first step (null: nobody); borrowed.
   void set_attempt_observer(AttemptObserver* observer);
+
+  // Warm restarts (standby_pool.hpp): from now on each attempt starts its workers from the
+  // standbys kept for their local ranks where it can (the rest cold) and, once its workers
+  // are up (kStandbyDelay), keeps a standby per local rank while set_standbys_wanted(true)
+  // (the agent: a restart is left). A plan of kind kNone keeps none.
+  void enable_standbys(StandbyPlan plan);
+  // For the next run_attempt: false kills the standbys it did not adopt, once its workers started.
+  void set_standbys_wanted(bool wanted);
+  // How many of the last attempt's workers were started warm.
+  int workers_started_warm() const;
+  static constexpr std::chrono::milliseconds kStandbyDelay{1500};
 
   // The stop signal received so far (0 if none): the agent stops restarting once set.
   int interrupted_by() const;

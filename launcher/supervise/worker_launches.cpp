@@ -79,6 +79,11 @@ void keep_reported_error_file(worker::RunLayout& layout, const WorkerOutcome& ro
                                       hang ? "stacks files" : "error files"));
 }
 
+void enable_warm_restarts(Supervisor& supervisor, const JobConfig& job) {
+  if (!job.standby.cold_reason.empty()) worker::launcher_notice(job.standby.cold_reason);
+  supervisor.enable_standbys(job.standby);
+}
+
 void notice_omp_threads(const cli::Environment& env, int nproc) {
   if (!cli::lookup(env, "OMP_NUM_THREADS") && nproc > 1)
     worker::launcher_notice(

@@ -22,6 +22,10 @@ std::vector<WorkerLaunch> prepare_attempt(const JobConfig& job, const cli::Envir
 // told to read exists after exit.
 void keep_reported_error_file(worker::RunLayout& layout, const WorkerOutcome& root);
 
+// Warm restarts for the job's program (job.standby): the supervisor keeps standbys, or the
+// one notice says why restarts are cold.
+void enable_warm_restarts(Supervisor& supervisor, const JobConfig& job);
+
 // The one notice about OMP_NUM_THREADS, when the launcher sets it.
 void notice_omp_threads(const cli::Environment& env, int nproc);
 

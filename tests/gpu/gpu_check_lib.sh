@@ -206,6 +206,14 @@ check_python_nccl() {
   run_check python-nccl-w1 90 '^ok nccl_allreduce' launch 1 "$gpu_tests/nccl_allreduce.py"
 }
 
+# A plain NCCL script killed once under --max-restarts 1: the restart runs in a standby
+# (docs/warm-restarts.md) and uses its GPU. `scripts/gpu-check.sh --warm-restart-cpu` is the
+# same case on gloo/CPU, for machines without a GPU.
+check_warm_restart() {
+  run_check warm-restart-nccl-w1 120 '^ok warm_restart' launch 1 --max-restarts=1 "$gpu_tests/warm_restart.py" \
+    --backend nccl --device cuda
+}
+
 bench_lines=()
 check_bench() {
   local model args
@@ -266,6 +274,7 @@ main_gpu() {
     check_libddp
     check_launcher_devices
     check_python_nccl
+    check_warm_restart
     check_bench
   else
     [[ $build_mode != none ]] && record build FAIL 0 "ddp_gpu_check was not built: does the LibTorch found have CUDA?"

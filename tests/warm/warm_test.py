@@ -1,0 +1,309 @@
+"""Warm restarts end to end (docs/warm-restarts.md): the real ddp-launch, real standbys.
+
+Usage: warm_test.py --launcher PATH --python PY [--native PATH] CASE. Each case runs the
+launcher on tests/warm's workers, waits (events.jsonl) until the standbys are ready, then
+lets attempt 0 fail and checks that attempt 1 ran in the standbys. No timing thresholds:
+every wait is for an event, under a generous deadline.
+"""
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from checks import fail  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "warm_worker.py")
+DEADLINE_S = 120
+
+
+def events(logs):
+    out = []
+    for root, _dirs, files in os.walk(logs):
+        if "events.jsonl" in files:
+            with open(os.path.join(root, "events.jsonl")) as f:
+                out += [json.loads(line) for line in f if line.strip()]
+    return out
+
+
+def standby_events(logs, state, local_rank=None):
+    return [e for e in events(logs) if e["event"] == "standby" and e["state"] == state and
+            (local_rank is None or e["local_rank"] == local_rank)]
+
+
+def wait_for(what, predicate, procs=()):
+    deadline = time.time() + DEADLINE_S
+    while time.time() < deadline:
+        if predicate():
+            return
+        for p in procs:
+            if p.poll() is not None:
+                out, err = p.communicate()
+                fail(f"the launcher exited ({p.returncode}) while waiting for {what}", out + err)
+        time.sleep(0.05)
+    for p in procs:
+        p.kill()
+    fail(f"timed out after {DEADLINE_S} s waiting for {what}")
+
+
+def start(args, launcher_args, env_extra=None):
+    env = dict(os.environ, PYTHON_EXEC=args.python, OMP_NUM_THREADS="1")
+    env.update(env_extra or {})
+    return subprocess.Popen([args.launcher] + launcher_args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+
+
+def finish(p):
+    try:
+        out, err = p.communicate(timeout=DEADLINE_S)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        fail("the launcher did not finish", out + err)
+    return p.returncode, out + err
+
+
+def record(out, restart, rank):
+    with open(os.path.join(out, f"a{restart}.r{rank}.json")) as f:
+        return json.load(f)
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def check_warm_attempt(out, logs, ranks, argv_tail, text):
+    adopted = {e["pid"] for e in standby_events(logs, "adopted")}
+    for rank in ranks:
+        cold, warm = record(out, 0, rank), record(out, 1, rank)
+        if cold["warm"]:
+            fail(f"rank {rank}'s first attempt ran in a standby", text)
+        if not warm["warm"] or warm["pid"] not in adopted:
+            fail(f"rank {rank}'s restart did not run in a standby (record {warm}, adopted {adopted})", text)
+        if warm["name"] != "__main__" or not warm["main_module"]:
+            fail(f"rank {rank}'s restart did not run as __main__: {warm}", text)
+        if warm["restart"] != "1" or warm["rank"] != str(rank) or warm["port"] == cold["port"]:
+            fail(f"rank {rank}'s restart has a stale identity: {warm} (first: {cold})", text)
+        if warm["argv"][1:] != argv_tail or warm["file"] != WORKER or warm["path0"] != HERE:
+            fail(f"rank {rank}'s restart has argv {warm['argv']}, __file__ {warm['file']}, sys.path[0] "
+                 f"{warm['path0']}", text)
+    return adopted
+
+
+def case_python(args, tmp, mode="ok", flags=(), state="ready"):
+    out, logs = os.path.join(tmp, "out"), os.path.join(tmp, "logs")
+    os.makedirs(out)
+    p = start(args, ["--nproc-per-node=2", "--max-restarts=1", f"--log-dir={logs}", *flags, WORKER, out, mode, "x y"])
+    wait_for(f"two {state} standbys", lambda: len(standby_events(logs, state)) >= 2, [p])
+    open(os.path.join(out, "go"), "w").close()
+    code, text = finish(p)
+    return out, logs, code, text
+
+
+def case_python_restart(args, tmp):
+    out, logs, code, text = case_python(args, tmp, flags=["--preload=wave"])
+    if code != 0:
+        fail(f"exit code {code}, expected 0", text)
+    check_warm_attempt(out, logs, [0, 1], [out, "ok", "x y"], text)
+    if not all(record(out, 1, rank)["preloaded"] for rank in (0, 1)) or record(out, 0, 0)["preloaded"]:
+        fail("--preload=wave: the module was not imported in the standbys (only)", text)
+    if any(e["event"] == "worker_exit" and e["pid"] in {s["pid"] for s in standby_events(logs, "exited")}
+           for e in events(logs)):
+        fail("a standby was reported as a worker", text)
+
+
+def case_python_errors(args, tmp):
+    out, logs, code, text = case_python(args, tmp, "raise")
+    if code != 1:
+        fail(f"a warm worker's exception: exit code {code}, expected 1", text)
+    if "RuntimeError: warm boom" not in text or f'File "{WORKER}"' not in text:
+        fail("the warm worker's traceback is missing", text)
+    if "runpy" in text or 'File "<string>"' in text:
+        fail("the traceback shows the standby's frames", text)
+    tmp2 = os.path.join(tmp, "exit")
+    os.makedirs(tmp2)
+    _out, _logs, code, text = case_python(args, tmp2, "exit7")
+    if code != 7:
+        fail(f"a warm worker's sys.exit(7): exit code {code}, expected 7", text)
+
+
+def case_not_ready(args, tmp):
+    """A failure right after the standbys started: they are handed the restart while (most
+    likely) still importing torch, and read it when ready."""
+    out, logs, code, text = case_python(args, tmp, state="started")
+    if code != 0:
+        fail(f"exit code {code}, expected 0", text)
+    check_warm_attempt(out, logs, [0, 1], [out, "ok", "x y"], text)
+
+
+def case_standby_gives_up(args, tmp):
+    """Standbys that cannot warm up (a --preload module that does not exist) are given up
+    after three early deaths, said once with their output; the restart is cold and works."""
+    out, logs = os.path.join(tmp, "out"), os.path.join(tmp, "logs")
+    os.makedirs(out)
+    p = start(args, ["--nproc-per-node=2", "--max-restarts=1", f"--log-dir={logs}", "--preload=no_such_module_xyz",
+                     WORKER, out, "ok"])
+    wait_for("three standbys that died", lambda: len(standby_events(logs, "exited")) >= 3, [p])
+    open(os.path.join(out, "go"), "w").close()
+    code, text = finish(p)
+    if code != 0:
+        fail(f"exit code {code}, expected 0", text)
+    if text.count("standbys keep dying before they are ready") != 1 or "no_such_module_xyz" not in text:
+        fail("the give-up notice (once, with the standby's output) is missing", text)
+    if standby_events(logs, "adopted") or standby_events(logs, "ready") or record(out, 1, 1)["warm"]:
+        fail("a standby that never got ready was used", text)
+
+
+def case_standby_killed(args, tmp):
+    out, logs = os.path.join(tmp, "out"), os.path.join(tmp, "logs")
+    os.makedirs(out)
+    p = start(args, ["--nproc-per-node=2", "--max-restarts=1", f"--log-dir={logs}", WORKER, out, "ok", "x y"])
+    wait_for("two ready standbys", lambda: len(standby_events(logs, "ready")) >= 2, [p])
+    victim = standby_events(logs, "ready", 1)[0]["pid"]
+    os.kill(victim, signal.SIGKILL)
+    wait_for("a replacement standby for local rank 1",
+             lambda: any(e["pid"] != victim for e in standby_events(logs, "ready", 1)), [p])
+    open(os.path.join(out, "go"), "w").close()
+    code, text = finish(p)
+    if code != 0:
+        fail(f"exit code {code}, expected 0", text)
+    if not any(e["pid"] == victim and e.get("signal") == "SIGKILL" for e in standby_events(logs, "exited", 1)):
+        fail("the killed standby has no exited event", text)
+    adopted = check_warm_attempt(out, logs, [0, 1], [out, "ok", "x y"], text)
+    if victim in adopted:
+        fail("the killed standby was adopted", text)
+
+
+def case_launcher_sigkill(args, tmp):
+    out, logs = os.path.join(tmp, "out"), os.path.join(tmp, "logs")
+    os.makedirs(out)
+    tag = f"warm-test-{os.getpid()}-{time.time()}"
+    p = start(args, ["--nproc-per-node=2", "--max-restarts=1", f"--log-dir={logs}", WORKER, out, "ok"],
+              {"WARM_TEST_TAG": tag})
+    wait_for("two ready standbys", lambda: len(standby_events(logs, "ready")) >= 2, [p])
+    standbys = [e["pid"] for e in standby_events(logs, "started")]
+    p.kill()
+    p.communicate()
+
+    def tagged():  # every process of this run: the workers and standbys carry the tag
+        found = []
+        for pid in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    if f"WARM_TEST_TAG={tag}".encode() in f.read() and alive(int(pid)):
+                        found.append(int(pid))
+            except (OSError, ValueError):
+                pass
+        return found
+
+    deadline = time.time() + 30
+    while time.time() < deadline and (tagged() or any(alive(s) for s in standbys)):
+        time.sleep(0.1)
+    if tagged() or any(alive(s) for s in standbys):
+        fail(f"processes outlived the SIGKILLed launcher: {tagged()} (standbys {standbys})")
+
+
+def case_native_restart(args, tmp):
+    out, logs = os.path.join(tmp, "out"), os.path.join(tmp, "logs")
+    os.makedirs(out)
+    p = start(args, ["--nproc-per-node=2", "--max-restarts=1", f"--log-dir={logs}", args.native, out])
+    wait_for("two ready standbys", lambda: len(standby_events(logs, "ready")) >= 2, [p])
+    open(os.path.join(out, "go"), "w").close()
+    code, text = finish(p)
+    if code != 0:
+        fail(f"exit code {code}, expected 0", text)
+    adopted = {e["pid"] for e in standby_events(logs, "adopted")}
+    for rank in (0, 1):
+        with open(os.path.join(out, f"a1.r{rank}.txt")) as f:
+            pid = int(f.read())
+        if pid not in adopted:
+            fail(f"rank {rank}'s restart (pid {pid}) did not run in a standby (adopted {adopted})", text)
+    if "restarts are cold" in text:
+        fail("a libddp program got the cold notice", text)
+
+
+def case_cold_notice(args, tmp):
+    logs = os.path.join(tmp, "logs")
+    script = f"[ \"$TORCHELASTIC_RESTART_COUNT\" = 1 ] || exit 3"
+    p = start(args, ["--nproc-per-node=2", "--max-restarts=1", f"--log-dir={logs}", "sh", "-c", script])
+    code, text = finish(p)
+    if code != 0:
+        fail(f"exit code {code}, expected 0 (restarted once)", text)
+    notice = "warm restarts need a Python script or a program linked with libddp; sh is neither: restarts are cold"
+    if text.count(notice) != 1:
+        fail("the cold-restart notice is not there exactly once", text)
+    if standby_events(logs, "started"):
+        fail("a standby was started for a program without the hook", text)
+    p = start(args, ["--nproc-per-node=1", "--max-restarts=1", "--no-warm-restarts", "sh", "-c", script])
+    code, text = finish(p)
+    if code != 0 or "restarts are cold" in text:
+        fail("--no-warm-restarts: no notice expected", text)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def case_multinode(args, tmp):
+    out = os.path.join(tmp, "out")
+    os.makedirs(out)
+    port = free_port()
+    nodes = []
+    for node in (0, 1):
+        logs = os.path.join(tmp, f"logs{node}")
+        nodes.append((logs, start(args, [
+            "--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}",
+            "--rdzv-id=warm", f"--node-rank={node}", f"--rdzv-conf=join_timeout=60,is_host={1 - node}",
+            "--max-restarts=1", f"--log-dir={logs}", WORKER, out, "ok", "x y"])))
+    procs = [p for _logs, p in nodes]
+    for logs, _p in nodes:
+        wait_for(f"a ready standby in {logs}", lambda logs=logs: standby_events(logs, "ready"), procs)
+    open(os.path.join(out, "go"), "w").close()
+    results = [finish(p) for p in procs]
+    text = "\n".join(t for _c, t in results)
+    if any(c != 0 for c, _t in results):
+        fail(f"exit codes {[c for c, _t in results]}, expected 0 on both nodes", text)
+    for node, (logs, _p) in enumerate(nodes):
+        check_warm_attempt(out, logs, [node], [out, "ok", "x y"], text)
+
+
+def case_dry_run(args, tmp):
+    p = start(args, ["--dry-run", "--max-restarts=1", "--preload=json", WORKER, tmp, "ok"])
+    code, text = finish(p)
+    if code != 0 or "restarts: warm (a Python standby per worker, preloading torch,json)" not in text:
+        fail("the dry run does not show warm restarts", text)
+    p = start(args, ["--dry-run", "--max-restarts=1", "--no-warm-restarts", WORKER, tmp, "ok"])
+    code, text = finish(p)
+    if code != 0 or "restarts: cold (--no-warm-restarts)" not in text:
+        fail("the dry run does not show --no-warm-restarts", text)
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_") and name != "case_python"}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--launcher", required=True)
+    parser.add_argument("--python", required=True)
+    parser.add_argument("--native")
+    parser.add_argument("case", choices=sorted(CASES))
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="warm-") as tmp:
+        CASES[args.case](args, tmp)
+    print(f"PASS: {args.case}")
+
+
+if __name__ == "__main__":
+    main()
