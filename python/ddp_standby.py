@@ -107,12 +107,17 @@ def _become(argv, env, cwd, fds):
 def _await_store(limit_s=1.0):
     """A rank other than 0 waits (at most limit_s) until rank 0's store accepts connections.
 
+    Only when worker rank 0 hosts the store (--worker-store=rank0): the launcher's own store
+    (TORCHELASTIC_USE_AGENT_STORE=True) listens before any worker starts.
+
     A restarted rank 0 in a standby listens within milliseconds, but a rank that connects
     first is refused, and c10d's TCPStore client retries a refused connect only a second
     later: the wait keeps warm restarts warm. Scripts that use no env:// store lose at most
     limit_s (a cold start costs more).
     """
     addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT", "")
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        return
     if os.environ.get("RANK", "0") == "0" or not addr or not port.isdigit():
         return
     import time

@@ -66,8 +66,12 @@ bool read_exact(int fd, char* out, size_t n, int* fds, bool* fds_taken) {
 
 // A rank other than 0 waits (at most kStoreWait) until rank 0's store (MASTER_ADDR:
 // MASTER_PORT) accepts connections: a restarted rank 0 listens within milliseconds, but a
-// refused connect makes c10d's TCPStore client retry only a second later.
+// refused connect makes c10d's TCPStore client retry only a second later. Only when worker
+// rank 0 hosts the store: the launcher's own (TORCHELASTIC_USE_AGENT_STORE=True) listens
+// before any worker starts.
 void await_store() {
+  const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  if (agent_store && std::strcmp(agent_store, "True") == 0) return;
   constexpr auto kStoreWait = std::chrono::seconds(1);
   const char* rank = std::getenv("RANK");
   const char* addr = std::getenv("MASTER_ADDR");
