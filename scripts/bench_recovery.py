@@ -1,0 +1,276 @@
+"""Recovery benchmark driver (run by scripts/bench-recovery.sh; a benchmark, not a test).
+
+What a failure costs a user: the time from SIGKILL of one worker to the next completed
+training step, and from launch to the first step, for torchrun and ddp-launch side by side.
+Every run is 2 workers under --max-restarts 1 whose rank 1 this driver SIGKILLs (the pid its
+record names) once that rank has completed --kill-step steps of the first attempt. The
+workers record their own times (CLOCK_REALTIME, "<attempt> <event> <value> <time>" lines
+in DIR/rank<R>.log): bench/peers/python_ddp_recovery.py (env BENCH_RECOVERY_DIR) and the C++
+trainer (train --step-times DIR). Configurations alternate run by run; one whose ddp-launch
+flag is missing is skipped, saying so; a failed or timed-out run is listed, never dropped.
+Usage: bench_recovery.py --ddp-launch BIN --train BIN --torchrun PY --peer PY [--runs N] ...
+"""
+import argparse
+import datetime
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+PYTHON = "/usr/bin/python3"  # Debian's, with torch
+
+
+class Config:
+    """One configuration: launcher argv prefix, program, ddp-launch flags it needs."""
+
+    def __init__(self, name, launcher, program, flags=(), optional=(), requires=()):
+        self.name, self.launcher, self.program = name, launcher, program
+        self.flags = list(flags)  # always passed (each needs its flag in --help: requires)
+        self.optional = list(optional)  # passed when ddp-launch knows the flag, else today's behaviour anyway
+        self.requires = list(requires)  # each a tuple of flag names, one of which ddp-launch --help must list
+
+
+def all_configs():
+    cold, rank0 = ["--no-warm-restarts"], ["--worker-store=rank0"]
+    warm = ("--warm-restarts", "--no-warm-restarts")  # warm is the default where either exists
+    return [
+        Config("torchrun + py", "torchrun", "py"),
+        Config("ddp-launch + py, cold, rank-0 store", "ddp", "py", optional=cold + rank0),
+        Config("ddp-launch + py, cold, launcher store", "ddp", "py", flags=["--worker-store=launcher"], optional=cold,
+               requires=[("--worker-store",)]),
+        Config("ddp-launch + py, warm", "ddp", "py", requires=[warm]),
+        Config("ddp-launch + py, warm, --preload", "ddp", "py", flags=["--preload=torch.distributed,torch.utils.data"],
+               requires=[warm, ("--preload",)]),
+        Config("ddp-launch + train, cold", "ddp", "train", optional=cold),
+        Config("ddp-launch + train, warm", "ddp", "train", requires=[warm]),
+    ]
+
+
+def flag_name(flag):
+    return flag.split("=", 1)[0]
+
+
+def known_flags(ddp_launch):
+    """The long options ddp-launch --help lists (e.g. --worker-store), as a set."""
+    out = subprocess.run([ddp_launch, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
+    flags = set()
+    for word in out.replace(",", " ").replace("=", " ").split():
+        if word.startswith("--") and len(word) > 2:
+            flags.add(word.rstrip(":;."))
+    return flags
+
+
+def argv_of(cfg, a, known, work):
+    if cfg.launcher == "torchrun":
+        prefix = [PYTHON, a.torchrun, "--standalone", "--nproc_per_node=2", "--monitor_interval=0.1",
+                  "--max_restarts=1"]
+    else:
+        prefix = [a.ddp_launch, "--nproc-per-node=2", "--max-restarts=1"]
+        prefix += cfg.flags + [f for f in cfg.optional if flag_name(f) in known]
+    if cfg.program == "py":
+        return prefix + [a.peer, "--steps", str(a.steps), "--checkpoint-every", str(a.checkpoint_every)]
+    # train: one epoch of a.steps steps (64 samples per rank per step, 2 ranks).
+    return prefix + [a.train, "--epochs", "1", "--train-samples", str(a.steps * 128), "--val-samples", "512",
+                     "--checkpoint-dir", os.path.join(work, "ckpt"), "--checkpoint-interval", str(a.checkpoint_every),
+                     "--progress", "none", "--step-times", work]
+
+
+def read_record(path):
+    """{attempt: {"start": [t], "pid": int, "init_start": t, "init_end": t, "steps": [(step, t)], ...}}."""
+    rec = {}
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return rec
+    for line in lines:
+        parts = line.split()
+        if len(parts) != 4:
+            continue  # a line being written
+        attempt, event, value, t = int(parts[0]), parts[1], int(parts[2]), float(parts[3])
+        r = rec.setdefault(attempt, {"steps": []})
+        if event == "step":
+            r["steps"].append((value, t))
+        else:
+            r[event] = t
+            if event == "start":
+                r["pid"] = value
+    return rec
+
+
+class Run:
+    """One run's outcome: the figures, or why it failed."""
+
+    def __init__(self):
+        self.error = None
+        self.launch_to_step = self.kill_to_step = None
+        self.kill_step = None
+        self.phases = {}  # seconds from the kill: started, imported, joined, first step
+        self.init_times = []  # init_process_group seconds, every rank and attempt
+
+
+def one_run(cfg, a, known):
+    run = Run()
+    with tempfile.TemporaryDirectory(prefix="bench-recovery.") as work:
+        env = dict(os.environ, OMP_NUM_THREADS="1", BENCH_RECOVERY_DIR=work, PYTHON_EXEC=PYTHON, LOGLEVEL="ERROR")
+        argv = argv_of(cfg, a, known, work)
+        out_path = os.path.join(work, "output.txt")
+        victim = os.path.join(work, "rank1.log")
+        t_kill = None
+        with open(out_path, "w") as out:
+            t_launch = time.time()
+            proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            deadline = time.monotonic() + a.timeout
+            while proc.poll() is None and time.monotonic() < deadline:
+                if t_kill is None:
+                    first = read_record(victim).get(0, {})
+                    if first.get("steps") and first["steps"][-1][0] >= a.kill_step and "pid" in first:
+                        os.kill(first["pid"], signal.SIGKILL)
+                        t_kill = time.time()
+                        run.kill_step = first["steps"][-1][0]
+                time.sleep(0.001)
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                run.error = f"timed out after {a.timeout:.0f} s"
+        rc = proc.returncode
+        output = open(out_path, errors="replace").read()
+        recs = [read_record(os.path.join(work, f"rank{r}.log")) for r in range(2)]
+    if run.error is None and rc != 0:
+        run.error = f"exit code {rc}"
+    if run.error is None and t_kill is None:
+        run.error = f"rank 1 never reached step {a.kill_step} of attempt 0 (no kill)"
+    for rec in recs:
+        for r in rec.values():
+            if "init_start" in r and "init_end" in r:
+                run.init_times.append(r["init_end"] - r["init_start"])
+    firsts = [rec[0]["steps"][0][1] for rec in recs if rec.get(0, {}).get("steps")]
+    if firsts:
+        run.launch_to_step = min(firsts) - t_launch
+    if t_kill is not None:
+        again = [rec[1] for rec in recs if 1 in rec]
+        steps = [r["steps"][0][1] for r in again if r["steps"]]
+        if steps:
+            run.kill_to_step = min(steps) - t_kill
+            starts = [r["start"] for r in again if "start" in r]
+            imported = [r["init_start"] for r in again if "init_start" in r]
+            inits = [r["init_end"] for r in again if "init_end" in r]
+            if starts:
+                run.phases["started"] = min(starts) - t_kill
+            if len(imported) == 2:
+                run.phases["imported"] = max(imported) - t_kill
+            if len(inits) == 2:
+                run.phases["joined"] = max(inits) - t_kill
+            run.phases["first step"] = run.kill_to_step
+        elif run.error is None:
+            run.error = "no step completed after the restart"
+    if run.error:
+        tail = " | ".join(line for line in output.splitlines()[-3:] if line.strip())
+        run.error += f"; last output: {tail[:300]}" if tail else ""
+    return run
+
+
+def fmt_s(values):
+    """median (min-max) in ms, or '-'."""
+    if not values:
+        return "-"
+    return f"{statistics.median(values) * 1000:.0f} ms ({min(values) * 1000:.0f}-{max(values) * 1000:.0f})"
+
+
+def ratio(values, ref):
+    if not values or not ref:
+        return "-"
+    return f"{statistics.median(values) / statistics.median(ref):.2f}x"
+
+
+def p90(values):
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, -(-len(s) * 9 // 10) - 1))]  # nearest rank
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ddp-launch", required=True)
+    p.add_argument("--train", required=True, help="build/trainers/train")
+    p.add_argument("--torchrun", required=True, help="bench/peers/torchrun_fixed.py")
+    p.add_argument("--peer", required=True, help="bench/peers/python_ddp_recovery.py")
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--steps", type=int, default=200, help="steps of each run (the restarted attempt goes on to it)")
+    p.add_argument("--kill-step", type=int, default=30)
+    p.add_argument("--checkpoint-every", type=int, default=10)
+    p.add_argument("--timeout", type=float, default=90, help="seconds per run before it is killed and reported")
+    p.add_argument("--configs", default="", help="comma-separated substrings of configuration names (default all)")
+    a = p.parse_args()
+    if a.runs < 1 or not 0 < a.kill_step < a.steps or a.checkpoint_every < 1:
+        sys.exit("bench_recovery.py: need --runs >= 1, 0 < --kill-step < --steps and --checkpoint-every >= 1")
+
+    known = known_flags(a.ddp_launch)
+    wanted = [w.strip() for w in a.configs.split(",") if w.strip()]
+    configs, skipped = [], []
+    for cfg in all_configs():
+        if wanted and not any(w in cfg.name for w in wanted):
+            continue
+        missing = [" or ".join(alt) for alt in cfg.requires if not any(f in known for f in alt)]
+        if missing:
+            skipped.append(f"{cfg.name}: this ddp-launch has no {', '.join(missing)} (ddp-launch --help)")
+        else:
+            configs.append(cfg)
+    if not configs:
+        sys.exit("bench_recovery.py: no configuration to run (--configs matched none that this ddp-launch can run)")
+
+    runs = {cfg.name: [] for cfg in configs}
+    for i in range(a.runs):  # alternate: A B C A B C ...
+        for cfg in configs:
+            runs[cfg.name].append(one_run(cfg, a, known))
+            r = runs[cfg.name][-1]
+            print(f"# run {i + 1}/{a.runs} {cfg.name}: " +
+                  (f"FAILED: {r.error}" if r.error else
+                   f"launch->step {r.launch_to_step * 1000:.0f} ms, kill(step {r.kill_step})->step "
+                   f"{r.kill_to_step * 1000:.0f} ms"), file=sys.stderr, flush=True)
+
+    load = " ".join(open("/proc/loadavg").read().split()[:3])
+    print(f"# {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%dT%H:%M:%SZ}, {os.cpu_count()} CPUs, load {load}; "
+          f"{a.runs} runs per configuration, alternating; 2 workers, OMP_NUM_THREADS=1; SIGKILL of rank 1 at step "
+          f"{a.kill_step} of {a.steps}, checkpoint every {a.checkpoint_every}, --max-restarts 1")
+    flags = sorted(f for f in known if f in ("--worker-store", "--warm-restarts", "--no-warm-restarts", "--preload"))
+    print(f"# ddp-launch recovery flags found: {' '.join(flags) if flags else 'none (today: cold restarts, rank-0 store)'}")
+    ok = {n: [r for r in rs if not r.error] for n, rs in runs.items()}
+    ref_launch = [r.launch_to_step for r in ok.get("torchrun + py", [])]
+    ref_kill = [r.kill_to_step for r in ok.get("torchrun + py", [])]
+    print()
+    print("| configuration | launch -> first step: median (min-max) | vs torchrun | SIGKILL -> first step of the new "
+          "attempt: median (min-max) | vs torchrun | failed runs |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for cfg in configs:
+        launch = [r.launch_to_step for r in ok[cfg.name]]
+        kill = [r.kill_to_step for r in ok[cfg.name]]
+        failed = len(runs[cfg.name]) - len(ok[cfg.name])
+        print(f"| {cfg.name} | {fmt_s(launch)} | {ratio(launch, ref_launch)} | {fmt_s(kill)} | "
+              f"{ratio(kill, ref_kill)} | {failed}/{len(runs[cfg.name])} |")
+    print()
+    print("| configuration | SIGKILL -> a new worker runs the program | -> every rank calls init_process_group "
+          "| -> every rank's init_process_group returned | -> first step | init_process_group per rank: median | p90 "
+          "| max | n |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for cfg in configs:
+        good = ok[cfg.name]
+        phase = [fmt_s([r.phases[k] for r in good if k in r.phases]) for k in ("started", "imported", "joined", "first step")]
+        inits = [t for r in good for t in r.init_times]
+        stats = (f"{statistics.median(inits) * 1000:.0f} ms | {p90(inits) * 1000:.0f} ms | {max(inits) * 1000:.0f} ms | "
+                 f"{len(inits)}") if inits else "- | - | - | 0"
+        print(f"| {cfg.name} | {' | '.join(phase)} | {stats} |")
+    failures = [(n, i + 1, r.error) for n, rs in runs.items() for i, r in enumerate(rs) if r.error]
+    if skipped or failures:
+        print()
+    for line in skipped:
+        print(f"- skipped: {line}")
+    for n, i, err in failures:
+        print(f"- failed: {n}, run {i}: {err}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
