@@ -13,6 +13,7 @@ Usage: bench_recovery.py --ddp-launch BIN --train BIN --torchrun PY --peer PY [-
 import argparse
 import datetime
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -54,13 +55,9 @@ def flag_name(flag):
 
 
 def known_flags(ddp_launch):
-    """The long options ddp-launch --help lists (e.g. --worker-store), as a set."""
+    """The long options ddp-launch --help names (e.g. --worker-store, --no-warm-restarts), as a set."""
     out = subprocess.run([ddp_launch, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
-    flags = set()
-    for word in out.replace(",", " ").replace("=", " ").split():
-        if word.startswith("--") and len(word) > 2:
-            flags.add(word.rstrip(":;."))
-    return flags
+    return set(re.findall(r"--[a-z][a-z0-9_-]*[a-z0-9]", out))
 
 
 def argv_of(cfg, a, known, work):
