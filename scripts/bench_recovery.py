@@ -107,6 +107,21 @@ class Run:
         self.kill_step = None
         self.phases = {}  # seconds from the kill: started, imported, joined, first step
         self.init_times = []  # init_process_group seconds, every rank and attempt
+        self.startup_times = []  # a worker's start -> its init_process_group call (imports, data), every rank and attempt
+
+
+def stop(proc):
+    """SIGTERM the launcher's process group (the launcher stops its workers), SIGKILL after 10 s."""
+    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, sig)
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+        except ProcessLookupError:
+            proc.wait()
+            return
 
 
 def one_run(cfg, a, known):
@@ -121,18 +136,19 @@ def one_run(cfg, a, known):
             t_launch = time.time()
             proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
             deadline = time.monotonic() + a.timeout
-            while proc.poll() is None and time.monotonic() < deadline:
-                if t_kill is None:
-                    first = read_record(victim).get(0, {})
-                    if first.get("steps") and first["steps"][-1][0] >= a.kill_step and "pid" in first:
-                        os.kill(first["pid"], signal.SIGKILL)
-                        t_kill = time.time()
-                        run.kill_step = first["steps"][-1][0]
-                time.sleep(0.001)
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                run.error = f"timed out after {a.timeout:.0f} s"
+            try:
+                while proc.poll() is None and time.monotonic() < deadline:
+                    if t_kill is None:
+                        first = read_record(victim).get(0, {})
+                        if first.get("steps") and first["steps"][-1][0] >= a.kill_step and "pid" in first:
+                            os.kill(first["pid"], signal.SIGKILL)
+                            t_kill = time.time()
+                            run.kill_step = first["steps"][-1][0]
+                    time.sleep(0.001)
+            finally:  # a timeout, or this driver interrupted: stop the job, leave nothing behind
+                if proc.poll() is None:
+                    stop(proc)
+                    run.error = f"timed out after {a.timeout:.0f} s"
         rc = proc.returncode
         output = open(out_path, errors="replace").read()
         recs = [read_record(os.path.join(work, f"rank{r}.log")) for r in range(2)]
@@ -144,6 +160,8 @@ def one_run(cfg, a, known):
         for r in rec.values():
             if "init_start" in r and "init_end" in r:
                 run.init_times.append(r["init_end"] - r["init_start"])
+            if "start" in r and "init_start" in r:
+                run.startup_times.append(r["init_start"] - r["start"])
     firsts = [rec[0]["steps"][0][1] for rec in recs if rec.get(0, {}).get("steps")]
     if firsts:
         run.launch_to_step = min(firsts) - t_launch
@@ -218,6 +236,7 @@ def main():
     if not configs:
         sys.exit("bench_recovery.py: no configuration to run (--configs matched none that this ddp-launch can run)")
 
+    load_before = " ".join(open("/proc/loadavg").read().split()[:3])
     runs = {cfg.name: [] for cfg in configs}
     for i in range(a.runs):  # alternate: A B C A B C ...
         for cfg in configs:
@@ -229,9 +248,12 @@ def main():
                    f"{r.kill_to_step * 1000:.0f} ms"), file=sys.stderr, flush=True)
 
     load = " ".join(open("/proc/loadavg").read().split()[:3])
-    print(f"# {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%dT%H:%M:%SZ}, {os.cpu_count()} CPUs, load {load}; "
-          f"{a.runs} runs per configuration, alternating; 2 workers, OMP_NUM_THREADS=1; SIGKILL of rank 1 at step "
-          f"{a.kill_step} of {a.steps}, checkpoint every {a.checkpoint_every}, --max-restarts 1")
+    landed = [r.kill_step for rs in runs.values() for r in rs if r.kill_step is not None]
+    at = f"{min(landed)}-{max(landed)}" if landed and min(landed) != max(landed) else str(a.kill_step)
+    print(f"# {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%dT%H:%M:%SZ}, {os.cpu_count()} CPUs, load "
+          f"{load_before} before, {load} after; {a.runs} runs per configuration, alternating; 2 workers, "
+          f"OMP_NUM_THREADS=1; SIGKILL of rank 1 after step {at} of {a.steps}, checkpoint every "
+          f"{a.checkpoint_every}, --max-restarts 1")
     flags = sorted(f for f in known if f in ("--worker-store", "--warm-restarts", "--no-warm-restarts", "--preload"))
     print(f"# ddp-launch recovery flags found: {' '.join(flags) if flags else 'none (today: cold restarts, rank-0 store)'}")
     ok = {n: [r for r in rs if not r.error] for n, rs in runs.items()}
@@ -249,16 +271,18 @@ def main():
               f"{ratio(kill, ref_kill)} | {failed}/{len(runs[cfg.name])} |")
     print()
     print("| configuration | SIGKILL -> a new worker runs the program | -> every rank calls init_process_group "
-          "| -> every rank's init_process_group returned | -> first step | init_process_group per rank: median | p90 "
-          "| max | n |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| -> every rank's init_process_group returned | -> first step | a worker's start-up (imports, data): median "
+          "| init_process_group per rank: median | p90 | max | n |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for cfg in configs:
         good = ok[cfg.name]
         phase = [fmt_s([r.phases[k] for r in good if k in r.phases]) for k in ("started", "imported", "joined", "first step")]
         inits = [t for r in good for t in r.init_times]
+        startups = [t for r in good for t in r.startup_times]
+        startup = f"{statistics.median(startups) * 1000:.0f} ms" if startups else "-"
         stats = (f"{statistics.median(inits) * 1000:.0f} ms | {p90(inits) * 1000:.0f} ms | {max(inits) * 1000:.0f} ms | "
                  f"{len(inits)}") if inits else "- | - | - | 0"
-        print(f"| {cfg.name} | {' | '.join(phase)} | {stats} |")
+        print(f"| {cfg.name} | {' | '.join(phase)} | {startup} | {stats} |")
     failures = [(n, i + 1, r.error) for n, rs in runs.items() for i, r in enumerate(rs) if r.error]
     if skipped or failures:
         print()
