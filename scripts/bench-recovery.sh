@@ -37,8 +37,9 @@ for v in steps kill_step; do
 done
 ((kill_step > 0 && kill_step < steps)) || die "KILL_STEP ($kill_step) must be between 1 and STEPS ($steps) - 1"
 python=/usr/bin/python3
-[[ -x $python ]] && "$python" -c 'import torch' 2>/dev/null ||
+if ! "$python" -c 'import torch' 2>/dev/null; then
   die "$python with torch not found: install Debian's python3-torch (scripts/install-deps.sh)"
+fi
 
 cd "$repo_root"
 if [[ ! -x $build_dir/launcher/ddp-launch || ! -x $build_dir/trainers/train ]]; then
