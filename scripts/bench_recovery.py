@@ -61,6 +61,7 @@ def known_flags(ddp_launch):
 
 
 def argv_of(cfg, a, known, work):
+    """The job: trains until this driver stops it (after the restart's first step)."""
     if cfg.launcher == "torchrun":
         prefix = [PYTHON, a.torchrun, "--standalone", "--nproc_per_node=2", "--monitor_interval=0.1",
                   "--max_restarts=1"]
@@ -68,34 +69,40 @@ def argv_of(cfg, a, known, work):
         prefix = [a.ddp_launch, "--nproc-per-node=2", "--max-restarts=1"]
         prefix += cfg.flags + [f for f in cfg.optional if flag_name(f) in known]
     if cfg.program == "py":
-        return prefix + [a.peer, "--steps", str(a.steps), "--checkpoint-every", str(a.checkpoint_every)]
-    # train: one epoch of a.steps steps (64 samples per rank per step, 2 ranks).
-    return prefix + [a.train, "--epochs", "1", "--train-samples", str(a.steps * 128), "--val-samples", "512",
-                     "--checkpoint-dir", os.path.join(work, "ckpt"), "--checkpoint-interval", str(a.checkpoint_every),
-                     "--progress", "none", "--step-times", work]
+        return prefix + [a.peer, "--steps", str(10**9), "--checkpoint-every", str(a.checkpoint_every)]
+    return prefix + [a.train, "--epochs", str(10**6), "--val-samples", "512", "--checkpoint-dir",
+                     os.path.join(work, "ckpt"), "--checkpoint-interval", str(a.checkpoint_every), "--progress",
+                     "none", "--step-times", work]
 
 
-def read_record(path):
-    """{attempt: {"start": [t], "pid": int, "init_start": t, "init_end": t, "steps": [(step, t)], ...}}."""
-    rec = {}
-    try:
-        with open(path) as f:
-            lines = f.read().splitlines()
-    except FileNotFoundError:
-        return rec
-    for line in lines:
-        parts = line.split()
-        if len(parts) != 4:
-            continue  # a line being written
-        attempt, event, value, t = int(parts[0]), parts[1], int(parts[2]), float(parts[3])
-        r = rec.setdefault(attempt, {"steps": []})
-        if event == "step":
-            r["steps"].append((value, t))
-        else:
-            r[event] = t
-            if event == "start":
-                r["pid"] = value
-    return rec
+class Record:
+    """One rank's record file, read incrementally (new complete lines only):
+    attempts = {attempt: {"pid", "start", "init_start", "init_end", "resumed": time,
+                          "first_step", "last_step": (step, time)}}."""
+
+    def __init__(self, path):
+        self.path, self.pos, self.partial, self.attempts = path, 0, "", {}
+
+    def poll(self):
+        try:
+            with open(self.path) as f:
+                f.seek(self.pos)
+                data = f.read()
+                self.pos = f.tell()
+        except FileNotFoundError:
+            return self.attempts
+        *lines, self.partial = (self.partial + data).split("\n")
+        for line in lines:
+            attempt, event, value, t = line.split()
+            r = self.attempts.setdefault(int(attempt), {})
+            if event == "step":
+                r.setdefault("first_step", (int(value), float(t)))
+                r["last_step"] = (int(value), float(t))
+            else:
+                r[event] = float(t)
+                if event == "start":
+                    r["pid"] = int(value)
+        return self.attempts
 
 
 class Run:
@@ -124,64 +131,73 @@ def stop(proc):
             return
 
 
+def first_step_time(recs, attempt):
+    times = [r[attempt]["first_step"][1] for r in recs if "first_step" in r.get(attempt, {})]
+    return min(times) if times else None
+
+
 def one_run(cfg, a, known):
+    """Launch; SIGKILL rank 1 once it has done --kill-step steps and --kill-after seconds have
+    passed since the first step; stop the job at the new attempt's first step."""
     run = Run()
     with tempfile.TemporaryDirectory(prefix="bench-recovery.") as work:
         env = dict(os.environ, OMP_NUM_THREADS="1", BENCH_RECOVERY_DIR=work, PYTHON_EXEC=PYTHON, LOGLEVEL="ERROR")
         argv = argv_of(cfg, a, known, work)
         out_path = os.path.join(work, "output.txt")
-        victim = os.path.join(work, "rank1.log")
-        t_kill = None
+        records = [Record(os.path.join(work, f"rank{r}.log")) for r in range(2)]
+        t_kill, recovered = None, False
         with open(out_path, "w") as out:
             t_launch = time.time()
             proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
             deadline = time.monotonic() + a.timeout
             try:
                 while proc.poll() is None and time.monotonic() < deadline:
+                    recs = [r.poll() for r in records]
                     if t_kill is None:
-                        first = read_record(victim).get(0, {})
-                        if first.get("steps") and first["steps"][-1][0] >= a.kill_step and "pid" in first:
-                            os.kill(first["pid"], signal.SIGKILL)
+                        victim, first = recs[1].get(0, {}), first_step_time(recs, 0)
+                        if victim.get("last_step", (0,))[0] >= a.kill_step and "pid" in victim and \
+                                time.time() - first >= a.kill_after:
+                            os.kill(victim["pid"], signal.SIGKILL)
                             t_kill = time.time()
-                            run.kill_step = first["steps"][-1][0]
-                    time.sleep(0.001)
-            finally:  # a timeout, or this driver interrupted: stop the job, leave nothing behind
-                if proc.poll() is None:
+                            run.kill_step = victim["last_step"][0]
+                    elif first_step_time(recs, 1) is not None:
+                        recovered = True
+                        break
+                    time.sleep(0.002)
+            finally:  # done, timed out, or this driver interrupted: stop the job, leave nothing behind
+                rc = proc.poll()
+                if rc is None:
                     stop(proc)
-                    run.error = f"timed out after {a.timeout:.0f} s"
-        rc = proc.returncode
+        recs = [r.poll() for r in records]
         output = open(out_path, errors="replace").read()
-        recs = [read_record(os.path.join(work, f"rank{r}.log")) for r in range(2)]
-    if run.error is None and rc != 0:
-        run.error = f"exit code {rc}"
-    if run.error is None and t_kill is None:
-        run.error = f"rank 1 never reached step {a.kill_step} of attempt 0 (no kill)"
+    if not recovered:
+        if rc is None:
+            run.error = f"timed out after {a.timeout:.0f} s"
+        elif t_kill is None:
+            run.error = f"the job exited ({rc}) before rank 1 reached step {a.kill_step}"
+        else:
+            run.error = f"the job exited ({rc}) before a step of the new attempt"
     for rec in recs:
         for r in rec.values():
             if "init_start" in r and "init_end" in r:
                 run.init_times.append(r["init_end"] - r["init_start"])
             if "start" in r and "init_start" in r:
                 run.startup_times.append(r["init_start"] - r["start"])
-    firsts = [rec[0]["steps"][0][1] for rec in recs if rec.get(0, {}).get("steps")]
-    if firsts:
-        run.launch_to_step = min(firsts) - t_launch
-    if t_kill is not None:
+    if first_step_time(recs, 0) is not None:
+        run.launch_to_step = first_step_time(recs, 0) - t_launch
+    if recovered:
+        run.kill_to_step = first_step_time(recs, 1) - t_kill
         again = [rec[1] for rec in recs if 1 in rec]
-        steps = [r["steps"][0][1] for r in again if r["steps"]]
-        if steps:
-            run.kill_to_step = min(steps) - t_kill
-            starts = [r["start"] for r in again if "start" in r]
-            imported = [r["init_start"] for r in again if "init_start" in r]
-            inits = [r["init_end"] for r in again if "init_end" in r]
-            if starts:
-                run.phases["started"] = min(starts) - t_kill
-            if len(imported) == 2:
-                run.phases["imported"] = max(imported) - t_kill
-            if len(inits) == 2:
-                run.phases["joined"] = max(inits) - t_kill
-            run.phases["first step"] = run.kill_to_step
-        elif run.error is None:
-            run.error = "no step completed after the restart"
+        starts = [r["start"] for r in again if "start" in r]
+        imported = [r["init_start"] for r in again if "init_start" in r]
+        joined = [r["init_end"] for r in again if "init_end" in r]
+        if starts:
+            run.phases["started"] = min(starts) - t_kill
+        if len(imported) == 2:
+            run.phases["imported"] = max(imported) - t_kill
+        if len(joined) == 2:
+            run.phases["joined"] = max(joined) - t_kill
+        run.phases["first step"] = run.kill_to_step
     if run.error:
         tail = " | ".join(line for line in output.splitlines()[-3:] if line.strip())
         run.error += f"; last output: {tail[:300]}" if tail else ""
@@ -213,17 +229,20 @@ def main():
     p.add_argument("--torchrun", required=True, help="bench/peers/torchrun_fixed.py")
     p.add_argument("--peer", required=True, help="bench/peers/python_ddp_recovery.py")
     p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--steps", type=int, default=200, help="steps of each run (the restarted attempt goes on to it)")
-    p.add_argument("--kill-step", type=int, default=30)
+    p.add_argument("--kill-step", type=int, default=30, help="rank 1 is SIGKILLed after this step of the first attempt")
+    p.add_argument("--kill-after", type=float, default=3.0,
+                   help="... and no earlier than this many seconds after the first step (standbys get ready)")
     p.add_argument("--checkpoint-every", type=int, default=10)
     p.add_argument("--timeout", type=float, default=90, help="seconds per run before it is killed and reported")
-    p.add_argument("--configs", default="", help="comma-separated substrings of configuration names (default all)")
+    p.add_argument("--configs", default="", help="parts of configuration names separated by / (names contain commas), e.g. 'torchrun/py, warm'; default all")
     a = p.parse_args()
-    if a.runs < 1 or not 0 < a.kill_step < a.steps or a.checkpoint_every < 1:
-        sys.exit("bench_recovery.py: need --runs >= 1, 0 < --kill-step < --steps and --checkpoint-every >= 1")
+    if a.runs < 1 or a.kill_step < 1 or a.kill_after < 0 or a.checkpoint_every < 1:
+        print("bench_recovery.py: need --runs >= 1, --kill-step >= 1, --kill-after >= 0 and --checkpoint-every >= 1",
+              file=sys.stderr)
+        return 2
 
     known = known_flags(a.ddp_launch)
-    wanted = [w.strip() for w in a.configs.split(",") if w.strip()]
+    wanted = [w.strip() for w in a.configs.split("/") if w.strip()]
     configs, skipped = [], []
     for cfg in all_configs():
         if wanted and not any(w in cfg.name for w in wanted):
@@ -234,7 +253,10 @@ def main():
         else:
             configs.append(cfg)
     if not configs:
-        sys.exit("bench_recovery.py: no configuration to run (--configs matched none that this ddp-launch can run)")
+        names = "; ".join(c.name for c in all_configs())
+        print(f"bench_recovery.py: no configuration to run: CONFIGS '{a.configs}' matches none that this ddp-launch "
+              f"can run; the configurations: {names}", file=sys.stderr)
+        return 2
 
     load_before = " ".join(open("/proc/loadavg").read().split()[:3])
     runs = {cfg.name: [] for cfg in configs}
@@ -252,8 +274,8 @@ def main():
     at = f"{min(landed)}-{max(landed)}" if landed and min(landed) != max(landed) else str(a.kill_step)
     print(f"# {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%dT%H:%M:%SZ}, {os.cpu_count()} CPUs, load "
           f"{load_before} before, {load} after; {a.runs} runs per configuration, alternating; 2 workers, "
-          f"OMP_NUM_THREADS=1; SIGKILL of rank 1 after step {at} of {a.steps}, checkpoint every "
-          f"{a.checkpoint_every}, --max-restarts 1")
+          f"OMP_NUM_THREADS=1; SIGKILL of rank 1 after step {at} (>= {a.kill_after:g} s after the first step), "
+          f"checkpoint every {a.checkpoint_every}, --max-restarts 1")
     flags = sorted(f for f in known if f in ("--worker-store", "--warm-restarts", "--no-warm-restarts", "--preload"))
     print(f"# ddp-launch recovery flags found: {' '.join(flags) if flags else 'none (today: cold restarts, rank-0 store)'}")
     ok = {n: [r for r in rs if not r.error] for n, rs in runs.items()}

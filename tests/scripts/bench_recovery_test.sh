@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# scripts/bench-recovery.sh: --help, bad RUNS/KILL_STEP/arguments (exit 2, one line saying
-# what to do), then one smoke run (QUICK=1) of torchrun and of ddp-launch + train: a real
+# scripts/bench-recovery.sh: --help, bad RUNS/KILL_STEP/CONFIGS/arguments (exit 2, one line
+# saying what to do), then one smoke run (QUICK=1) of torchrun and of ddp-launch + train: a real
 # SIGKILL of rank 1 and a restart per configuration; the tables have a row per configuration
 # run, none failed, and every other configuration matched is listed as skipped. No timing is
 # checked. Skipped (77) without Debian's python3-torch or the built binaries.
@@ -30,14 +30,17 @@ expect_usage_error() {  # WHAT PATTERN ENV... -- ARGS...
 expect_usage_error "RUNS 3" "RUNS must be at least 5" -- 3
 expect_usage_error "RUNS x" "RUNS must be a whole number, got 'x'" -- x
 expect_usage_error "two arguments" "one argument at most" -- 5 6
-expect_usage_error "KILL_STEP past STEPS" "KILL_STEP (300) must be between 1 and STEPS (200) - 1" KILL_STEP=300 -- 5
+expect_usage_error "KILL_STEP 0" "KILL_STEP must be a whole number >= 1, got '0'" KILL_STEP=0 -- 5
+expect_usage_error "KILL_AFTER x" "KILL_AFTER must be seconds" KILL_AFTER=x -- 5
 
 /usr/bin/python3 -c 'import torch' 2>/dev/null || skip "/usr/bin/python3 has no torch (Debian's python3-torch)"
 [[ -x $build_dir/launcher/ddp-launch && -x $build_dir/trainers/train ]] ||
   skip "build ddp-launch and train into $build_dir first (cmake --build $build_dir --target ddp-launch train)"
 
+expect_usage_error "CONFIGS matching none" "CONFIGS 'no-such' matches none" QUICK=1 CONFIGS=no-such --
+
 rc=0
-QUICK=1 CONFIGS="torchrun,train" "$bench" >"$tmp/out" 2>"$tmp/err" || rc=$?
+QUICK=1 CONFIGS="torchrun/train" "$bench" >"$tmp/out" 2>"$tmp/err" || rc=$?
 ((rc == 0)) || fail "the smoke run exited $rc: $(cat "$tmp/out" "$tmp/err")"
 grep -qE '^# [0-9T:-]+Z, [0-9]+ CPUs, load ' "$tmp/out" || fail "no header line: $(cat "$tmp/out")"
 for config in "torchrun + py" "ddp-launch + train, cold" "ddp-launch + train, warm"; do
