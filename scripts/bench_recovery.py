@@ -3,9 +3,11 @@
 What a failure costs a user: the time from SIGKILL of one worker to the next completed
 training step, and from launch to the first step, for torchrun and ddp-launch side by side.
 Every run is 2 workers under --max-restarts 1 whose rank 1 this driver SIGKILLs (the pid its
-record names) once that rank has completed --kill-step steps of the first attempt. The
-workers record their own times (CLOCK_REALTIME, "<attempt> <event> <value> <time>" lines
-in DIR/rank<R>.log): bench/peers/python_ddp_recovery.py (env BENCH_RECOVERY_DIR) and the C++
+record names) once that rank has completed --kill-step steps of the first attempt and
+--kill-after seconds have passed since the first step; the job trains on until the new
+attempt's first step, then this driver stops it (SIGTERM, SIGKILL 10 s later). The workers
+record their own times (CLOCK_REALTIME, "<attempt> <event> <value> <time>" lines in
+DIR/rank<R>.log): bench/peers/python_ddp_recovery.py (env BENCH_RECOVERY_DIR) and the C++
 trainer (train --step-times DIR). Configurations alternate run by run; one whose ddp-launch
 flag is missing is skipped, saying so; a failed or timed-out run is listed, never dropped.
 Usage: bench_recovery.py --ddp-launch BIN --train BIN --torchrun PY --peer PY [--runs N] ...
@@ -114,7 +116,7 @@ class Run:
         self.kill_step = None
         self.phases = {}  # seconds from the kill: started, imported, joined, first step
         self.init_times = []  # init_process_group seconds, every rank and attempt
-        self.startup_times = []  # a worker's start -> its init_process_group call (imports, data), every rank and attempt
+        self.startup_times = []  # a worker's start -> its init_process_group call (imports, data)
 
 
 def stop(proc):
@@ -234,7 +236,8 @@ def main():
                    help="... and no earlier than this many seconds after the first step (standbys get ready)")
     p.add_argument("--checkpoint-every", type=int, default=10)
     p.add_argument("--timeout", type=float, default=90, help="seconds per run before it is killed and reported")
-    p.add_argument("--configs", default="", help="parts of configuration names separated by / (names contain commas), e.g. 'torchrun/py, warm'; default all")
+    p.add_argument("--configs", default="",
+                   help="parts of configuration names separated by / (names contain commas), e.g. 'torchrun/py, warm'")
     a = p.parse_args()
     if a.runs < 1 or a.kill_step < 1 or a.kill_after < 0 or a.checkpoint_every < 1:
         print("bench_recovery.py: need --runs >= 1, --kill-step >= 1, --kill-after >= 0 and --checkpoint-every >= 1",
@@ -277,7 +280,8 @@ def main():
           f"OMP_NUM_THREADS=1; SIGKILL of rank 1 after step {at} (>= {a.kill_after:g} s after the first step), "
           f"checkpoint every {a.checkpoint_every}, --max-restarts 1")
     flags = sorted(f for f in known if f in ("--worker-store", "--warm-restarts", "--no-warm-restarts", "--preload"))
-    print(f"# ddp-launch recovery flags found: {' '.join(flags) if flags else 'none (today: cold restarts, rank-0 store)'}")
+    found = " ".join(flags) if flags else "none (cold restarts, rank 0 hosts the store)"
+    print(f"# ddp-launch recovery flags found: {found}")
     ok = {n: [r for r in rs if not r.error] for n, rs in runs.items()}
     ref_launch = [r.launch_to_step for r in ok.get("torchrun + py", [])]
     ref_kill = [r.kill_to_step for r in ok.get("torchrun + py", [])]
@@ -298,7 +302,8 @@ def main():
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for cfg in configs:
         good = ok[cfg.name]
-        phase = [fmt_s([r.phases[k] for r in good if k in r.phases]) for k in ("started", "imported", "joined", "first step")]
+        phase = [fmt_s([r.phases[k] for r in good if k in r.phases])
+                 for k in ("started", "imported", "joined", "first step")]
         inits = [t for r in good for t in r.init_times]
         startups = [t for r in good for t in r.startup_times]
         startup = f"{statistics.median(startups) * 1000:.0f} ms" if startups else "-"
