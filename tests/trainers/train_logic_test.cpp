@@ -1,6 +1,6 @@
 // Unit tests for the torch-free logic of `train`: option parsing and validation, CSV
-// parsing errors, progress formatting, metrics resume, checkpoint naming/discovery, and
-// the benchmark line. No processes, no torch.
+// parsing errors, progress formatting, metrics resume, checkpoint naming/discovery, the
+// benchmark line and the --step-times record. No processes, no torch.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -15,6 +15,7 @@
 #include "csv_table.hpp"
 #include "metrics_csv.hpp"
 #include "progress.hpp"
+#include "step_times.hpp"
 #include "train_options.hpp"
 #include "uneven_shards.hpp"
 #include "tests/support/files.hpp"
@@ -290,4 +291,35 @@ TEST_CASE("options: --uneven parses, and is refused with --bench") {
   auto p = parse({"--uneven", "--bench"});
   CHECK(p.parsed.exit_code == 2);
   CHECK(p.err == "train: error: --uneven trains on uneven shards of the data; it does not apply to --bench\n");
+}
+
+TEST_CASE("step times: one line per event, appended to DIR/rank<R>.log, across attempts") {
+  CHECK(StepTimes::line(1, "step", 30, 1796122519.5384521) == "1 step 30 1796122519.538452\n");
+  const ddp::test::TempDir scratch;
+  StepTimes().mark("step", 1);  // disabled: nothing to write to, no error
+  {
+    StepTimes first(scratch.path(), 3, 0);
+    CHECK(first.enabled());
+    first.mark("start", 4242);
+    first.mark("step", 1);
+  }
+  StepTimes(scratch.path(), 3, 1).mark("init_start");
+  const auto lines = ddp::test::lines_of(ddp::test::read_file(scratch / "rank3.log"));
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0].rfind("0 start 4242 ", 0) == 0);
+  CHECK(lines[1].rfind("0 step 1 ", 0) == 0);
+  CHECK(lines[2].rfind("1 init_start 0 ", 0) == 0);
+  const double t = std::stod(lines[2].substr(lines[2].rfind(' ') + 1));
+  CHECK(t > 1.7e9);  // unix seconds, not a monotonic clock
+  CHECK_THROWS_WITH(StepTimes(scratch / "missing", 0, 0),
+                    Catch::Contains("--step-times: cannot open " + (scratch / "missing") + "/rank0.log"));
+}
+
+TEST_CASE("options: --step-times takes an existing directory") {
+  const ddp::test::TempDir scratch;
+  CHECK(parse({"--step-times", scratch.path()}).parsed.options.step_times == scratch.path());
+  CHECK(parse({}).parsed.options.step_times.empty());
+  auto p = parse({"--step-times", scratch / "missing"});
+  CHECK(p.parsed.exit_code == 2);
+  CHECK(p.err.find("--step-times") != std::string::npos);
 }

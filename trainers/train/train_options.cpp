@@ -153,6 +153,11 @@ void add_run_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--fail-rank", o.fail_rank, "testing: the rank that --fail-at-step kills")
       ->capture_default_str()
       ->group("Testing");
+  app.add_option("--step-times", o.step_times,
+                 "benchmarks: each rank appends '<attempt> <event> <value> <unix time>' lines (start, init_start, "
+                 "init_end, resumed, step) to DIR/rank<R>.log")
+      ->check(CLI::ExistingDirectory)
+      ->group("Testing");
 }
 
 // The Python peer's model and optimizer (784-1024-1024-1024-10, batch 32, lr 0.01), unless given.

@@ -55,6 +55,8 @@ struct TrainOptions {
   // the first attempt only (TORCHELASTIC_RESTART_COUNT 0), so a restarted run can resume.
   int64_t fail_at_step = -1;
   int fail_rank = 0;
+  // Benchmarks: each rank appends start/init/step times to <step_times>/rank<R>.log (step_times.hpp).
+  std::string step_times;
 
   std::string metrics_path() const { return metrics.empty() ? checkpoint_dir + "/metrics.csv" : metrics; }
 };

@@ -1,7 +1,8 @@
 // The training half of `train`: the epoch loop with DistributedRandomSampler and set_epoch
 // (or, with --uneven, shards of different sizes trained under ddp::join()), no_sync accumulation, periodic and
-// epoch-end checkpoints, resume, rank-0 progress and metrics, the test-only fault injection, and the --bench mode. The
-// model and its collective helpers come from model.hpp, checkpoints from resume.hpp, data from data.hpp.
+// epoch-end checkpoints, resume, rank-0 progress and metrics, the --step-times record, the test-only fault injection,
+// and the --bench mode. The model and its collective helpers come from model.hpp, checkpoints from resume.hpp, data
+// from data.hpp.
 #include "trainer.hpp"
 
 #include <unistd.h>
@@ -25,6 +26,7 @@
 #include "model.hpp"
 #include "progress.hpp"
 #include "resume.hpp"
+#include "step_times.hpp"
 #include "uneven_shards.hpp"
 
 namespace ddp::train {
@@ -112,7 +114,7 @@ int64_t steps_per_epoch(const TrainOptions& o, int64_t train_samples, int world)
 // file); run() trains the remaining epochs and prints the summary. Collective throughout.
 class TrainingRun {
  public:
-  TrainingRun(const TrainOptions& o, const Data& data);
+  TrainingRun(const TrainOptions& o, const Data& data, StepTimes& times);
   void run(Clock::time_point started);
 
  private:
@@ -132,6 +134,7 @@ class TrainingRun {
 
   const TrainOptions& o_;
   const Data& data_;
+  StepTimes& times_;  // --step-times
   const int rank_, world_;
   const torch::Device device_;
   ProgressReporter progress_;
@@ -155,9 +158,10 @@ class TrainingRun {
   int64_t shadowed_ = 0;  // forwards of other ranks this rank matched in join() (last epoch)
 };
 
-TrainingRun::TrainingRun(const TrainOptions& o, const Data& data)
+TrainingRun::TrainingRun(const TrainOptions& o, const Data& data, StepTimes& times)
     : o_(o),
       data_(data),
+      times_(times),
       rank_(ddp::get_rank()),
       world_(ddp::get_world_size()),
       device_(ddp::device()),
@@ -197,6 +201,7 @@ void TrainingRun::announce() {
         "checkpoints at epoch ends only");
   }
   if (resumed_) {
+    times_.mark("resumed", pos_.step);
     say(format("train: resumed from %s (epoch %lld, step %lld, restart %d)", resumed_->path.c_str(),
                (long long)pos_.epoch + 1, (long long)pos_.step, ddp::worker_env().restart_count));
   }
@@ -297,6 +302,7 @@ double TrainingRun::micro_batch_loss(const torch::Tensor& indices, size_t micro_
 void TrainingRun::finish_step(double step_loss) {
   ++pos_.step;
   ++pos_.batch;
+  times_.mark("step", pos_.step);
   pos_.loss_sum += step_loss;
   ++pos_.loss_count;
   progress_.step({int(pos_.epoch), o_.epochs, pos_.batch, steps_per_epoch_, pos_.step, pos_.loss_sum / pos_.loss_count,
@@ -350,10 +356,15 @@ double TrainingRun::samples_per_s() const {
 
 int run_train(const TrainOptions& o) {
   const auto started = Clock::now();
+  const ddp::WorkerEnv& env = ddp::worker_env();
+  StepTimes times = o.step_times.empty() ? StepTimes() : StepTimes(o.step_times, env.rank, env.restart_count);
+  times.mark("start", ::getpid());
   const Data data = load_data(o);  // bad data fails before rendezvous
+  times.mark("init_start");
   ddp::init_process_group();
+  times.mark("init_end");
   if (ddp::get_rank() == 0) fs::create_directories(o.checkpoint_dir);
-  TrainingRun run(o, data);
+  TrainingRun run(o, data, times);
   run.run(started);
   ddp::destroy_process_group();
   return 0;

@@ -1,0 +1,93 @@
+"""Recovery peer: a plain PyTorch DDP training script as the DDP tutorial writes it, which
+records when things happen, for scripts/bench-recovery.sh. No dependency on ddp-launch: run it
+under torchrun or ddp-launch (anything that sets RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT).
+
+gloo, a small MLP (bench_models.mlp) on a synthetic data set sharded by DistributedSampler
+(set_epoch each epoch), SGD; rank 0 saves a checkpoint (torch.save, atomically) every
+--checkpoint-every steps, then a barrier; on start (every restart too) each rank loads the
+latest one with map_location and goes on from its step.
+
+The record: with BENCH_RECOVERY_DIR set, each rank appends lines to DIR/rank<RANK>.log,
+    <attempt> <event> <value> <unix time, CLOCK_REALTIME>
+attempt = TORCHELASTIC_RESTART_COUNT; events: start (value: the pid, written before torch is
+imported), init_start and init_end (value 0) around init_process_group, resumed (the step
+loaded), step (value: the global step just completed, after optimizer.step()). The same
+format as train's --step-times (trainers/train/step_times.hpp).
+"""
+import os
+import time
+
+_dir = os.environ.get("BENCH_RECOVERY_DIR")
+_attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+_log = open(os.path.join(_dir, f"rank{os.environ['RANK']}.log"), "a", buffering=1) if _dir else None
+
+
+def mark(event, value=0):
+    if _log:
+        _log.write(f"{_attempt} {event} {value} {time.time():.6f}\n")
+
+
+mark("start", os.getpid())
+
+import argparse  # noqa: E402  (after the start mark: the imports are part of the start-up)
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn as nn  # noqa: E402
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset  # noqa: E402
+
+import bench_models  # noqa: E402  (next to this file)
+
+p = argparse.ArgumentParser()
+p.add_argument("--steps", type=int, default=200, help="global steps to train (then exit 0)")
+p.add_argument("--checkpoint-every", type=int, default=10)
+p.add_argument("--checkpoint", default="", help="checkpoint file (default: BENCH_RECOVERY_DIR/ckpt.pt)")
+p.add_argument("--samples", type=int, default=4096)
+bench_models.add_model_args(p)
+p.set_defaults(batch=64, hidden=64, layers=3, in_dim=8, classes=4)  # train's default model
+a = p.parse_args()
+ckpt = a.checkpoint or os.path.join(_dir or ".", "ckpt.pt")
+
+torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+mark("init_start")
+dist.init_process_group("gloo")
+mark("init_end")
+rank = dist.get_rank()
+
+torch.manual_seed(0)
+model = nn.parallel.DistributedDataParallel(bench_models.mlp(a.in_dim, a.hidden, a.layers, a.classes))
+opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+step = 0
+if os.path.exists(ckpt):
+    state = torch.load(ckpt, map_location="cpu")  # the tutorial maps cuda:0 to this rank's device
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["opt"])
+    step = state["step"]
+    mark("resumed", step)
+
+g = torch.Generator().manual_seed(1234)
+data = TensorDataset(torch.randn(a.samples, a.in_dim, generator=g), torch.randint(0, a.classes, (a.samples,), generator=g))
+sampler = DistributedSampler(data)
+loader = DataLoader(data, batch_size=a.batch, sampler=sampler)
+loss_fn = nn.CrossEntropyLoss()
+per_epoch = len(loader)
+epoch, skip = divmod(step, per_epoch)
+while step < a.steps:
+    sampler.set_epoch(epoch)
+    for i, (x, y) in enumerate(loader):
+        if i < skip:
+            continue
+        opt.zero_grad(set_to_none=True)
+        loss_fn(model(x), y).backward()
+        opt.step()
+        step += 1
+        mark("step", step)
+        if step % a.checkpoint_every == 0:
+            if rank == 0:
+                torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, ckpt + ".tmp")
+                os.replace(ckpt + ".tmp", ckpt)
+            dist.barrier()
+        if step >= a.steps:
+            break
+    epoch, skip = epoch + 1, 0
+dist.destroy_process_group()
