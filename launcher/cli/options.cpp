@@ -242,9 +242,10 @@ void convert_raw_options(const RawOptions& raw, const Environment& env, const Gi
   convert_local_rank_arg(raw, o);
   convert_stdin_rank(raw.stdin_rank, o);
   if (raw.worker_store != "launcher" && raw.worker_store != "rank0")
-    usage_error(fmt::format("--worker-store '{}': use launcher (the launcher hosts the workers' store, the default) "
-                            "or rank0 (worker rank 0 hosts it)",
-                            raw.worker_store));
+    usage_error(
+        fmt::format("--worker-store '{}': use launcher (the launcher hosts the workers' store, the default) "
+                    "or rank0 (worker rank 0 hosts it)",
+                    raw.worker_store));
   o.launcher_worker_store = raw.worker_store == "launcher";
   // torchrun's etcd backends (v2 API) become ours (v3), so their command lines work.
   if (o.rdzv_backend == "etcd-v2" || o.rdzv_backend == "etcd-v3") o.rdzv_backend = "etcd";

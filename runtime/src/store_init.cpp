@@ -64,8 +64,9 @@ compat::StorePtr make_tcp_store(const HostPort& hp, int rank, bool agent_store, 
     }
     throw TimeoutError("rank " + std::to_string(rank) + " could not connect to the store at " + where + " within " +
                        seconds(timeout) + " (" + cause + "); " +
-                       (agent_store ? "is the launcher that hosts it (TORCHELASTIC_USE_AGENT_STORE=True) running?"
-                                    : "is rank 0 running, and do MASTER_ADDR/MASTER_PORT name rank 0's host and port?"));
+                       (agent_store
+                            ? "is the launcher that hosts it (TORCHELASTIC_USE_AGENT_STORE=True) running?"
+                            : "is rank 0 running, and do MASTER_ADDR/MASTER_PORT name rank 0's host and port?"));
   }
 }
 
