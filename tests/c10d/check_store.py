@@ -10,6 +10,9 @@ CASE:
              key, a request never finished) are disconnected with one log line each naming
              the peer, while a real client connected throughout keeps working
   restrict   with --restrict (a rendezvous token) a loopback client is still served
+  torch2_raw the torch 2.x dialect as main's client sends it, byte for byte from a raw socket
+             (VALIDATE, PING, every request type, a WAIT cancelled after its timeout), for
+             machines without torch 2.x
 Starts c10d_store_helper, prints what it checked, exits 1 on the first mismatch.
 """
 import argparse
@@ -167,14 +170,94 @@ def case_restrict(args):
     print("ok: with peers restricted, a loopback client is served")
 
 
+class Raw:
+    """A torch 2.x client's bytes: opcode, then uint64-length strings / raw integers."""
+    OPS = dict(VALIDATE=0, SET=1, COMPARE_SET=2, GET=3, ADD=4, CHECK=5, WAIT=6, GETNUMKEYS=7, DELETE_KEY=8,
+               APPEND=9, MULTI_GET=10, MULTI_SET=11, CANCEL_WAIT=12, PING=13, QUEUE_PUSH=14, QUEUE_POP=15,
+               QUEUE_LEN=16)
+
+    def __init__(self, port):
+        self.s = socket.create_connection(("127.0.0.1", port))
+        self.s.settimeout(20)
+
+    @staticmethod
+    def string(b):
+        b = b.encode() if isinstance(b, str) else b
+        return struct.pack("<Q", len(b)) + b
+
+    def send(self, op, *parts):
+        self.s.sendall(bytes([self.OPS[op]]) + b"".join(parts))
+
+    def recv(self, n):
+        data = b""
+        while len(data) < n:
+            chunk = self.s.recv(n - len(data))
+            if not chunk:
+                fail(f"the store closed the connection while {n - len(data)} reply bytes were due")
+            data += chunk
+        return data
+
+    def i64(self):
+        return struct.unpack("<q", self.recv(8))[0]
+
+    def u8(self):
+        return self.recv(1)[0]
+
+    def value(self):
+        return self.recv(struct.unpack("<Q", self.recv(8))[0])
+
+
+def case_torch2_raw(args):
+    helper = Helper(args.helper)
+    c, S = Raw(helper.port), Raw.string
+    c.send("VALIDATE", struct.pack("<I", 0x3C85F7CE))
+    c.send("PING", struct.pack("<I", 777))
+    expect = [(struct.unpack("<I", c.recv(4))[0] == 777, "PING echoes the nonce")]
+    c.send("SET", S("k"), S("v"))
+    c.send("GET", S("k"))
+    expect.append((c.value() == b"v", "SET then GET"))
+    c.send("ADD", S("n"), struct.pack("<q", 5))
+    expect.append((c.i64() == 5, "ADD"))
+    c.send("COMPARE_SET", S("k"), S("v"), S("w"))
+    expect.append((c.value() == b"w", "COMPARE_SET"))
+    c.send("CHECK", struct.pack("<Q", 2), S("k"), S("nope"))
+    expect.append((c.u8() == 1, "CHECK of a missing key: NOT_READY"))
+    c.send("WAIT", struct.pack("<Q", 1), S("k"))
+    expect.append((c.u8() == 0, "WAIT on a present key: STOP_WAITING"))
+    c.send("WAIT", struct.pack("<Q", 1), S("later"))
+    c.send("CANCEL_WAIT")
+    expect.append((c.u8() == 1, "CANCEL_WAIT after a WAIT: WAIT_CANCELED"))
+    c.send("APPEND", S("k"), S("x"))
+    c.send("MULTI_SET", struct.pack("<Q", 2), S("a"), S("1"), S("b"), S("2"))
+    c.send("MULTI_GET", struct.pack("<Q", 3), S("k"), S("a"), S("b"))
+    expect.append(([c.value(), c.value(), c.value()] == [b"wx", b"1", b"2"], "APPEND, MULTI_SET, MULTI_GET"))
+    c.send("GETNUMKEYS")
+    expect.append((c.i64() == 4, "GETNUMKEYS"))
+    c.send("DELETE_KEY", S("a"))
+    expect.append((c.i64() == 1, "DELETE_KEY"))
+    c.send("QUEUE_PUSH", S("q"), S("item"))
+    c.send("QUEUE_LEN", S("q"))
+    expect.append((c.i64() == 1, "QUEUE_PUSH, QUEUE_LEN"))
+    c.send("QUEUE_POP", S("q"))
+    expect.append((c.i64() == 1 and c.value() == b"item", "QUEUE_POP"))
+    log = helper.stop()
+    for ok, what in expect:
+        if not ok:
+            fail(f"torch 2.x dialect: {what} got a wrong reply", log)
+        print(f"ok: {what}")
+    if "closed the connection" in log:
+        fail("the store logged a protocol error for the 2.x byte stream", log)
+    print("ok: every torch 2.x request type was served as main's client expects")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--helper", required=True)
     p.add_argument("--python", default="/usr/bin/python3")
     p.add_argument("--libtorch-client")
-    p.add_argument("case", choices=["python", "libtorch", "garbage", "restrict"])
+    p.add_argument("case", choices=["python", "libtorch", "garbage", "restrict", "torch2_raw"])
     args = p.parse_args()
-    {"python": case_python, "libtorch": case_libtorch, "garbage": case_garbage, "restrict": case_restrict}[args.case](args)
+    globals()["case_" + args.case](args)
 
 
 if __name__ == "__main__":

@@ -288,7 +288,7 @@ TEST_CASE("rdzv endpoint is checked at parse time: one HOST[:PORT] for c10d and 
   CHECK_THAT(usage_error_of({"prog"}, {{"PET_RDZV_ENDPOINT", "head:x"}}), Catch::Contains("--rdzv-endpoint: 'head:x'"));
 }
 
-TEST_CASE("--worker-store picks who hosts the workers' c10d store; a bad value names both choices") {
+TEST_CASE("worker store flag: --worker-store picks who hosts the workers' c10d store; a bad value names both choices") {
   CHECK(parse({"prog"}).launcher_worker_store);
   CHECK(parse({"--worker-store=launcher", "prog"}).launcher_worker_store);
   CHECK_FALSE(parse({"--worker_store", "rank0", "prog"}).launcher_worker_store);
