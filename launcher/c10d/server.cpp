@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <deque>
-#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -35,6 +34,20 @@ std::string endpoint_text(const tcp::endpoint& ep) {
 }
 }  // namespace
 
+bool peer_allowed(const std::string& remote_ip, const std::string& local_ip, const std::vector<std::string>& allowed) {
+  boost::system::error_code ec;
+  const auto remote = plain(asio::ip::make_address(remote_ip, ec));
+  if (ec) return false;
+  if (remote.is_loopback()) return true;
+  const auto local = plain(asio::ip::make_address(local_ip, ec));
+  if (!ec && remote == local) return true;
+  for (const auto& a : allowed) {
+    const auto ip = asio::ip::make_address(a, ec);
+    if (!ec && plain(ip) == remote) return true;
+  }
+  return false;
+}
+
 class Connection;
 
 struct Shared {
@@ -45,7 +58,7 @@ struct Shared {
   ServerOptions options;
   KeySpace space;
   std::unordered_map<ConnId, std::shared_ptr<Connection>> connections;
-  std::set<asio::ip::address> allowed;
+  std::vector<std::string> allowed;  // the round's nodes' addresses (restrict_peers)
   ConnId next_id = 1;
   bool stopping = false;
   std::atomic<size_t> refused{0};
@@ -216,7 +229,7 @@ struct Server::Impl {
                              shared.options.max_connections));
       return false;
     }
-    if (!shared.options.restrict_peers || remote.is_loopback() || remote == local || shared.allowed.count(remote))
+    if (!shared.options.restrict_peers || peer_allowed(remote.to_string(), local.to_string(), shared.allowed))
       return true;
     shared.log(
         fmt::format("refused a connection from {}: not one of this round's nodes (a rendezvous token is set, "
@@ -303,7 +316,7 @@ void Server::serve(const std::vector<std::string>& allowed_hosts) {
       if (ec)
         impl_->shared.log(
             fmt::format("cannot resolve node address '{}' ({}): its workers will be refused", host, ec.message()));
-      for (const auto& r : results) impl_->shared.allowed.insert(plain(r.endpoint().address()));
+      for (const auto& r : results) impl_->shared.allowed.push_back(plain(r.endpoint().address()).to_string());
     }
   }
   impl_->do_accept();

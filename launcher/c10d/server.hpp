@@ -46,6 +46,10 @@ class ListenError : public std::runtime_error {
   bool address_in_use_;
 };
 
+// The peer check with restrict_peers: loopback, this host (the accepted socket's own
+// address) or one of allowed (addresses; IPv4-mapped IPv6 counts as IPv4). Pure.
+bool peer_allowed(const std::string& remote_ip, const std::string& local_ip, const std::vector<std::string>& allowed);
+
 class Server {
  public:
   explicit Server(ServerOptions options);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "launcher/c10d/key_space.hpp"
+#include "launcher/c10d/server.hpp"
 #include "launcher/c10d/wire.hpp"
 
 using namespace ddp::launch::c10d;
@@ -295,4 +296,17 @@ TEST_CASE("c10d key space: append, multi-get/set, ping and queues (torch 2.x)") 
   s.apply(1, req(Op::kQueuePop, {"q"}), out);
   CHECK(out_for(out, 1) == encode_i64(2) + encode_u8(kCheckReady) + encode_i64(2) + encode_bytes("first") +
                                encode_i64(1) + encode_bytes("second") + encode_i64(0));
+}
+
+TEST_CASE("c10d server: with a rendezvous token only loopback, this host and the round's nodes are let in") {
+  const std::vector<std::string> nodes = {"10.0.0.2", "10.0.0.3"};
+  CHECK(peer_allowed("127.0.0.1", "127.0.0.1", nodes));
+  CHECK(peer_allowed("127.0.1.1", "10.0.0.1", nodes));  // all of 127/8
+  CHECK(peer_allowed("::1", "::1", nodes));
+  CHECK(peer_allowed("10.0.0.1", "10.0.0.1", nodes));         // this host's own address
+  CHECK(peer_allowed("10.0.0.3", "10.0.0.1", nodes));         // a node of the round
+  CHECK(peer_allowed("::ffff:10.0.0.2", "10.0.0.1", nodes));  // IPv4-mapped
+  CHECK_FALSE(peer_allowed("10.0.0.9", "10.0.0.1", nodes));
+  CHECK_FALSE(peer_allowed("10.0.0.9", "10.0.0.1", {}));
+  CHECK_FALSE(peer_allowed("not an address", "10.0.0.1", nodes));
 }
