@@ -62,11 +62,12 @@ compat::StorePtr make_tcp_store(const HostPort& hp, int rank, bool agent_store, 
       throw CommError("rank 0 could not host the store on " + where + ": " + cause + "; is another job using port " +
                       std::to_string(hp.port) + "? Choose a free MASTER_PORT (or tcp:// port)");
     }
-    throw TimeoutError("rank " + std::to_string(rank) + " could not connect to the store at " + where + " within " +
-                       seconds(timeout) + " (" + cause + "); " +
-                       (agent_store
-                            ? "is the launcher that hosts it (TORCHELASTIC_USE_AGENT_STORE=True) running?"
-                            : "is rank 0 running, and do MASTER_ADDR/MASTER_PORT name rank 0's host and port?"));
+    throw TimeoutError(
+        "rank " + std::to_string(rank) + " could not connect to the store at " + where + " within " + seconds(timeout) +
+        " (" + cause + "); " +
+        (agent_store ? "is the launcher that hosts it (TORCHELASTIC_USE_AGENT_STORE=True) running? An init_method "
+                       "that names a store of your own needs ddp-launch --worker-store=rank0"
+                     : "is rank 0 running, and do MASTER_ADDR/MASTER_PORT name rank 0's host and port?"));
   }
 }
 
