@@ -105,6 +105,8 @@ ResolvedJob resolve_job(const cli::LaunchOptions& o, const cli::Environment& env
   job.run_id = o.standalone ? random_id() : o.rdzv_id;
   job.role = o.role;
   job.max_restarts = o.max_restarts;
+  job.launcher_worker_store = o.launcher_worker_store;
+  job.restrict_worker_store_peers = !o.rdzv.token.empty();
   job.layout = worker::RunLayoutSpec{o.log_dir, job.run_id, any_stream(o.redirects) || any_stream(o.tee)};
   job.output =
       supervise::OutputSpec{o.redirects, o.tee, o.local_ranks_filter, o.log_line_prefix_template, stdin_rank(o)};

@@ -4,7 +4,8 @@
 # (ddp::launch::F, or nested in it; base/ and the top-level files: ddp::launch itself, or
 # nested in it). A layer may use the layers below it:
 #   base  <-  cli, os  <-  worker  <-  supervise  <-  multinode  ->  store, etcd (-> base)
-# store uses nothing of the launcher's, etcd only base; the top-level agent and main may use everything.
+# store and c10d (the workers' store, used by supervise and multinode) use nothing of the
+# launcher's, etcd only base; the top-level agent and main may use everything.
 # Prints each violation (file: include) and exits 1 if there is one. Usage: check-layers.sh [ROOT]
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/lib.sh
@@ -15,9 +16,10 @@ declare -A allowed=(
   [cli]="base cli"
   [os]="base os"
   [worker]="base cli os worker"
-  [supervise]="base cli os worker supervise"
-  [multinode]="base cli os worker supervise multinode store etcd"
+  [supervise]="base cli os worker supervise c10d"
+  [multinode]="base cli os worker supervise multinode store etcd c10d"
   [store]="store"
+  [c10d]="c10d"
   [etcd]="base etcd"
 )
 status=0

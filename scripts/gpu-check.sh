@@ -7,6 +7,8 @@
 #        scripts/gpu-check.sh --plan        print the checks and exit 0
 #        scripts/gpu-check.sh --warm-restart-cpu   the warm-restart check on gloo/CPU (2 workers), no GPU
 #                                           needed: BUILD_DIR's ddp-launch, PYTHON's torch
+#        scripts/gpu-check.sh --worker-store [OUTDIR]   CPU mode, any machine: only the worker-store
+#                                           checks, with $PYTHON's torch and the CPU build in BUILD_DIR
 #        scripts/gpu-check.sh --pack-deps DIR   copy the launcher's header-only build deps from
 #                                           this machine into DIR, for a GPU machine without them
 # Exit: 0 all passed, 1 a check failed, 3 nothing failed but checks were skipped (missing build
@@ -41,6 +43,9 @@ gpu-check plan (each line is one check with its own timeout; results in OUTDIR/g
   python-nccl     tests/gpu/nccl_allreduce.py (plain PyTorch NCCL) under ddp-launch, world 1
   warm-restart    tests/gpu/warm_restart.py (plain PyTorch NCCL) killed once under --max-restarts 1:
                   the restart runs in a pre-warmed standby and all-reduces on its GPU
+  worker-store    the launcher's c10d-compatible workers' store with this torch (2.x) as the client:
+                  TCPStore(is_master=False) on every request type, then Python workers under
+                  ddp-launch (gloo world 2, NCCL world 1); --worker-store runs only these, on CPU
   bench           libddp vs Python DDP, MLP and conv net on cuda:0, NCCL world 1: step time
                   without and with DDP (DDP's overhead), side by side
 EOF
@@ -52,7 +57,17 @@ case ${1:-} in
   --warm-restart-cpu)
     PYTHON_EXEC=$python exec "$build_dir/launcher/ddp-launch" --standalone --nproc-per-node=2 --max-restarts=1 \
       "$gpu_tests/warm_restart.py" --backend gloo --device cpu ;;
-  -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+  -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
+  --worker-store)
+    out=${2:-${OUT:-$repo/out/gpu-check}}
+    mkdir -p "$out" || exit 1
+    out=$(cd "$out" && pwd)
+    build=$build_dir  # the CPU build: ddp-launch and c10d_store_helper
+    # shellcheck source=tests/gpu/gpu_check_lib.sh
+    source "$gpu_tests/gpu_check_lib.sh"
+    main_worker_store
+    exit $?
+    ;;
 esac
 out=${1:-${OUT:-$repo/out/gpu-check}}
 mkdir -p "$out" || exit 1

@@ -43,7 +43,8 @@ struct RawOptions {
   std::string master_port, shutdown_timeout, hang_timeout, straggler_threshold, redirects = "0", tee = "0";
   std::string local_ranks_filter, devices, signals = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
   std::string monitor_interval, start_method;
-  std::string log_line_prefix_template, rdzv_conf, local_rank_arg, stdin_rank = "auto", preload;
+  std::string log_line_prefix_template, rdzv_conf, local_rank_arg, stdin_rank = "auto", preload,
+      worker_store = "launcher";
   bool warm_restarts = false;  // meaningful when GivenFlags::warm_restarts
   bool use_env = true, legacy_local_rank_arg = false, version = false;
   bool log_line_prefix_template_set = false;  // by TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE, even to ""
@@ -90,6 +91,10 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
                  "Accepted for torchrun compatibility; ddp-launch reacts to exits at once");
   app.add_option("--start-method,--start_method", raw.start_method,
                  "Accepted for torchrun compatibility; workers are always exec'd");
+  app.add_option("--worker-store,--worker_store", raw.worker_store,
+                 "Who hosts the workers' c10d TCPStore at MASTER_ADDR:MASTER_PORT: launcher (default: "
+                 "up before any worker starts, outlives them all; TORCHELASTIC_USE_AGENT_STORE=True) or "
+                 "rank0 (worker rank 0 hosts it, as before; for an init_method that names its own store)");
   app.add_option("--role", o.role, "Role name (ROLE_NAME, default 'default')");
   app.add_flag("-m,--module", o.module, "Run PROGRAM as a Python module (python -u -m)");
   app.add_flag("--no-python,--no_python", o.no_python, "Run PROGRAM directly, never through python");
@@ -247,6 +252,12 @@ void convert_raw_options(const RawOptions& raw, const Environment& env, const Gi
   convert_stdin_rank(raw.stdin_rank, o);
   o.warm_restarts = given.warm_restarts ? raw.warm_restarts : o.max_restarts > 0;
   if (!raw.preload.empty()) o.preload = parse_module_list("--preload", raw.preload);
+  if (raw.worker_store != "launcher" && raw.worker_store != "rank0")
+    usage_error(
+        fmt::format("--worker-store '{}': use launcher (the launcher hosts the workers' store, the default) "
+                    "or rank0 (worker rank 0 hosts it)",
+                    raw.worker_store));
+  o.launcher_worker_store = raw.worker_store == "launcher";
   // torchrun's etcd backends (v2 API) become ours (v3), so their command lines work.
   if (o.rdzv_backend == "etcd-v2" || o.rdzv_backend == "etcd-v3") o.rdzv_backend = "etcd";
   o.rdzv = parse_rdzv_conf(raw.rdzv_conf, env);

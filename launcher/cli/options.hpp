@@ -39,6 +39,9 @@ struct LaunchOptions {
   std::optional<int> master_port;  // absent: a free port on a single node
   std::string local_addr;
   std::string role = "default";
+  // --worker-store: the launcher hosts the workers' c10d TCPStore at MASTER_ADDR:MASTER_PORT
+  // (TORCHELASTIC_USE_AGENT_STORE=True); false (rank0): worker rank 0 hosts it.
+  bool launcher_worker_store = true;
   // Supervision.
   int max_restarts = 0;
   double shutdown_timeout_s = 30.0;

@@ -18,6 +18,7 @@
 #include "launcher/supervise/failure_report.hpp"
 #include "launcher/supervise/recovery_log.hpp"
 #include "launcher/supervise/worker_launches.hpp"
+#include "launcher/supervise/worker_store.hpp"
 #include "launcher/worker/output.hpp"
 
 namespace ddp::launch::multinode {
@@ -93,6 +94,9 @@ class MultiNodeAgent {
   int acknowledged_round_ = -1;
   int rendezvous_signal_ = 0;                      // the stop signal that interrupted a rendezvous
   std::unique_ptr<AbortWaitThread> abort_thread_;  // last: stopped before the supervisor goes
+  // The workers' store of the round (launcher/c10d), listening since self_info(); served on
+  // group rank 0's node, closed elsewhere; stopped once the round is concluded.
+  std::unique_ptr<c10d::Server> worker_store_;
 };
 
 NodeInfo MultiNodeAgent::self_info(int previous_rank) {
@@ -102,7 +106,16 @@ NodeInfo MultiNodeAgent::self_info(int previous_rank) {
   if (!spec_.local_addr.empty()) n.addr = spec_.local_addr;
   else if (store_.leader) n.addr = spec_.rdzv_backend == "static" ? spec_.master_addr : store_.endpoint.host;
   else n.addr = os::host_name();
-  n.worker_port = os::pick_free_port();
+  // The workers' store listens from now on if this node becomes group rank 0, so that other
+  // nodes' workers that connect first wait in the backlog instead of being refused.
+  worker_store_.reset();
+  if (job_.launcher_worker_store) {
+    worker_store_ = supervise::listen_worker_store(os::store_listen_host(n.addr), 0, job_.restrict_worker_store_peers);
+    n.worker_port = worker_store_->port();
+    n.agent_store = true;
+  } else {
+    n.worker_port = os::pick_free_port();
+  }
   n.nproc = job_.devices.nproc;
   n.role = job_.role;
   n.requested_rank = spec_.node_rank_given || spec_.rdzv_backend == "static" ? spec_.node_rank : -1;
@@ -187,6 +200,14 @@ supervise::AttemptResult MultiNodeAgent::run_round(const Round& r) {
                                  r.me.base_rank,    plan.world_size,
                                  plan.master_addr,  plan.master_port,
                                  plan.restart_count};
+  where.agent_store = plan.nodes[0].info.agent_store;
+  if (r.rank() == 0 && where.agent_store && worker_store_) {
+    std::vector<std::string> nodes;
+    for (const auto& n : plan.nodes) nodes.push_back(n.info.addr);
+    worker_store_->serve(nodes);
+  } else {
+    worker_store_.reset();
+  }
   std::tie(where.role_base_rank, where.role_world_size) = role_ranks(plan, r.rank());
   const worker::GroupPlan group = group_plan(job_, where);
   worker::launcher_notice(fmt::format(
@@ -442,7 +463,9 @@ int MultiNodeAgent::run_rounds() {
       throw;
     }
     const supervise::AttemptResult result = run_round(*last);
-    if (std::optional<int> code = conclude(*last, settle(*last, result), next)) return *code;
+    const std::optional<int> code = conclude(*last, settle(*last, result), next);
+    worker_store_.reset();  // every node's workers are gone (or the job ends): the round's store too
+    if (code) return *code;
     recovery_->begin(supervise::failed_attempt(result, abort_seen_.value_or(std::chrono::system_clock::now())));
   }
 }

@@ -22,6 +22,7 @@ json info_json(const NodeInfo& n) {
           {"host", n.host},
           {"addr", n.addr},
           {"worker_port", n.worker_port},
+          {"agent_store", n.agent_store},
           {"nproc", n.nproc},
           {"requested_rank", n.requested_rank},
           {"previous_rank", n.previous_rank},
@@ -38,6 +39,7 @@ NodeInfo info_from(const json& j) {
   n.host = j.at("host").get<std::string>();
   n.addr = j.at("addr").get<std::string>();
   n.worker_port = j.at("worker_port").get<int>();
+  n.agent_store = j.value("agent_store", false);
   n.nproc = j.at("nproc").get<int>();
   n.requested_rank = j.at("requested_rank").get<int>();
   n.previous_rank = j.at("previous_rank").get<int>();

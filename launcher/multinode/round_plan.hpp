@@ -18,10 +18,11 @@ namespace ddp::launch::multinode {
 
 // What a launcher says about itself when it joins a round.
 struct NodeInfo {
-  std::string name;     // unique per launcher: the store's liveness name
-  std::string host;     // for reports
-  std::string addr;     // where its workers' store would listen if it becomes rank 0
-  int worker_port = 0;  // a free port on that node, for the workers' store
+  std::string name;          // unique per launcher: the store's liveness name
+  std::string host;          // for reports
+  std::string addr;          // where its workers' store would listen if it becomes rank 0
+  int worker_port = 0;       // a free port on that node, for the workers' store
+  bool agent_store = false;  // its launcher listens on worker_port (--worker-store=launcher)
   int nproc = 1;
   std::string role = "default";  // --role: ROLE_RANK/ROLE_WORLD_SIZE count within a role
   int requested_rank = -1;       // explicit --node-rank, or -1

@@ -66,6 +66,12 @@ int print_dry_run(const JobConfig& job, const worker::GroupPlan& plan, const cli
     out +=
         "(multi-node: the rendezvous settles the ranks of heterogeneous nodes, and MASTER_ADDR/"
         "MASTER_PORT point at group rank 0's node and a port it picks)\n";
+  out += plan.agent_store ? fmt::format(
+                                "workers' store: hosted by the launcher (--worker-store=launcher) at {}:{}, listening "
+                                "before any worker starts\n",
+                                plan.master_addr, plan.master_port)
+                          : fmt::format("workers' store: hosted by worker rank 0 (--worker-store=rank0) at {}:{}\n",
+                                        plan.master_addr, plan.master_port);
   out += describe_restarts(job);
   for (const auto& w : launches) out += describe_worker(w, base);
   worker::write_all(STDOUT_FILENO, out);

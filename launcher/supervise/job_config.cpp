@@ -15,6 +15,7 @@ worker::GroupPlan group_plan(const JobConfig& job, const NodePlacement& where) {
   plan.role = job.role;
   plan.max_restarts = job.max_restarts;
   plan.restart_count = where.restart_count;
+  plan.agent_store = where.agent_store;
   plan.role_base_rank = where.role_base_rank < 0 ? where.base_rank : where.role_base_rank;
   plan.role_world_size = where.role_world_size < 0 ? where.world_size : where.role_world_size;
   return plan;

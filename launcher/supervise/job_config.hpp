@@ -40,6 +40,9 @@ struct JobConfig {
   SupervisorConfig supervisor;
   bool warm_restarts = false;  // --warm-restarts (asked for; `standby` says what the program allows)
   StandbyPlan standby;         // warm restarts: which standbys (standby_plan.hpp)
+  // --worker-store=launcher: the node of group rank 0 hosts the workers' c10d store.
+  bool launcher_worker_store = true;
+  bool restrict_worker_store_peers = false;  // a rendezvous token is set: only the nodes may connect
 };
 
 // Where this node sits in one attempt: from the options (single node) or a round plan.
@@ -51,6 +54,7 @@ struct NodePlacement {
   std::string master_addr;
   int master_port = 0;
   int restart_count = 0;
+  bool agent_store = false;  // the launcher of group rank 0 serves MASTER_ADDR:MASTER_PORT
   int role_base_rank = -1;   // ROLE_RANK of local rank 0; -1: base_rank (one role)
   int role_world_size = -1;  // -1: world_size
 };

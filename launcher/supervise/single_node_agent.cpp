@@ -16,6 +16,7 @@
 #include "launcher/supervise/recovery_log.hpp"
 #include "launcher/supervise/supervisor.hpp"
 #include "launcher/supervise/worker_launches.hpp"
+#include "launcher/supervise/worker_store.hpp"
 #include "launcher/worker/output.hpp"
 
 namespace ddp::launch::supervise {
@@ -53,6 +54,7 @@ void restart_notice(const JobConfig& job, const AttemptResult& result, int attem
 worker::GroupPlan single_node_group(const JobConfig& job, const SingleNodeSpec& node) {
   const int nproc = job.devices.nproc;
   NodePlacement where{node.node_rank, node.nnodes, node.node_rank * nproc, node.nnodes * nproc, node.master_addr, 0, 0};
+  where.agent_store = job.launcher_worker_store;  // node 0's launcher hosts it
   if (!node.master_port) {
     where.master_port = os::pick_free_port();
   } else {
@@ -63,6 +65,23 @@ worker::GroupPlan single_node_group(const JobConfig& job, const SingleNodeSpec& 
 }
 
 namespace {
+
+// The attempt's workers' store, listening at MASTER_PORT before any worker starts. A port
+// picked here may be taken between the pick and the bind: then another is picked.
+std::unique_ptr<c10d::Server> host_worker_store(const JobConfig& job, const SingleNodeSpec& node,
+                                                worker::GroupPlan& plan) {
+  const std::string host = os::store_listen_host(plan.master_addr);
+  for (int tries = 1;; ++tries) {
+    try {
+      auto server = listen_worker_store(host, plan.master_port, job.restrict_worker_store_peers);
+      server->serve();
+      return server;
+    } catch (const LaunchError& e) {
+      if (node.master_port || e.exit_code() != exit_code::kAddressInUse || tries == 3) throw;
+      plan.master_port = os::pick_free_port();
+    }
+  }
+}
 
 int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const cli::Environment& env, worker::GroupPlan& plan,
                  worker::RunLayout& layout, EventLog& events) {
@@ -76,8 +95,11 @@ int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const cli::En
     events.set_attempt(attempt);
     supervisor.set_standbys_wanted(attempt < job.max_restarts);  // a restart is left to take over
     std::vector<WorkerLaunch> launches = prepare_attempt(job, env, plan, layout);
+    std::unique_ptr<c10d::Server> store;
+    if (plan.agent_store && node.node_rank == 0) store = host_worker_store(job, node, plan);
     recovery.rendezvous_done();
     AttemptResult result = supervisor.run_attempt(std::move(launches));
+    store.reset();  // the attempt's workers are gone: its store may go too
     recovery.attempt_ended(result.kind == AttemptResult::Kind::kSucceeded);
     if (result.kind == AttemptResult::Kind::kSucceeded) {
       events.write("finish", {{"outcome", "succeeded"}, {"exit_code", exit_code::kSuccess}});

@@ -32,7 +32,9 @@ cli::Environment worker_environment(const cli::Environment& base, const GroupPla
   env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(plan.restart_count);
   env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(plan.max_restarts);
   env["TORCHELASTIC_RUN_ID"] = plan.run_id;
-  env["TORCHELASTIC_USE_AGENT_STORE"] = "False";  // worker rank 0 hosts the TCPStore
+  // True only when a launcher's c10d-compatible store really serves MASTER_ADDR:MASTER_PORT:
+  // then every rank is a client; False: worker rank 0 hosts the TCPStore.
+  env["TORCHELASTIC_USE_AGENT_STORE"] = plan.agent_store ? "True" : "False";
   env["TORCHELASTIC_ERROR_FILE"] = slot.error_file;
   env.emplace("OMP_NUM_THREADS", "1");  // only if unset
   if (!env.count("TORCH_NCCL_ASYNC_ERROR_HANDLING") && !env.count("NCCL_ASYNC_ERROR_HANDLING")) {

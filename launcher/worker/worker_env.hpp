@@ -22,9 +22,10 @@ struct GroupPlan {
   std::string run_id = "none";
   std::string role = "default";
   int max_restarts = 0;
-  int restart_count = 0;    // TORCHELASTIC_RESTART_COUNT of this attempt
-  int role_base_rank = 0;   // ROLE_RANK of local rank 0 (its role's workers on lower nodes)
-  int role_world_size = 1;  // ROLE_WORLD_SIZE: workers with this node's role
+  int restart_count = 0;     // TORCHELASTIC_RESTART_COUNT of this attempt
+  bool agent_store = false;  // TORCHELASTIC_USE_AGENT_STORE: a launcher serves MASTER_ADDR:MASTER_PORT
+  int role_base_rank = 0;    // ROLE_RANK of local rank 0 (its role's workers on lower nodes)
+  int role_world_size = 1;   // ROLE_WORLD_SIZE: workers with this node's role
 };
 
 // What differs per worker.

@@ -16,7 +16,7 @@ const char* const kNames[] = {
     "ROLE_WORLD_SIZE",
     // its store, its restarts and its error file
     "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
-    "TORCHELASTIC_ERROR_FILE"};
+    "TORCHELASTIC_ERROR_FILE", "TORCHELASTIC_USE_AGENT_STORE"};
 
 const std::string* find(const Vars& vars, const std::string& name) {
   auto it = vars.find(name);
@@ -88,6 +88,8 @@ WorkerEnv WorkerEnv::from_map(const Vars& vars) {
   env.max_restarts = parse_int(vars, "TORCHELASTIC_MAX_RESTARTS", 0, 0);
   if (const auto* id = find(vars, "TORCHELASTIC_RUN_ID")) env.run_id = *id;
   if (const auto* file = find(vars, "TORCHELASTIC_ERROR_FILE")) env.error_file = *file;
+  // As torch.distributed reads it: exactly "True" means the launcher hosts the store.
+  if (const auto* agent = find(vars, "TORCHELASTIC_USE_AGENT_STORE")) env.use_agent_store = *agent == "True";
   return env;
 }
 
@@ -115,6 +117,7 @@ std::map<std::string, std::string> WorkerEnv::to_map() const {
             {"TORCHELASTIC_RUN_ID", run_id}};
   if (master_port > 0) vars["MASTER_PORT"] = std::to_string(master_port);
   if (!error_file.empty()) vars["TORCHELASTIC_ERROR_FILE"] = error_file;
+  if (use_agent_store) vars["TORCHELASTIC_USE_AGENT_STORE"] = "True";
   return vars;
 }
 

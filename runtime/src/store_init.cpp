@@ -1,6 +1,8 @@
 // Store rendezvous for init_process_group: parses init_method (env://, tcp://, file://),
-// hosts or connects the TCPStore (clients retry until the timeout), namespaces keys per
-// restart, then waits until every rank has joined, naming the missing ones on timeout.
+// hosts or connects the TCPStore (clients retry until the timeout; with
+// TORCHELASTIC_USE_AGENT_STORE=True the launcher hosts it and every rank is a client, for
+// env:// and tcp:// alike, as torch.distributed does), namespaces keys per restart, then
+// waits until every rank has joined, naming the missing ones on timeout.
 #include <sstream>
 
 #include "group_impl.hpp"
@@ -44,10 +46,10 @@ HostPort parse_tcp(const std::string& method) {
   return hp;
 }
 
-compat::StorePtr make_tcp_store(const HostPort& hp, int rank, std::chrono::milliseconds timeout) {
+compat::StorePtr make_tcp_store(const HostPort& hp, int rank, bool agent_store, std::chrono::milliseconds timeout) {
   c10d::TCPStoreOptions opts;
   opts.port = static_cast<std::uint16_t>(hp.port);
-  opts.isServer = rank == 0;
+  opts.isServer = rank == 0 && !agent_store;
   opts.waitWorkers = false;
   opts.timeout = timeout;
   const std::string where = hp.host + ":" + std::to_string(hp.port);
@@ -56,13 +58,16 @@ compat::StorePtr make_tcp_store(const HostPort& hp, int rank, std::chrono::milli
   } catch (const std::exception& e) {
     std::string cause = e.what();
     cause = cause.substr(0, cause.find('\n'));
-    if (rank == 0) {
+    if (opts.isServer) {
       throw CommError("rank 0 could not host the store on " + where + ": " + cause + "; is another job using port " +
                       std::to_string(hp.port) + "? Choose a free MASTER_PORT (or tcp:// port)");
     }
-    throw TimeoutError("rank " + std::to_string(rank) + " could not connect to the store at " + where + " within " +
-                       seconds(timeout) + " (" + cause + "); is rank 0 running, and do MASTER_ADDR/MASTER_PORT " +
-                       "name rank 0's host and port?");
+    throw TimeoutError(
+        "rank " + std::to_string(rank) + " could not connect to the store at " + where + " within " + seconds(timeout) +
+        " (" + cause + "); " +
+        (agent_store ? "is the launcher that hosts it (TORCHELASTIC_USE_AGENT_STORE=True) running? An init_method "
+                       "that names a store of your own needs ddp-launch --worker-store=rank0"
+                     : "is rank 0 running, and do MASTER_ADDR/MASTER_PORT name rank 0's host and port?"));
   }
 }
 
@@ -105,12 +110,12 @@ Rendezvous connect_store(const ProcessGroupOptions& options, const WorkerEnv& en
       }
       HostPort hp{env.master_addr, env.master_port};
       rv.where = hp.host + ":" + std::to_string(hp.port);
-      root = make_tcp_store(hp, env.rank, options.timeout);
+      root = make_tcp_store(hp, env.rank, env.use_agent_store, options.timeout);
     }
   } else if (starts_with(method, "tcp://")) {
     HostPort hp = parse_tcp(method);
     rv.where = hp.host + ":" + std::to_string(hp.port);
-    root = make_tcp_store(hp, env.rank, options.timeout);
+    root = make_tcp_store(hp, env.rank, env.use_agent_store, options.timeout);
   } else if (starts_with(method, "file://")) {
     std::string path = method.substr(7);
     if (path.empty() || path.front() != '/') {

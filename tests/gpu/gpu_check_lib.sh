@@ -101,7 +101,7 @@ torch_prefix() {
 }
 
 configure_and_build() {
-  local prefix source=. targets=(ddp-launch ddp_runtime_tests ddp_gpu_check) extra=()
+  local prefix source=. targets=(ddp-launch ddp_runtime_tests ddp_gpu_check c10d_store_helper) extra=()
   prefix=$(torch_prefix)
   [[ -d $deps_dir ]] && prefix="$deps_dir;$prefix"
   [[ -d /usr/local/cuda ]] && extra+=(-DCUDAToolkit_ROOT=/usr/local/cuda)
@@ -214,6 +214,38 @@ check_warm_restart() {
     --backend nccl --device cuda
 }
 
+# The launcher's workers' store (launcher/c10d) with this Python's torch as the client: its
+# TCPStore (is_master=False) on every request type it has, then Python workers under
+# ddp-launch (TORCHELASTIC_USE_AGENT_STORE=True): gloo, and NCCL when a GPU is here.
+check_worker_store() {
+  local helper=$build/tests/c10d/c10d_store_helper
+  if [[ ! -x $helper || ! -x $launcher ]]; then
+    skip worker-store "needs ddp-launch and c10d_store_helper (the full build)"
+    return
+  fi
+  run_check worker-store-client 90 '^ok: torch.distributed.TCPStore' \
+    "$python" "$repo/tests/c10d/check_store.py" --helper "$helper" --python "$python" python
+  run_check worker-store-gloo 150 '^ok: .* workers \(gloo\)' \
+    "$python" "$repo/tests/c10d/check_launch.py" --launcher "$launcher" --python "$python" --nproc 2 python_workers
+  if ((${gpu_count:-0} > 0)); then
+    run_check worker-store-nccl 150 '^ok: .* workers \(nccl\)' "$python" "$repo/tests/c10d/check_launch.py" \
+      --launcher "$launcher" --python "$python" --nproc 1 --backend nccl python_workers
+  fi
+}
+
+# scripts/gpu-check.sh --worker-store: the CPU mode, on any machine: only check_worker_store,
+# with the CPU build in BUILD_DIR (ddp-launch and c10d_store_helper built there).
+main_worker_store() {
+  mkdir -p "$work" || return 1
+  : >"$out/checks.log"
+  build_mode=cpu
+  versions_gpus="none (CPU mode)"
+  versions_torch=$("$python" -c 'import torch; print("torch", torch.__version__)' 2>&1 | tail -1)
+  versions_tools="$(cmake --version 2>/dev/null | head -1)"
+  check_worker_store
+  write_summary
+}
+
 bench_lines=()
 check_bench() {
   local model args
@@ -275,6 +307,7 @@ main_gpu() {
     check_launcher_devices
     check_python_nccl
     check_warm_restart
+    check_worker_store
     check_bench
   else
     [[ $build_mode != none ]] && record build FAIL 0 "ddp_gpu_check was not built: does the LibTorch found have CUDA?"

@@ -52,7 +52,7 @@ TEST_CASE("every worker gets torchrun's environment contract") {
     CHECK(e["TORCHELASTIC_RESTART_COUNT"] == "0");
     CHECK(e["TORCHELASTIC_MAX_RESTARTS"] == "2");
     CHECK(e["TORCHELASTIC_RUN_ID"] == "job42");
-    CHECK(e["TORCHELASTIC_USE_AGENT_STORE"] == "False");
+    CHECK(e["TORCHELASTIC_USE_AGENT_STORE"] == "True");  // the launcher hosts the workers' store
     CHECK_THAT(e["TORCHELASTIC_ERROR_FILE"], Catch::EndsWith("/attempt_0/" + std::to_string(rank) + "/error.json"));
     CHECK(e["OMP_NUM_THREADS"] == "1");
     CHECK(e["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1");

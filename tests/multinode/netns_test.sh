@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Two "hosts" as network namespaces joined by a veth pair, one ddp-launch in each, running
-# a real gloo allreduce across them (Debian's python3-torch). Then node failures: the
+# a real gloo allreduce across them (Debian's python3-torch), also with a rendezvous token
+# (the workers' store refuses a peer that is not a node of the round). Then node failures: the
 # follower's launcher SIGKILLed, and the link taken down; the survivor must stop its
 # workers and exit (not hang). Last, a 1 s link flap: nothing is lost or restarted.
 # Needs root and iproute2; exits 77 (skip) otherwise.
@@ -11,7 +12,7 @@ script=$2
 python=/usr/bin/python3
 tag="ddpt$$"
 a="${tag}a" b="${tag}b"
-ip_a=10.231.$(( $$ % 200 )).1 ip_b=10.231.$(( $$ % 200 )).2
+ip_a=10.231.$(( $$ % 200 )).1 ip_b=10.231.$(( $$ % 200 )).2 ip_c=10.231.$(( $$ % 200 )).3
 work=$(mktemp -d)
 
 # shellcheck disable=SC2034  # namespaces: read by netns_lib.sh
@@ -50,6 +51,27 @@ check "allreduce across namespaces: node 0 exit 0" test "$rc_a" = 0
 check "allreduce across namespaces: node 1 exit 0" test "$rc_b" = 0
 check "four ranks summed to 10" test "$(cat "$work/a1.log" "$work/b1.log" | grep -c 'allreduce ok .* world=4 sum=10')" = 4
 check "ranks 2-3 ran on the second host" grep -q "rank=3 world=4" "$work/b1.log"
+
+# 1b. With a rendezvous token the workers' store (hosted by node 0's launcher) lets in the
+# round's nodes only: node 1's workers still join from its address; a peer from another
+# address of the second host (not a node of the round) is refused, with one log line.
+ip -n "$b" addr add "$ip_c/24" dev "${tag}vb"
+DDP_LAUNCH_RDZV_TOKEN=netns-secret node "$a" 0 29705 "$work/a1b.log" "$script" --hold 6; pa=$!
+DDP_LAUNCH_RDZV_TOKEN=netns-secret node "$b" 1 29705 "$work/b1b.log" "$script" --hold 6; pb=$!
+for _ in $(seq 600); do grep -q "allreduce ok" "$work/b1b.log" 2>/dev/null && break; sleep 0.1; done
+wport=$(sed -n "s/.*workers' store at $ip_a:\([0-9]*\).*/\1/p" "$work/a1b.log" | head -1)
+ip netns exec "$b" "$python" -c "
+import socket, sys
+s = socket.socket(); s.bind(('$ip_c', 0)); s.settimeout(10); s.connect(('$ip_a', int(sys.argv[1])))
+try:
+    s.sendall(b'\x03'); print('refused' if s.recv(1) == b'' else 'served')
+except ConnectionResetError:
+    print('refused')" "${wport:-1}" >"$work/c1b.log" 2>&1
+wait_rc $pa 120; rc_a=$rc; wait_rc $pb 120; rc_b=$rc
+check "token: the allreduce across namespaces still succeeds (rc $rc_a/$rc_b)" test "$rc_a" = 0 -a "$rc_b" = 0
+check "token: a peer that is not a node of the round is disconnected" grep -q refused "$work/c1b.log"
+check "token: node 0 logs the refusal, naming the peer" \
+  grep -q "workers' store: refused a connection from $ip_c:.*not one of this round's nodes" "$work/a1b.log"
 
 # 2. The follower's launcher is SIGKILLed mid-job: the leader stops its workers and exits.
 node "$a" 0 29702 "$work/a2.log" "$script" --hold 120; pa=$!

@@ -50,6 +50,16 @@ TEST_CASE("WorkerEnv without a launcher is rank 0 of 1", "[env]") {
   CHECK(!env.from_launcher);
 }
 
+TEST_CASE("WorkerEnv: TORCHELASTIC_USE_AGENT_STORE=True (exactly, as torch reads it) makes every rank a client",
+          "[env]") {
+  CHECK_FALSE(WorkerEnv::from_map({}).use_agent_store);
+  CHECK(WorkerEnv::from_map({{"TORCHELASTIC_USE_AGENT_STORE", "True"}}).use_agent_store);
+  CHECK_FALSE(WorkerEnv::from_map({{"TORCHELASTIC_USE_AGENT_STORE", "False"}}).use_agent_store);
+  CHECK_FALSE(WorkerEnv::from_map({{"TORCHELASTIC_USE_AGENT_STORE", "1"}}).use_agent_store);
+  auto env = WorkerEnv::from_map({{"TORCHELASTIC_USE_AGENT_STORE", "True"}});
+  CHECK(WorkerEnv::from_map(env.to_map()).use_agent_store);  // to_map is from_map's inverse
+}
+
 TEST_CASE("WorkerEnv reads the torchrun contract", "[env]") {
   auto env = WorkerEnv::from_map({{"RANK", "5"},
                                   {"WORLD_SIZE", "8"},

@@ -287,3 +287,13 @@ TEST_CASE("rdzv endpoint is checked at parse time: one HOST[:PORT] for c10d and 
   CHECK_THAT(usage_error_of(with({}, "head:0")), Catch::Contains("--rdzv-endpoint: 'head:0'"));  // static
   CHECK_THAT(usage_error_of({"prog"}, {{"PET_RDZV_ENDPOINT", "head:x"}}), Catch::Contains("--rdzv-endpoint: 'head:x'"));
 }
+
+TEST_CASE("worker store flag: --worker-store picks who hosts the workers' c10d store; a bad value names both choices") {
+  CHECK(parse({"prog"}).launcher_worker_store);
+  CHECK(parse({"--worker-store=launcher", "prog"}).launcher_worker_store);
+  CHECK_FALSE(parse({"--worker_store", "rank0", "prog"}).launcher_worker_store);
+  CHECK_FALSE(parse({"prog"}, {{"PET_WORKER_STORE", "rank0"}}).launcher_worker_store);
+  const std::string error = usage_error_of({"--worker-store=agent", "prog"});
+  CHECK_THAT(error,
+             Catch::Contains("--worker-store 'agent'") && Catch::Contains("launcher") && Catch::Contains("rank0"));
+}

@@ -39,7 +39,7 @@ TEST_CASE("every contract variable is set per rank") {
   CHECK(env["TORCHELASTIC_RESTART_COUNT"] == "2");
   CHECK(env["TORCHELASTIC_MAX_RESTARTS"] == "3");
   CHECK(env["TORCHELASTIC_RUN_ID"] == "job7");
-  CHECK(env["TORCHELASTIC_USE_AGENT_STORE"] == "False");
+  CHECK(env["TORCHELASTIC_USE_AGENT_STORE"] == "False");  // a plan without the launcher's store
   CHECK(env["TORCHELASTIC_ERROR_FILE"] == "/logs/err.json");
   CHECK(env["OMP_NUM_THREADS"] == "1");
   CHECK(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1");
@@ -120,4 +120,12 @@ TEST_CASE("worker commands: executables directly, .py through python, -m, legacy
   nopy.program = dir / "train.py";
   nopy.no_python = true;  // not executable: a clear error
   CHECK_THROWS_WITH(resolve_worker_command(nopy, env), Catch::Contains("cannot be executed"));
+}
+
+TEST_CASE("TORCHELASTIC_USE_AGENT_STORE is True only when the launcher's store serves MASTER_PORT") {
+  GroupPlan plan;
+  WorkerSlot slot;
+  CHECK(worker_environment({}, plan, slot)["TORCHELASTIC_USE_AGENT_STORE"] == "False");
+  plan.agent_store = true;
+  CHECK(worker_environment({}, plan, slot)["TORCHELASTIC_USE_AGENT_STORE"] == "True");
 }

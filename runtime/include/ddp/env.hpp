@@ -26,6 +26,7 @@ struct WorkerEnv {
   int max_restarts = 0;                   // TORCHELASTIC_MAX_RESTARTS
   std::string run_id;                     // TORCHELASTIC_RUN_ID
   std::string error_file;                 // TORCHELASTIC_ERROR_FILE ("" = none)
+  bool use_agent_store = false;           // TORCHELASTIC_USE_AGENT_STORE=True: the launcher hosts the store
   bool from_launcher = false;             // true when RANK or WORLD_SIZE was set
 
   // Reads the process environment. Throws ConfigError on non-numeric or inconsistent values

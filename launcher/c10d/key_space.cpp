@@ -1,0 +1,219 @@
+#include "launcher/c10d/key_space.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+namespace ddp::launch::c10d {
+namespace {
+void erase_id(std::vector<ConnId>& v, ConnId id) { v.erase(std::remove(v.begin(), v.end(), id), v.end()); }
+
+// c10d parses a counter with std::stoll: leading blanks, a sign, digits, anything after.
+std::optional<int64_t> parse_counter(const std::string& s) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (end == s.c_str() || errno == ERANGE) return std::nullopt;
+  return static_cast<int64_t>(v);
+}
+}  // namespace
+
+const std::string* KeySpace::find(const std::string& key) const {
+  auto it = data_.find(key);
+  return it == data_.end() ? nullptr : &it->second;
+}
+
+bool KeySpace::present(const std::string& key) const {
+  if (data_.count(key)) return true;
+  auto q = queues_.find(key);
+  return q != queues_.end() && !q->second.empty();
+}
+
+void KeySpace::notify(uint8_t type, const std::string& key, const std::string& old_value, const std::string& new_value,
+                      std::vector<Outgoing>& out) {
+  auto it = watchers_.find(key);
+  if (it == watchers_.end()) return;
+  for (ConnId id : it->second) out.push_back({id, encode_watch_event(type, key, old_value, new_value)});
+}
+
+void KeySpace::store(const std::string& key, std::string value, std::vector<Outgoing>& out) {
+  auto it = data_.find(key);
+  if (it == data_.end()) {
+    auto& slot = data_[key];
+    slot = std::move(value);
+    notify(kKeyCreated, key, "", slot, out);
+  } else {
+    std::string old = std::move(it->second);
+    it->second = std::move(value);
+    notify(kKeyUpdated, key, old, it->second, out);
+  }
+  wake(key, out, false);
+}
+
+void KeySpace::wake(const std::string& key, std::vector<Outgoing>& out, bool just_one) {
+  auto it = waiting_.find(key);
+  if (it == waiting_.end()) return;
+  auto& ids = it->second;
+  size_t taken = 0;
+  for (; taken < ids.size(); ++taken) {
+    const ConnId id = ids[taken];
+    auto w = waits_.find(id);
+    if (w != waits_.end() && --w->second == 0) {
+      waits_.erase(w);
+      out.push_back({id, encode_u8(kStopWaiting)});
+    }
+    if (just_one) break;
+  }
+  if (!just_one || taken + 1 >= ids.size()) {
+    waiting_.erase(it);
+  } else {
+    ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(taken + 1));
+  }
+}
+
+void KeySpace::cancel_wait(ConnId id) {
+  if (waits_.erase(id) == 0) return;
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    erase_id(it->second, id);
+    it = it->second.empty() ? waiting_.erase(it) : std::next(it);
+  }
+}
+
+void KeySpace::disconnect(ConnId id) {
+  cancel_wait(id);
+  for (auto it = watchers_.begin(); it != watchers_.end();) {
+    erase_id(it->second, id);
+    it = it->second.empty() ? watchers_.erase(it) : std::next(it);
+  }
+}
+
+std::optional<std::string> KeySpace::apply(ConnId from, const Request& r, std::vector<Outgoing>& out) {
+  if (r.op != Op::kCancelWait) cancel_wait(from);
+  auto reply = [&](std::string bytes) { out.push_back({from, std::move(bytes)}); };
+  switch (r.op) {
+    case Op::kValidate: break;
+    case Op::kPing: reply(encode_u32(r.nonce)); break;
+    case Op::kSet:
+    case Op::kQueuePush:
+      if (r.op == Op::kSet) {
+        store(r.keys[0], r.values[0], out);
+      } else {
+        queues_[r.keys[0]].push_back(r.values[0]);
+        wake(r.keys[0], out, true);
+      }
+      break;
+    case Op::kMultiSet:
+      for (size_t i = 0; i < r.keys.size(); ++i) store(r.keys[i], r.values[i], out);
+      break;
+    case Op::kAppend: {
+      const std::string* old = find(r.keys[0]);
+      store(r.keys[0], old ? *old + r.values[0] : r.values[0], out);
+      break;
+    }
+    case Op::kCompareSet: {
+      const std::string& key = r.keys[0];
+      const std::string& expected = r.values[0];
+      const std::string& desired = r.values[1];
+      const std::string* now = find(key);
+      if (!now) {
+        // As c10d: a missing key is created only when the caller expected it missing (an
+        // empty value); otherwise the reply is the caller's own expectation.
+        if (!expected.empty()) {
+          reply(encode_bytes(expected));
+          break;
+        }
+        store(key, desired, out);
+      } else if (*now == expected) {
+        store(key, desired, out);
+      }
+      reply(encode_bytes(*find(key)));
+      break;
+    }
+    case Op::kGet: {
+      const std::string* v = find(r.keys[0]);
+      reply(encode_bytes(v ? *v : std::string()));
+      break;
+    }
+    case Op::kMultiGet: {
+      std::string all;
+      for (const auto& k : r.keys) {
+        const std::string* v = find(k);
+        all += encode_bytes(v ? *v : std::string());
+      }
+      reply(std::move(all));
+      break;
+    }
+    case Op::kAdd: {
+      int64_t value = r.delta;
+      if (const std::string* old = find(r.keys[0])) {
+        const auto n = parse_counter(*old);
+        if (!n) return fmt::format("ADD on key '{}', whose value ({} bytes) is not an integer", r.keys[0], old->size());
+        value = static_cast<int64_t>(static_cast<uint64_t>(*n) + static_cast<uint64_t>(r.delta));
+      }
+      // The reply first, as c10d: a waiter woken by this key is told after the adder.
+      reply(encode_i64(value));
+      store(r.keys[0], std::to_string(value), out);
+      break;
+    }
+    case Op::kCheck: {
+      const bool all = std::all_of(r.keys.begin(), r.keys.end(), [&](const std::string& k) { return present(k); });
+      reply(encode_u8(all ? kCheckReady : kCheckNotReady));
+      break;
+    }
+    case Op::kWait: {
+      size_t missing = 0;
+      for (const auto& k : r.keys) {
+        if (present(k)) continue;
+        auto& ids = waiting_[k];
+        if (std::find(ids.begin(), ids.end(), from) != ids.end()) continue;  // a key named twice counts once
+        ids.push_back(from);
+        ++missing;
+      }
+      if (missing == 0) reply(encode_u8(kStopWaiting));
+      else waits_[from] = missing;
+      break;
+    }
+    case Op::kCancelWait:
+      cancel_wait(from);
+      reply(encode_u8(kWaitCanceled));
+      break;
+    case Op::kNumKeys: reply(encode_i64(static_cast<int64_t>(data_.size()))); break;
+    case Op::kDeleteKey: {
+      auto it = data_.find(r.keys[0]);
+      if (it != data_.end()) {
+        const std::string old = std::move(it->second);
+        data_.erase(it);
+        notify(kKeyDeleted, r.keys[0], old, "", out);
+        reply(encode_i64(1));
+      } else {
+        reply(encode_i64(0));
+      }
+      break;
+    }
+    case Op::kWatchKey:
+      watchers_[r.keys[0]].push_back(from);
+      reply(encode_u8(kKeyCallbackRegistered));
+      break;
+    case Op::kQueuePop: {
+      auto& q = queues_[r.keys[0]];
+      std::string bytes = encode_i64(static_cast<int64_t>(q.size()));
+      if (!q.empty()) {
+        bytes += encode_bytes(q.front());
+        q.pop_front();
+      }
+      if (q.empty()) queues_.erase(r.keys[0]);
+      reply(std::move(bytes));
+      break;
+    }
+    case Op::kQueueLen: {
+      auto q = queues_.find(r.keys[0]);
+      reply(encode_i64(q == queues_.end() ? 0 : static_cast<int64_t>(q->second.size())));
+      break;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace ddp::launch::c10d

@@ -1,0 +1,53 @@
+// KeySpace: the state of one c10d-compatible store without sockets: keys, queues, the
+// connections parked in WAIT and the 1.13 watchers. apply() serves one decoded request and
+// returns every byte string to send, to the requester and to the connections it wakes or
+// notifies. Single-threaded (the server's loop thread); no I/O, no timers.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "launcher/c10d/wire.hpp"
+
+namespace ddp::launch::c10d {
+
+using ConnId = uint64_t;
+
+struct Outgoing {
+  ConnId to = 0;
+  std::string bytes;
+};
+
+class KeySpace {
+ public:
+  // Serves `r` from connection `from`, appending the replies to `out`. Returns an error line
+  // when the request cannot be served (ADD on a value that is not an integer): the caller
+  // closes `from`, as c10d's own server does. A new request from a connection still parked
+  // in WAIT means its client gave up waiting (1.13 has no CANCEL_WAIT): the old wait is dropped.
+  std::optional<std::string> apply(ConnId from, const Request& r, std::vector<Outgoing>& out);
+  void disconnect(ConnId id);  // forgets its wait and its watches
+
+  size_t num_keys() const { return data_.size(); }
+  size_t parked() const { return waits_.size(); }
+  const std::string* find(const std::string& key) const;
+
+ private:
+  bool present(const std::string& key) const;
+  void store(const std::string& key, std::string value, std::vector<Outgoing>& out);
+  void wake(const std::string& key, std::vector<Outgoing>& out, bool just_one);
+  void notify(uint8_t type, const std::string& key, const std::string& old_value, const std::string& new_value,
+              std::vector<Outgoing>& out);
+  void cancel_wait(ConnId id);
+
+  std::unordered_map<std::string, std::string> data_;
+  std::unordered_map<std::string, std::deque<std::string>> queues_;
+  std::unordered_map<ConnId, size_t> waits_;                       // parked connection -> keys still missing
+  std::unordered_map<std::string, std::vector<ConnId>> waiting_;   // missing key -> parked connections
+  std::unordered_map<std::string, std::vector<ConnId>> watchers_;  // key -> 1.13 callback connections
+};
+
+}  // namespace ddp::launch::c10d

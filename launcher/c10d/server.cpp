@@ -1,0 +1,349 @@
+#include "launcher/c10d/server.hpp"
+
+#include <atomic>
+#include <deque>
+#include <thread>
+#include <unordered_map>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <fmt/format.h>
+
+#include "launcher/c10d/key_space.hpp"
+
+namespace ddp::launch::c10d {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+constexpr size_t kReadChunk = 64 * 1024;
+constexpr size_t kMaxWriteBacklog = 8u << 20;  // stop reading a client that does not take its replies
+
+asio::ip::address plain(const asio::ip::address& a) {
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  return a;
+}
+
+std::string endpoint_text(const tcp::endpoint& ep) {
+  const auto a = plain(ep.address());
+  return a.is_v6() ? fmt::format("[{}]:{}", a.to_string(), ep.port()) : fmt::format("{}:{}", a.to_string(), ep.port());
+}
+}  // namespace
+
+bool peer_allowed(const std::string& remote_ip, const std::string& local_ip, const std::vector<std::string>& allowed) {
+  boost::system::error_code ec;
+  const auto remote = plain(asio::ip::make_address(remote_ip, ec));
+  if (ec) return false;
+  if (remote.is_loopback()) return true;
+  const auto local = plain(asio::ip::make_address(local_ip, ec));
+  if (!ec && remote == local) return true;
+  for (const auto& a : allowed) {
+    const auto ip = asio::ip::make_address(a, ec);
+    if (!ec && plain(ip) == remote) return true;
+  }
+  return false;
+}
+
+class Connection;
+
+struct Shared {
+  explicit Shared(ServerOptions o) : options(std::move(o)) {}
+  void log(const std::string& line) const {
+    if (options.log) options.log("workers' store: " + line);
+  }
+  ServerOptions options;
+  KeySpace space;
+  std::unordered_map<ConnId, std::shared_ptr<Connection>> connections;
+  std::vector<std::string> allowed;  // the round's nodes' addresses (restrict_peers)
+  ConnId next_id = 1;
+  bool stopping = false;
+  std::atomic<size_t> refused{0};
+};
+
+// One client: reads into the decoder, serves each complete request on the key space, and
+// writes replies in order, one write in flight.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket socket, Shared& shared, ConnId id, std::string peer)
+      : socket_(std::move(socket)),
+        shared_(shared),
+        id_(id),
+        peer_(std::move(peer)),
+        decoder_(shared.options.limits),
+        request_deadline_(socket_.get_executor()),
+        write_deadline_(socket_.get_executor()) {
+    boost::system::error_code ec;
+    socket_.set_option(tcp::no_delay(true), ec);
+  }
+
+  void start() { do_read(); }
+
+  void send(std::string bytes) {
+    if (closed_) return;
+    backlog_ += bytes.size();
+    writes_.push_back(std::move(bytes));
+    if (writes_.size() == 1) do_write();
+  }
+
+  // reason empty: an ordinary end (EOF, the server stopping): nothing is logged.
+  void close(const std::string& reason) {
+    if (closed_) return;
+    closed_ = true;
+    if (!reason.empty()) shared_.log(fmt::format("closed the connection from {}: {}", who(), reason));
+    shared_.space.disconnect(id_);
+    boost::system::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+    request_deadline_.cancel();
+    write_deadline_.cancel();
+    shared_.connections.erase(id_);  // may destroy *this once the handlers in flight return
+  }
+
+ private:
+  std::string who() const {
+    const Dialect d = decoder_.dialect();
+    return d == Dialect::kUnknown ? peer_ : fmt::format("{} ({} client)", peer_, dialect_name(d));
+  }
+
+  void do_read() {
+    if (closed_ || reading_) return;
+    if (backlog_ > kMaxWriteBacklog) return;  // resumed when the writes drain
+    reading_ = true;
+    socket_.async_read_some(asio::buffer(buf_), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
+      self->reading_ = false;
+      if (self->closed_) return;
+      if (ec) {
+        self->close(ec == asio::error::eof || ec == asio::error::connection_reset ||
+                            ec == asio::error::operation_aborted
+                        ? ""
+                        : fmt::format("read failed: {}", ec.message()));
+        return;
+      }
+      self->decoder_.feed(self->buf_.data(), n);
+      self->serve_requests();
+      self->do_read();
+    });
+  }
+
+  void serve_requests() {
+    Request r;
+    std::vector<Outgoing> out;
+    for (;;) {
+      const auto status = decoder_.next(r);
+      if (status == Decoder::Status::kError) {
+        close(decoder_.error());
+        return;
+      }
+      if (status == Decoder::Status::kNeedMore) break;
+      out.clear();
+      const std::optional<std::string> refused = shared_.space.apply(id_, r, out);
+      for (auto& o : out) {
+        if (o.to == id_) {
+          send(std::move(o.bytes));
+        } else if (auto it = shared_.connections.find(o.to); it != shared_.connections.end()) {
+          it->second->send(std::move(o.bytes));
+        }
+      }
+      if (refused) {
+        close(*refused);
+        return;
+      }
+    }
+    arm_request_deadline();
+  }
+
+  // A request begun (some of its bytes buffered) must be finished in time; an idle
+  // connection (nothing buffered) may stay open as long as it likes.
+  void arm_request_deadline() {
+    if (decoder_.buffered() == 0) {
+      if (request_armed_) request_deadline_.cancel();
+      request_armed_ = false;
+      return;
+    }
+    if (request_armed_) return;
+    request_armed_ = true;
+    request_deadline_.expires_after(shared_.options.request_timeout);
+    request_deadline_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (ec || self->closed_ || !self->request_armed_) return;
+      self->close(
+          fmt::format("a request was still incomplete after {} ms ({} bytes of it arrived); is this a "
+                      "c10d TCPStore client?",
+                      self->shared_.options.request_timeout.count(), self->decoder_.buffered()));
+    });
+  }
+
+  void do_write() {
+    write_deadline_.expires_after(shared_.options.write_timeout);
+    write_deadline_.async_wait([self = shared_from_this(), serial = ++write_serial_](boost::system::error_code ec) {
+      if (ec || self->closed_ || serial != self->write_serial_ || self->writes_.empty()) return;
+      self->close(fmt::format("a reply was not taken within {} ms", self->shared_.options.write_timeout.count()));
+    });
+    asio::async_write(socket_, asio::buffer(writes_.front()),
+                      [self = shared_from_this()](boost::system::error_code ec, size_t) {
+                        if (self->closed_) return;
+                        if (ec) {
+                          self->close(ec == asio::error::broken_pipe || ec == asio::error::connection_reset
+                                          ? ""
+                                          : fmt::format("write failed: {}", ec.message()));
+                          return;
+                        }
+                        self->backlog_ -= self->writes_.front().size();
+                        self->writes_.pop_front();
+                        ++self->write_serial_;
+                        self->write_deadline_.cancel();
+                        if (!self->writes_.empty()) self->do_write();
+                        self->do_read();
+                      });
+  }
+
+  tcp::socket socket_;
+  Shared& shared_;
+  ConnId id_;
+  std::string peer_;
+  Decoder decoder_;
+  std::array<char, kReadChunk> buf_{};
+  std::deque<std::string> writes_;
+  size_t backlog_ = 0;
+  uint64_t write_serial_ = 0;
+  asio::steady_timer request_deadline_;
+  asio::steady_timer write_deadline_;
+  bool request_armed_ = false;
+  bool reading_ = false;
+  bool closed_ = false;
+};
+
+struct Server::Impl {
+  explicit Impl(ServerOptions o) : shared(std::move(o)), acceptor(io) {}
+
+  bool admitted(const tcp::socket& s, const std::string& peer) {
+    boost::system::error_code ec1, ec2;
+    const auto remote = plain(s.remote_endpoint(ec1).address());
+    const auto local = plain(s.local_endpoint(ec2).address());
+    if (ec1 || ec2) return false;
+    if (shared.connections.size() >= shared.options.max_connections) {
+      shared.log(fmt::format("refused a connection from {}: {} connections are open, the limit", peer,
+                             shared.options.max_connections));
+      return false;
+    }
+    if (!shared.options.restrict_peers || peer_allowed(remote.to_string(), local.to_string(), shared.allowed))
+      return true;
+    shared.log(
+        fmt::format("refused a connection from {}: not one of this round's nodes (a rendezvous token is set, "
+                    "and c10d clients cannot authenticate)",
+                    peer));
+    return false;
+  }
+
+  void do_accept() {
+    acceptor.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted || shared.stopping || !acceptor.is_open()) return;
+      if (ec) {  // e.g. out of file descriptors: pause instead of spinning
+        shared.log(fmt::format("accept failed: {}", ec.message()));
+        retry.expires_after(std::chrono::milliseconds(100));
+        retry.async_wait([this](boost::system::error_code e) {
+          if (!e && !shared.stopping) do_accept();
+        });
+        return;
+      }
+      boost::system::error_code pe;
+      const std::string peer = endpoint_text(socket.remote_endpoint(pe));
+      if (!pe && admitted(socket, peer)) {
+        const ConnId id = shared.next_id++;
+        auto c = std::make_shared<Connection>(std::move(socket), shared, id, peer);
+        shared.connections.emplace(id, c);
+        c->start();
+      } else {
+        ++shared.refused;
+        boost::system::error_code ignored;
+        socket.close(ignored);
+      }
+      do_accept();
+    });
+  }
+
+  asio::io_context io{1};
+  Shared shared;
+  tcp::acceptor acceptor;
+  asio::steady_timer retry{io};
+  uint16_t port = 0;
+  bool listening = false;
+  std::thread thread;
+};
+
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+Server::~Server() { stop(); }
+
+void Server::listen() {
+  if (impl_->listening) return;
+  const auto& o = impl_->shared.options;
+  const std::string where = fmt::format("{}:{}", o.host, o.port);
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(o.host, ec);
+  if (ec) throw ListenError(fmt::format("cannot listen for the workers' store on {}: not an IP address", where), false);
+  const tcp::endpoint endpoint(address, o.port);
+  auto& acc = impl_->acceptor;
+  acc.open(endpoint.protocol(), ec);
+  if (!ec) acc.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acc.bind(endpoint, ec);
+  if (!ec) acc.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    boost::system::error_code ignored;
+    acc.close(ignored);
+    const bool in_use = ec == asio::error::address_in_use;
+    throw ListenError(fmt::format("cannot listen for the workers' store on {}: {}", where,
+                                  in_use ? "address already in use; another program holds the port: stop it "
+                                           "or choose another --master-port"
+                                         : ec.message()),
+                      in_use);
+  }
+  impl_->port = acc.local_endpoint().port();
+  impl_->listening = true;
+}
+
+void Server::serve(const std::vector<std::string>& allowed_hosts) {
+  if (impl_->thread.joinable()) return;
+  listen();
+  if (impl_->shared.options.restrict_peers) {
+    tcp::resolver resolver(impl_->io);
+    for (const auto& host : allowed_hosts) {
+      boost::system::error_code ec;
+      auto results = resolver.resolve(host, "", ec);
+      if (ec)
+        impl_->shared.log(
+            fmt::format("cannot resolve node address '{}' ({}): its workers will be refused", host, ec.message()));
+      for (const auto& r : results) impl_->shared.allowed.push_back(plain(r.endpoint().address()).to_string());
+    }
+  }
+  impl_->do_accept();
+  impl_->thread = std::thread([impl = impl_.get()] { impl->io.run(); });
+}
+
+uint16_t Server::port() const { return impl_->port; }
+
+size_t Server::connections_refused() const { return impl_->shared.refused.load(); }
+
+void Server::stop() {
+  if (!impl_) return;
+  auto shutdown = [impl = impl_.get()] {
+    impl->shared.stopping = true;
+    boost::system::error_code ignored;
+    impl->acceptor.close(ignored);
+    impl->retry.cancel();
+    auto open = impl->shared.connections;  // close() erases from the map
+    for (auto& [id, c] : open) c->close("");
+  };
+  if (impl_->thread.joinable()) {
+    asio::post(impl_->io, shutdown);
+    impl_->thread.join();
+  } else {
+    shutdown();
+  }
+  impl_->listening = false;
+}
+
+}  // namespace ddp::launch::c10d

@@ -1,0 +1,264 @@
+"""The launcher's workers' store (launcher/c10d) against real c10d clients.
+
+Usage: check_store.py --helper PATH [--python PATH] [--libtorch-client PATH] CASE
+CASE:
+  python     torch.distributed.TCPStore(is_master=False) of --python (torch 1.13 here, 2.x
+             where installed) drives every request type Python exposes
+  libtorch   --libtorch-client (LibTorch's c10d::TCPStore, isServer=false) drives every
+             request type of the 1.13 client, watchKey included
+  garbage    clients the store does not understand (HTTP, an unknown opcode, an oversized
+             key, a request never finished) are disconnected with one log line each naming
+             the peer, while a real client connected throughout keeps working
+  restrict   with --restrict (a rendezvous token) a loopback client is still served
+  torch2_raw the torch 2.x dialect as main's client sends it, byte for byte from a raw socket
+             (VALIDATE, PING, every request type, a WAIT cancelled after its timeout), for
+             machines without torch 2.x
+Starts c10d_store_helper, prints what it checked, exits 1 on the first mismatch.
+"""
+import argparse
+import os
+import socket
+import struct
+import subprocess
+import sys
+import textwrap
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+from checks import fail  # noqa: E402
+
+PYTHON_CLIENT = textwrap.dedent(
+    """
+    import sys, datetime
+    from torch.distributed import TCPStore
+    port = int(sys.argv[1])
+    s = TCPStore("127.0.0.1", port, None, False, datetime.timedelta(seconds=20))
+    def check(ok, what):
+        print(("ok: " if ok else "FAILED: ") + what, flush=True)
+        if not ok:
+            sys.exit(1)
+    s.set("py/a", "hello")
+    check(s.get("py/a") == b"hello", "set then get")
+    check(s.add("py/n", 4) == 4 and s.add("py/n", 3) == 7, "add")
+    check(s.compare_set("py/a", "wrong", "x") == b"hello", "compare_set mismatch returns the current value")
+    check(s.compare_set("py/a", "hello", "x") == b"x", "compare_set match swaps")
+    s.wait(["py/a", "py/n"])
+    check(True, "wait on present keys")
+    try:
+        s.wait(["py/never"], datetime.timedelta(milliseconds=300))
+        check(False, "wait on a missing key times out")
+    except Exception:
+        check(True, "wait on a missing key times out")
+    check(s.get("py/n") == b"7", "the connection works after the timed-out wait")
+    n = s.num_keys()
+    s.set("py/extra", "1")
+    check(s.num_keys() == n + 1, "num_keys counts a new key")
+    check(s.delete_key("py/extra") and not s.delete_key("py/extra"), "delete_key once, then nothing")
+    if hasattr(s, "append"):  # torch 2.x
+        s.append("py/ap", "a"); s.append("py/ap", "b")
+        check(s.get("py/ap") == b"ab", "append (2.x)")
+        s.multi_set(["py/m1", "py/m2"], ["1", "2"])
+        check(s.multi_get(["py/m1", "py/m2"]) == [b"1", b"2"], "multi_set / multi_get (2.x)")
+    if hasattr(s, "check"):
+        check(s.check(["py/a"]) and not s.check(["py/none"]), "check (2.x)")
+    if hasattr(s, "queue_push"):
+        s.queue_push("py/q", "v1")
+        check(s.queue_len("py/q") == 1 and s.queue_pop("py/q") == b"v1", "queue push/len/pop (2.x)")
+    print("all requests served")
+    """
+)
+
+
+class Helper:
+    def __init__(self, path, extra=()):
+        self.proc = subprocess.Popen([path, *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("port "):
+            fail(f"c10d_store_helper printed {line!r}, expected 'port N'", self.proc.stderr.read())
+        self.port = int(line.split()[1])
+
+    def stop(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+        return self.proc.stderr.read()
+
+
+def run_python_client(args, port):
+    proc = subprocess.run([args.python, "-c", PYTHON_CLIENT, str(port)], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=120)
+    if proc.returncode != 0 or "all requests served" not in proc.stdout:
+        fail(f"the Python TCPStore client failed (exit {proc.returncode})", proc.stdout)
+    return proc.stdout
+
+
+def closed_by_server(sock):
+    sock.settimeout(20)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def case_python(args):
+    helper = Helper(args.helper)
+    out = run_python_client(args, helper.port)
+    log = helper.stop()
+    print(out, end="")
+    if "closed the connection" in log:
+        fail("the store logged a protocol error for a real client", log)
+    print("ok: torch.distributed.TCPStore(is_master=False) was served for every request it made")
+
+
+def case_libtorch(args):
+    helper = Helper(args.helper)
+    proc = subprocess.run([args.libtorch_client, "127.0.0.1", str(helper.port)], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=120)
+    log = helper.stop()
+    print(proc.stdout, end="")
+    if proc.returncode != 0:
+        fail(f"c10d_libtorch_client exited {proc.returncode}", proc.stdout + log)
+    print("ok: LibTorch's c10d::TCPStore client was served for every request type")
+
+
+def case_garbage(args):
+    helper = Helper(args.helper)
+    # A real 1.13 client (raw bytes: ADD init/ 1) stays connected through all of this.
+    real = socket.create_connection(("127.0.0.1", helper.port))
+    add = bytes([3]) + struct.pack("<Q", 5) + b"init/" + struct.pack("<q", 1)
+    real.sendall(add)
+    if struct.unpack("<q", real.recv(8))[0] != 1:
+        fail("the raw 1.13 client's ADD got a wrong answer")
+    bad = {
+        "HTTP": b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+        "unknown opcode": bytes([0]) + struct.pack("<I", 0x3C85F7CE) + bytes([99]),
+        "oversized key": bytes([2]) + struct.pack("<Q", 1 << 40),
+        "never finished": bytes([2]) + struct.pack("<Q", 10) + b"abc",
+    }
+    for what, payload in bad.items():
+        s = socket.create_connection(("127.0.0.1", helper.port))
+        s.sendall(payload)
+        if not closed_by_server(s):
+            fail(f"the store kept a client sending {what} connected")
+        print(f"ok: a client sending {what} was disconnected")
+        s.close()
+    real.sendall(add)
+    if struct.unpack("<q", real.recv(8))[0] != 2:
+        fail("the real client stopped working after the garbage clients")
+    print("ok: the real client kept working")
+    real.close()
+    out = run_python_client(args, helper.port)
+    log = helper.stop()
+    lines = [l for l in log.splitlines() if "closed the connection from 127.0.0.1:" in l]
+    if len(lines) != len(bad):
+        fail(f"expected {len(bad)} log lines, one per bad client, got {len(lines)}", log)
+    for needle in ("not a c10d TCPStore client: first byte 0x47 ('G')", "unknown opcode 99 for a torch 2.x client",
+                   "a key of 1099511627776 bytes, over the limit", "still incomplete after"):
+        if not any(needle in l for l in lines):
+            fail(f"no log line says {needle!r}", log)
+    print("ok: one log line per bad client, naming the peer and what was wrong:")
+    print("\n".join("  " + l for l in lines))
+
+
+def case_restrict(args):
+    helper = Helper(args.helper, ["--restrict", "192.0.2.1"])
+    out = run_python_client(args, helper.port)
+    log = helper.stop()
+    if "refused" in log:
+        fail("a loopback client was refused", log)
+    print("ok: with peers restricted, a loopback client is served")
+
+
+class Raw:
+    """A torch 2.x client's bytes: opcode, then uint64-length strings / raw integers."""
+    OPS = dict(VALIDATE=0, SET=1, COMPARE_SET=2, GET=3, ADD=4, CHECK=5, WAIT=6, GETNUMKEYS=7, DELETE_KEY=8,
+               APPEND=9, MULTI_GET=10, MULTI_SET=11, CANCEL_WAIT=12, PING=13, QUEUE_PUSH=14, QUEUE_POP=15,
+               QUEUE_LEN=16)
+
+    def __init__(self, port):
+        self.s = socket.create_connection(("127.0.0.1", port))
+        self.s.settimeout(20)
+
+    @staticmethod
+    def string(b):
+        b = b.encode() if isinstance(b, str) else b
+        return struct.pack("<Q", len(b)) + b
+
+    def send(self, op, *parts):
+        self.s.sendall(bytes([self.OPS[op]]) + b"".join(parts))
+
+    def recv(self, n):
+        data = b""
+        while len(data) < n:
+            chunk = self.s.recv(n - len(data))
+            if not chunk:
+                fail(f"the store closed the connection while {n - len(data)} reply bytes were due")
+            data += chunk
+        return data
+
+    def i64(self):
+        return struct.unpack("<q", self.recv(8))[0]
+
+    def u8(self):
+        return self.recv(1)[0]
+
+    def value(self):
+        return self.recv(struct.unpack("<Q", self.recv(8))[0])
+
+
+def case_torch2_raw(args):
+    helper = Helper(args.helper)
+    c, S = Raw(helper.port), Raw.string
+    c.send("VALIDATE", struct.pack("<I", 0x3C85F7CE))
+    c.send("PING", struct.pack("<I", 777))
+    expect = [(struct.unpack("<I", c.recv(4))[0] == 777, "PING echoes the nonce")]
+    c.send("SET", S("k"), S("v"))
+    c.send("GET", S("k"))
+    expect.append((c.value() == b"v", "SET then GET"))
+    c.send("ADD", S("n"), struct.pack("<q", 5))
+    expect.append((c.i64() == 5, "ADD"))
+    c.send("COMPARE_SET", S("k"), S("v"), S("w"))
+    expect.append((c.value() == b"w", "COMPARE_SET"))
+    c.send("CHECK", struct.pack("<Q", 2), S("k"), S("nope"))
+    expect.append((c.u8() == 1, "CHECK of a missing key: NOT_READY"))
+    c.send("WAIT", struct.pack("<Q", 1), S("k"))
+    expect.append((c.u8() == 0, "WAIT on a present key: STOP_WAITING"))
+    c.send("WAIT", struct.pack("<Q", 1), S("later"))
+    c.send("CANCEL_WAIT")
+    expect.append((c.u8() == 1, "CANCEL_WAIT after a WAIT: WAIT_CANCELED"))
+    c.send("APPEND", S("k"), S("x"))
+    c.send("MULTI_SET", struct.pack("<Q", 2), S("a"), S("1"), S("b"), S("2"))
+    c.send("MULTI_GET", struct.pack("<Q", 3), S("k"), S("a"), S("b"))
+    expect.append(([c.value(), c.value(), c.value()] == [b"wx", b"1", b"2"], "APPEND, MULTI_SET, MULTI_GET"))
+    c.send("GETNUMKEYS")
+    expect.append((c.i64() == 4, "GETNUMKEYS"))
+    c.send("DELETE_KEY", S("a"))
+    expect.append((c.i64() == 1, "DELETE_KEY"))
+    c.send("QUEUE_PUSH", S("q"), S("item"))
+    c.send("QUEUE_LEN", S("q"))
+    expect.append((c.i64() == 1, "QUEUE_PUSH, QUEUE_LEN"))
+    c.send("QUEUE_POP", S("q"))
+    expect.append((c.i64() == 1 and c.value() == b"item", "QUEUE_POP"))
+    log = helper.stop()
+    for ok, what in expect:
+        if not ok:
+            fail(f"torch 2.x dialect: {what} got a wrong reply", log)
+        print(f"ok: {what}")
+    if "closed the connection" in log:
+        fail("the store logged a protocol error for the 2.x byte stream", log)
+    print("ok: every torch 2.x request type was served as main's client expects")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--helper", required=True)
+    p.add_argument("--python", default="/usr/bin/python3")
+    p.add_argument("--libtorch-client")
+    p.add_argument("case", choices=["python", "libtorch", "garbage", "restrict", "torch2_raw"])
+    args = p.parse_args()
+    globals()["case_" + args.case](args)
+
+
+if __name__ == "__main__":
+    main()
