@@ -43,7 +43,12 @@ struct StandbyPool::Standby {
 StandbyPool::StandbyPool(boost::asio::io_context& io, os::Watchdog& watchdog, StandbyPlan plan)
     : io_(io), watchdog_(watchdog), plan_(std::move(plan)), dev_null_(os::open_dev_null()) {}
 
-StandbyPool::~StandbyPool() { clear(); }
+// Teardown logs nothing: the borrowed event log may already be gone (the multi-node agent
+// destroys its log before its Supervisor, which owns this pool).
+StandbyPool::~StandbyPool() {
+  events_ = nullptr;
+  clear();
+}
 
 size_t StandbyPool::ready_count() const {
   size_t n = 0;
