@@ -3,6 +3,9 @@
 // that re-execute it as a helper). No torch, no launcher code; blocking; not thread-safe.
 #pragma once
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -28,5 +31,20 @@ bool file_exists(const std::string& path);
 std::vector<std::string> lines_of(const std::string& text);
 int count_matching(const std::string& text, const std::string& needle);
 std::string self_exe();  // the running binary (/proc/self/exe resolved)
+
+// What fn() writes to this process's stderr (through `file`, which is left behind).
+template <class Fn>
+std::string stderr_of(const std::string& file, Fn fn) {
+  std::fflush(stderr);
+  const int saved = ::dup(STDERR_FILENO);
+  FILE* f = std::fopen(file.c_str(), "w");
+  ::dup2(::fileno(f), STDERR_FILENO);
+  fn();
+  std::fflush(stderr);
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  std::fclose(f);
+  return read_file(file);
+}
 
 }  // namespace ddp::test

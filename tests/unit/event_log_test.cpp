@@ -13,25 +13,6 @@ using namespace ddp::launch;
 using namespace ddp::launch::supervise;
 using namespace ddp::test;
 
-namespace {
-
-// Runs fn with the process's stderr (fd 2) redirected to a file; returns what it wrote.
-template <class Fn>
-std::string stderr_of(const std::string& file, Fn fn) {
-  std::fflush(stderr);
-  int saved = ::dup(STDERR_FILENO);
-  FILE* f = std::fopen(file.c_str(), "w");
-  ::dup2(::fileno(f), STDERR_FILENO);
-  fn();
-  std::fflush(stderr);
-  ::dup2(saved, STDERR_FILENO);
-  ::close(saved);
-  std::fclose(f);
-  return read_file(file);
-}
-
-}  // namespace
-
 TEST_CASE("event log: one JSON object per line, in order, with event, time and attempt first") {
   TempDir dir;
   {

@@ -47,20 +47,6 @@ std::vector<json> read_events(const std::string& dir) {
 }
 
 // Runs fn with fd 2 redirected to a file; returns what it wrote.
-template <class Fn>
-std::string stderr_of(const std::string& file, Fn fn) {
-  std::fflush(stderr);
-  const int saved = ::dup(STDERR_FILENO);
-  FILE* f = std::fopen(file.c_str(), "w");
-  ::dup2(::fileno(f), STDERR_FILENO);
-  fn();
-  std::fflush(stderr);
-  ::dup2(saved, STDERR_FILENO);
-  ::close(saved);
-  std::fclose(f);
-  return read_file(file);
-}
-
 }  // namespace
 
 TEST_CASE("recovery timeline: each phase's duration, and the total is their sum") {
