@@ -1,5 +1,6 @@
 """A real gloo job for the multi-host test: every rank all-reduces its rank + 1 and checks
-the sum, then (with --hold SECONDS) keeps all-reducing so a node failure hits it mid-job.
+the sum, then (with --hold SECONDS) keeps all-reducing so a node failure hits it mid-job
+(every rank the same number of times).
 With --ready PATH, each rank writes its pid to PATH.RANK once the first all-reduce is done."""
 import argparse
 import os
@@ -23,8 +24,15 @@ if a.ready:
         f.write(str(os.getpid()))
     os.rename(f"{a.ready}.{rank}.tmp", f"{a.ready}.{rank}")
 print(f"allreduce ok rank={rank} world={world} sum={t.item():.0f} host={os.uname().nodename}", flush=True)
+# Every rank runs the same number of all-reduces: each one carries whether this rank is
+# still within its hold, and all stop together once any rank is past it (ranks that
+# simply looped until their own deadline could stop one collective apart, and the last
+# all-reduce of the others then failed: the peer had closed its pairs).
 deadline = time.time() + a.hold
-while time.time() < deadline:
-    dist.all_reduce(torch.ones(1))
+while True:
+    go = torch.tensor([1.0 if time.time() < deadline else 0.0])
+    dist.all_reduce(go, op=dist.ReduceOp.MIN)
+    if go.item() == 0.0:
+        break
     time.sleep(0.05)
 dist.destroy_process_group()
