@@ -1,0 +1,94 @@
+// The launcher's snapshot regions with real processes (docs/snapshots.md): one private file
+// per local rank, the same across restarts with its content kept, removed at exit (success,
+// failure, a stop signal), a SIGKILLed launcher's files swept by the next launcher, and no
+// region (one notice) where the folder cannot hold one. DDP_LAUNCH_SNAPSHOT_DIR points each
+// case at its own folder.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <filesystem>
+
+#include "tests/support/test_support.hpp"
+
+using namespace ddp::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+size_t files_in(const std::string& dir) {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("snapshot regions: one per local rank, kept with its content across a restart, removed at exit") {
+  TempDir shm, out;
+  // Attempt 0: each rank writes its region, then rank 1 fails; attempt 1: each checks it.
+  const std::string script =
+      "f=$DDP_LAUNCH_SNAPSHOT_FILE; [ -n \"$f\" ] || exit 9; "
+      "echo \"$f\" >> " +
+      out.path() +
+      "/paths.$LOCAL_RANK; "
+      "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then printf \"state of $LOCAL_RANK\" > \"$f\"; [ $LOCAL_RANK = 1 ] && exit 3; sleep 60; fi; "
+      "[ \"$(cat \"$f\")\" = \"state of $LOCAL_RANK\" ] || exit 8; stat -c %a \"$f\" >> " +
+      out.path() + "/modes";
+  auto r = launch({"--nproc-per-node=2", "--max-restarts=1", "--no-python", "sh", "-c", script},
+                  {{"DDP_LAUNCH_SNAPSHOT_DIR", shm.path()}}, 120s);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  for (int local = 0; local < 2; ++local) {
+    const auto paths = lines_of(read_file(out / ("paths." + std::to_string(local))));
+    REQUIRE(paths.size() == 2);
+    CHECK(paths[0] == paths[1]);  // the same region for the restart
+    CHECK(paths[0].rfind(shm.path() + "/ddp-launch-snapshot-", 0) == 0);
+  }
+  CHECK(read_file(out / "paths.0") != read_file(out / "paths.1"));
+  CHECK(read_file(out / "modes") == "600\n600\n");
+  CHECK(files_in(shm.path()) == 0);  // removed at exit
+}
+
+TEST_CASE("snapshot regions: removed after a failure and after a stop signal") {
+  TempDir shm;
+  auto failed =
+      launch({"--nproc-per-node=2", "--no-python", "sh", "-c", "[ -f \"$DDP_LAUNCH_SNAPSHOT_FILE\" ] && exit 4"},
+             {{"DDP_LAUNCH_SNAPSHOT_DIR", shm.path()}}, 60s);
+  CHECK(failed.exit_code == 4);
+  CHECK(files_in(shm.path()) == 0);
+
+  Background job({launcher_path(), "--nproc-per-node=2", "--no-python", "sh", "-c", "sleep 60"},
+                 {{"DDP_LAUNCH_SNAPSHOT_DIR", shm.path()}});
+  REQUIRE(wait_until([&] { return files_in(shm.path()) == 2; }, 30s));
+  job.signal(SIGTERM);
+  auto r = job.wait(60s);
+  CHECK(r.exit_code == 128 + SIGTERM);
+  CHECK(files_in(shm.path()) == 0);
+}
+
+TEST_CASE("snapshot regions: a SIGKILLed launcher's are swept by the next launcher") {
+  TempDir shm;
+  {
+    Background job({launcher_path(), "--nproc-per-node=2", "--no-python", "sh", "-c", "sleep 60"},
+                   {{"DDP_LAUNCH_SNAPSHOT_DIR", shm.path()}});
+    REQUIRE(wait_until([&] { return files_in(shm.path()) == 2; }, 30s));
+    job.signal(SIGKILL);
+    job.wait(60s);
+  }
+  CHECK(files_in(shm.path()) == 2);  // nobody removed them
+  auto r = launch({"--nproc-per-node=1", "--no-python", "sh", "-c", "ls $(dirname $DDP_LAUNCH_SNAPSHOT_FILE) | wc -l"},
+                  {{"DDP_LAUNCH_SNAPSHOT_DIR", shm.path()}}, 60s);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("1"));  // only its own
+  CHECK(files_in(shm.path()) == 0);
+}
+
+TEST_CASE("snapshot regions: a folder that cannot hold them: one notice, workers without the variable") {
+  TempDir dir;
+  auto r = launch({"--nproc-per-node=2", "--no-python", "sh", "-c", "[ -z \"$DDP_LAUNCH_SNAPSHOT_FILE\" ]"},
+                  {{"DDP_LAUNCH_SNAPSHOT_DIR", dir / "missing"}}, 60s);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(count_matching(r.err, "in-memory snapshots are off") == 1);
+}
