@@ -15,6 +15,9 @@ DDP_LAUNCH_SNAPSHOT_FILE names a file in /dev/shm that the launcher keeps across
         ...
         ddp_snapshot.save(step + 1, {"model": model.state_dict(), "opt": opt.state_dict()})
 
+Under DDP every rank must resume from the same step: agree on the smallest newest step (an
+all_reduce MIN) and load(step=that) where it differs (tests/python/snapshot_resume.py).
+
 Without ddp-launch (no DDP_LAUNCH_SNAPSHOT_FILE) save() warns once and does nothing and
 load() returns None. If the file system cannot hold a snapshot (/dev/shm full or too
 small) save() warns once naming the size needed and snapshots stay off for this process.
@@ -110,8 +113,8 @@ def save_bytes(step, payload):
     return True
 
 
-def load_bytes():
-    """(step, payload) of the newest complete snapshot, or None."""
+def load_bytes(step=None):
+    """(step, payload) of the newest complete snapshot (of `step` if given: either slot), or None."""
     path = os.environ.get(ENV_VAR)
     if not path:
         return None
@@ -123,12 +126,14 @@ def load_bytes():
         size = os.fstat(fd).st_size
         slots = _read_slots(fd)
         for i in sorted(range(2), key=lambda i: -slots[i][0]):
-            seq, step, offset, length, checksum = slots[i][:5]
+            seq, held, offset, length, checksum = slots[i][:5]
             if seq == 0 or offset < HEADER_SIZE or offset > size or length > size - offset:
                 continue
+            if step is not None and held != step:
+                continue
             payload = os.pread(fd, length, offset)
-            if len(payload) == length and _checksum(seq, step, offset, length, payload) == checksum:
-                return step, payload
+            if len(payload) == length and _checksum(seq, held, offset, length, payload) == checksum:
+                return held, payload
         return None
     finally:
         os.close(fd)
@@ -144,9 +149,11 @@ def save(step, state):
     return save_bytes(step, buf.getbuffer())
 
 
-def load(map_location=None):
-    """(step, state) of the newest complete snapshot (torch.load'ed), or None."""
-    found = load_bytes()
+def load(map_location=None, step=None):
+    """(step, state) of the newest complete snapshot (torch.load'ed), or None. With `step`:
+    that step's snapshot from either slot (a rank one snapshot ahead of the others still holds
+    the step before), or None."""
+    found = load_bytes(step)
     if found is None:
         return None
     import torch

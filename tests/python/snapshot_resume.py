@@ -28,19 +28,21 @@ torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
 opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 
-start = 0
+# Every rank resumes from the same step: the smallest newest step any rank holds (a rank stopped
+# while copying its snapshot holds the one before; the others still have that in their older slot).
 found = ddp_snapshot.load(map_location="cpu")
-if found:
+agreed = torch.tensor([found[0] if found else -1])
+dist.all_reduce(agreed, op=dist.ReduceOp.MIN)
+if found and found[0] != int(agreed):
+    found = ddp_snapshot.load(map_location="cpu", step=int(agreed)) if int(agreed) >= 0 else None
+have = torch.tensor([1 if found else 0])
+dist.all_reduce(have, op=dist.ReduceOp.MIN)
+start = 0
+if int(have):
     start, state = found
     model.load_state_dict(state["model"])
     opt.load_state_dict(state["opt"])
-# Every rank must resume from the same step: the smallest any rank holds.
-agreed = torch.tensor([start])
-dist.all_reduce(agreed, op=dist.ReduceOp.MIN)
-if int(agreed) != start:
-    print(f"ranks hold different snapshot steps ({start} here, {int(agreed)} elsewhere)", flush=True)
-    sys.exit(5)
-print(f"attempt {attempt}: " + (f"resumed from snapshot step {start}" if found else "fresh start"), flush=True)
+print(f"attempt {attempt}: " + (f"resumed from snapshot step {start}" if int(have) else "fresh start"), flush=True)
 
 ddp = torch.nn.parallel.DistributedDataParallel(model)
 for step in range(start, args.steps):
