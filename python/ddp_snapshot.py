@@ -95,7 +95,10 @@ def save_bytes(step, payload):
     try:
         os.posix_fallocate(fd, offset, max(length, 1))
     except OSError as e:
+        global _fd
         _off = True
+        os.close(fd)
+        _fd = None
         where = os.path.dirname(os.environ.get(ENV_VAR, "/dev/shm"))
         _warn(f"cannot reserve {offset + length} bytes in {where} for a snapshot of {length} bytes "
               f"({e.strerror}): snapshots are off for this worker; give {where} more room "

@@ -65,3 +65,21 @@ with tempfile.TemporaryDirectory() as d:
     if ddp_snapshot.load_bytes(4) != (4, b"four") or ddp_snapshot.load_bytes(6) is not None:
         fail("load_bytes(step) did not find the older slot's step 4, or found a step 6 never saved")
     print("ok: a given step is read from the older slot")
+
+# A region that cannot grow (RLIMIT_FSIZE stands in for a full /dev/shm: posix_fallocate
+# fails, EFBIG instead of ENOSPC): one warning naming the size the region needs (after the
+# first slot: 8192 + 1000000), then snapshots stay off and the older snapshot stays readable.
+code = ("import resource, sys; sys.path.insert(0, sys.argv[1]); import ddp_snapshot as s; "
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536)); "
+        "print(s.save_bytes(1, b'x' * 100), s.save_bytes(2, b'y' * 1000000), s.save_bytes(3, b'z'), "
+        "s.load_bytes() == (1, b'x' * 100))")
+with tempfile.TemporaryDirectory() as d:
+    region = os.path.join(d, "region")
+    open(region, "wb").close()
+    env = dict(os.environ, **{ddp_snapshot.ENV_VAR: region})
+    proc = subprocess.run([sys.executable, "-c", code, os.environ["DDP_TEST_PYTHON_DIR"]], env=env,
+                          capture_output=True, text=True, timeout=60)
+    if proc.stdout.strip() != "True False False True" or proc.stderr.count("cannot reserve") != 1 \
+            or "cannot reserve 1008192 bytes" not in proc.stderr:
+        fail(f"a region that cannot grow: out {proc.stdout!r} err {proc.stderr!r}")
+print("ok: a region that cannot grow: one warning naming the size, snapshots off, the older one kept")
