@@ -26,13 +26,17 @@ size_t files_in(const std::string& dir) {
 
 TEST_CASE("snapshot regions: one per local rank, kept with its content across a restart, removed at exit") {
   TempDir shm, out;
-  // Attempt 0: each rank writes its region, then rank 1 fails; attempt 1: each checks it.
+  // Attempt 0: each rank writes its region, then rank 1 fails (once rank 0 wrote); attempt 1:
+  // each checks its region's content.
   const std::string script =
       "f=$DDP_LAUNCH_SNAPSHOT_FILE; [ -n \"$f\" ] || exit 9; "
       "echo \"$f\" >> " +
       out.path() +
       "/paths.$LOCAL_RANK; "
-      "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then printf \"state of $LOCAL_RANK\" > \"$f\"; [ $LOCAL_RANK = 1 ] && exit 3; sleep 60; fi; "
+      "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then printf \"state of $LOCAL_RANK\" > \"$f\"; "
+      "touch " + out.path() + "/written.$LOCAL_RANK; "
+      "if [ $LOCAL_RANK = 1 ]; then while [ ! -e " + out.path() + "/written.0 ]; do sleep 0.05; done; exit 3; fi; "
+      "sleep 60; fi; "
       "[ \"$(cat \"$f\")\" = \"state of $LOCAL_RANK\" ] || exit 8; stat -c %a \"$f\" >> " +
       out.path() + "/modes";
   auto r = launch({"--nproc-per-node=2", "--max-restarts=1", "--no-python", "sh", "-c", script},
