@@ -112,8 +112,9 @@ inline uint32_t slot_checksum(const Slot& s, const void* payload) {
   return crc32(payload, s.length, crc32(&s, kSlotChecksummed));
 }
 
-// The slots worth trying, newest first (seq > 0 and inside a file of `file_size` bytes);
-// each still has to pass slot_checksum over its payload.
+// The slots in the order a reader tries them, newest first; a slot counts only if
+// slot_in_file (not empty, inside a file of `file_size` bytes) and its payload passes
+// slot_checksum.
 inline std::array<int, 2> slots_newest_first(const Header& h) {
   return h.slots[0].seq >= h.slots[1].seq ? std::array<int, 2>{0, 1} : std::array<int, 2>{1, 0};
 }

@@ -1,7 +1,7 @@
 // Private files in a shared-memory folder (/dev/shm): created with an unguessable name,
 // mode 0600 and O_EXCL, and swept when the launcher that made them died without removing
 // them (SIGKILL). The name is PREFIX-PID-RANDOM-TAG, PID the creating launcher's. Blocking
-// but instant (a few system calls); not thread-safe only in that callers own the paths.
+// but instant (a few system calls); no shared state (thread-safe).
 #pragma once
 
 #include <optional>

@@ -34,8 +34,12 @@ TEST_CASE("snapshot regions: one per local rank, kept with its content across a 
       out.path() +
       "/paths.$LOCAL_RANK; "
       "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then printf \"state of $LOCAL_RANK\" > \"$f\"; "
-      "touch " + out.path() + "/written.$LOCAL_RANK; "
-      "if [ $LOCAL_RANK = 1 ]; then while [ ! -e " + out.path() + "/written.0 ]; do sleep 0.05; done; exit 3; fi; "
+      "touch " +
+      out.path() +
+      "/written.$LOCAL_RANK; "
+      "if [ $LOCAL_RANK = 1 ]; then while [ ! -e " +
+      out.path() +
+      "/written.0 ]; do sleep 0.05; done; exit 3; fi; "
       "sleep 60; fi; "
       "[ \"$(cat \"$f\")\" = \"state of $LOCAL_RANK\" ] || exit 8; stat -c %a \"$f\" >> " +
       out.path() + "/modes";
