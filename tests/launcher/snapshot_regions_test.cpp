@@ -1,14 +1,18 @@
 // The launcher's snapshot regions with real processes (docs/snapshots.md): one private file
 // per local rank, the same across restarts with its content kept, removed at exit (success,
-// failure, a stop signal), a SIGKILLed launcher's files swept by the next launcher, and no
-// region (one notice) where the folder cannot hold one. DDP_LAUNCH_SNAPSHOT_DIR points each
+// failure, a stop signal), a SIGKILLed launcher's files swept by the next launcher, no
+// region (one notice) where the folder cannot hold one, and python/ddp_snapshot.py writing and
+// reading the same format as contract/snapshot_file.hpp. DDP_LAUNCH_SNAPSHOT_DIR points each
 // case at its own folder.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 
+#include "contract/snapshot_file.hpp"
 #include "tests/support/test_support.hpp"
 
 using namespace ddp::test;
@@ -99,4 +103,40 @@ TEST_CASE("snapshot regions: a folder that cannot hold them: one notice, workers
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(count_matching(r.err, "in-memory snapshots are off") == 1);
+}
+
+TEST_CASE("snapshot regions: python/ddp_snapshot.py and contract/snapshot_file.hpp read each other's") {
+  TempDir dir;
+  const std::string from_python = dir / "from_python", from_cpp = dir / "from_cpp";
+  write_file(from_python, "");
+  const std::string python_dir = std::string(DDP_SOURCE_DIR) + "/python";
+  auto wrote = run({"python3", "-c",
+                    "import sys; sys.path.insert(0, sys.argv[1]); import ddp_snapshot as s; "
+                    "s.save_bytes(3, b'three'); s.save_bytes(4, b'four' * 5000)",
+                    python_dir},
+                   {{"DDP_LAUNCH_SNAPSHOT_FILE", from_python}}, 60s);
+  REQUIRE(wrote.exit_code == 0);
+  const auto read = ddp::snapshot::read_newest_snapshot(from_python);
+  REQUIRE(read);
+  CHECK(read->step == 4);
+  std::string fours;
+  for (int i = 0; i < 5000; ++i) fours += "four";
+  CHECK(read->payload == fours);
+
+  {
+    const int fd = ::open(from_cpp.c_str(), O_RDWR | O_CREAT, 0600);
+    REQUIRE(fd >= 0);
+    const std::string a = "seven", b(100000, 'q');
+    CHECK(ddp::snapshot::write_snapshot(fd, 7, a.data(), a.size()).error == 0);
+    CHECK(ddp::snapshot::write_snapshot(fd, 8, b.data(), b.size()).error == 0);
+    ::close(fd);
+  }
+  auto loaded = run({"python3", "-c",
+                     "import sys; sys.path.insert(0, sys.argv[1]); import ddp_snapshot as s; "
+                     "n = s.load_bytes(); o = s.load_bytes(7); print(n[0], len(n[1]), set(n[1]), o)",
+                     python_dir},
+                    {{"DDP_LAUNCH_SNAPSHOT_FILE", from_cpp}}, 60s);
+  INFO(loaded.err);
+  REQUIRE(loaded.exit_code == 0);
+  CHECK(loaded.out == "8 100000 {113} (7, b'seven')\n");
 }
