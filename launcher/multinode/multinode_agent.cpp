@@ -88,8 +88,9 @@ class MultiNodeAgent {
   JobStoreLink store_;   // the agent store (hosted here, or joined) or etcd
   RoundFindings state_;  // this round's record, a lost store or an unreadable record
   std::unique_ptr<worker::RunLayout> layout_;
-  std::unique_ptr<supervise::EventLog> events_;       // RUN/events.jsonl; null until the run directory exists
-  std::unique_ptr<supervise::RecoveryLog> recovery_;  // each restart's timeline, into events_
+  std::unique_ptr<supervise::SnapshotRegions> snapshots_;  // the job's, kept across rounds
+  std::unique_ptr<supervise::EventLog> events_;            // RUN/events.jsonl; null until the run directory exists
+  std::unique_ptr<supervise::RecoveryLog> recovery_;       // each restart's timeline, into events_
   std::optional<std::chrono::system_clock::time_point> abort_seen_;  // this round's record first read
   int acknowledged_round_ = -1;
   int rendezvous_signal_ = 0;                      // the stop signal that interrupted a rendezvous
@@ -231,7 +232,7 @@ supervise::AttemptResult MultiNodeAgent::run_round(const Round& r) {
   abort_seen_.reset();
   abort_thread_->wait_for_round(r.number());
   supervisor_.set_standbys_wanted(plan.restart_count < job_.max_restarts);  // a restart is left to take over
-  std::vector<supervise::WorkerLaunch> launches = prepare_attempt(job_, env_, group, *layout_);
+  std::vector<supervise::WorkerLaunch> launches = prepare_attempt(job_, env_, group, *layout_, snapshots_.get());
   recovery_->rendezvous_done();
   supervise::AttemptResult result = supervisor_.run_attempt(std::move(launches), check);
   recovery_->attempt_ended(result.kind == supervise::AttemptResult::Kind::kSucceeded);
@@ -443,6 +444,7 @@ int MultiNodeAgent::run_rounds() {
     });
   supervise::notice_omp_threads(env_, job_.devices.nproc);
   layout_ = std::make_unique<worker::RunLayout>(job_.layout, env_);
+  snapshots_ = std::make_unique<supervise::SnapshotRegions>(env_);
   if (layout_->enabled() && !layout_->temporary()) worker::launcher_notice("logs in " + layout_->run_dir());
   events_ = std::make_unique<supervise::EventLog>(layout_->run_dir(), spec_.node_rank);
   supervisor_.set_event_log(events_.get());

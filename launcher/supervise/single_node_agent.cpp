@@ -84,7 +84,7 @@ std::unique_ptr<c10d::Server> host_worker_store(const JobConfig& job, const Sing
 }
 
 int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const cli::Environment& env, worker::GroupPlan& plan,
-                 worker::RunLayout& layout, EventLog& events) {
+                 worker::RunLayout& layout, EventLog& events, SnapshotRegions& snapshots) {
   Supervisor supervisor(job.supervisor);
   supervisor.set_event_log(&events);
   RecoveryLog recovery(events);  // each restart's timeline
@@ -94,7 +94,7 @@ int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const cli::En
     plan.restart_count = attempt;
     events.set_attempt(attempt);
     supervisor.set_standbys_wanted(attempt < job.max_restarts);  // a restart is left to take over
-    std::vector<WorkerLaunch> launches = prepare_attempt(job, env, plan, layout);
+    std::vector<WorkerLaunch> launches = prepare_attempt(job, env, plan, layout, &snapshots);
     std::unique_ptr<c10d::Server> store;
     if (plan.agent_store && node.node_rank == 0) store = host_worker_store(job, node, plan);
     recovery.rendezvous_done();
@@ -137,7 +137,8 @@ int run_single_node_agent(const JobConfig& job, const SingleNodeSpec& node, cons
   EventLog events(layout.run_dir());
   log_start(events, job);
   try {
-    return run_attempts(job, node, env, plan, layout, events);
+    SnapshotRegions snapshots(env);  // the job's: kept across restarts, removed on every way out
+    return run_attempts(job, node, env, plan, layout, events, snapshots);
   } catch (const LaunchError& e) {  // not swallowed: logged, then main() reports it
     events.write("finish", {{"outcome", "error"}, {"exit_code", e.exit_code()}, {"message", e.what()}});
     throw;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "contract/progress_file.hpp"
+#include "contract/snapshot_region.hpp"
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/worker/output.hpp"
@@ -48,7 +49,8 @@ void add_progress_feed(const cli::Environment& env, const std::string& dir, Work
 }  // namespace
 
 std::vector<WorkerLaunch> prepare_attempt(const JobConfig& job, const cli::Environment& env,
-                                          const worker::GroupPlan& plan, const worker::RunLayout& layout) {
+                                          const worker::GroupPlan& plan, const worker::RunLayout& layout,
+                                          SnapshotRegions* snapshots) {
   const worker::DevicePlan& devices = job.devices;
   std::vector<WorkerLaunch> out;
   for (int local = 0; local < plan.local_world_size; ++local) {
@@ -65,6 +67,9 @@ std::vector<WorkerLaunch> prepare_attempt(const JobConfig& job, const cli::Envir
     w.prefix = worker::expand_prefix_template(job.output.prefix_template, w.rank, local, plan.role);
     route_output(job.output, layout, dir, w);
     add_progress_feed(env, dir, w);
+    if (snapshots)
+      if (const std::string region = snapshots->path_for(local); !region.empty())
+        w.spawn.env.push_back(std::string(snapshot::kEnvVar) + "=" + region);
     if (job.output.stdin_rank == w.rank) w.spawn.stdin_fd = STDIN_FILENO;  // for pdb & input()
     out.push_back(std::move(w));
   }

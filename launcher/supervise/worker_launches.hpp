@@ -8,14 +8,18 @@
 
 #include "launcher/cli/environment.hpp"
 #include "launcher/supervise/job_config.hpp"
+#include "launcher/supervise/snapshot_regions.hpp"
 #include "launcher/supervise/supervisor.hpp"
 #include "launcher/worker/run_layout.hpp"
 #include "launcher/worker/worker_env.hpp"
 
 namespace ddp::launch::supervise {
 
+// `snapshots` (the job's regions; nullptr: none, as in a dry run) puts each rank's region
+// path in its environment (DDP_LAUNCH_SNAPSHOT_FILE, docs/snapshots.md).
 std::vector<WorkerLaunch> prepare_attempt(const JobConfig& job, const cli::Environment& env,
-                                          const worker::GroupPlan& plan, const worker::RunLayout& layout);
+                                          const worker::GroupPlan& plan, const worker::RunLayout& layout,
+                                          SnapshotRegions* snapshots = nullptr);
 
 // The failure report names `root`'s error file (or, for a hang, the stacks files): a
 // temporary run directory holding it is kept (and said so), so that the path the user is

@@ -10,6 +10,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include <sstream>
+
+#include "checkpoint_archive.hpp"
 #include "ddp/progress.hpp"
 #include "group_impl.hpp"
 
@@ -77,23 +80,41 @@ void write_atomically(const std::string& path, torch::serialize::OutputArchive& 
 
 void save_local(const std::string& path, const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
                 const CheckpointExtra& extra) {
-  torch::serialize::OutputArchive archive;
-  archive.write("ddp/format", c10::IValue(std::string(kFormat)));
-  torch::serialize::OutputArchive model_archive;
-  model.save(model_archive);
-  archive.write("model", model_archive);
-  if (optimizer) {
-    torch::serialize::OutputArchive optimizer_archive;
-    optimizer->save(optimizer_archive);
-    archive.write("optimizer", optimizer_archive);
-  }
-  c10::List<std::string> keys;
-  for (const auto& [key, value] : extra) {
-    keys.push_back(key);
-    archive.write("extra/" + key, value);
-  }
-  archive.write("ddp/extra_keys", c10::IValue(keys));
+  torch::serialize::OutputArchive archive = detail::checkpoint_archive(model, optimizer, extra);
   write_atomically(path, archive);
+}
+
+// Every parameter and buffer of `module` (recursively, as Module::load walks it) is in the
+// archive with the module's shape and dtype; else a CheckpointError naming the tensor, before
+// anything is loaded.
+void check_tensors(torch::serialize::InputArchive& archive, const torch::nn::Module& module, const std::string& prefix,
+                   const std::string& what) {
+  auto check = [&](const std::string& key, const torch::Tensor& want, bool is_buffer) {
+    torch::Tensor got;
+    if (!archive.try_read(key, got, is_buffer) || !got.defined()) {
+      throw CheckpointError(what + " has no " + (is_buffer ? "buffer '" : "parameter '") + prefix + key +
+                            "' the model has; was it saved from another model?");
+    }
+    if (got.sizes() != want.sizes() || got.scalar_type() != want.scalar_type()) {
+      std::ostringstream msg;
+      msg << what << " does not match the model: tensor '" << prefix << key << "' is " << got.scalar_type()
+          << got.sizes() << " there and " << want.scalar_type() << want.sizes()
+          << " in the model; nothing was loaded (was it saved from another model?)";
+      throw CheckpointError(msg.str());
+    }
+  };
+  for (const auto& p : module.named_parameters(/*recurse=*/false)) check(p.key(), p.value(), false);
+  for (const auto& b : module.named_buffers(/*recurse=*/false)) check(b.key(), b.value(), true);
+  for (const auto& child : module.named_children()) {
+    if (!child.value()->is_serializable()) continue;
+    torch::serialize::InputArchive child_archive;
+    if (!archive.try_read(child.key(), child_archive)) {
+      throw CheckpointError(what + " has no module '" + prefix + child.key() +
+                            "' the model has; was it saved from "
+                            "another model?");
+    }
+    check_tensors(child_archive, *child.value(), prefix + child.key() + ".", what);
+  }
 }
 
 }  // namespace
@@ -137,29 +158,63 @@ CheckpointExtra load_checkpoint(const std::string& path, torch::nn::Module& mode
     throw CheckpointError("'" + path + "' is not a readable checkpoint (truncated, corrupt or not a torch archive): " +
                           first_line(e.what_without_backtrace()));
   }
-  c10::IValue format;
-  if (!archive.try_read("ddp/format", format) || !format.isString() || format.toStringRef() != kFormat) {
+  if (!detail::is_checkpoint_archive(archive)) {
     throw CheckpointError("'" + path + "' is not a libddp checkpoint (no '" + std::string(kFormat) +
                           "' marker); was it written by ddp::save_checkpoint?");
   }
+  return detail::load_checkpoint_archive(archive, "checkpoint '" + path + "'", model, optimizer);
+}
+
+namespace detail {
+
+torch::serialize::OutputArchive checkpoint_archive(const torch::nn::Module& model,
+                                                   const torch::optim::Optimizer* optimizer,
+                                                   const CheckpointExtra& extra) {
+  torch::serialize::OutputArchive archive;
+  archive.write("ddp/format", c10::IValue(std::string(kFormat)));
+  torch::serialize::OutputArchive model_archive;
+  model.save(model_archive);
+  archive.write("model", model_archive);
+  if (optimizer) {
+    torch::serialize::OutputArchive optimizer_archive;
+    optimizer->save(optimizer_archive);
+    archive.write("optimizer", optimizer_archive);
+  }
+  c10::List<std::string> keys;
+  for (const auto& [key, value] : extra) {
+    keys.push_back(key);
+    archive.write("extra/" + key, value);
+  }
+  archive.write("ddp/extra_keys", c10::IValue(keys));
+  return archive;
+}
+
+bool is_checkpoint_archive(torch::serialize::InputArchive& archive) {
+  c10::IValue format;
+  return archive.try_read("ddp/format", format) && format.isString() && format.toStringRef() == kFormat;
+}
+
+CheckpointExtra load_checkpoint_archive(torch::serialize::InputArchive& archive, const std::string& what,
+                                        torch::nn::Module& model, torch::optim::Optimizer* optimizer) {
+  torch::serialize::InputArchive checked_model;
+  if (!archive.try_read("model", checked_model)) throw CheckpointError(what + " has no model state");
+  check_tensors(checked_model, model, "", what);
   try {
     torch::serialize::InputArchive model_archive;
     archive.read("model", model_archive);
     model.load(model_archive);
   } catch (const c10::Error& e) {
-    throw CheckpointError("checkpoint '" + path +
-                          "' does not match the model: " + first_line(e.what_without_backtrace()));
+    throw CheckpointError(what + " does not match the model: " + first_line(e.what_without_backtrace()));
   }
   if (optimizer) {
     torch::serialize::InputArchive optimizer_archive;
     if (!archive.try_read("optimizer", optimizer_archive)) {
-      throw CheckpointError("checkpoint '" + path + "' has no optimizer state; pass nullptr as the optimizer");
+      throw CheckpointError(what + " has no optimizer state; pass nullptr as the optimizer");
     }
     try {
       optimizer->load(optimizer_archive);
     } catch (const c10::Error& e) {
-      throw CheckpointError("checkpoint '" + path +
-                            "' does not match the optimizer: " + first_line(e.what_without_backtrace()));
+      throw CheckpointError(what + " does not match the optimizer: " + first_line(e.what_without_backtrace()));
     }
   }
   CheckpointExtra extra;
@@ -176,4 +231,5 @@ CheckpointExtra load_checkpoint(const std::string& path, torch::nn::Module& mode
   return extra;
 }
 
+}  // namespace detail
 }  // namespace ddp

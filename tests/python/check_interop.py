@@ -154,13 +154,60 @@ def check_hang_all_reduce(args):
     print(f"ok: hang verdict names rank 1 and rank 0's all_reduce; tracebacks at lines {stop_line} and {wait_line}")
 
 
+PYTHON_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "python"))
+
+
+def check_snapshot_resume(args):
+    """Snapshots every step; rank 1 SIGKILLed at step 6 once: the restart resumes from the
+    snapshot of step 5 on both ranks (4 when the launcher's SIGTERM caught rank 0 copying step
+    5's), runs the remaining steps, and ends with the weights of an uninterrupted run, bit for bit."""
+    os.environ["DDP_TEST_PYTHON_DIR"] = PYTHON_DIR
+    with tempfile.TemporaryDirectory() as shm:
+        os.environ["DDP_LAUNCH_SNAPSHOT_DIR"] = shm
+        rc, out = launch(args, ["--nproc_per_node=2", "--max-restarts=1"], "snapshot_resume.py", ["--kill-at", "6"])
+        if rc != 0:
+            fail(f"exit code {rc}, expected 0", out)
+        if os.listdir(shm):
+            fail(f"snapshot regions left behind: {os.listdir(shm)}", out)
+        rc, clean = launch(args, ["--nproc_per_node=2"], "snapshot_resume.py")
+        if rc != 0:
+            fail(f"uninterrupted run: exit code {rc}, expected 0", clean)
+    digests = set()
+    resumed_at = {line for rank in range(2) for line in rank_lines(out, rank) if "resumed from snapshot" in line}
+    if resumed_at not in ({"attempt 1: resumed from snapshot step 5"}, {"attempt 1: resumed from snapshot step 4"}):
+        fail(f"the ranks did not both resume from the snapshot of step 5 (or 4): {resumed_at}", out)
+    start = int(resumed_at.pop().rsplit(" ", 1)[1])
+    for rank in range(2):
+        lines = rank_lines(out, rank)
+        if "attempt 0: fresh start" not in lines:
+            fail(f"rank {rank} did not start fresh", out)
+        resumed_steps = [line for line in lines if line.startswith("attempt 1: step ")]
+        if resumed_steps != [f"attempt 1: step {s}" for s in range(start + 1, 11)]:
+            fail(f"rank {rank}: the restart ran {resumed_steps}, expected steps {start + 1}..10", out)
+        digests.update(line for line in lines if line.startswith("final weights "))
+        digests.update(line for line in rank_lines(clean, rank) if line.startswith("final weights "))
+    if len(digests) != 1:
+        fail(f"final weights differ from the uninterrupted run's: {digests}", out + clean)
+    print(f"ok: killed at step 6, resumed from the snapshot of step {start}, final weights bit-identical")
+
+
+def check_snapshot_torn(args):
+    env = dict(os.environ, DDP_TEST_PYTHON_DIR=PYTHON_DIR)
+    proc = subprocess.run([args.python, os.path.join(HERE, "snapshot_torn.py")], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=120)
+    print(proc.stdout)
+    if proc.returncode != 0:
+        fail(f"snapshot_torn.py exited {proc.returncode}", proc.stdout)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--launcher", required=True)
     parser.add_argument("--python", default="/usr/bin/python3")
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("case", choices=["env_allreduce", "record_traceback", "legacy_local_rank",
-                                           "tutorial_local_rank", "hang_all_reduce"])
+                                           "tutorial_local_rank", "hang_all_reduce", "snapshot_resume",
+                                           "snapshot_torn"])
     args = parser.parse_args()
     globals()[f"check_{args.case}"](args)
 

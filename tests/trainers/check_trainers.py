@@ -189,7 +189,9 @@ def check_train_converges():
 
 def check_train_resume(hook_args=(), exact=False):
     n = ARGS.nproc
-    common = ["--epochs", "4", "--batch-size", str(128 // n), "--checkpoint-interval", "30", *hook_args, *SMALL]
+    # --snapshot-every 0: this case is about disk checkpoints (train_snapshot_resume: snapshots).
+    common = ["--epochs", "4", "--batch-size", str(128 // n), "--checkpoint-interval", "30", "--snapshot-every", "0",
+              *hook_args, *SMALL]
     with tempfile.TemporaryDirectory() as ref_dir, tempfile.TemporaryDirectory() as dir_:
         rc, ref = launch(n, "train", "--checkpoint-dir", ref_dir, *common)
         expect_rc(rc, ref)
@@ -223,6 +225,36 @@ def check_train_powersgd_resume():
     # checkpoints, so the run killed at step 100 and resumed from step 90 ends exactly like the
     # uninterrupted one.
     check_train_resume(["--comm-hook", "powersgd", "--powersgd-rank", "1", "--powersgd-start-iter", "20"], exact=True)
+
+
+def check_train_snapshot_resume():
+    # Snapshots every step: rank n-1 SIGKILLed after 100 steps; the restart resumes from the
+    # in-memory snapshot of step 100 or 99 (not the step-90 checkpoint on disk) and ends with final
+    # weights and momentum bit-identical to an uninterrupted run's (train's printed digest).
+    n = ARGS.nproc
+    common = ["--epochs", "2", "--batch-size", str(128 // n), "--checkpoint-interval", "30", "--snapshot-every", "1",
+              *SMALL]
+    with tempfile.TemporaryDirectory() as ref_dir, tempfile.TemporaryDirectory() as dir_:
+        rc, ref = launch(n, "train", "--checkpoint-dir", ref_dir, *common)
+        expect_rc(rc, ref)
+        rc, out = launch(n, "train", "--checkpoint-dir", dir_, "--fail-at-step", "100", "--fail-rank", str(n - 1),
+                         *common, launcher_args=["--max-restarts", "1"])
+        expect_rc(rc, out)
+        if f"train: rank {n - 1} killing itself (SIGKILL) after 100 steps" not in out:
+            fail("the worker was not killed", out)
+        # Step 100, or 99 when the launcher's SIGTERM caught rank 0 copying its snapshot of step
+        # 100 (that slot is torn: the older one is used).
+        resumed = [m for line in rank_lines(out, 0)
+                   for m in re.findall(r"^train: resumed from the in-memory snapshot \(epoch 2, step (\d+), restart 1\)$",
+                                       line)]
+        if resumed not in (["100"], ["99"]):
+            fail(f"the restarted run did not resume from the in-memory snapshot of step 100 (or 99), got {resumed}",
+                 out)
+    digests = [re.findall(r"train: final weights digest ([0-9a-f]{16})", o) for o in (ref, out)]
+    if len(digests[0]) != 1 or digests[0] != digests[1]:
+        fail(f"final weights digests differ: uninterrupted {digests[0]}, resumed {digests[1]}", ref + out)
+    print(f"ok: killed after step 100, resumed from the in-memory snapshot of step {resumed[0]}; final weights digest "
+          f"{digests[0][0]} equals the uninterrupted run's")
 
 
 def write_blobs_csv(path, rows=600, seed=7):

@@ -47,11 +47,7 @@ Position position_from(const ddp::CheckpointExtra& extra, const std::string& pat
   return pos;
 }
 
-}  // namespace
-
-void save_position(const TrainOptions& o, torch::nn::Sequential& net, torch::optim::SGD& optimizer, Position pos,
-                   const ddp::PowerSgdState* powersgd) {
-  pos.loss_sum = mean_over_ranks(pos.loss_sum);
+ddp::CheckpointExtra position_extra(const Position& pos, const ddp::PowerSgdState* powersgd) {
   ddp::CheckpointExtra extra = powersgd ? powersgd->state() : ddp::CheckpointExtra{};
   extra.insert({{"epoch", pos.epoch},
                 {"batch", pos.batch},
@@ -59,6 +55,15 @@ void save_position(const TrainOptions& o, torch::nn::Sequential& net, torch::opt
                 {"loss_sum", pos.loss_sum},
                 {"loss_count", pos.loss_count},
                 {"world_size", int64_t(ddp::get_world_size())}});
+  return extra;
+}
+
+}  // namespace
+
+void save_position(const TrainOptions& o, torch::nn::Sequential& net, torch::optim::SGD& optimizer, Position pos,
+                   const ddp::PowerSgdState* powersgd) {
+  pos.loss_sum = mean_over_ranks(pos.loss_sum);
+  const ddp::CheckpointExtra extra = position_extra(pos, powersgd);
   ddp::save_checkpoint((fs::path(o.checkpoint_dir) / checkpoint_name(pos.step)).string(), *net, &optimizer, extra);
   if (ddp::get_rank() == 0) remove_stale_checkpoints(o.checkpoint_dir, o.keep_checkpoints);
 }
@@ -77,6 +82,19 @@ std::optional<ResumePoint> resume_latest(const TrainOptions& o, torch::nn::Seque
   }
   if (powersgd && extra.count("powersgd/iteration")) powersgd->load_state(extra);
   return ResumePoint{position_from(extra, path), path};
+}
+
+bool save_snapshot(ddp::Snapshot& snapshot, torch::nn::Sequential& net, torch::optim::SGD& optimizer,
+                   const Position& pos, const ddp::PowerSgdState* powersgd) {
+  return snapshot.save(pos.step, *net, &optimizer, position_extra(pos, powersgd));
+}
+
+std::optional<ResumePoint> resume_from_snapshot(ddp::Snapshot& snapshot, torch::nn::Sequential& net,
+                                                torch::optim::SGD& optimizer, ddp::PowerSgdState* powersgd) {
+  auto restored = snapshot.restore(*net, &optimizer);
+  if (!restored) return std::nullopt;
+  if (powersgd && restored->extra.count("powersgd/iteration")) powersgd->load_state(restored->extra);
+  return ResumePoint{position_from(restored->extra, "the in-memory snapshot"), "", true};
 }
 
 }  // namespace ddp::train

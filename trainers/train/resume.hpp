@@ -2,6 +2,7 @@
 // and where training stands (Position, in the checkpoint's extra values); resume_latest has
 // rank 0 pick the newest checkpoint and every rank load that same file. Both are collective
 // (call them on every rank at the same point); they throw ddp::CheckpointError with a hint.
+// The same positions go into in-memory snapshots (save_snapshot, resume_from_snapshot).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include <ddp/powersgd.hpp>
+#include <ddp/snapshot.hpp>
 #include <torch/torch.h>
 
 #include "train_options.hpp"
@@ -26,7 +28,8 @@ struct Position {
 
 struct ResumePoint {
   Position position;
-  std::string path;  // the checkpoint it was loaded from
+  std::string path;  // the checkpoint it was loaded from ("" for an in-memory snapshot)
+  bool from_snapshot = false;
 };
 
 // Saves <checkpoint_dir>/ckpt_<pos.step>.pt with pos.loss_sum averaged over ranks (and the
@@ -39,5 +42,15 @@ void save_position(const TrainOptions& options, torch::nn::Sequential& net, torc
 // is none. A checkpoint from another world size restarts its epoch (the shards differ).
 std::optional<ResumePoint> resume_latest(const TrainOptions& options, torch::nn::Sequential& net,
                                          torch::optim::SGD& optimizer, ddp::PowerSgdState* powersgd = nullptr);
+
+// The in-memory snapshot of pos (this rank's own loss_sum: no collective) with the PowerSGD
+// state; false when snapshots are off.
+bool save_snapshot(ddp::Snapshot& snapshot, torch::nn::Sequential& net, torch::optim::SGD& optimizer,
+                   const Position& pos, const ddp::PowerSgdState* powersgd = nullptr);
+
+// Collective: the newest in-memory snapshot every rank holds (ddp::Snapshot::restore), loaded
+// into net and optimizer; nullopt when some rank has none.
+std::optional<ResumePoint> resume_from_snapshot(ddp::Snapshot& snapshot, torch::nn::Sequential& net,
+                                                torch::optim::SGD& optimizer, ddp::PowerSgdState* powersgd = nullptr);
 
 }  // namespace ddp::train

@@ -39,6 +39,9 @@ std::string validate(const TrainOptions& o) {
   if (o.checkpoint_interval < 0) {
     return fmt::format("--checkpoint-interval must be >= 0 (0: at epoch ends only), got {}", o.checkpoint_interval);
   }
+  if (o.snapshot_every < 0) {
+    return fmt::format("--snapshot-every must be >= 0 (0: no in-memory snapshots), got {}", o.snapshot_every);
+  }
   if (o.keep_checkpoints <= 0) return fmt::format("--keep-checkpoints must be at least 1, got {}", o.keep_checkpoints);
   if (o.progress != "auto" && o.progress != "bar" && o.progress != "plain" && o.progress != "none") {
     return fmt::format("--progress must be auto, bar, plain or none, got '{}'", o.progress);
@@ -62,6 +65,7 @@ struct BenchDefaulted {
   CLI::Option* classes = nullptr;
   CLI::Option* batch = nullptr;
   CLI::Option* lr = nullptr;
+  CLI::Option* snapshot_every = nullptr;
 };
 
 // The option tables, by help group, in help order.
@@ -117,7 +121,7 @@ void add_optimisation_options(CLI::App& app, TrainOptions& o, BenchDefaulted& gi
       ->group("DDP");
 }
 
-void add_run_options(CLI::App& app, TrainOptions& o) {
+void add_run_options(CLI::App& app, TrainOptions& o, BenchDefaulted& given) {
   app.add_option("--checkpoint-dir", o.checkpoint_dir, "where checkpoints (and by default metrics.csv) go")
       ->capture_default_str()
       ->group("Checkpoints");
@@ -127,6 +131,12 @@ void add_run_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--keep-checkpoints", o.keep_checkpoints, "checkpoints kept (oldest removed)")
       ->capture_default_str()
       ->group("Checkpoints");
+  given.snapshot_every =
+      app.add_option("--snapshot-every", o.snapshot_every,
+                     "steps between in-memory snapshots (under ddp-launch; a restart resumes from the newest "
+                     "before trying checkpoints); 0: off; --bench: off unless given")
+          ->capture_default_str()
+          ->group("Checkpoints");
   app.add_flag("!--no-resume", o.resume, "start fresh even if checkpoint-dir has a checkpoint")->group("Checkpoints");
   app.add_option("--metrics", o.metrics, "metrics CSV path (default <checkpoint-dir>/metrics.csv)")
       ->group("Checkpoints");
@@ -167,6 +177,7 @@ void apply_bench_defaults(TrainOptions& o, const BenchDefaulted& given) {
   if (given.classes->count() == 0) o.classes = 10;
   if (given.batch->count() == 0) o.batch_size = 32;
   if (given.lr->count() == 0) o.lr = 0.01;
+  if (given.snapshot_every->count() == 0) o.snapshot_every = 0;  // the peers' numbers are without snapshots
 }
 
 }  // namespace
@@ -181,7 +192,7 @@ ParsedOptions parse_train_options(int argc, const char* const* argv, std::ostrea
   BenchDefaulted given;
   add_model_and_data_options(app, o, given);
   add_optimisation_options(app, o, given);
-  add_run_options(app, o);
+  add_run_options(app, o, given);
 
   try {
     app.parse(argc, argv);

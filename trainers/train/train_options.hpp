@@ -10,6 +10,9 @@
 
 namespace ddp::train {
 
+// The default --snapshot-every: docs/snapshots.md has the measurement behind it.
+inline constexpr int64_t kDefaultSnapshotEvery = 50;
+
 struct TrainOptions {
   // Model: an MLP in_dim -> hidden... -> classes (ReLU between layers).
   std::vector<int> hidden{64, 64};
@@ -41,7 +44,10 @@ struct TrainOptions {
   std::string checkpoint_dir = "checkpoints";
   int64_t checkpoint_interval = 100;  // optimizer steps between checkpoints; 0: at epoch ends only
   int keep_checkpoints = 2;
-  bool resume = true;   // resume from the latest checkpoint in checkpoint_dir
+  bool resume = true;  // resume from the latest checkpoint in checkpoint_dir
+  // Optimizer steps between in-memory snapshots (ddp::Snapshot, docs/snapshots.md); 0: off.
+  // A restart resumes from the newest snapshot every rank holds before trying checkpoint_dir.
+  int64_t snapshot_every = kDefaultSnapshotEvery;
   std::string metrics;  // default: <checkpoint_dir>/metrics.csv
   // Reporting.
   std::string progress = "auto";  // auto | bar | plain | none

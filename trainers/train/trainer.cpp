@@ -69,23 +69,61 @@ int run_bench(const TrainOptions& o) {
   torch::manual_seed(1000 + rank);
   const auto x = torch::randn({int64_t(o.batch_size), int64_t(o.in_dim)}).to(device);
   const auto y = torch::randint(0, o.classes, {int64_t(o.batch_size)}, torch::kLong).to(device);
-  auto step = [&] {
+  ddp::Snapshot snapshot;  // --snapshot-every N (off unless given): the snapshots' cost inside the timed steps
+  const bool snapshots = o.snapshot_every > 0 && snapshot.enabled();
+  double snapshot_s = 0;
+  int saves = 0;
+  auto step = [&](int64_t i) {
     optimizer.zero_grad();
     torch::nn::functional::cross_entropy(model(x), y).backward();
     optimizer.step();
+    if (snapshots && i >= 0 && (i + 1) % o.snapshot_every == 0) {
+      const auto t = Clock::now();
+      snapshot.save(i + 1, *net, &optimizer);
+      snapshot_s += seconds_since(t);
+      ++saves;
+    }
   };
-  for (int i = 0; i < o.warmup; ++i) step();
+  for (int i = 0; i < o.warmup; ++i) step(-1);  // -1: never a snapshot step
   ddp::barrier();
   const auto start = Clock::now();
-  for (int i = 0; i < o.steps; ++i) step();
+  for (int i = 0; i < o.steps; ++i) step(i);
   ddp::barrier();
   const double elapsed = seconds_since(start);
   if (rank == 0) std::cout << bench_line(world, o.steps, o.batch_size, parameter_count(*net), elapsed) << std::endl;
+  if (rank == 0 && saves > 0)
+    std::cout << format(
+                     "train: bench snapshots: %d of %llu bytes every %lld steps, %.2f ms each (serialize %.2f ms, "
+                     "copy %.2f ms the last), %.1f%% of the timed steps",
+                     saves, (unsigned long long)snapshot.last_bytes(), (long long)o.snapshot_every,
+                     snapshot_s * 1e3 / saves, snapshot.last_serialize_seconds() * 1e3,
+                     snapshot.last_copy_seconds() * 1e3, 100 * snapshot_s / elapsed)
+              << std::endl;
   ddp::destroy_process_group();
   return 0;
 }
 
 // ---- training -----------------------------------------------------------------------------
+
+// FNV-1a 64 over the parameters' bytes and their momentum buffers, in parameter order: equal
+// digests mean bit-identical weights and optimizer state (the files' byte layout is not stable:
+// the optimizer state's keys are addresses).
+uint64_t weights_digest(torch::nn::Sequential& net, torch::optim::SGD& optimizer) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](const torch::Tensor& t) {
+    const torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
+    const auto* p = static_cast<const unsigned char*>(c.data_ptr());
+    for (size_t i = 0; i < c.nbytes(); ++i) h = (h ^ p[i]) * 1099511628211ull;
+  };
+  for (const auto& p : net->parameters()) {
+    mix(p);
+    const auto it = optimizer.state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+    if (it == optimizer.state().end()) continue;
+    const auto& buffer = static_cast<torch::optim::SGDParamState&>(*it->second).momentum_buffer();
+    if (buffer.defined()) mix(buffer);
+  }
+  return h;
+}
 
 ProgressMode progress_mode(const TrainOptions& o, int rank) {
   ProgressMode mode = ProgressMode::kNone;
@@ -107,6 +145,16 @@ int64_t steps_per_epoch(const TrainOptions& o, int64_t train_samples, int world)
   const int64_t local_samples = (train_samples + world - 1) / world;
   const int64_t micro_batches = (local_samples + o.batch_size - 1) / o.batch_size;
   return (micro_batches + o.accum_steps - 1) / o.accum_steps;
+}
+
+// Where a run starts: the newest in-memory snapshot every rank holds (--snapshot-every), else
+// the latest checkpoint, else nothing (--no-resume: nothing). Collective.
+std::optional<ResumePoint> resume(const TrainOptions& o, torch::nn::Sequential& net, torch::optim::SGD& optimizer,
+                                  ddp::PowerSgdState* powersgd, ddp::Snapshot& snapshot) {
+  if (!o.resume) return std::nullopt;
+  if (o.snapshot_every > 0)
+    if (auto from_memory = resume_from_snapshot(snapshot, net, optimizer, powersgd)) return from_memory;
+  return resume_latest(o, net, optimizer, powersgd);
 }
 
 // One rank's training run inside an initialised process group. The constructor sets it up in
@@ -142,6 +190,7 @@ class TrainingRun {
   torch::nn::Sequential net_;
   torch::optim::SGD optimizer_;
   const std::shared_ptr<ddp::PowerSgdState> powersgd_;  // --comm-hook powersgd; saved with checkpoints
+  ddp::Snapshot snapshot_;                              // --snapshot-every: the launcher's region
   const std::optional<ResumePoint> resumed_;
   Position pos_;
   DdpMlp model_;
@@ -171,7 +220,7 @@ TrainingRun::TrainingRun(const TrainOptions& o, const Data& data, StepTimes& tim
       net_(seeded_mlp(o, data, device_)),
       optimizer_(net_->parameters(), torch::optim::SGDOptions(o.lr).momentum(o.momentum)),
       powersgd_(make_powersgd_state(o)),
-      resumed_(o.resume ? resume_latest(o, net_, optimizer_, powersgd_.get()) : std::nullopt),
+      resumed_(resume(o, net_, optimizer_, powersgd_.get(), snapshot_)),
       pos_(resumed_ ? resumed_->position : Position{}),
       model_(wrap_ddp(net_, o, powersgd_)),
       sampler_(static_cast<size_t>(train_x_.size(0)), world_, rank_),
@@ -202,8 +251,9 @@ void TrainingRun::announce() {
   }
   if (resumed_) {
     times_.mark("resumed", pos_.step);
-    say(format("train: resumed from %s (epoch %lld, step %lld, restart %d)", resumed_->path.c_str(),
-               (long long)pos_.epoch + 1, (long long)pos_.step, ddp::worker_env().restart_count));
+    const std::string from = resumed_->from_snapshot ? "the in-memory snapshot" : resumed_->path;
+    say(format("train: resumed from %s (epoch %lld, step %lld, restart %d)", from.c_str(), (long long)pos_.epoch + 1,
+               (long long)pos_.step, ddp::worker_env().restart_count));
   }
 }
 
@@ -311,6 +361,8 @@ void TrainingRun::finish_step(double step_loss) {
       !o_.uneven) {  // inside join() no collective but the model's may run
     save_position(o_, net_, optimizer_, pos_, powersgd_.get());
   }
+  if (o_.snapshot_every > 0 && pos_.step % o_.snapshot_every == 0 && !o_.uneven)  // --uneven: positions move in join
+    save_snapshot(snapshot_, net_, optimizer_, pos_, powersgd_.get());
 }
 
 // Validation, the epoch line, the metrics row and the checkpoint of the next epoch's start.
@@ -345,6 +397,7 @@ void TrainingRun::report_done(Clock::time_point started) {
   if (o_.uneven)
     say(format("train: uneven: rank 0 shadowed %lld forwards of the others in join() in the last epoch",
                (long long)shadowed_));
+  say(format("train: final weights digest %016llx", (unsigned long long)weights_digest(net_, optimizer_)));
   say("train: checkpoint: " + (latest ? fs::absolute(*latest).string() : std::string("<none>")));
   say("train: metrics: " + fs::absolute(o_.metrics_path()).string());
 }

@@ -12,4 +12,5 @@
 #include "ddp/process_group.hpp"
 #include "ddp/progress.hpp"
 #include "ddp/run.hpp"
+#include "ddp/snapshot.hpp"
 #include "ddp/spawn.hpp"

@@ -1,0 +1,126 @@
+// Writing and reading a snapshot region file (contract/snapshot_region.hpp) with pread and
+// pwrite: libddp's ddp::Snapshot, the tests and the launcher use it. Header-only, POSIX only,
+// no dependencies. Blocks only for the copy; one writer per file (the worker), readers
+// check the checksum. Space is reserved with posix_fallocate before the copy, so a full
+// /dev/shm is an ENOSPC here, never a SIGBUS.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "contract/snapshot_region.hpp"
+
+namespace ddp::snapshot {
+
+namespace detail {
+inline bool pwrite_all(int fd, const void* data, size_t len, uint64_t offset) {
+  const auto* p = static_cast<const char*>(data);
+  while (len > 0) {
+    const ssize_t n = ::pwrite(fd, p, len, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    len -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+inline bool pread_all(int fd, void* data, size_t len, uint64_t offset) {
+  auto* p = static_cast<char*>(data);
+  while (len > 0) {
+    const ssize_t n = ::pread(fd, p, len, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    len -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+}  // namespace detail
+
+// The file's header; a fresh one if the file is empty, short or not a snapshot region.
+inline Header read_header(int fd) {
+  Header h{};
+  if (!detail::pread_all(fd, &h, sizeof h, 0) || !valid_header(h)) return empty_header();
+  return h;
+}
+
+struct WriteResult {
+  int error = 0;              // 0, or the errno (ENOSPC, EFBIG: the space is not there)
+  uint64_t bytes_needed = 0;  // the file's size this snapshot needs
+};
+
+// Writes `length` bytes as the snapshot of `step` into the older slot of the region open
+// on `fd` (read-write): reserve the space, mark the slot empty, copy the payload, write the
+// descriptor, the checksum last. A crash at any point leaves the other slot valid.
+inline WriteResult write_snapshot(int fd, uint64_t step, const void* payload, uint64_t length) {
+  Header h = read_header(fd);
+  const int target = slot_to_write(h);
+  Slot s{};
+  s.seq = std::max(h.slots[0].seq, h.slots[1].seq) + 1;
+  s.step = step;
+  s.offset = payload_offset(h, target, length);
+  s.length = length;
+  WriteResult r;
+  r.bytes_needed = s.offset + length;
+  if (const int err =
+          ::posix_fallocate(fd, static_cast<off_t>(s.offset), static_cast<off_t>(length > 0 ? length : 1))) {
+    r.error = err;
+    return r;
+  }
+  const Slot empty{};
+  const uint64_t desc_at = offsetof(Header, slots) + static_cast<uint64_t>(target) * sizeof(Slot);
+  bool ok = detail::pwrite_all(fd, &h, offsetof(Header, slots), 0);  // magic, version, size
+  ok = ok && detail::pwrite_all(fd, &empty, sizeof empty, desc_at);
+  ok = ok && detail::pwrite_all(fd, payload, length, s.offset);
+  const uint32_t checksum = slot_checksum(s, payload);
+  ok = ok && detail::pwrite_all(fd, &s, kSlotChecksummed, desc_at);
+  ok = ok && detail::pwrite_all(fd, &checksum, sizeof checksum, desc_at + offsetof(Slot, checksum));
+  if (!ok) r.error = errno ? errno : EIO;
+  return r;
+}
+
+struct Snapshot {
+  uint64_t step = 0;
+  uint64_t seq = 0;
+  std::string payload;
+};
+
+// The newest complete snapshot in the region open on `fd`, or nullopt (none, or both torn).
+inline std::optional<Snapshot> read_newest_snapshot(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return std::nullopt;
+  const Header h = read_header(fd);
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  for (const int i : slots_newest_first(h)) {
+    const Slot& s = h.slots[i];
+    if (!slot_in_file(s, size)) continue;
+    Snapshot out;
+    out.payload.resize(s.length);
+    if (!detail::pread_all(fd, out.payload.data(), s.length, s.offset)) continue;
+    if (slot_checksum(s, out.payload.data()) != s.checksum) continue;
+    out.step = s.step;
+    out.seq = s.seq;
+    return out;
+  }
+  return std::nullopt;
+}
+
+// The same, by path: nullopt if the file cannot be opened.
+inline std::optional<Snapshot> read_newest_snapshot(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  auto out = read_newest_snapshot(fd);
+  ::close(fd);
+  return out;
+}
+
+}  // namespace ddp::snapshot

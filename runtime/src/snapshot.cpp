@@ -1,0 +1,126 @@
+// ddp::Snapshot: a checkpoint archive (checkpoint_archive.hpp) serialised into host memory,
+// then written into the launcher's region with contract/snapshot_file.hpp (older slot,
+// checksum last); restore agrees on a step over the world and loads it from memory.
+#include "ddp/snapshot.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+
+#include "checkpoint_archive.hpp"
+#include "contract/snapshot_file.hpp"
+#include "ddp/process_group.hpp"
+
+namespace ddp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string directory_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+// Every rank's value reduced with `op` (the value itself without a process group).
+int64_t reduce_over_ranks(int64_t value, ReduceOp op) {
+  if (!is_initialized() || get_world_size() == 1) return value;
+  auto t = torch::tensor({value}, torch::kLong).to(device());
+  all_reduce(t, op);
+  return t.item<int64_t>();
+}
+
+// The complete snapshot of `step` in the region: the newest if it is that step, else the
+// other slot's (a rank that saved one step more than another still holds the older step).
+std::optional<snapshot::Snapshot> snapshot_of_step(int fd, int64_t step, std::optional<snapshot::Snapshot> newest) {
+  if (newest && static_cast<int64_t>(newest->step) == step) return newest;
+  newest.reset();  // free its memory before reading the other
+  const snapshot::Header h = snapshot::read_header(fd);
+  for (const snapshot::Slot& s : h.slots) {
+    if (s.seq == 0 || static_cast<int64_t>(s.step) != step) continue;
+    snapshot::Snapshot out;
+    out.payload.resize(s.length);
+    if (!snapshot::detail::pread_all(fd, out.payload.data(), s.length, s.offset)) continue;
+    if (snapshot::slot_checksum(s, out.payload.data()) != s.checksum) continue;
+    out.step = s.step;
+    out.seq = s.seq;
+    return out;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Snapshot::Snapshot() {
+  const char* path = std::getenv(snapshot::kEnvVar);
+  if (!path || !*path) return;
+  path_ = path;
+  fd_ = ::open(path, O_RDWR | O_CLOEXEC);
+  if (fd_ < 0)
+    std::cerr << "ddp::Snapshot: cannot open the snapshot region " << path_ << ": " << std::strerror(errno)
+              << "; snapshots are off" << std::endl;
+}
+
+Snapshot::~Snapshot() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool Snapshot::save(int64_t step, const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
+                    const CheckpointExtra& extra) {
+  if (fd_ < 0) return false;
+  const auto start = Clock::now();
+  std::string& buffer = buffer_;  // kept between saves: no fresh pages to fault in each time
+  buffer.clear();
+  detail::checkpoint_archive(model, optimizer, extra).save_to([&](const void* data, size_t size) -> size_t {
+    buffer.append(static_cast<const char*>(data), size);
+    return size;
+  });
+  serialize_s_ = seconds_since(start);
+  const auto copy_start = Clock::now();
+  const snapshot::WriteResult r =
+      snapshot::write_snapshot(fd_, static_cast<uint64_t>(step), buffer.data(), buffer.size());
+  copy_s_ = seconds_since(copy_start);
+  bytes_ = buffer.size();
+  if (r.error != 0) {
+    std::cerr << "ddp::Snapshot: cannot hold a snapshot of " << buffer.size() << " bytes in " << directory_of(path_)
+              << " (it needs " << r.bytes_needed << " bytes for the region): " << std::strerror(r.error)
+              << "; snapshots are off for this worker, disk checkpoints go on as before (give " << directory_of(path_)
+              << " more room, e.g. docker run --shm-size)" << std::endl;
+    ::close(fd_);
+    fd_ = -1;
+    return false;
+  }
+  return true;
+}
+
+std::optional<Snapshot::Restored> Snapshot::restore(torch::nn::Module& model, torch::optim::Optimizer* optimizer,
+                                                    std::optional<torch::Device> device) {
+  std::optional<snapshot::Snapshot> newest;
+  if (fd_ >= 0) newest = snapshot::read_newest_snapshot(fd_);
+  const int64_t mine = newest ? static_cast<int64_t>(newest->step) : -1;
+  const int64_t agreed = reduce_over_ranks(mine, ReduceOp::kMin);
+  std::optional<snapshot::Snapshot> chosen;
+  if (agreed >= 0) chosen = snapshot_of_step(fd_, agreed, std::move(newest));
+  if (reduce_over_ranks(chosen ? 1 : 0, ReduceOp::kMin) == 0) return std::nullopt;  // some rank lacks it
+  const std::string what = "the in-memory snapshot of step " + std::to_string(agreed) + " (" + path_ + ")";
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(chosen->payload.data(), chosen->payload.size(), device.value_or(ddp::device()));
+  } catch (const c10::Error& e) {
+    throw CheckpointError(what + " passed its checksum but is not a readable archive: " +
+                          std::string(e.what_without_backtrace()).substr(0, 200));
+  }
+  if (!detail::is_checkpoint_archive(archive))
+    throw CheckpointError(what + " is not a libddp checkpoint archive; was it written by ddp::Snapshot?");
+  Restored out;
+  out.step = agreed;
+  out.extra = detail::load_checkpoint_archive(archive, what, model, optimizer);
+  return out;
+}
+
+}  // namespace ddp

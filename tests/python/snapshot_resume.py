@@ -1,0 +1,61 @@
+"""A deterministic DDP job (gloo) that snapshots every step with python/ddp_snapshot.py.
+
+With --kill-at K, rank 1 of attempt 0 SIGKILLs itself at the start of step K. Each rank prints
+where it started ("resumed from snapshot step S" or "fresh start"), each step it runs, and the
+final parameters' hash. check_interop.py's snapshot_resume case reads these lines.
+"""
+import argparse
+import hashlib
+import os
+import signal
+import sys
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, os.environ["DDP_TEST_PYTHON_DIR"])
+import ddp_snapshot  # noqa: E402
+
+p = argparse.ArgumentParser()
+p.add_argument("--steps", type=int, default=10)
+p.add_argument("--kill-at", type=int, default=0)
+args = p.parse_args()
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+# Every rank resumes from the same step: the smallest newest step any rank holds (a rank stopped
+# while copying its snapshot holds the one before; the others still have that in their older slot).
+found = ddp_snapshot.load(map_location="cpu")
+agreed = torch.tensor([found[0] if found else -1])
+dist.all_reduce(agreed, op=dist.ReduceOp.MIN)
+if found and found[0] != int(agreed):
+    found = ddp_snapshot.load(map_location="cpu", step=int(agreed)) if int(agreed) >= 0 else None
+have = torch.tensor([1 if found else 0])
+dist.all_reduce(have, op=dist.ReduceOp.MIN)
+start = 0
+if int(have):
+    start, state = found
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["opt"])
+print(f"attempt {attempt}: " + (f"resumed from snapshot step {start}" if int(have) else "fresh start"), flush=True)
+
+ddp = torch.nn.parallel.DistributedDataParallel(model)
+for step in range(start, args.steps):
+    if attempt == 0 and rank == 1 and step + 1 == args.kill_at:
+        os.kill(os.getpid(), signal.SIGKILL)
+    g = torch.Generator().manual_seed(1000 * step + rank)
+    x, y = torch.randn(32, 8, generator=g), torch.randn(32, 4, generator=g)
+    opt.zero_grad()
+    torch.nn.functional.mse_loss(ddp(x), y).backward()
+    opt.step()
+    print(f"attempt {attempt}: step {step + 1}", flush=True)
+    ddp_snapshot.save(step + 1, {"model": model.state_dict(), "opt": opt.state_dict()})
+
+digest = hashlib.sha256(b"".join(t.detach().numpy().tobytes() for t in model.state_dict().values())).hexdigest()
+print(f"final weights {digest}", flush=True)
+dist.destroy_process_group()

@@ -1,0 +1,152 @@
+// ddp::Snapshot (docs/snapshots.md): in one process, a round trip of model, optimizer and
+// extra values, a torn newest slot restored from the older one, and a model of another shape
+// refused with the tensor named and nothing loaded; over gloo with two workers, the ranks
+// agree on the newest step all hold (one rank a step ahead restores its older slot) and
+// restore nothing when one rank has no snapshot.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <map>
+
+#include "contract/snapshot_region.hpp"
+#include "ddp/ddp.hpp"
+#include "harness.hpp"
+#include "worker_support.hpp"
+
+namespace ddp::test {
+namespace {
+
+torch::nn::Sequential small_net(int seed, int hidden = 8) {
+  torch::manual_seed(seed);
+  return torch::nn::Sequential(torch::nn::Linear(4, hidden), torch::nn::Tanh(), torch::nn::Linear(hidden, 2));
+}
+
+void fill(torch::nn::Sequential& net, double value) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : net->parameters()) p.fill_(value);
+}
+
+// The region of this process: an empty file named by DDP_LAUNCH_SNAPSHOT_FILE.
+void use_region(const std::string& path) {
+  std::ofstream(path, std::ios::trunc).flush();
+  ::setenv(snapshot::kEnvVar, path.c_str(), 1);
+}
+
+// Each rank snapshots steps 1..(rank 0: 3, rank 1: 2), its parameters filled with the step;
+// restore must agree on step 2 everywhere. With DDP_TEST_SNAPSHOT_NONE_RANK=R that rank has
+// no region: nobody restores anything.
+int snapshot_agree() {
+  const int rank = env_int("RANK", 0);
+  if (env_int("DDP_TEST_SNAPSHOT_NONE_RANK", -1) == rank) {
+    ::unsetenv(snapshot::kEnvVar);
+  } else {
+    use_region(out_path("region." + std::to_string(rank)));
+  }
+  init_process_group(pg_options());
+  auto net = small_net(1);
+  Snapshot snap;
+  for (int step = 1; step <= 3 - rank; ++step) {
+    fill(net, step);
+    snap.save(step, *net, nullptr, {{"rank", int64_t(rank)}});
+  }
+  auto fresh = small_net(2);
+  const auto restored = snap.restore(*fresh, nullptr, torch::kCPU);
+  if (!restored) {
+    log() << "restored nothing";
+  } else {
+    log() << "restored step " << restored->step << " value " << fresh->parameters()[0].view(-1)[0].item<double>()
+          << " rank " << restored->extra.at("rank").toInt();
+  }
+  destroy_process_group();
+  return 0;
+}
+
+}  // namespace
+
+const std::map<std::string, std::function<int()>>& snapshot_scenarios() {
+  static const std::map<std::string, std::function<int()>> scenarios = {{"snapshot-agree", snapshot_agree}};
+  return scenarios;
+}
+
+TEST_CASE("Snapshot in one process: round trip, a torn slot skipped, another model refused by name", "[snapshot]") {
+  const TempDir scratch;
+  use_region(scratch / "region");
+  auto net = small_net(1);
+  torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  Snapshot snap;
+  REQUIRE(snap.enabled());
+  for (int step = 1; step <= 2; ++step) {
+    torch::manual_seed(100 + step);
+    opt.zero_grad();
+    net->forward(torch::randn({5, 4})).pow(2).mean().backward();
+    opt.step();
+    REQUIRE(snap.save(step, net, &opt, {{"epoch", int64_t(7)}}));
+  }
+  CHECK(snap.last_bytes() > 0);
+
+  auto copy = small_net(2);
+  torch::optim::SGD copy_opt(copy->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  auto restored = snap.restore(copy, &copy_opt, torch::kCPU);
+  REQUIRE(restored);
+  CHECK(restored->step == 2);
+  CHECK(restored->extra.at("epoch").toInt() == 7);
+  for (size_t i = 0; i < net->parameters().size(); ++i)
+    CHECK(torch::equal(net->parameters()[i], copy->parameters()[i]));
+
+  SECTION("a torn newest slot: the older one is restored") {
+    const int fd = ::open((scratch / "region").c_str(), O_RDWR);
+    snapshot::Header h{};
+    REQUIRE(::pread(fd, &h, sizeof h, 0) == sizeof h);
+    const snapshot::Slot& newest = h.slots[h.slots[0].seq > h.slots[1].seq ? 0 : 1];
+    REQUIRE(::pwrite(fd, "!", 1, static_cast<off_t>(newest.offset + newest.length / 2)) == 1);
+    ::close(fd);
+    auto older = snap.restore(copy, &copy_opt, torch::kCPU);
+    REQUIRE(older);
+    CHECK(older->step == 1);
+  }
+  SECTION("a model of another shape: an error naming the tensor, nothing loaded") {
+    auto other = small_net(3, 16);
+    const auto before = other->parameters()[0].clone();
+    try {
+      snap.restore(other, nullptr, torch::kCPU);
+      FAIL("restore into another model did not throw");
+    } catch (const CheckpointError& e) {
+      CHECK_THAT(e.what(), Catch::Contains("tensor '0.weight'") && Catch::Contains("[16, 4]") &&
+                               Catch::Contains("[8, 4]") && Catch::Contains("nothing was loaded") &&
+                               Catch::Contains("in-memory snapshot of step 2"));
+    }
+    CHECK(torch::equal(other->parameters()[0], before));
+  }
+  ::unsetenv(snapshot::kEnvVar);
+}
+
+TEST_CASE("Snapshot without a launcher's region is off: save does nothing, restore finds nothing", "[snapshot]") {
+  ::unsetenv(snapshot::kEnvVar);
+  Snapshot snap;
+  auto net = small_net(1);
+  CHECK_FALSE(snap.enabled());
+  CHECK_FALSE(snap.save(1, net, nullptr));
+  CHECK_FALSE(snap.restore(net, nullptr, torch::kCPU).has_value());
+}
+
+TEST_CASE("Snapshot over two workers: the newest step all hold, or nothing when one rank has none", "[snapshot]") {
+  {
+    Workers w = run_workers("snapshot-agree", 2);
+    INFO(w.describe());
+    REQUIRE(w.all_ok());
+    CHECK_THAT(w.ranks[0].output, Catch::Contains("restored step 2 value 2 rank 0"));  // its older slot
+    CHECK_THAT(w.ranks[1].output, Catch::Contains("restored step 2 value 2 rank 1"));
+  }
+  Workers w = run_workers("snapshot-agree", 2, {{"DDP_TEST_SNAPSHOT_NONE_RANK", "1"}});
+  INFO(w.describe());
+  REQUIRE(w.all_ok());
+  CHECK_THAT(w.ranks[0].output, Catch::Contains("restored nothing"));
+  CHECK_THAT(w.ranks[1].output, Catch::Contains("restored nothing"));
+}
+
+}  // namespace ddp::test
