@@ -20,10 +20,11 @@
 namespace ddp::snapshot {
 
 namespace detail {
-inline bool pwrite_all(int fd, const void* data, size_t len, uint64_t offset) {
-  const auto* p = static_cast<const char*>(data);
+// pwrite/pread until len bytes moved; false on an error or a short file.
+template <class Io, class Byte>
+inline bool io_all(Io io, int fd, Byte* p, size_t len, uint64_t offset) {
   while (len > 0) {
-    const ssize_t n = ::pwrite(fd, p, len, static_cast<off_t>(offset));
+    const ssize_t n = io(fd, p, len, static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     p += n;
@@ -32,17 +33,11 @@ inline bool pwrite_all(int fd, const void* data, size_t len, uint64_t offset) {
   }
   return true;
 }
+inline bool pwrite_all(int fd, const void* data, size_t len, uint64_t offset) {
+  return io_all(::pwrite, fd, static_cast<const char*>(data), len, offset);
+}
 inline bool pread_all(int fd, void* data, size_t len, uint64_t offset) {
-  auto* p = static_cast<char*>(data);
-  while (len > 0) {
-    const ssize_t n = ::pread(fd, p, len, static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    len -= static_cast<size_t>(n);
-    offset += static_cast<uint64_t>(n);
-  }
-  return true;
+  return io_all(::pread, fd, static_cast<char*>(data), len, offset);
 }
 }  // namespace detail
 

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/launcher/run_events.hpp"
 #include "tests/support/test_support.hpp"
 
 using namespace ddp::test;
@@ -19,11 +20,8 @@ namespace {
 // recovery timeline's (recovery_test.cpp checks those).
 std::vector<json> read_events(const std::string& log_dir) {
   std::vector<json> events;
-  for (const auto& e : std::filesystem::directory_iterator(log_dir)) {
-    std::istringstream lines(read_file(e.path().string() + "/events.jsonl"));
-    for (std::string line; std::getline(lines, line);)
-      if (json j = json::parse(line); j.at("event") != "recovery") events.push_back(std::move(j));
-  }
+  for (json& j : run_events(log_dir))
+    if (j.at("event") != "recovery") events.push_back(std::move(j));
   return events;
 }
 

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/launcher/run_events.hpp"
 #include "tests/support/test_support.hpp"
 
 using namespace ddp::test;
@@ -20,13 +21,8 @@ namespace {
 // The `recovery` events of the only run directory under log_dir.
 std::vector<json> recovery_events(const std::string& log_dir) {
   std::vector<json> out;
-  for (const auto& e : std::filesystem::directory_iterator(log_dir)) {
-    std::istringstream lines(read_file(e.path().string() + "/events.jsonl"));
-    for (std::string line; std::getline(lines, line);) {
-      json j = json::parse(line);
-      if (j.at("event") == "recovery") out.push_back(std::move(j));
-    }
-  }
+  for (json& j : run_events(log_dir))
+    if (j.at("event") == "recovery") out.push_back(std::move(j));
   return out;
 }
 
