@@ -6,7 +6,7 @@ DDP_LAUNCH_SNAPSHOT_FILE names a file in /dev/shm that the launcher keeps across
 (CRC-32, written last), so a slot torn by a crash mid-copy is never read back.
 
     import ddp_snapshot
-    resumed = ddp_snapshot.load(map_location="cpu")
+    resumed = ddp_snapshot.restore(map_location="cpu")  # collective; load() for one process
     start = 0
     if resumed:
         start, state = resumed
@@ -15,13 +15,18 @@ DDP_LAUNCH_SNAPSHOT_FILE names a file in /dev/shm that the launcher keeps across
         ...
         ddp_snapshot.save(step + 1, {"model": model.state_dict(), "opt": opt.state_dict()})
 
-Under DDP every rank must resume from the same step: agree on the smallest newest step (an
-all_reduce MIN) and load(step=that) where it differs (tests/python/snapshot_resume.py).
+Under DDP every rank must resume from the same step: call restore() instead of load() on
+every rank after init_process_group (tests/python/snapshot_resume.py). It agrees on the
+smallest newest step among the ranks that hold a snapshot; ranks without it (a replacement
+node, a lost region) receive it from the lowest rank that has it and keep it in their own
+region; it returns None only when no rank holds one (then read your disk checkpoint).
+last_restore tells how the last restore() went (healed, from which rank).
 
 Without ddp-launch (no DDP_LAUNCH_SNAPSHOT_FILE) save() warns once and does nothing and
 load() returns None. If the file system cannot hold a snapshot (/dev/shm full or too
 small) save() warns once naming the size needed and snapshots stay off for this process.
 """
+import collections
 import io
 import os
 import struct
@@ -41,6 +46,13 @@ _CHECKSUMMED = 32                   # seq, step, offset, length
 
 _fd = None
 _off = False  # snapshots disabled for this process (said once)
+
+# How a restore() went: the step, whether this rank received it (healed), the rank that sent it
+# (-1: nobody needed it) and the ranks that received it (group ranks). None before a restore()
+# and after one that found nothing.
+Restored = collections.namedtuple("Restored", "step healed source_rank healed_ranks")
+last_restore = None
+_NONE = 2 ** 63 - 1  # "no snapshot" in the agreement's all_reduce MIN
 
 
 def _warn(text):
@@ -162,3 +174,86 @@ def load(map_location=None, step=None):
     import torch
     step, payload = found
     return step, torch.load(io.BytesIO(payload), map_location=map_location)
+
+
+def _global_rank(dist, group, group_rank):
+    if group is None or group is dist.group.WORLD:
+        return group_rank
+    get = getattr(dist, "get_global_rank", None) or dist.distributed_c10d._get_global_rank
+    return get(group, group_rank)
+
+
+def _broadcast_payload(torch, dist, payload, source, group, device):
+    """`payload` of group rank `source` on every rank (None on the source): length, then bytes."""
+    sending = dist.get_rank(group) == source
+    src = _global_rank(dist, group, source)
+    n = torch.tensor([len(payload) if sending else 0], dtype=torch.int64, device=device)
+    dist.broadcast(n, src=src, group=group)
+    n = int(n.item())
+    if sending:
+        data = torch.frombuffer(bytearray(payload), dtype=torch.uint8).to(device) if n else None
+    else:
+        data = torch.empty(n, dtype=torch.uint8, device=device)
+    if n:
+        dist.broadcast(data, src=src, group=group)
+    return None if sending else (data.cpu().numpy().tobytes() if n else b"")
+
+
+def restore(map_location=None, group=None):
+    """Collective (every rank of `group`, default the world, after init_process_group): (step,
+    state) of the snapshot the ranks agree on, or None when no rank holds one. The step is the
+    smallest newest step among the ranks that hold a snapshot (a rank one ahead loads it from its
+    older slot); ranks without it receive it from the lowest rank that has it (a broadcast of its
+    bytes: on the current CUDA device for NCCL, else the CPU) and write it into their own region.
+    Every rank then torch.load's it; if any cannot, all raise RuntimeError. last_restore says how
+    it went. Without a process group: load()."""
+    global last_restore
+    last_restore = None
+    import torch
+    import torch.distributed as dist
+    if not (dist.is_available() and dist.is_initialized()):
+        found = load(map_location)
+        if found is not None:
+            last_restore = Restored(found[0], False, -1, [])
+        return found
+    device = torch.device("cpu")
+    if dist.get_backend(group) == "nccl":
+        device = torch.device("cuda", torch.cuda.current_device())
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
+
+    newest = load_bytes()
+    agreed = torch.tensor([newest[0] if newest else _NONE], dtype=torch.int64, device=device)
+    dist.all_reduce(agreed, op=dist.ReduceOp.MIN, group=group)
+    step = int(agreed.item())
+    if step == _NONE:
+        return None  # no rank holds a snapshot: the caller reads its disk checkpoint
+    held = newest if newest and newest[0] == step else load_bytes(step)
+    flags = [torch.zeros(1, dtype=torch.int32, device=device) for _ in range(world)]
+    dist.all_gather(flags, torch.tensor([1 if held else 0], dtype=torch.int32, device=device), group=group)
+    has = [bool(f.item()) for f in flags]
+    source = has.index(True)  # the rank whose newest is the agreed step holds it
+    healed_ranks = [r for r, h in enumerate(has) if not h]
+    payload = held[1] if held else None
+    if healed_ranks:
+        received = _broadcast_payload(torch, dist, payload, source, group, device)
+        if not held:
+            payload = received
+    else:
+        source = -1
+
+    error = None
+    try:
+        state = torch.load(io.BytesIO(payload), map_location=map_location)
+    except Exception as e:  # noqa: BLE001 - every rank must learn it, then all raise
+        error = f"the in-memory snapshot of step {step} does not load on rank {rank}: {e}"
+    failed = torch.tensor([world if error is None else rank], dtype=torch.int64, device=device)
+    dist.all_reduce(failed, op=dist.ReduceOp.MIN, group=group)
+    if int(failed.item()) < world:
+        raise RuntimeError(error or f"the in-memory snapshot of step {step} does not load on rank "
+                                    f"{int(failed.item())} (its log says why); nothing was restored")
+    if not held:
+        if os.environ.get(ENV_VAR):
+            save_bytes(step, payload)  # kept: this rank holds it at the next failure
+        _warn(f"rank {rank} received the snapshot of step {step} from rank {source}")
+    last_restore = Restored(step, not held, source, healed_ranks)
+    return step, state

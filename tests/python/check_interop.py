@@ -157,14 +157,16 @@ def check_hang_all_reduce(args):
 PYTHON_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "python"))
 
 
-def check_snapshot_resume(args):
+def check_snapshot_resume(args, heal=False):
     """Snapshots every step; rank 1 SIGKILLed at step 6 once: the restart resumes from the
     snapshot of step 5 on both ranks (4 when the launcher's SIGTERM caught rank 0 copying step
-    5's), runs the remaining steps, and ends with the weights of an uninterrupted run, bit for bit."""
+    5's), runs the remaining steps, and ends with the weights of an uninterrupted run, bit for bit.
+    With heal, the restart's rank 1 empties its region first and receives rank 0's snapshot."""
     os.environ["DDP_TEST_PYTHON_DIR"] = PYTHON_DIR
     with tempfile.TemporaryDirectory() as shm:
         os.environ["DDP_LAUNCH_SNAPSHOT_DIR"] = shm
-        rc, out = launch(args, ["--nproc_per_node=2", "--max-restarts=1"], "snapshot_resume.py", ["--kill-at", "6"])
+        rc, out = launch(args, ["--nproc_per_node=2", "--max-restarts=1"], "snapshot_resume.py",
+                         ["--kill-at", "6"] + (["--heal"] if heal else []))
         if rc != 0:
             fail(f"exit code {rc}, expected 0", out)
         if os.listdir(shm):
@@ -173,10 +175,18 @@ def check_snapshot_resume(args):
         if rc != 0:
             fail(f"uninterrupted run: exit code {rc}, expected 0", clean)
     digests = set()
-    resumed_at = {line for rank in range(2) for line in rank_lines(out, rank) if "resumed from snapshot" in line}
-    if resumed_at not in ({"attempt 1: resumed from snapshot step 5"}, {"attempt 1: resumed from snapshot step 4"}):
-        fail(f"the ranks did not both resume from the snapshot of step 5 (or 4): {resumed_at}", out)
-    start = int(resumed_at.pop().rsplit(" ", 1)[1])
+    resumed = {rank: [line for line in rank_lines(out, rank) if "resumed from snapshot" in line] for rank in range(2)}
+    starts = {int(lines[0].split(",")[0].rsplit(" ", 1)[1]) for lines in resumed.values() if len(lines) == 1}
+    if len(starts) != 1 or not starts <= {4, 5}:
+        fail(f"the ranks did not both resume from the snapshot of step 5 (or 4): {resumed}", out)
+    start = starts.pop()
+    expected = {0: f"attempt 1: resumed from snapshot step {start}",
+                1: f"attempt 1: resumed from snapshot step {start}" + (", healed from rank 0" if heal else "")}
+    for rank in range(2):
+        if resumed[rank] != [expected[rank]]:
+            fail(f"rank {rank}: expected '{expected[rank]}', got {resumed[rank]}", out)
+    if heal and f"ddp_snapshot: rank 1 received the snapshot of step {start} from rank 0" not in out:
+        fail("rank 1 did not say it received the snapshot", out)
     for rank in range(2):
         lines = rank_lines(out, rank)
         if "attempt 0: fresh start" not in lines:
@@ -188,7 +198,12 @@ def check_snapshot_resume(args):
         digests.update(line for line in rank_lines(clean, rank) if line.startswith("final weights "))
     if len(digests) != 1:
         fail(f"final weights differ from the uninterrupted run's: {digests}", out + clean)
-    print(f"ok: killed at step 6, resumed from the snapshot of step {start}, final weights bit-identical")
+    how = ", rank 1 healed from rank 0" if heal else ""
+    print(f"ok: killed at step 6, resumed from the snapshot of step {start}{how}, final weights bit-identical")
+
+
+def check_snapshot_heal(args):
+    check_snapshot_resume(args, heal=True)
 
 
 def check_snapshot_torn(args):
@@ -207,7 +222,7 @@ def main():
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("case", choices=["env_allreduce", "record_traceback", "legacy_local_rank",
                                            "tutorial_local_rank", "hang_all_reduce", "snapshot_resume",
-                                           "snapshot_torn"])
+                                           "snapshot_heal", "snapshot_torn"])
     args = parser.parse_args()
     globals()[f"check_{args.case}"](args)
 

@@ -1,7 +1,8 @@
 """A deterministic DDP job (gloo) that snapshots every step with python/ddp_snapshot.py.
 
-With --kill-at K, rank 1 of attempt 0 SIGKILLs itself at the start of step K. Each rank prints
-where it started ("resumed from snapshot step S" or "fresh start"), each step it runs, and the
+With --kill-at K, rank 1 of attempt 0 SIGKILLs itself at the start of step K; with --heal,
+rank 1 of attempt 1 empties its region before restoring (it is healed from rank 0). Each rank
+prints where it started ("resumed from snapshot step S[, healed from rank R]" or "fresh start"), each step it runs, and the
 final parameters' hash. check_interop.py's snapshot_resume case reads these lines.
 """
 import argparse
@@ -19,6 +20,7 @@ import ddp_snapshot  # noqa: E402
 p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=10)
 p.add_argument("--kill-at", type=int, default=0)
+p.add_argument("--heal", action="store_true")
 args = p.parse_args()
 
 dist.init_process_group("gloo")
@@ -28,21 +30,19 @@ torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
 opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 
-# Every rank resumes from the same step: the smallest newest step any rank holds (a rank stopped
-# while copying its snapshot holds the one before; the others still have that in their older slot).
-found = ddp_snapshot.load(map_location="cpu")
-agreed = torch.tensor([found[0] if found else -1])
-dist.all_reduce(agreed, op=dist.ReduceOp.MIN)
-if found and found[0] != int(agreed):
-    found = ddp_snapshot.load(map_location="cpu", step=int(agreed)) if int(agreed) >= 0 else None
-have = torch.tensor([1 if found else 0])
-dist.all_reduce(have, op=dist.ReduceOp.MIN)
+# Every rank resumes from the same step (ddp_snapshot.restore agrees on it; with --heal, rank 1
+# of the restart first empties its region, as a replacement node has none, and receives rank 0's).
+if args.heal and attempt == 1 and rank == 1:
+    os.truncate(os.environ["DDP_LAUNCH_SNAPSHOT_FILE"], 0)
+found = ddp_snapshot.restore(map_location="cpu")
 start = 0
-if int(have):
+if found:
     start, state = found
     model.load_state_dict(state["model"])
     opt.load_state_dict(state["opt"])
-print(f"attempt {attempt}: " + (f"resumed from snapshot step {start}" if int(have) else "fresh start"), flush=True)
+info = ddp_snapshot.last_restore
+healed = f", healed from rank {info.source_rank}" if info and info.healed else ""
+print(f"attempt {attempt}: " + (f"resumed from snapshot step {start}{healed}" if found else "fresh start"), flush=True)
 
 ddp = torch.nn.parallel.DistributedDataParallel(model)
 for step in range(start, args.steps):
