@@ -194,6 +194,18 @@ bool is_checkpoint_archive(torch::serialize::InputArchive& archive) {
   return archive.try_read("ddp/format", format) && format.isString() && format.toStringRef() == kFormat;
 }
 
+void check_checkpoint_archive(torch::serialize::InputArchive& archive, const std::string& what,
+                              const torch::nn::Module& model, const torch::optim::Optimizer* optimizer) {
+  if (!is_checkpoint_archive(archive))
+    throw CheckpointError(what + " is not a libddp checkpoint archive (no '" + std::string(kFormat) + "' marker)");
+  torch::serialize::InputArchive checked_model;
+  if (!archive.try_read("model", checked_model)) throw CheckpointError(what + " has no model state");
+  check_tensors(checked_model, model, "", what);
+  torch::serialize::InputArchive checked_optimizer;
+  if (optimizer && !archive.try_read("optimizer", checked_optimizer))
+    throw CheckpointError(what + " has no optimizer state; pass nullptr as the optimizer");
+}
+
 CheckpointExtra load_checkpoint_archive(torch::serialize::InputArchive& archive, const std::string& what,
                                         torch::nn::Module& model, torch::optim::Optimizer* optimizer) {
   torch::serialize::InputArchive checked_model;

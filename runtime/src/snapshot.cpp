@@ -1,6 +1,6 @@
 // ddp::Snapshot: a checkpoint archive (checkpoint_archive.hpp) serialised into host memory,
 // then written into the launcher's region with contract/snapshot_file.hpp (older slot,
-// checksum last); restore agrees on a step over the world and loads it from memory.
+// checksum last). Snapshot::restore is in snapshot_restore.cpp.
 #include "ddp/snapshot.hpp"
 
 #include <fcntl.h>
@@ -25,33 +25,6 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 std::string directory_of(const std::string& path) {
   const auto slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
-// Every rank's value reduced with `op` (the value itself without a process group).
-int64_t reduce_over_ranks(int64_t value, ReduceOp op) {
-  if (!is_initialized() || get_world_size() == 1) return value;
-  auto t = torch::tensor({value}, torch::kLong).to(device());
-  all_reduce(t, op);
-  return t.item<int64_t>();
-}
-
-// The complete snapshot of `step` in the region: the newest if it is that step, else the
-// other slot's (a rank that saved one step more than another still holds the older step).
-std::optional<snapshot::Snapshot> snapshot_of_step(int fd, int64_t step, std::optional<snapshot::Snapshot> newest) {
-  if (newest && static_cast<int64_t>(newest->step) == step) return newest;
-  newest.reset();  // free its memory before reading the other
-  const snapshot::Header h = snapshot::read_header(fd);
-  for (const snapshot::Slot& s : h.slots) {
-    if (s.seq == 0 || static_cast<int64_t>(s.step) != step) continue;
-    snapshot::Snapshot out;
-    out.payload.resize(s.length);
-    if (!snapshot::detail::pread_all(fd, out.payload.data(), s.length, s.offset)) continue;
-    if (snapshot::slot_checksum(s, out.payload.data()) != s.checksum) continue;
-    out.step = s.step;
-    out.seq = s.seq;
-    return out;
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -96,31 +69,6 @@ bool Snapshot::save(int64_t step, const torch::nn::Module& model, const torch::o
     return false;
   }
   return true;
-}
-
-std::optional<Snapshot::Restored> Snapshot::restore(torch::nn::Module& model, torch::optim::Optimizer* optimizer,
-                                                    std::optional<torch::Device> device) {
-  std::optional<snapshot::Snapshot> newest;
-  if (fd_ >= 0) newest = snapshot::read_newest_snapshot(fd_);
-  const int64_t mine = newest ? static_cast<int64_t>(newest->step) : -1;
-  const int64_t agreed = reduce_over_ranks(mine, ReduceOp::kMin);
-  std::optional<snapshot::Snapshot> chosen;
-  if (agreed >= 0) chosen = snapshot_of_step(fd_, agreed, std::move(newest));
-  if (reduce_over_ranks(chosen ? 1 : 0, ReduceOp::kMin) == 0) return std::nullopt;  // some rank lacks it
-  const std::string what = "the in-memory snapshot of step " + std::to_string(agreed) + " (" + path_ + ")";
-  torch::serialize::InputArchive archive;
-  try {
-    archive.load_from(chosen->payload.data(), chosen->payload.size(), device.value_or(ddp::device()));
-  } catch (const c10::Error& e) {
-    throw CheckpointError(what + " passed its checksum but is not a readable archive: " +
-                          std::string(e.what_without_backtrace()).substr(0, 200));
-  }
-  if (!detail::is_checkpoint_archive(archive))
-    throw CheckpointError(what + " is not a libddp checkpoint archive; was it written by ddp::Snapshot?");
-  Restored out;
-  out.step = agreed;
-  out.extra = detail::load_checkpoint_archive(archive, what, model, optimizer);
-  return out;
 }
 
 }  // namespace ddp

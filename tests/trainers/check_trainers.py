@@ -227,34 +227,46 @@ def check_train_powersgd_resume():
     check_train_resume(["--comm-hook", "powersgd", "--powersgd-rank", "1", "--powersgd-start-iter", "20"], exact=True)
 
 
-def check_train_snapshot_resume():
+def check_train_snapshot_resume(heal=False):
     # Snapshots every step: rank n-1 SIGKILLed after 100 steps; the restart resumes from the
     # in-memory snapshot of step 100 or 99 (not the step-90 checkpoint on disk) and ends with final
-    # weights and momentum bit-identical to an uninterrupted run's (train's printed digest).
+    # weights and momentum bit-identical to an uninterrupted run's (train's printed digest). With
+    # heal, the killed rank empties its snapshot region first (as a replacement node has none):
+    # the restart sends it rank 0's snapshot, with the same result.
     n = ARGS.nproc
     common = ["--epochs", "2", "--batch-size", str(128 // n), "--checkpoint-interval", "30", "--snapshot-every", "1",
               *SMALL]
+    fault = ["--fail-at-step", "100", "--fail-rank", str(n - 1)] + (["--fail-empty-snapshot"] if heal else [])
     with tempfile.TemporaryDirectory() as ref_dir, tempfile.TemporaryDirectory() as dir_:
         rc, ref = launch(n, "train", "--checkpoint-dir", ref_dir, *common)
         expect_rc(rc, ref)
-        rc, out = launch(n, "train", "--checkpoint-dir", dir_, "--fail-at-step", "100", "--fail-rank", str(n - 1),
-                         *common, launcher_args=["--max-restarts", "1"])
+        rc, out = launch(n, "train", "--checkpoint-dir", dir_, *fault, *common, launcher_args=["--max-restarts", "1"])
         expect_rc(rc, out)
         if f"train: rank {n - 1} killing itself (SIGKILL) after 100 steps" not in out:
             fail("the worker was not killed", out)
+        if heal and f"train: rank {n - 1} emptied its in-memory snapshot region" not in out:
+            fail("the killed worker did not empty its snapshot region", out)
         # Step 100, or 99 when the launcher's SIGTERM caught rank 0 copying its snapshot of step
         # 100 (that slot is torn: the older one is used).
-        resumed = [m for line in rank_lines(out, 0)
-                   for m in re.findall(r"^train: resumed from the in-memory snapshot \(epoch 2, step (\d+), restart 1\)$",
-                                       line)]
+        how = f"rank {n - 1} healed from rank 0" if heal else "every rank had its own"
+        pattern = rf"^train: resumed from the in-memory snapshot of step (\d+) \(epoch 2, restart 1; {how}\)$"
+        resumed = [m for line in rank_lines(out, 0) for m in re.findall(pattern, line)]
         if resumed not in (["100"], ["99"]):
-            fail(f"the restarted run did not resume from the in-memory snapshot of step 100 (or 99), got {resumed}",
-                 out)
+            fail(f"the restarted run did not resume from the in-memory snapshot of step 100 (or 99) ({how}), "
+                 f"got {resumed}", out)
+        if heal and f"ddp::Snapshot: rank {n - 1} received the snapshot of step {resumed[0]} from rank 0" not in out:
+            fail(f"rank {n - 1} did not say it received the snapshot", out)
+        if "no rank holds an in-memory snapshot" in out:
+            fail("the restart fell back to the checkpoint directory", out)
     digests = [re.findall(r"train: final weights digest ([0-9a-f]{16})", o) for o in (ref, out)]
     if len(digests[0]) != 1 or digests[0] != digests[1]:
         fail(f"final weights digests differ: uninterrupted {digests[0]}, resumed {digests[1]}", ref + out)
-    print(f"ok: killed after step 100, resumed from the in-memory snapshot of step {resumed[0]}; final weights digest "
-          f"{digests[0][0]} equals the uninterrupted run's")
+    print(f"ok: killed after step 100, resumed from the in-memory snapshot of step {resumed[0]} ({how}); final "
+          f"weights digest {digests[0][0]} equals the uninterrupted run's")
+
+
+def check_train_snapshot_heal():
+    check_train_snapshot_resume(heal=True)
 
 
 def write_blobs_csv(path, rows=600, seed=7):

@@ -81,7 +81,10 @@ std::optional<ResumePoint> resume_latest(const TrainOptions& o, torch::nn::Seque
                                "; pass --no-resume or another --checkpoint-dir to start fresh)");
   }
   if (powersgd && extra.count("powersgd/iteration")) powersgd->load_state(extra);
-  return ResumePoint{position_from(extra, path), path};
+  ResumePoint point;
+  point.position = position_from(extra, path);
+  point.path = path;
+  return point;
 }
 
 bool save_snapshot(ddp::Snapshot& snapshot, torch::nn::Sequential& net, torch::optim::SGD& optimizer,
@@ -94,7 +97,26 @@ std::optional<ResumePoint> resume_from_snapshot(ddp::Snapshot& snapshot, torch::
   auto restored = snapshot.restore(*net, &optimizer);
   if (!restored) return std::nullopt;
   if (powersgd && restored->extra.count("powersgd/iteration")) powersgd->load_state(restored->extra);
-  return ResumePoint{position_from(restored->extra, "the in-memory snapshot"), "", true};
+  ResumePoint point;
+  point.position = position_from(restored->extra, "the in-memory snapshot");
+  point.from_snapshot = true;
+  point.snapshot_source = restored->source_rank;
+  point.healed_ranks = restored->healed_ranks;
+  return point;
+}
+
+std::string resumed_from_text(const ResumePoint& point, int restart) {
+  const std::string epoch = "epoch " + std::to_string(point.position.epoch + 1);
+  const std::string when = ", restart " + std::to_string(restart);
+  if (!point.from_snapshot) return point.path + " (" + epoch + ", step " + std::to_string(point.position.step) + when + ")";
+  std::string how = "every rank had its own";
+  if (!point.healed_ranks.empty()) {
+    how = point.healed_ranks.size() == 1 ? "rank " : "ranks ";
+    for (size_t i = 0; i < point.healed_ranks.size(); ++i) how += (i ? ", " : "") + std::to_string(point.healed_ranks[i]);
+    how += " healed from rank " + std::to_string(point.snapshot_source);
+  }
+  return "the in-memory snapshot of step " + std::to_string(point.position.step) + " (" + epoch + when + "; " + how +
+         ")";
 }
 
 }  // namespace ddp::train

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <ddp/powersgd.hpp>
 #include <ddp/snapshot.hpp>
@@ -30,7 +31,15 @@ struct ResumePoint {
   Position position;
   std::string path;  // the checkpoint it was loaded from ("" for an in-memory snapshot)
   bool from_snapshot = false;
+  int snapshot_source = -1;       // the rank that sent the snapshot to healed_ranks (-1: none needed it)
+  std::vector<int> healed_ranks;  // the ranks that had no snapshot of that step and received it
+  bool no_snapshot = false;       // read from `path` because no rank held an in-memory snapshot
 };
+
+// How a resume point was reached, for train's start-up line: "the in-memory snapshot of step
+// 100 (epoch 3, restart 1; rank 1 healed from rank 0)", "/ckpt/ckpt_000000090.pt (epoch 2,
+// step 90, restart 1)".
+std::string resumed_from_text(const ResumePoint& point, int restart);
 
 // Saves <checkpoint_dir>/ckpt_<pos.step>.pt with pos.loss_sum averaged over ranks (and the
 // PowerSGD state when `powersgd` is set); rank 0 then removes all but the newest --keep-checkpoints.
@@ -48,8 +57,9 @@ std::optional<ResumePoint> resume_latest(const TrainOptions& options, torch::nn:
 bool save_snapshot(ddp::Snapshot& snapshot, torch::nn::Sequential& net, torch::optim::SGD& optimizer,
                    const Position& pos, const ddp::PowerSgdState* powersgd = nullptr);
 
-// Collective: the newest in-memory snapshot every rank holds (ddp::Snapshot::restore), loaded
-// into net and optimizer; nullopt when some rank has none.
+// Collective: the in-memory snapshot the ranks agree on (ddp::Snapshot::restore: ranks without
+// it are healed from one that has it), loaded into net and optimizer; nullopt when no rank
+// holds one. Each rank's data position follows from the global epoch, batch and step.
 std::optional<ResumePoint> resume_from_snapshot(ddp::Snapshot& snapshot, torch::nn::Sequential& net,
                                                 torch::optim::SGD& optimizer, ddp::PowerSgdState* powersgd = nullptr);
 

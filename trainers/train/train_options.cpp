@@ -52,6 +52,7 @@ std::string validate(const TrainOptions& o) {
     return fmt::format("--steps must be >= 1 and --warmup >= 0, got {} and {}", o.steps, o.warmup);
   }
   if (o.fail_rank < 0) return fmt::format("--fail-rank must be >= 0, got {}", o.fail_rank);
+  if (o.fail_empty_snapshot && o.fail_at_step < 0) return "--fail-empty-snapshot needs --fail-at-step";
   if (o.uneven && o.bench) return "--uneven trains on uneven shards of the data; it does not apply to --bench";
   return "";
 }
@@ -162,6 +163,10 @@ void add_run_options(CLI::App& app, TrainOptions& o, BenchDefaulted& given) {
       ->group("Testing");
   app.add_option("--fail-rank", o.fail_rank, "testing: the rank that --fail-at-step kills")
       ->capture_default_str()
+      ->group("Testing");
+  app.add_flag("--fail-empty-snapshot", o.fail_empty_snapshot,
+              "testing: the rank --fail-at-step kills first empties its in-memory snapshot region (as a "
+              "replacement node has none)")
       ->group("Testing");
   app.add_option("--step-times", o.step_times,
                  "benchmarks: each rank appends '<attempt> <event> <value> <unix time>' lines (start, init_start, "

@@ -61,6 +61,9 @@ struct TrainOptions {
   // the first attempt only (TORCHELASTIC_RESTART_COUNT 0), so a restarted run can resume.
   int64_t fail_at_step = -1;
   int fail_rank = 0;
+  // With fail_at_step: that rank empties its in-memory snapshot region first, as a replacement
+  // node would have none (the restart heals it from another rank).
+  bool fail_empty_snapshot = false;
   // Benchmarks: each rank appends start/init/step times to <step_times>/rank<R>.log (step_times.hpp).
   std::string step_times;
 

@@ -147,14 +147,17 @@ int64_t steps_per_epoch(const TrainOptions& o, int64_t train_samples, int world)
   return (micro_batches + o.accum_steps - 1) / o.accum_steps;
 }
 
-// Where a run starts: the newest in-memory snapshot every rank holds (--snapshot-every), else
-// the latest checkpoint, else nothing (--no-resume: nothing). Collective.
+// Where a run starts: the in-memory snapshot the ranks agree on (--snapshot-every; ranks without
+// it healed from one with it), else, when no rank holds one, the latest checkpoint, else
+// nothing (--no-resume: nothing). Collective.
 std::optional<ResumePoint> resume(const TrainOptions& o, torch::nn::Sequential& net, torch::optim::SGD& optimizer,
                                   ddp::PowerSgdState* powersgd, ddp::Snapshot& snapshot) {
   if (!o.resume) return std::nullopt;
-  if (o.snapshot_every > 0)
-    if (auto from_memory = resume_from_snapshot(snapshot, net, optimizer, powersgd)) return from_memory;
-  return resume_latest(o, net, optimizer, powersgd);
+  if (o.snapshot_every == 0) return resume_latest(o, net, optimizer, powersgd);
+  if (auto from_memory = resume_from_snapshot(snapshot, net, optimizer, powersgd)) return from_memory;
+  auto from_disk = resume_latest(o, net, optimizer, powersgd);
+  if (from_disk) from_disk->no_snapshot = true;
+  return from_disk;
 }
 
 // One rank's training run inside an initialised process group. The constructor sets it up in
@@ -251,9 +254,8 @@ void TrainingRun::announce() {
   }
   if (resumed_) {
     times_.mark("resumed", pos_.step);
-    const std::string from = resumed_->from_snapshot ? "the in-memory snapshot" : resumed_->path;
-    say(format("train: resumed from %s (epoch %lld, step %lld, restart %d)", from.c_str(), (long long)pos_.epoch + 1,
-               (long long)pos_.step, ddp::worker_env().restart_count));
+    if (resumed_->no_snapshot) say("train: no rank holds an in-memory snapshot; resuming from " + resumed_->path);
+    say("train: resumed from " + resumed_from_text(*resumed_, ddp::worker_env().restart_count));
   }
 }
 
@@ -381,10 +383,14 @@ void TrainingRun::end_epoch() {
 }
 
 // Test-only fault injection (--fail-at-step, --fail-rank): that rank SIGKILLs itself once it
-// has done that many steps, on the first attempt only, so the restarted group can resume.
+// has done that many steps, on the first attempt only, so the restarted group can resume;
+// --fail-empty-snapshot: it empties its snapshot region first (a replacement node's state).
 void TrainingRun::maybe_inject_failure() const {
   if (o_.fail_at_step < 0 || pos_.step != o_.fail_at_step || rank_ != o_.fail_rank) return;
   if (ddp::worker_env().restart_count != 0) return;
+  const char* region = std::getenv("DDP_LAUNCH_SNAPSHOT_FILE");
+  if (o_.fail_empty_snapshot && region && ::truncate(region, 0) == 0)
+    std::cerr << "train: rank " << rank_ << " emptied its in-memory snapshot region (--fail-empty-snapshot)" << std::endl;
   std::cerr << "train: rank " << rank_ << " killing itself (SIGKILL) after " << pos_.step << " steps (--fail-at-step)"
             << std::endl;
   std::raise(SIGKILL);

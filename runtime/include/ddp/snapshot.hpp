@@ -2,12 +2,14 @@
 // state and the trainer's position copied into the region the launcher keeps for this local
 // rank (DDP_LAUNCH_SNAPSHOT_FILE, in /dev/shm), which outlives the worker and every restart.
 // Two slots, checksum last: a snapshot torn by a crash is never restored. The payload is a
-// ddp::save_checkpoint archive, byte for byte. Not thread-safe; save() blocks for the copy.
+// ddp::save_checkpoint archive, byte for byte. Not thread-safe; save() blocks for the copy;
+// restore() heals ranks without a snapshot from one that has it (runtime/src/snapshot_restore.cpp).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -36,13 +38,20 @@ class Snapshot {
   struct Restored {
     int64_t step = 0;
     CheckpointExtra extra;
+    bool healed = false;            // this rank had no snapshot of `step` and received it
+    int source_rank = -1;           // the rank that sent it to the others; -1: no rank needed it
+    std::vector<int> healed_ranks;  // the ranks that received it (ascending); empty: each had its own
   };
   // Collective when the process group is initialised (every rank calls it, even with the
-  // snapshot off): the ranks agree on the newest step every rank holds complete (two small
-  // all_reduces), and each loads its own snapshot of that step into model and optimizer,
-  // tensors mapped to `device` (default ddp::device()). nullopt when some rank has none (then
-  // no rank loads anything). Throws CheckpointError naming the tensor when the snapshot does
-  // not match the model (nothing loaded).
+  // snapshot off). The ranks agree on S, the smallest newest step among the ranks that hold a
+  // snapshot; a rank whose newest is later loads S from its older slot. Ranks without S (a
+  // replacement node, an emptied region) receive it from the lowest rank that holds it (a
+  // broadcast on ddp::device()) and keep it in their own region. Every rank then checks its
+  // archive against model and optimizer, and only if all pass does each load it (tensors on
+  // `device`, default ddp::device()). nullopt when no rank holds a snapshot (nothing loaded).
+  // A snapshot that does not match the model throws CheckpointError naming the tensor, on
+  // every rank (nothing loaded anywhere). The private parts (the extra values) are the
+  // source's on a healed rank: derive per-rank positions from global ones.
   std::optional<Restored> restore(torch::nn::Module& model, torch::optim::Optimizer* optimizer,
                                   std::optional<torch::Device> device = std::nullopt);
 
