@@ -68,9 +68,8 @@ std::string broadcast_payload(const std::string& payload, int source) {
   const int64_t n = length.item<int64_t>();
   if (n == 0) return {};
   // The root's tensor is only read: a view of the payload on the CPU, a copy on a GPU.
-  torch::Tensor bytes =
-      sending ? torch::from_blob(const_cast<char*>(payload.data()), {n}, torch::kUInt8).to(device())
-              : torch::empty({n}, torch::TensorOptions().dtype(torch::kUInt8).device(device()));
+  torch::Tensor bytes = sending ? torch::from_blob(const_cast<char*>(payload.data()), {n}, torch::kUInt8).to(device())
+                                : torch::empty({n}, torch::TensorOptions().dtype(torch::kUInt8).device(device()));
   broadcast(bytes, source);
   if (sending) return {};
   bytes = bytes.cpu().contiguous();
@@ -103,12 +102,6 @@ void keep_in_region(int fd, const std::string& path, int64_t step, const std::st
     std::cerr << "ddp::Snapshot: cannot keep the received snapshot of step " << step << " in " << path << " (it needs "
               << r.bytes_needed << " bytes): " << std::strerror(r.error) << "; training goes on without it"
               << std::endl;
-}
-
-std::string ranks_text(const std::vector<int>& ranks) {
-  std::string out;
-  for (const int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
-  return out;
 }
 
 }  // namespace
@@ -163,7 +156,7 @@ std::optional<Snapshot::Restored> Snapshot::restore(torch::nn::Module& model, to
   out.extra = detail::load_checkpoint_archive(archive, what, model, optimizer);
   if (out.healed)
     std::cerr << "ddp::Snapshot: rank " << get_rank() << " received the snapshot of step " << step << " from rank "
-              << out.source_rank << " (ranks " << ranks_text(out.healed_ranks) << " healed)" << std::endl;
+              << out.source_rank << std::endl;
   return out;
 }
 

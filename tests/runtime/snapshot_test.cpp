@@ -1,8 +1,9 @@
 // ddp::Snapshot (docs/snapshots.md): in one process, a round trip of model, optimizer and
 // extra values, a torn newest slot restored from the older one, and a model of another shape
 // refused with the tensor named and nothing loaded; over gloo with two workers, the ranks
-// agree on the newest step all hold (one rank a step ahead restores its older slot) and
-// restore nothing when one rank has no snapshot.
+// agree on the newest step all hold (one rank a step ahead restores its older slot), restore
+// nothing when no rank has one, heal a rank without one from one that has it, and fail
+// together when the healed rank's model does not match.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <functional>
 #include <map>
 
+#include "contract/snapshot_file.hpp"
 #include "contract/snapshot_region.hpp"
 #include "ddp/ddp.hpp"
 #include "harness.hpp"
@@ -37,30 +39,44 @@ void use_region(const std::string& path) {
   ::setenv(snapshot::kEnvVar, path.c_str(), 1);
 }
 
-// Each rank snapshots steps 1..(rank 0: 3, rank 1: 2), its parameters filled with the step;
-// restore must agree on step 2 everywhere. With DDP_TEST_SNAPSHOT_NONE_RANK=R that rank has
-// no region: nobody restores anything.
+// Rank r snapshots steps 1..DDP_TEST_SNAPSHOT_SAVES[r] (default "3,2"), its parameters filled
+// with the step, then restores into a fresh model (hidden 16 on DDP_TEST_SNAPSHOT_OTHER_RANK)
+// and logs what it got and what its region holds after. DDP_TEST_SNAPSHOT_NONE_RANK=R: that
+// rank has no region at all.
 int snapshot_agree() {
   const int rank = env_int("RANK", 0);
-  if (env_int("DDP_TEST_SNAPSHOT_NONE_RANK", -1) == rank) {
-    ::unsetenv(snapshot::kEnvVar);
-  } else {
-    use_region(out_path("region." + std::to_string(rank)));
-  }
+  const bool region = env_int("DDP_TEST_SNAPSHOT_NONE_RANK", -1) != rank;
+  const std::string path = out_path("region." + std::to_string(rank));
+  if (region) use_region(path);
+  else ::unsetenv(snapshot::kEnvVar);
+  const char* saves_env = std::getenv("DDP_TEST_SNAPSHOT_SAVES");
+  const std::string saves = saves_env ? saves_env : "3,2";
+  const int last_step = saves[static_cast<size_t>(2 * rank)] - '0';
   init_process_group(pg_options());
   auto net = small_net(1);
   Snapshot snap;
-  for (int step = 1; step <= 3 - rank; ++step) {
+  for (int step = 1; step <= last_step; ++step) {
     fill(net, step);
     snap.save(step, *net, nullptr, {{"rank", int64_t(rank)}});
   }
-  auto fresh = small_net(2);
-  const auto restored = snap.restore(*fresh, nullptr, torch::kCPU);
-  if (!restored) {
-    log() << "restored nothing";
-  } else {
-    log() << "restored step " << restored->step << " value " << fresh->parameters()[0].view(-1)[0].item<double>()
-          << " rank " << restored->extra.at("rank").toInt();
+  auto fresh = small_net(2, env_int("DDP_TEST_SNAPSHOT_OTHER_RANK", -1) == rank ? 16 : 8);
+  try {
+    const auto restored = snap.restore(*fresh, nullptr, torch::kCPU);
+    if (!restored) {
+      log() << "restored nothing";
+    } else {
+      std::string healed;
+      for (const int r : restored->healed_ranks) healed += " " + std::to_string(r);
+      log() << "restored step " << restored->step << " value " << fresh->parameters()[0].view(-1)[0].item<double>()
+            << " rank " << restored->extra.at("rank").toInt() << (restored->healed ? " healed" : " own") << " source "
+            << restored->source_rank << " healed ranks" << healed;
+    }
+  } catch (const CheckpointError& e) {
+    log() << "error: " << e.what();
+  }
+  if (region) {
+    const auto held = snapshot::read_newest_snapshot(path);
+    log() << "region holds " << (held ? "step " + std::to_string(held->step) : std::string("nothing"));
   }
   destroy_process_group();
   return 0;
@@ -135,18 +151,43 @@ TEST_CASE("Snapshot without a launcher's region is off: save does nothing, resto
 }
 
 TEST_CASE("Snapshot over two workers: the newest step all hold, or nothing when one rank has none", "[snapshot]") {
-  {
-    Workers w = run_workers("snapshot-agree", 2);
-    INFO(w.describe());
-    REQUIRE(w.all_ok());
-    CHECK_THAT(w.ranks[0].output, Catch::Contains("restored step 2 value 2 rank 0"));  // its older slot
-    CHECK_THAT(w.ranks[1].output, Catch::Contains("restored step 2 value 2 rank 1"));
-  }
-  Workers w = run_workers("snapshot-agree", 2, {{"DDP_TEST_SNAPSHOT_NONE_RANK", "1"}});
+  Workers w = run_workers("snapshot-agree", 2);
   INFO(w.describe());
   REQUIRE(w.all_ok());
-  CHECK_THAT(w.ranks[0].output, Catch::Contains("restored nothing"));
-  CHECK_THAT(w.ranks[1].output, Catch::Contains("restored nothing"));
+  CHECK_THAT(w.ranks[0].output, Catch::Contains("restored step 2 value 2 rank 0 own source -1 healed ranks\n"));
+  CHECK_THAT(w.ranks[1].output, Catch::Contains("restored step 2 value 2 rank 1 own source -1 healed ranks\n"));
+  Workers none = run_workers("snapshot-agree", 2, {{"DDP_TEST_SNAPSHOT_SAVES", "0,0"}});
+  INFO(none.describe());
+  REQUIRE(none.all_ok());
+  for (const auto& r : none.ranks) CHECK_THAT(r.output, Catch::Contains("restored nothing"));
+}
+
+TEST_CASE("Snapshot over two workers: a rank without one is healed from a rank that has it", "[snapshot]") {
+  SECTION("an empty region: healed with rank 0's step 3, which its region then holds") {
+    Workers w = run_workers("snapshot-agree", 2, {{"DDP_TEST_SNAPSHOT_SAVES", "3,0"}});
+    INFO(w.describe());
+    REQUIRE(w.all_ok());
+    CHECK_THAT(w.ranks[0].output, Catch::Contains("restored step 3 value 3 rank 0 own source 0 healed ranks 1\n"));
+    CHECK_THAT(w.ranks[1].output, Catch::Contains("restored step 3 value 3 rank 0 healed source 0 healed ranks 1\n"));
+    CHECK_THAT(w.ranks[1].output, Catch::Contains("region holds step 3"));
+  }
+  SECTION("no region at all (rank 0 without one): rank 1 is the source") {
+    Workers w = run_workers("snapshot-agree", 2, {{"DDP_TEST_SNAPSHOT_NONE_RANK", "0"}});
+    INFO(w.describe());
+    REQUIRE(w.all_ok());
+    CHECK_THAT(w.ranks[0].output, Catch::Contains("restored step 2 value 2 rank 1 healed source 1 healed ranks 0\n"));
+    CHECK_THAT(w.ranks[1].output, Catch::Contains("restored step 2 value 2 rank 1 own source 1 healed ranks 0\n"));
+  }
+  SECTION("another model on the healed rank: both ranks fail, nothing loaded, the tensor named") {
+    Workers w =
+        run_workers("snapshot-agree", 2, {{"DDP_TEST_SNAPSHOT_SAVES", "3,0"}, {"DDP_TEST_SNAPSHOT_OTHER_RANK", "1"}});
+    INFO(w.describe());
+    REQUIRE(w.all_ok());
+    CHECK_THAT(w.ranks[1].output, Catch::Contains("error: the in-memory snapshot of step 3 (received from rank 0) "
+                                                  "does not match the model: tensor '0.weight'"));
+    CHECK_THAT(w.ranks[0].output, Catch::Contains("does not load on rank 1"));
+    CHECK_THAT(w.ranks[1].output, Catch::Contains("region holds nothing"));
+  }
 }
 
 }  // namespace ddp::test

@@ -108,11 +108,13 @@ std::optional<ResumePoint> resume_from_snapshot(ddp::Snapshot& snapshot, torch::
 std::string resumed_from_text(const ResumePoint& point, int restart) {
   const std::string epoch = "epoch " + std::to_string(point.position.epoch + 1);
   const std::string when = ", restart " + std::to_string(restart);
-  if (!point.from_snapshot) return point.path + " (" + epoch + ", step " + std::to_string(point.position.step) + when + ")";
+  if (!point.from_snapshot)
+    return point.path + " (" + epoch + ", step " + std::to_string(point.position.step) + when + ")";
   std::string how = "every rank had its own";
   if (!point.healed_ranks.empty()) {
     how = point.healed_ranks.size() == 1 ? "rank " : "ranks ";
-    for (size_t i = 0; i < point.healed_ranks.size(); ++i) how += (i ? ", " : "") + std::to_string(point.healed_ranks[i]);
+    for (size_t i = 0; i < point.healed_ranks.size(); ++i)
+      how += (i ? ", " : "") + std::to_string(point.healed_ranks[i]);
     how += " healed from rank " + std::to_string(point.snapshot_source);
   }
   return "the in-memory snapshot of step " + std::to_string(point.position.step) + " (" + epoch + when + "; " + how +

@@ -165,8 +165,8 @@ void add_run_options(CLI::App& app, TrainOptions& o, BenchDefaulted& given) {
       ->capture_default_str()
       ->group("Testing");
   app.add_flag("--fail-empty-snapshot", o.fail_empty_snapshot,
-              "testing: the rank --fail-at-step kills first empties its in-memory snapshot region (as a "
-              "replacement node has none)")
+               "testing: the rank --fail-at-step kills first empties its in-memory snapshot region (as a "
+               "replacement node has none)")
       ->group("Testing");
   app.add_option("--step-times", o.step_times,
                  "benchmarks: each rank appends '<attempt> <event> <value> <unix time>' lines (start, init_start, "

@@ -390,7 +390,8 @@ void TrainingRun::maybe_inject_failure() const {
   if (ddp::worker_env().restart_count != 0) return;
   const char* region = std::getenv("DDP_LAUNCH_SNAPSHOT_FILE");
   if (o_.fail_empty_snapshot && region && ::truncate(region, 0) == 0)
-    std::cerr << "train: rank " << rank_ << " emptied its in-memory snapshot region (--fail-empty-snapshot)" << std::endl;
+    std::cerr << "train: rank " << rank_ << " emptied its in-memory snapshot region (--fail-empty-snapshot)"
+              << std::endl;
   std::cerr << "train: rank " << rank_ << " killing itself (SIGKILL) after " << pos_.step << " steps (--fail-at-step)"
             << std::endl;
   std::raise(SIGKILL);
