@@ -4,6 +4,7 @@
 // in their own region; every rank checks its archive and all agree before any loads, so a
 // rank that cannot load fails every rank at the same point instead of leaving them in a
 // collective. Collectives, in order: MIN, all_gather, [broadcast, broadcast], MIN.
+#include <chrono>
 #include <cstring>
 #include <iostream>
 #include <limits>
@@ -110,6 +111,7 @@ std::optional<Snapshot::Restored> Snapshot::restore(torch::nn::Module& model, to
                                                     std::optional<torch::Device> device) {
   const auto& world_group = detail::registry().world;  // a large payload's broadcast is a legitimate pause
   const PauseProgress pause(world_group ? world_group->timeout() : std::chrono::milliseconds(0));
+  const auto started = std::chrono::steady_clock::now();
   std::optional<snapshot::Snapshot> newest;
   if (fd_ >= 0) newest = snapshot::read_newest_snapshot(fd_);
   const int64_t step = reduce_over_ranks(newest ? static_cast<int64_t>(newest->step) : kNoSnapshot, ReduceOp::kMin);
@@ -156,7 +158,9 @@ std::optional<Snapshot::Restored> Snapshot::restore(torch::nn::Module& model, to
   out.extra = detail::load_checkpoint_archive(archive, what, model, optimizer);
   if (out.healed)
     std::cerr << "ddp::Snapshot: rank " << get_rank() << " received the snapshot of step " << step << " from rank "
-              << out.source_rank << std::endl;
+              << out.source_rank << " (" << payload.size() << " bytes; restored in "
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() << " s)"
+              << std::endl;
   return out;
 }
 

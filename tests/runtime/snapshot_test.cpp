@@ -150,7 +150,7 @@ TEST_CASE("Snapshot without a launcher's region is off: save does nothing, resto
   CHECK_FALSE(snap.restore(net, nullptr, torch::kCPU).has_value());
 }
 
-TEST_CASE("Snapshot over two workers: the newest step all hold, or nothing when one rank has none", "[snapshot]") {
+TEST_CASE("Snapshot over two workers: the newest step all hold, or nothing when no rank has one", "[snapshot]") {
   Workers w = run_workers("snapshot-agree", 2);
   INFO(w.describe());
   REQUIRE(w.all_ok());
