@@ -148,7 +148,10 @@ TEST_CASE("snapshot persist: a final failure, and nothing to persist without a s
 TEST_CASE("snapshot persist: SIGTERM to the launcher persists before it exits") {
   TempDir shm, logs, out;
   const std::string dir = out / "persist";
-  auto worker = python_worker("s.save_bytes(11, b'eleven'); open(sys.argv[1], 'w').close(); time.sleep(60)");
+  auto worker = python_worker(
+      "s.save_bytes(11, b'eleven')\n"
+      "if os.environ['LOCAL_RANK'] == '0': open(sys.argv[1], 'w').close()  # rank 0's is the one persisted\n"
+      "time.sleep(60)\n");
   worker.push_back(out / "saved");
   std::vector<std::string> argv = {launcher_path(), "--nproc-per-node=2",     "--log-dir",
                                    logs.path(),     "--snapshot-persist-dir", dir};
