@@ -441,8 +441,9 @@ int MultiNodeAgent::run() {
 // restart does not wait for it; the job's end does, in the regions' destructor).
 void MultiNodeAgent::persist_after(const supervise::AttemptResult& result) {
   using Kind = supervise::AttemptResult::Kind;
+  const bool membership = state_.abort && state_.abort->failure == FailureKind::kMembership;  // a bigger round
   if (result.kind == Kind::kInterrupted) snapshots_->persist(supervise::PersistReason::kStop);
-  else if (result.kind != Kind::kSucceeded) snapshots_->persist(supervise::PersistReason::kFailure);
+  else if (result.kind != Kind::kSucceeded && !membership) snapshots_->persist(supervise::PersistReason::kFailure);
 }
 
 int MultiNodeAgent::run_rounds() {
