@@ -109,6 +109,21 @@ inline std::optional<Snapshot> read_newest_snapshot(int fd) {
   return std::nullopt;
 }
 
+// The newest complete snapshot, read while the worker may be writing (the launcher's
+// persister): after the copy the header is read again, and if the slot was reused meanwhile
+// (its seq is gone) the read is tried again, up to `tries` times; nullopt if none held still.
+// A payload returned here was not torn, whatever the checksum's odds.
+inline std::optional<Snapshot> read_settled_snapshot(int fd, int tries = 5) {
+  for (int i = 0; i < tries; ++i) {
+    std::optional<Snapshot> s = read_newest_snapshot(fd);
+    if (!s) return std::nullopt;
+    const Header after = read_header(fd);
+    for (const Slot& slot : after.slots)
+      if (slot.seq == s->seq && slot.step == s->step && slot.length == s->payload.size()) return s;
+  }
+  return std::nullopt;
+}
+
 // The same, by path: nullopt if the file cannot be opened.
 inline std::optional<Snapshot> read_newest_snapshot(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include "contract/standby_handoff.hpp"
+#include "launcher/cli/usage_error.hpp"
+#include "launcher/os/durable_file.hpp"
 #include "launcher/os/standby_channel.hpp"
 
 namespace ddp::launch {
@@ -114,6 +116,13 @@ ResolvedJob resolve_job(const cli::LaunchOptions& o, const cli::Environment& env
   job.supervisor.tool_path = cli::lookup(env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
   job.warm_restarts = o.warm_restarts;
   job.standby = standby_plan(o, job);
+  job.snapshot_persist = {o.snapshot_persist_dir, o.snapshot_persist_interval_s};
+  if (!o.snapshot_persist_dir.empty() && !o.dry_run) {
+    const std::string error = os::prepare_writable_dir(o.snapshot_persist_dir);
+    if (!error.empty())
+      cli::usage_error(
+          fmt::format("--snapshot-persist-dir {}: {}; give a writable folder", o.snapshot_persist_dir, error));
+  }
   r.single_node = single_node_spec(o);
   r.multi_node = multi_node_spec(o);
   r.multi_node_job = cli::is_multi_node(o);

@@ -25,6 +25,9 @@ last_restore tells how the last restore() went (healed, from which rank).
 Without ddp-launch (no DDP_LAUNCH_SNAPSHOT_FILE) save() warns once and does nothing and
 load() returns None. If the file system cannot hold a snapshot (/dev/shm full or too
 small) save() warns once naming the size needed and snapshots stay off for this process.
+
+With ddp-launch --snapshot-persist-dir DIR the launcher also writes rank 0's newest snapshot
+to DIR/ckpt_<step>.pt in the background; load_persisted(DIR) reads it on a cold start.
 """
 import collections
 import io
@@ -257,3 +260,27 @@ def restore(map_location=None, group=None):
         _warn(f"rank {rank} received the snapshot of step {step} from rank {source}")
     last_restore = Restored(step, not held, source, healed_ranks)
     return step, state
+
+
+def load_persisted(directory, map_location=None):
+    """(step, state) of the newest ckpt_<step>.pt in `directory` (torch.load'ed), or None.
+
+    ddp-launch --snapshot-persist-dir DIRECTORY writes local rank 0's newest snapshot there
+    (the payload saved by save(), a torch.save file) when a worker fails, at the end, on a
+    stop and every --snapshot-persist-interval seconds: a cold start elsewhere (no in-memory
+    snapshot) resumes from it. Files that are not ckpt_<digits>.pt are ignored.
+    """
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return None
+    found = []
+    for name in names:
+        digits = name[len("ckpt_"):-len(".pt")] if name.startswith("ckpt_") and name.endswith(".pt") else ""
+        if digits.isdigit() and os.path.isfile(os.path.join(directory, name)):
+            found.append((int(digits), name))
+    if not found:
+        return None
+    step, name = max(found)
+    import torch
+    return step, torch.load(os.path.join(directory, name), map_location=map_location)

@@ -140,6 +140,16 @@ double parse_straggler_threshold(const std::string& value) {
   return factor;
 }
 
+double parse_persist_interval(const std::string& value) {
+  auto seconds = parse_seconds(value, SecondsFloor::kNonNegative);
+  if (!seconds)
+    usage_error(
+        fmt::format("--snapshot-persist-interval must be a number of seconds >= 0 (0: only on a failure, at the end "
+                    "and on a stop), got '{}'",
+                    value));
+  return *seconds;
+}
+
 void check_rdzv_endpoint(const std::string& backend, const std::string& value) {
   constexpr int kAnyPort = 1;  // only the form is checked here; each backend has its default
   try {

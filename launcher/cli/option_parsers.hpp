@@ -42,6 +42,8 @@ inline constexpr double kHangTimeoutAuto = -1;
 double parse_hang_timeout(const std::string& value);
 // --straggler-threshold: 0 (off) or a factor above 1 (a step time that many times the median).
 double parse_straggler_threshold(const std::string& value);
+// --snapshot-persist-interval: seconds >= 0 (0: only on a failure, at the end and on a stop).
+double parse_persist_interval(const std::string& value);
 
 // --rdzv-endpoint for this (already checked) backend: etcd takes a list of members, each
 // HOST[:PORT] or an http:// or https:// URL; c10d and static take one HOST[:PORT].

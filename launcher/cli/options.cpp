@@ -42,7 +42,7 @@ struct RawOptions {
   std::string nproc = "1", nnodes = "1:1", node_rank = "0", max_restarts = "0";
   std::string master_port, shutdown_timeout, hang_timeout, straggler_threshold, redirects = "0", tee = "0";
   std::string local_ranks_filter, devices, signals = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
-  std::string monitor_interval, start_method;
+  std::string monitor_interval, start_method, snapshot_persist_interval;
   std::string log_line_prefix_template, rdzv_conf, local_rank_arg, stdin_rank = "auto", preload,
                                                                    worker_store = "launcher";
   bool warm_restarts = false;  // meaningful when GivenFlags::warm_restarts
@@ -95,6 +95,12 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
                  "Who hosts the workers' c10d TCPStore at MASTER_ADDR:MASTER_PORT: launcher (default: "
                  "up before any worker starts, outlives them all; TORCHELASTIC_USE_AGENT_STORE=True) or "
                  "rank0 (worker rank 0 hosts it, as before; for an init_method that names its own store)");
+  app.add_option("--snapshot-persist-dir,--snapshot_persist_dir", o.snapshot_persist_dir,
+                 "Write local rank 0's newest in-memory snapshot to DIR/ckpt_<step>.pt in the background "
+                 "(train --checkpoint-dir DIR resumes from it; created if missing; default: off)");
+  app.add_option("--snapshot-persist-interval,--snapshot_persist_interval", raw.snapshot_persist_interval,
+                 "Seconds between those writes while the workers run (default 300; 0: only when a worker "
+                 "fails, at the end and on a stop; needs --snapshot-persist-dir)");
   app.add_option("--role", o.role, "Role name (ROLE_NAME, default 'default')");
   app.add_flag("-m,--module", o.module, "Run PROGRAM as a Python module (python -u -m)");
   app.add_flag("--no-python,--no_python", o.no_python, "Run PROGRAM directly, never through python");
@@ -258,6 +264,13 @@ void convert_raw_options(const RawOptions& raw, const Environment& env, const Gi
                     "or rank0 (worker rank 0 hosts it)",
                     raw.worker_store));
   o.launcher_worker_store = raw.worker_store == "launcher";
+  if (!raw.snapshot_persist_interval.empty()) {
+    if (o.snapshot_persist_dir.empty())
+      usage_error(
+          "--snapshot-persist-interval needs --snapshot-persist-dir DIR: the folder the snapshots are "
+          "written to");
+    o.snapshot_persist_interval_s = parse_persist_interval(raw.snapshot_persist_interval);
+  }
   // torchrun's etcd backends (v2 API) become ours (v3), so their command lines work.
   if (o.rdzv_backend == "etcd-v2" || o.rdzv_backend == "etcd-v3") o.rdzv_backend = "etcd";
   o.rdzv = parse_rdzv_conf(raw.rdzv_conf, env);

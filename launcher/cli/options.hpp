@@ -50,6 +50,9 @@ struct LaunchOptions {
   std::vector<int> signals_to_handle;        // signal numbers
   bool warm_restarts = false;                // --warm-restarts; default: max_restarts > 0
   std::vector<std::string> preload;          // --preload: modules a Python standby imports
+  // Snapshots to disk: local rank 0's in-memory snapshot written to this folder ("": off).
+  std::string snapshot_persist_dir;
+  double snapshot_persist_interval_s = 300;  // --snapshot-persist-interval; 0: failure, end, stop only
   // GPUs.
   std::optional<std::vector<int>> devices;  // --devices 0,2,5 (indices into the visible list)
   bool virtual_local_rank = false;

@@ -65,6 +65,7 @@ class MultiNodeAgent {
   NodeInfo self_info(int previous_rank);
   Round join_round(Rendezvous& rendezvous, const NextRound& next);
   supervise::AttemptResult run_round(const Round& r);
+  void persist_after(const supervise::AttemptResult& result);
   RoundCheckContext round_check_context();
   Settled settle(const Round& r, const supervise::AttemptResult& result);
   Settled after_success(const Round& r);
@@ -88,9 +89,10 @@ class MultiNodeAgent {
   JobStoreLink store_;   // the agent store (hosted here, or joined) or etcd
   RoundFindings state_;  // this round's record, a lost store or an unreadable record
   std::unique_ptr<worker::RunLayout> layout_;
-  std::unique_ptr<supervise::SnapshotRegions> snapshots_;  // the job's, kept across rounds
-  std::unique_ptr<supervise::EventLog> events_;            // RUN/events.jsonl; null until the run directory exists
-  std::unique_ptr<supervise::RecoveryLog> recovery_;       // each restart's timeline, into events_
+  std::unique_ptr<supervise::EventLog> events_;       // RUN/events.jsonl; null until the run directory exists
+  std::unique_ptr<supervise::RecoveryLog> recovery_;  // each restart's timeline, into events_
+  // The job's, kept across rounds; its persister writes to events_, so it goes first.
+  std::unique_ptr<supervise::SnapshotRegions> snapshots_;
   std::optional<std::chrono::system_clock::time_point> abort_seen_;  // this round's record first read
   int acknowledged_round_ = -1;
   int rendezvous_signal_ = 0;                      // the stop signal that interrupted a rendezvous
@@ -421,9 +423,11 @@ int MultiNodeAgent::run() {
     if (events_) events_->write("finish", {{"outcome", code == 0 ? "succeeded" : "failed"}, {"exit_code", code}});
     return code;
   } catch (const LaunchError& e) {  // not swallowed: logged, then main() reports it
+    if (snapshots_) snapshots_->persist(supervise::PersistReason::kEnd);
     if (events_) events_->write("finish", {{"outcome", "error"}, {"exit_code", e.exit_code()}, {"message", e.what()}});
     throw;
   } catch (const store::StoreError& e) {  // not swallowed: run_multi_node_agent reports it
+    if (snapshots_) snapshots_->persist(supervise::PersistReason::kEnd);
     if (events_) {
       events_->write("failure", {{"kind", to_string(FailureKind::kStoreLost)}, {"final", true}, {"reason", e.what()}});
       events_->write("finish",
@@ -431,6 +435,15 @@ int MultiNodeAgent::run() {
     }
     throw;
   }
+}
+
+// The round's workers are gone: their newest snapshot to disk, in the background (a
+// restart does not wait for it; the job's end does, in the regions' destructor).
+void MultiNodeAgent::persist_after(const supervise::AttemptResult& result) {
+  using Kind = supervise::AttemptResult::Kind;
+  const bool membership = state_.abort && state_.abort->failure == FailureKind::kMembership;  // a bigger round
+  if (result.kind == Kind::kInterrupted) snapshots_->persist(supervise::PersistReason::kStop);
+  else if (result.kind != Kind::kSucceeded && !membership) snapshots_->persist(supervise::PersistReason::kFailure);
 }
 
 int MultiNodeAgent::run_rounds() {
@@ -447,6 +460,7 @@ int MultiNodeAgent::run_rounds() {
   snapshots_ = std::make_unique<supervise::SnapshotRegions>(env_);
   if (layout_->enabled() && !layout_->temporary()) worker::launcher_notice("logs in " + layout_->run_dir());
   events_ = std::make_unique<supervise::EventLog>(layout_->run_dir(), spec_.node_rank);
+  snapshots_->persist_to(job_.snapshot_persist, events_.get());
   supervisor_.set_event_log(events_.get());
   recovery_ = std::make_unique<supervise::RecoveryLog>(*events_);
   supervisor_.set_attempt_observer(recovery_.get());
@@ -459,15 +473,23 @@ int MultiNodeAgent::run_rounds() {
     try {
       last = join_round(rendezvous, next);
     } catch (const JobStopped& e) {
+      snapshots_->persist(supervise::PersistReason::kStop);
       return job_stopped(last, e.record);
     } catch (const LaunchError&) {
-      if (rendezvous_signal_ != 0) return stopped_between_rounds(last, rendezvous_signal_);
+      if (rendezvous_signal_ != 0) {
+        snapshots_->persist(supervise::PersistReason::kStop);
+        return stopped_between_rounds(last, rendezvous_signal_);
+      }
       throw;
     }
     const supervise::AttemptResult result = run_round(*last);
+    persist_after(result);
     const std::optional<int> code = conclude(*last, settle(*last, result), next);
     worker_store_.reset();  // every node's workers are gone (or the job ends): the round's store too
-    if (code) return *code;
+    if (code) {
+      snapshots_->persist(supervise::PersistReason::kEnd);  // skipped if that step was just written
+      return *code;
+    }
     recovery_->begin(supervise::failed_attempt(result, abort_seen_.value_or(std::chrono::system_clock::now())));
   }
 }

@@ -66,12 +66,13 @@ void EventLog::write(const std::string& event, const std::vector<EventField>& fi
 
 void EventLog::write(const std::string& event, const std::vector<EventField>& fields,
                      std::chrono::system_clock::time_point time) {
+  std::lock_guard<std::mutex> lock(mutex_);
   if (fd_ < 0) return;
   nlohmann::ordered_json j;
   j["event"] = event;
   j["time"] = utc_time(time);
-  j["attempt"] = attempt_;
-  if (node_ >= 0) j["node"] = node_;
+  j["attempt"] = attempt_.load();
+  if (const int node = node_.load(); node >= 0) j["node"] = node;
   for (const EventField& f : fields) put(j, f);
   // Invalid UTF-8 (a worker's bytes in a message) is replaced, never thrown.
   const std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

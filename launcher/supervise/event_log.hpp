@@ -1,10 +1,13 @@
 // The event log: RUN/events.jsonl, one JSON object per line per event (docs/events.md has
 // the schema), for schedulers and dashboards. Every line is one write(2) to an O_APPEND
 // file. Never throws: a log that cannot be opened or written warns once and goes quiet (the
-// job goes on). Single-threaded; the agents own it, the Supervisor borrows it.
+// job goes on). The agents own it and set its attempt and node; the Supervisor borrows it;
+// write() may also be called from the snapshot persister's thread (it takes a lock).
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +51,7 @@ class EventLog {
   void set_attempt(int attempt) { attempt_ = attempt; }
   void set_node(int node) { node_ = node; }
   int attempt() const { return attempt_; }
+  int node() const { return node_; }
   // {"event": name, "time": ISO 8601 UTC, "attempt": N, ["node": N,] fields...}
   void write(const std::string& event, const std::vector<EventField>& fields = {});
   // The same with "time" = `time` rather than now: an event logged after it happened.
@@ -56,9 +60,10 @@ class EventLog {
 
  private:
   std::string path_;
+  std::mutex mutex_;  // write() from more than one thread
   int fd_ = -1;
-  int attempt_ = 0;
-  int node_ = -1;
+  std::atomic<int> attempt_{0};
+  std::atomic<int> node_{-1};
   bool warned_ = false;
   void fail(const std::string& what, int err);
 };

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "launcher/cli/option_parsers.hpp"  // StreamSelection
+#include "launcher/supervise/persist_plan.hpp"
 #include "launcher/supervise/supervisor.hpp"
 #include "launcher/worker/devices.hpp"
 #include "launcher/worker/run_layout.hpp"
@@ -43,6 +44,7 @@ struct JobConfig {
   // --worker-store=launcher: the node of group rank 0 hosts the workers' c10d store.
   bool launcher_worker_store = true;
   bool restrict_worker_store_peers = false;  // a rendezvous token is set: only the nodes may connect
+  SnapshotPersistConfig snapshot_persist;    // --snapshot-persist-dir/-interval (dir "": off)
 };
 
 // Where this node sits in one attempt: from the options (single node) or a round plan.

@@ -102,10 +102,12 @@ int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const cli::En
     store.reset();  // the attempt's workers are gone: its store may go too
     recovery.attempt_ended(result.kind == AttemptResult::Kind::kSucceeded);
     if (result.kind == AttemptResult::Kind::kSucceeded) {
+      snapshots.persist(PersistReason::kEnd);  // the regions' destructor waits for it
       events.write("finish", {{"outcome", "succeeded"}, {"exit_code", exit_code::kSuccess}});
       return exit_code::kSuccess;
     }
     if (result.kind == AttemptResult::Kind::kInterrupted) {
+      snapshots.persist(PersistReason::kStop);
       worker::launcher_notice(fmt::format("stopped by {}", signal_name(result.signal)));
       events.write("finish", {{"outcome", "interrupted"},
                               {"signal", signal_name(result.signal)},
@@ -113,6 +115,10 @@ int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const cli::En
       return exit_code::from_signal(result.signal);
     }
     const bool final = attempt >= job.max_restarts || supervisor.interrupted_by() != 0;
+    // In the background: the restart does not wait for it; the job's end does.
+    snapshots.persist(!final                             ? PersistReason::kFailure
+                      : supervisor.interrupted_by() != 0 ? PersistReason::kStop
+                                                         : PersistReason::kEnd);
     log_worker_failure(events, result.outcomes[*result.root_cause], final);
     if (final) {
       const int code = report_failure(job, env, result, attempt, layout);
@@ -138,6 +144,7 @@ int run_single_node_agent(const JobConfig& job, const SingleNodeSpec& node, cons
   log_start(events, job);
   try {
     SnapshotRegions snapshots(env);  // the job's: kept across restarts, removed on every way out
+    snapshots.persist_to(job.snapshot_persist, &events);
     return run_attempts(job, node, env, plan, layout, events, snapshots);
   } catch (const LaunchError& e) {  // not swallowed: logged, then main() reports it
     events.write("finish", {{"outcome", "error"}, {"exit_code", e.exit_code()}, {"message", e.what()}});

@@ -16,6 +16,7 @@ SnapshotRegions::SnapshotRegions(const cli::Environment& env) {
 }
 
 SnapshotRegions::~SnapshotRegions() {
+  persister_.reset();  // the end's or a stop's persist reads the regions: before they go
   for (const auto& [rank, path] : paths_) ::unlink(path.c_str());
 }
 
@@ -31,7 +32,18 @@ std::string SnapshotRegions::path_for(int local_rank) {
                     r.error, kSnapshotDirEnvVar));
     return "";
   }
+  if (local_rank == 0 && persister_) persister_->set_source(r.path);
   return paths_[local_rank] = r.path;
+}
+
+void SnapshotRegions::persist_to(const SnapshotPersistConfig& config, EventLog* events) {
+  if (config.dir.empty()) return;
+  persister_ = std::make_unique<SnapshotPersister>(config, events);
+  if (auto it = paths_.find(0); it != paths_.end()) persister_->set_source(it->second);
+}
+
+void SnapshotRegions::persist(PersistReason why) {
+  if (persister_) persister_->request(why);
 }
 
 }  // namespace ddp::launch::supervise

@@ -3,13 +3,18 @@
 // every attempt, round and standby of that rank, removed when this object goes (normal exit,
 // failure, a stop signal: the agents own one for the whole job). The worker sizes the file
 // itself. A launcher killed by SIGKILL leaves its files; the next launcher sweeps them.
-// Single-threaded (the agent's thread); blocks only for file creation.
+// With --snapshot-persist-dir it owns the SnapshotPersister that writes local rank 0's
+// snapshot to disk, and finishes it (the persists asked for) before removing the files.
+// Single-threaded (the agent's thread; the persister has its own); blocks only for file
+// creation, and in the destructor for a requested persist.
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "launcher/cli/environment.hpp"
+#include "launcher/supervise/snapshot_persister.hpp"
 
 namespace ddp::launch::supervise {
 
@@ -22,7 +27,14 @@ class SnapshotRegions {
   explicit SnapshotRegions(const cli::Environment& env);
   SnapshotRegions(const SnapshotRegions&) = delete;
   SnapshotRegions& operator=(const SnapshotRegions&) = delete;
-  ~SnapshotRegions();  // unlinks every file it created
+  ~SnapshotRegions();  // finishes the persister, then unlinks every file it created
+
+  // Persist local rank 0's snapshot to config.dir from now on (nothing if config.dir is "").
+  // `events` (may be null) must outlive this object.
+  void persist_to(const SnapshotPersistConfig& config, EventLog* events);
+  // Asks the persister (if any) to write the newest snapshot now; returns at once. The end
+  // and a stop are waited for by the destructor.
+  void persist(PersistReason why);
 
   // The region of `local_rank` ("" when the folder cannot hold one: said once, the workers
   // then run without snapshots).
@@ -33,6 +45,7 @@ class SnapshotRegions {
   std::string dir_;
   std::map<int, std::string> paths_;
   bool unavailable_ = false;
+  std::unique_ptr<SnapshotPersister> persister_;  // null: not persisting
 };
 
 }  // namespace ddp::launch::supervise

@@ -197,6 +197,45 @@ TEST_CASE("max-restarts restarts every node together with a consistent restart c
   for (int rank = 0; rank < 3; ++rank) CHECK(read_file(dir / ("count." + std::to_string(rank))) == "0\n1\n");
 }
 
+// --snapshot-persist-dir on both nodes: each launcher writes its own local rank 0's snapshot
+// when a worker fails on either node (node 0 learns of it from the round's record) and at the end.
+TEST_CASE("snapshot persist: each node writes its own rank's snapshot on a failure elsewhere and at the end") {
+  TempDir dir, shm0, shm1;
+  const int port = free_port();
+  const std::string python_dir = std::string(DDP_SOURCE_DIR) + "/python";
+  const std::string body =
+      "import os, sys, time; sys.path.insert(0, sys.argv[1]); import ddp_snapshot as s\n"
+      "d, out, rank = sys.argv[2], sys.argv[3], os.environ['RANK']\n"
+      "if os.environ['TORCHELASTIC_RESTART_COUNT'] == '0':\n"
+      "    s.save_bytes(7, b'rank %s step 7' % rank.encode()); open(out + '/saved.' + rank, 'w').close()\n"
+      "    if rank == '1':\n"
+      "        while not os.path.exists(out + '/saved.0'): time.sleep(0.02)\n"
+      "        sys.exit(3)\n"
+      "    time.sleep(60)\n"
+      "while not os.path.exists(d + '/ckpt_000000007.pt'): time.sleep(0.02)\n"
+      "s.save_bytes(8, b'rank %s step 8' % rank.encode())\n";
+  auto node = [&](int rank) {
+    const std::string persist = dir / ("persist." + std::to_string(rank));
+    return with(static_node(2, rank, port, 1),
+                {"--max-restarts=1", "--snapshot-persist-dir", persist, "--snapshot-persist-interval=0", "--no-python",
+                 "python3", "-c", body, python_dir, persist, dir.path()});
+  };
+  Background node1(node(1), {{"DDP_LAUNCH_SNAPSHOT_DIR", shm1.path()}});
+  auto r0 = run(node(0), {{"DDP_LAUNCH_SNAPSHOT_DIR", shm0.path()}}, 120s);
+  auto r1 = node1.wait(60s);
+  INFO(r0.err << r1.err);
+  CHECK(r0.exit_code == 0);
+  CHECK(r1.exit_code == 0);
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string persist = dir / ("persist." + std::to_string(rank));
+    CHECK(read_file(persist + "/ckpt_000000008.pt") == "rank " + std::to_string(rank) + " step 8");
+    CHECK(!file_exists(persist + "/ckpt_000000007.pt"));  // ours, replaced by the newer one
+    const std::string& err = rank == 0 ? r0.err : r1.err;
+    CHECK(count_matching(err, "wrote the in-memory snapshot of step 7 to " + persist) == 1);
+    CHECK(count_matching(err, "wrote the in-memory snapshot of step 8 to " + persist) == 1);
+  }
+}
+
 // Both nodes log the restart's timeline: node 1 saw its worker fail, node 0 learnt of it from
 // the round's record; each prints the recovered line once, with the first step.
 TEST_CASE("a restart's recovery timeline on both nodes: the phases in order, one recovered line each") {

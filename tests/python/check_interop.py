@@ -206,6 +206,40 @@ def check_snapshot_heal(args):
     check_snapshot_resume(args, heal=True)
 
 
+def check_snapshot_persist(args):
+    """The launcher persists rank 0's snapshot (a torch.save of the script's state) when rank 1
+    is SIGKILLed at step 6 (the failure: step 5, or 4) and at the end (step 10), keeping only
+    the newest; ddp_snapshot.load_persisted reads it back: the final weights, bit for bit."""
+    os.environ["DDP_TEST_PYTHON_DIR"] = PYTHON_DIR
+    with tempfile.TemporaryDirectory() as tmp:
+        persist, logs = os.path.join(tmp, "persist"), os.path.join(tmp, "logs")
+        rc, out = launch(args, ["--nproc_per_node=2", "--max-restarts=1", "--log-dir", logs,
+                                "--snapshot-persist-dir", persist, "--snapshot-persist-interval", "0"],
+                         "snapshot_resume.py", ["--kill-at", "6"])
+        if rc != 0:
+            fail(f"exit code {rc}, expected 0", out)
+        events = [json.loads(line) for f in glob.glob(os.path.join(logs, "*", "events.jsonl")) for line in open(f)]
+        persisted = [(e["why"], e["step"]) for e in events if e["event"] == "snapshot_persisted"]
+        # The failure's persist reads the region as the restart begins: step 5 (4 when the
+        # launcher's SIGTERM caught rank 0 copying step 5), later only if the thread lagged the restart.
+        if len(persisted) != 2 or persisted[0][0] != "failure" or not 4 <= persisted[0][1] < 10 or \
+                persisted[1] != ("end", 10):
+            fail(f"expected persists at the failure (step 5 or 4) and at the end (step 10), got {persisted}", out)
+        if os.listdir(persist) != ["ckpt_000000010.pt"]:
+            fail(f"expected only the newest file, ckpt_000000010.pt, in {persist}: {os.listdir(persist)}", out)
+        code = ("import hashlib, sys; sys.path.insert(0, sys.argv[1]); import ddp_snapshot; "
+                "step, state = ddp_snapshot.load_persisted(sys.argv[2], map_location='cpu'); "
+                "d = hashlib.sha256(b''.join(t.numpy().tobytes() for t in state['model'].values())).hexdigest(); "
+                "print(step, d, ddp_snapshot.load_persisted(sys.argv[3]))")
+        proc = subprocess.run([args.python, "-c", code, PYTHON_DIR, persist, tmp], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=120)
+    final = {line.split()[-1] for line in rank_lines(out, 0) if line.startswith("final weights ")}
+    if proc.returncode != 0 or proc.stdout.split() != ["10", *final, "None"]:
+        fail(f"load_persisted should give step 10 with the final weights {final} (and None for a folder "
+             f"without checkpoints), got: {proc.stdout}", out)
+    print("ok: persisted at the failure and at the end; load_persisted gives the final weights")
+
+
 def check_snapshot_torn(args):
     env = dict(os.environ, DDP_TEST_PYTHON_DIR=PYTHON_DIR)
     proc = subprocess.run([args.python, os.path.join(HERE, "snapshot_torn.py")], env=env, stdout=subprocess.PIPE,
@@ -222,7 +256,7 @@ def main():
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("case", choices=["env_allreduce", "record_traceback", "legacy_local_rank",
                                            "tutorial_local_rank", "hang_all_reduce", "snapshot_resume",
-                                           "snapshot_heal", "snapshot_torn"])
+                                           "snapshot_heal", "snapshot_torn", "snapshot_persist"])
     args = parser.parse_args()
     globals()[f"check_{args.case}"](args)
 

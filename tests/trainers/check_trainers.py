@@ -269,6 +269,41 @@ def check_train_snapshot_heal():
     check_train_snapshot_resume(heal=True)
 
 
+def check_train_snapshot_persist():
+    # The launcher writes rank 0's in-memory snapshot to --snapshot-persist-dir when the job
+    # ends (here: rank n-1 SIGKILLed after 100 steps, no restart left); a new launcher and a
+    # cold `train --checkpoint-dir` on that folder resume from it (ddp::load_checkpoint reads
+    # the ddp::Snapshot payload as is) and end bit-identical to an uninterrupted run.
+    n = ARGS.nproc
+    common = ["--epochs", "2", "--batch-size", str(128 // n), "--checkpoint-interval", "0", "--snapshot-every", "1",
+              *SMALL]
+    with tempfile.TemporaryDirectory() as ref_dir, tempfile.TemporaryDirectory() as tmp:
+        rc, ref = launch(n, "train", "--checkpoint-dir", ref_dir, *common)
+        expect_rc(rc, ref)
+        persist = os.path.join(tmp, "persist")  # created by the launcher
+        rc, out = launch(n, "train", "--checkpoint-dir", os.path.join(tmp, "unused"), "--fail-at-step", "100",
+                         "--fail-rank", str(n - 1), *common,
+                         launcher_args=["--snapshot-persist-dir", persist, "--snapshot-persist-interval", "0"])
+        if rc == 0:
+            fail("the run with a worker killed should fail", out)
+        files = sorted(f for f in os.listdir(persist))
+        if len(files) != 1 or not re.fullmatch(r"ckpt_000000(099|100)\.pt", files[0]):
+            fail(f"expected the launcher's ckpt_000000100.pt (or 99) in {persist}, found {files}", out)
+        path = os.path.join(persist, files[0])
+        step = int(files[0][5:-3])
+        if f"ddp-launch: wrote the in-memory snapshot of step {step} to {path} (" not in out:
+            fail("the launcher did not say it wrote the snapshot", out)
+        rc, cold = launch(n, "train", "--checkpoint-dir", persist, *common)
+        expect_rc(rc, cold)
+        if f"train: resumed from {path} (epoch 2, step {step}, restart 0)" not in rank_lines(cold, 0):
+            fail(f"the cold start did not resume from {path}", cold)
+    digests = [re.findall(r"train: final weights digest ([0-9a-f]{16})", o) for o in (ref, cold)]
+    if len(digests[0]) != 1 or digests[0] != digests[1]:
+        fail(f"final weights digests differ: uninterrupted {digests[0]}, cold start {digests[1]}", ref + cold)
+    print(f"ok: the launcher persisted the snapshot of step {step}; a cold start resumed from it and ended "
+          f"bit-identical ({digests[0][0]})")
+
+
 def write_blobs_csv(path, rows=600, seed=7):
     rng = random.Random(seed)
     centers = [(-2.0, 0.0, 1.0), (2.0, 1.0, -1.0), (0.0, -2.5, 0.5)]
