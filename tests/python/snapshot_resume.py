@@ -2,7 +2,8 @@
 
 With --kill-at K, rank 1 of attempt 0 SIGKILLs itself at the start of step K. Each rank prints
 where it started ("resumed from snapshot step S" or "fresh start"), each step it runs, and the
-final parameters' hash. check_interop.py's snapshot_resume case reads these lines.
+final parameters' hash. check_interop.py's snapshot_resume case reads these lines. --background:
+the writes run on a thread (save(..., background=True)), fenced by ddp_snapshot.allreduce_hook.
 """
 import argparse
 import hashlib
@@ -19,6 +20,7 @@ import ddp_snapshot  # noqa: E402
 p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=10)
 p.add_argument("--kill-at", type=int, default=0)
+p.add_argument("--background", action="store_true", help="save(..., background=True) + allreduce_hook")
 args = p.parse_args()
 
 dist.init_process_group("gloo")
@@ -45,6 +47,8 @@ if int(have):
 print(f"attempt {attempt}: " + (f"resumed from snapshot step {start}" if int(have) else "fresh start"), flush=True)
 
 ddp = torch.nn.parallel.DistributedDataParallel(model)
+if args.background:
+    ddp.register_comm_hook(None, ddp_snapshot.allreduce_hook)
 for step in range(start, args.steps):
     if attempt == 0 and rank == 1 and step + 1 == args.kill_at:
         os.kill(os.getpid(), signal.SIGKILL)
@@ -54,7 +58,7 @@ for step in range(start, args.steps):
     torch.nn.functional.mse_loss(ddp(x), y).backward()
     opt.step()
     print(f"attempt {attempt}: step {step + 1}", flush=True)
-    ddp_snapshot.save(step + 1, {"model": model.state_dict(), "opt": opt.state_dict()})
+    ddp_snapshot.save(step + 1, {"model": model.state_dict(), "opt": opt.state_dict()}, background=args.background)
 
 digest = hashlib.sha256(b"".join(t.detach().numpy().tobytes() for t in model.state_dict().values())).hexdigest()
 print(f"final weights {digest}", flush=True)
