@@ -18,7 +18,7 @@
 #include <functional>
 #include <map>
 
-#include "contract/snapshot_region.hpp"
+#include "contract/snapshot_file.hpp"
 #include "ddp/ddp.hpp"
 #include "harness.hpp"
 #include "worker_support.hpp"
