@@ -199,9 +199,7 @@ def save(step, state, background=False):
     gradient all-reduce, or a rank killed mid-write can hold no step in common with ranks that
     finished the next step: register allreduce_hook on the DDP model, or call wait() before
     backward(). A failed write warns (as save does) and the next save() returns False."""
-    if not wait() and _off:
-        return False
-    if _open() is None:
+    if _open() is None:  # serialised while the previous write may still run, then save_bytes waits
         return False
     import torch
     buf = io.BytesIO()
