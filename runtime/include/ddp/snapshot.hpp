@@ -39,8 +39,8 @@ class Snapshot {
   // `step` in the background. Local (not collective). The snapshot counts once written: a
   // kill before that leaves the slot torn and the previous snapshot in use (one step more to
   // redo). False when off; the first time the region cannot hold a snapshot (/dev/shm full or
-  // too small) one warning names the size needed, this or the next save() (or wait()) returns
-  // false, and snapshots stay off for this process. Tensors on a GPU are copied to host
+  // too small: found by the background write) one warning names the size needed, the next
+  // save() (or wait()) returns false, and snapshots stay off for this process. Tensors on a GPU are copied to host
   // memory while serialising (synchronously).
   bool save(int64_t step, const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
             const CheckpointExtra& extra = {});
