@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "contract/crc32.hpp"
+
 namespace ddp::snapshot {
 
 inline constexpr uint32_t kMagic = 0x53504444;  // "DDPS" in little-endian bytes
@@ -71,41 +73,8 @@ inline uint64_t payload_offset(const Header& h, int target, uint64_t length) {
   return align_up(other.offset + other.length);
 }
 
-// --- CRC-32 (IEEE 802.3, reflected 0xEDB88320; the value of zlib.crc32), slicing by 8 ---
-namespace detail {
-using CrcTables = std::array<std::array<uint32_t, 256>, 8>;
-inline const CrcTables& crc_tables() {
-  static const CrcTables tables = [] {
-    CrcTables t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[0][i] = c;
-    }
-    for (uint32_t i = 0; i < 256; ++i)
-      for (int s = 1; s < 8; ++s) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xff];
-    return t;
-  }();
-  return tables;
-}
-}  // namespace detail
-
-// Continues `crc` (0 to start) over `len` bytes: crc32(b, crc32(a)) == crc32(a + b).
-inline uint32_t crc32(const void* data, size_t len, uint32_t crc = 0) {
-  const auto& t = detail::crc_tables();
-  const auto* p = static_cast<const unsigned char*>(data);
-  uint32_t c = ~crc;
-  while (len >= 8) {
-    const uint32_t lo = c ^ (uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24);
-    const uint32_t hi = uint32_t(p[4]) | uint32_t(p[5]) << 8 | uint32_t(p[6]) << 16 | uint32_t(p[7]) << 24;
-    c = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^ t[3][hi & 0xff] ^
-        t[2][(hi >> 8) & 0xff] ^ t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
-    p += 8;
-    len -= 8;
-  }
-  while (len--) c = t[0][(c ^ *p++) & 0xff] ^ (c >> 8);
-  return ~c;
-}
+// The checksum: zlib's CRC-32 (contract/crc32.hpp), continuable.
+using crc::crc32;
 
 // The checksum a slot must carry for `payload`.
 inline uint32_t slot_checksum(const Slot& s, const void* payload) {

@@ -22,6 +22,9 @@ node, a lost region) receive it from the lowest rank that has it and keep it in 
 region; it returns None only when no rank holds one (then read your disk checkpoint).
 last_restore tells how the last restore() went (healed, from which rank).
 
+save(step, state, background=True) leaves the checksum and copy to a thread while the next
+step runs (see save(); wait() blocks until it landed).
+
 Without ddp-launch (no DDP_LAUNCH_SNAPSHOT_FILE) save() warns once and does nothing and
 load() returns None. If the file system cannot hold a snapshot (/dev/shm full or too
 small) save() warns once naming the size needed and snapshots stay off for this process.
@@ -34,6 +37,7 @@ import io
 import os
 import struct
 import sys
+import threading
 import zlib
 
 MAGIC = 0x53504444
@@ -92,12 +96,9 @@ def _checksum(seq, step, offset, length, payload):
     return zlib.crc32(payload, zlib.crc32(struct.pack("<QQQQ", seq, step, offset, length)))
 
 
-def save_bytes(step, payload):
-    """Writes `payload` (bytes) as the snapshot of `step` into the older slot. False if off."""
-    global _off
-    fd = _open()
-    if fd is None:
-        return False
+def _write(fd, step, payload):
+    """The copy: payload into the older slot of the region on fd, checksum last. False if off."""
+    global _off, _fd
     slots = _read_slots(fd)
     target = 0 if slots[0][0] <= slots[1][0] else 1
     other = slots[1 - target]
@@ -110,7 +111,6 @@ def save_bytes(step, payload):
     try:
         os.posix_fallocate(fd, offset, max(length, 1))
     except OSError as e:
-        global _fd
         _off = True
         os.close(fd)
         _fd = None
@@ -131,8 +131,55 @@ def save_bytes(step, payload):
     return True
 
 
+class _Writer(threading.Thread):
+    """One background write (zlib.crc32 and os.pwrite release the GIL on large buffers)."""
+
+    def __init__(self, fd, step, payload):
+        super().__init__(name="ddp_snapshot writer", daemon=True)
+        self.args_ = (fd, step, payload)
+        self.ok = False
+
+    def run(self):
+        self.ok = _write(*self.args_)
+        self.args_ = None  # the payload's memory back
+
+
+_writer = None  # the write in flight (background=True), until wait()
+
+
+def wait():
+    """Blocks until the snapshot save(..., background=True) started is in the region. True if it
+    landed (or none was in flight and snapshots are on), False if it failed or snapshots are off."""
+    global _writer
+    if _writer is not None:
+        w, _writer = _writer, None
+        w.join()
+        if not w.ok:
+            return False
+    return _fd is not None and not _off
+
+
+def save_bytes(step, payload, background=False):
+    """Writes `payload` (bytes) as the snapshot of `step` into the older slot. False if off.
+
+    background=True: returns once the write has started on a thread (after waiting for the
+    previous one); `payload` must not change until wait(). See save()."""
+    if not wait() and _off:
+        return False
+    fd = _open()
+    if fd is None:
+        return False
+    if not background:
+        return _write(fd, step, payload)
+    global _writer
+    _writer = _Writer(fd, step, payload)
+    _writer.start()
+    return True
+
+
 def load_bytes(step=None):
     """(step, payload) of the newest complete snapshot (of `step` if given: either slot), or None."""
+    wait()  # this process's write in flight lands first
     path = os.environ.get(ENV_VAR)
     if not path:
         return None
@@ -157,14 +204,32 @@ def load_bytes(step=None):
         os.close(fd)
 
 
-def save(step, state):
-    """Snapshots `state` (anything torch.save takes: a dict of state_dicts) as `step`."""
-    if _open() is None:
+def save(step, state, background=False):
+    """Snapshots `state` (anything torch.save takes: a dict of state_dicts) as `step`.
+
+    background=True: serialises here (the next optimizer step changes the tensors), then the
+    checksum and copy run on a thread while training goes on; the next save(), load() and
+    wait() wait for it. A kill before it lands leaves that slot torn and the previous snapshot
+    in use (one step more to redo). Under DDP the write must land before this rank's next
+    gradient all-reduce, or a rank killed mid-write can hold no step in common with ranks that
+    finished the next step: register allreduce_hook on the DDP model, or call wait() before
+    backward(). A failed write warns (as save does) and the next save() returns False."""
+    if _open() is None:  # serialised while the previous write may still run, then save_bytes waits
         return False
     import torch
     buf = io.BytesIO()
     torch.save(state, buf)
-    return save_bytes(step, buf.getbuffer())
+    return save_bytes(step, buf.getbuffer(), background=background)
+
+
+def allreduce_hook(process_group, bucket):
+    """A DDP communication hook, torch's default all-reduce, that first waits for this rank's
+    snapshot write in flight (save(..., background=True)) at the last bucket of a backward:
+    model.register_comm_hook(None, ddp_snapshot.allreduce_hook)."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    if bucket.is_last():
+        wait()
+    return default_hooks.allreduce_hook(process_group, bucket)
 
 
 def load(map_location=None, step=None):

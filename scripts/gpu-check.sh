@@ -33,7 +33,7 @@ plan() {
 gpu-check plan (each line is one check with its own timeout; results in OUTDIR/gpu-check-summary.md):
   versions        nvidia-smi (driver, GPUs, PCI bus ids), torch, CUDA, NCCL, cmake, c++
   deps            Boost/CLI11/fmt/nlohmann-json/Catch2 headers; without them: standalone libddp build
-  build           configure + build ddp-launch, ddp_runtime_tests, ddp_gpu_check in BUILD_DIR/gpu/ (all cores)
+  build           configure + build ddp-launch, ddp_runtime_tests, ddp_gpu_check, train in BUILD_DIR/gpu/ (all cores)
   runtime-tests   ctest -R '^runtime: ' (libddp over gloo, built against this LibTorch 2.x)
   collectives     NCCL world 1 and gloo world 2 on CUDA tensors (ddp_gpu_check collectives)
   ddp             DDP on cuda == single process on the combined batch: NCCL world 1, gloo world 2
@@ -43,6 +43,9 @@ gpu-check plan (each line is one check with its own timeout; results in OUTDIR/g
   python-nccl     tests/gpu/nccl_allreduce.py (plain PyTorch NCCL) under ddp-launch, world 1
   warm-restart    tests/gpu/warm_restart.py (plain PyTorch NCCL) killed once under --max-restarts 1:
                   the restart runs in a pre-warmed standby and all-reduces on its GPU
+  snapshot-resume train --snapshot-every 1 on cuda:0 (NCCL world 1) SIGKILLed after step 100 under
+                  --max-restarts 1: resumes from the in-memory snapshot, final weights equal an
+                  uninterrupted run's (the background snapshot write on a GPU)
   worker-store    the launcher's c10d-compatible workers' store with this torch (2.x) as the client:
                   TCPStore(is_master=False) on every request type, then Python workers under
                   ddp-launch (gloo world 2, NCCL world 1); --worker-store runs only these, on CPU

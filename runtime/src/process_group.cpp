@@ -4,6 +4,7 @@
 
 #include "group_impl.hpp"
 #include "join_guard.hpp"
+#include "snapshot_fence.hpp"
 
 namespace ddp {
 namespace detail {
@@ -213,6 +214,7 @@ torch::Tensor staged(const torch::Tensor& tensor, const detail::GroupImpl& g) {
 
 void barrier(const Group& group) {
   detail::join_guard::check("barrier");
+  detail::snapshot_fence::wait();  // a snapshot write in flight lands before the ranks move on
   auto& g = group.impl();
   detail::FedCollective fed(g, progress::Op::kBarrier, torch::Tensor());
   g.wait(g.backend().barrier(c10d::BarrierOptions()), "barrier");
@@ -220,6 +222,7 @@ void barrier(const Group& group) {
 
 void broadcast(torch::Tensor& tensor, int src, const Group& group) {
   detail::join_guard::check("broadcast");
+  detail::snapshot_fence::wait();  // a snapshot write in flight lands before the ranks move on
   auto& g = group.impl();
   c10d::BroadcastOptions opts;
   opts.rootRank = g.group_rank_of(src);
@@ -231,6 +234,7 @@ void broadcast(torch::Tensor& tensor, int src, const Group& group) {
 
 void all_reduce(torch::Tensor& tensor, ReduceOp op, const Group& group) {
   detail::join_guard::check("all_reduce");
+  detail::snapshot_fence::wait();  // a snapshot write in flight lands before the ranks move on
   auto& g = group.impl();
   c10d::AllreduceOptions opts;
   switch (op) {
@@ -249,6 +253,7 @@ void all_reduce(torch::Tensor& tensor, ReduceOp op, const Group& group) {
 
 std::vector<torch::Tensor> all_gather(const torch::Tensor& tensor, const Group& group) {
   detail::join_guard::check("all_gather");
+  detail::snapshot_fence::wait();  // a snapshot write in flight lands before the ranks move on
   auto& g = group.impl();
   std::vector<torch::Tensor> inputs{staged(tensor, g)};
   std::vector<std::vector<torch::Tensor>> outputs(1);

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "group_impl.hpp"
+#include "snapshot_fence.hpp"
 
 namespace ddp::detail {
 namespace {
@@ -281,6 +282,9 @@ Future Reducer::launch(Bucket& bucket, size_t index) {
 void Reducer::launch_ready_buckets() {
   // Strictly in bucket order, so every rank issues the same sequence of collectives.
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
+    // No rank completes this step before this rank's snapshot write in flight (ddp::Snapshot)
+    // is in its region: the write overlaps the backward up to here.
+    if (next_bucket_ + 1 == buckets_.size()) snapshot_fence::wait();
     buckets_[next_bucket_].future = launch(buckets_[next_bucket_], next_bucket_);
     ++next_bucket_;
   }

@@ -1,6 +1,7 @@
-// ddp::Snapshot: a checkpoint archive (checkpoint_archive.hpp) serialised into host memory,
-// then written into the launcher's region with contract/snapshot_file.hpp (older slot,
-// checksum last). Snapshot::restore is in snapshot_restore.cpp.
+// ddp::Snapshot: a checkpoint archive (checkpoint_archive.hpp) serialised into host memory on
+// the caller's thread, then written into the launcher's region by a SnapshotWriter thread
+// (contract/snapshot_file.hpp: older slot, checksum last). Snapshot::restore is in
+// snapshot_restore.cpp.
 #include "ddp/snapshot.hpp"
 
 #include <fcntl.h>
@@ -14,6 +15,8 @@
 #include "checkpoint_archive.hpp"
 #include "contract/snapshot_file.hpp"
 #include "ddp/process_group.hpp"
+#include "snapshot_fence.hpp"
+#include "snapshot_writer.hpp"
 
 namespace ddp {
 namespace {
@@ -40,6 +43,7 @@ Snapshot::Snapshot() {
 }
 
 Snapshot::~Snapshot() {
+  collect();
   if (fd_ >= 0) ::close(fd_);
 }
 
@@ -47,28 +51,48 @@ bool Snapshot::save(int64_t step, const torch::nn::Module& model, const torch::o
                     const CheckpointExtra& extra) {
   if (fd_ < 0) return false;
   const auto start = Clock::now();
-  std::string& buffer = buffer_;  // kept between saves: no fresh pages to fault in each time
+  // Serialised while the previous write may still run: it has its own buffer. Both buffers
+  // are kept between saves: no fresh pages to fault in each time.
+  std::string buffer = std::move(buffer_);
   buffer.clear();
   detail::checkpoint_archive(model, optimizer, extra).save_to([&](const void* data, size_t size) -> size_t {
     buffer.append(static_cast<const char*>(data), size);
     return size;
   });
   serialize_s_ = seconds_since(start);
-  const auto copy_start = Clock::now();
-  const snapshot::WriteResult r =
-      snapshot::write_snapshot(fd_, static_cast<uint64_t>(step), buffer.data(), buffer.size());
-  copy_s_ = seconds_since(copy_start);
+  serialize_total_s_ += serialize_s_;
+  if (!collect()) return false;  // the previous write failed: warned, off
   bytes_ = buffer.size();
-  if (r.error != 0) {
-    std::cerr << "ddp::Snapshot: cannot hold a snapshot of " << buffer.size() << " bytes in " << directory_of(path_)
-              << " (it needs " << r.bytes_needed << " bytes for the region): " << std::strerror(r.error)
-              << "; snapshots are off for this worker, disk checkpoints go on as before (give " << directory_of(path_)
-              << " more room, e.g. docker run --shm-size)" << std::endl;
-    ::close(fd_);
-    fd_ = -1;
-    return false;
-  }
+  if (!writer_) writer_ = std::make_unique<detail::SnapshotWriter>();
+  writer_->start(fd_, static_cast<uint64_t>(step), std::move(buffer));
   return true;
+}
+
+bool Snapshot::wait() { return collect() && fd_ >= 0; }
+
+bool Snapshot::collect() {
+  const auto start = Clock::now();
+  auto done = writer_ ? writer_->wait() : std::nullopt;
+  wait_s_ = seconds_since(start);
+  waits_s_ += wait_s_;
+  if (!done) return true;
+  copy_s_ = done->seconds;
+  buffer_ = std::move(done->payload);  // reused by the next save
+  if (done->result.error == 0) return true;
+  turn_off(buffer_.size(), done->result.bytes_needed, done->result.error);
+  return false;
+}
+
+double Snapshot::total_wait_seconds() const { return waits_s_ + detail::snapshot_fence::waited_seconds(); }
+
+void Snapshot::turn_off(uint64_t bytes, uint64_t bytes_needed, int error) {
+  std::cerr << "ddp::Snapshot: cannot hold a snapshot of " << bytes << " bytes in " << directory_of(path_)
+            << " (it needs " << bytes_needed << " bytes for the region): " << std::strerror(error)
+            << "; snapshots are off for this worker, disk checkpoints go on as before (give " << directory_of(path_)
+            << " more room, e.g. docker run --shm-size)" << std::endl;
+  ::close(fd_);
+  fd_ = -1;
+  buffer_ = std::string();  // the memory back
 }
 
 }  // namespace ddp

@@ -10,6 +10,7 @@ names=() statuses=() seconds=() details=()
 launcher=$build/launcher/ddp-launch
 cxx=${CXX:-$(command -v c++ || command -v g++ || echo c++)}
 check_bin=$build/tests/gpu/ddp_gpu_check
+train_bin=$build/trainers/train
 build_mode=none  # full | standalone | none
 deadline=${GPU_CHECK_DEADLINE:-480}  # seconds since the start: later checks are skipped, not started
 
@@ -31,7 +32,7 @@ launch() {
   fi
 }
 export -f launch
-export launcher python
+export launcher python train_bin work
 
 # run_check NAME TIMEOUT EXPECT_REGEX CMD...: PASS when CMD exits 0 and prints a line matching
 # EXPECT_REGEX (that line is the detail); CMD may be `launch` or another exported function.
@@ -101,7 +102,7 @@ torch_prefix() {
 }
 
 configure_and_build() {
-  local prefix source=. targets=(ddp-launch ddp_runtime_tests ddp_gpu_check c10d_store_helper) extra=()
+  local prefix source=. targets=(ddp-launch ddp_runtime_tests ddp_gpu_check c10d_store_helper train) extra=()
   prefix=$(torch_prefix)
   [[ -d $deps_dir ]] && prefix="$deps_dir;$prefix"
   [[ -d /usr/local/cuda ]] && extra+=(-DCUDAToolkit_ROOT=/usr/local/cuda)
@@ -214,6 +215,33 @@ check_warm_restart() {
     --backend nccl --device cuda
 }
 
+# train --snapshot-every 1 on cuda:0 (NCCL, world 1) killed by SIGKILL after step 100 under
+# --max-restarts 1: the restart resumes from the in-memory snapshot (serialised from the GPU,
+# written by the background thread) and its final weights equal an uninterrupted run's.
+snapshot_resume_cuda() {
+  local common=(--epochs 2 --batch-size 64 --snapshot-every 1 --train-samples 8192 --val-samples 2048
+    --progress plain --log-every 50) ref run a b resumed
+  ref=$(launch 1 "$train_bin" "${common[@]}" --checkpoint-dir "$work/snapshot-ref" 2>&1) || { echo "$ref"; return 1; }
+  run=$(launch 1 --max-restarts=1 "$train_bin" "${common[@]}" --checkpoint-dir "$work/snapshot-run" \
+    --fail-at-step 100 --fail-rank 0 2>&1) || { echo "$run"; return 1; }
+  printf '%s\n=== killed and resumed\n%s\n' "$ref" "$run"
+  a=$(grep -o 'final weights digest [0-9a-f]*' <<<"$ref")
+  b=$(grep -o 'final weights digest [0-9a-f]*' <<<"$run")
+  resumed=$(grep -o 'resumed from the in-memory snapshot ([^)]*)' <<<"$run" | head -1)
+  if [[ -n $resumed && -n $a && $a == "$b" ]]; then
+    echo "ok snapshot-resume: $resumed, $a equals the uninterrupted run's"
+  else
+    echo "FAILED: resumed '${resumed:-nothing}', digests '$a' vs '$b'"
+    return 1
+  fi
+}
+export -f snapshot_resume_cuda
+
+check_snapshot_resume() {
+  if [[ $build_mode != full ]]; then skip snapshot-resume-cuda "needs the full build (train)"; return; fi
+  run_check snapshot-resume-cuda 150 '^ok snapshot-resume' snapshot_resume_cuda
+}
+
 # The launcher's workers' store (launcher/c10d) with this Python's torch as the client: its
 # TCPStore (is_master=False) on every request type it has, then Python workers under
 # ddp-launch (TORCHELASTIC_USE_AGENT_STORE=True): gloo, and NCCL when a GPU is here.
@@ -307,6 +335,7 @@ main_gpu() {
     check_launcher_devices
     check_python_nccl
     check_warm_restart
+    check_snapshot_resume
     check_worker_store
     check_bench
   else

@@ -157,21 +157,23 @@ def check_hang_all_reduce(args):
 PYTHON_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "python"))
 
 
-def check_snapshot_resume(args, heal=False):
+def check_snapshot_resume(args, heal=False, script_args=()):
     """Snapshots every step; rank 1 SIGKILLed at step 6 once: the restart resumes from the
     snapshot of step 5 on both ranks (4 when the launcher's SIGTERM caught rank 0 copying step
-    5's), runs the remaining steps, and ends with the weights of an uninterrupted run, bit for bit.
-    With heal, the restart's rank 1 empties its region first and receives rank 0's snapshot."""
+    5's, or rank 1's background write of step 5 had not landed), runs the remaining steps, and
+    ends with the weights of an uninterrupted run, bit for bit. With heal, the restart's rank 1
+    empties its region first and receives rank 0's snapshot."""
+    script_args = list(script_args) + (["--heal"] if heal else [])
     os.environ["DDP_TEST_PYTHON_DIR"] = PYTHON_DIR
     with tempfile.TemporaryDirectory() as shm:
         os.environ["DDP_LAUNCH_SNAPSHOT_DIR"] = shm
         rc, out = launch(args, ["--nproc_per_node=2", "--max-restarts=1"], "snapshot_resume.py",
-                         ["--kill-at", "6"] + (["--heal"] if heal else []))
+                         ["--kill-at", "6", *script_args])
         if rc != 0:
             fail(f"exit code {rc}, expected 0", out)
         if os.listdir(shm):
             fail(f"snapshot regions left behind: {os.listdir(shm)}", out)
-        rc, clean = launch(args, ["--nproc_per_node=2"], "snapshot_resume.py")
+        rc, clean = launch(args, ["--nproc_per_node=2"], "snapshot_resume.py", script_args)
         if rc != 0:
             fail(f"uninterrupted run: exit code {rc}, expected 0", clean)
     digests = set()
@@ -240,6 +242,11 @@ def check_snapshot_persist(args):
     print("ok: persisted at the failure and at the end; load_persisted gives the final weights")
 
 
+def check_snapshot_resume_background(args):
+    """The same with save(..., background=True) and ddp_snapshot.allreduce_hook on the model."""
+    check_snapshot_resume(args, ["--background"])
+
+
 def check_snapshot_torn(args):
     env = dict(os.environ, DDP_TEST_PYTHON_DIR=PYTHON_DIR)
     proc = subprocess.run([args.python, os.path.join(HERE, "snapshot_torn.py")], env=env, stdout=subprocess.PIPE,
@@ -256,7 +263,8 @@ def main():
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("case", choices=["env_allreduce", "record_traceback", "legacy_local_rank",
                                            "tutorial_local_rank", "hang_all_reduce", "snapshot_resume",
-                                           "snapshot_heal", "snapshot_torn", "snapshot_persist"])
+                                           "snapshot_heal", "snapshot_resume_background", "snapshot_torn",
+                                           "snapshot_persist"])
     args = parser.parse_args()
     globals()[f"check_{args.case}"](args)
 

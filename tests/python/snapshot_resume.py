@@ -2,8 +2,10 @@
 
 With --kill-at K, rank 1 of attempt 0 SIGKILLs itself at the start of step K; with --heal,
 rank 1 of attempt 1 empties its region before restoring (it is healed from rank 0). Each rank
-prints where it started ("resumed from snapshot step S[, healed from rank R]" or "fresh start"), each step it runs, and the
-final parameters' hash. check_interop.py's snapshot_resume case reads these lines.
+prints where it started ("resumed from snapshot step S[, healed from rank R]" or "fresh start"),
+each step it runs, and the final parameters' hash. check_interop.py's snapshot_resume case reads
+these lines. --background: the writes run on a thread (save(..., background=True)), fenced by
+ddp_snapshot.allreduce_hook.
 """
 import argparse
 import hashlib
@@ -21,6 +23,7 @@ p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=10)
 p.add_argument("--kill-at", type=int, default=0)
 p.add_argument("--heal", action="store_true")
+p.add_argument("--background", action="store_true", help="save(..., background=True) + allreduce_hook")
 args = p.parse_args()
 
 dist.init_process_group("gloo")
@@ -45,6 +48,8 @@ healed = f", healed from rank {info.source_rank}" if info and info.healed else "
 print(f"attempt {attempt}: " + (f"resumed from snapshot step {start}{healed}" if found else "fresh start"), flush=True)
 
 ddp = torch.nn.parallel.DistributedDataParallel(model)
+if args.background:
+    ddp.register_comm_hook(None, ddp_snapshot.allreduce_hook)
 for step in range(start, args.steps):
     if attempt == 0 and rank == 1 and step + 1 == args.kill_at:
         os.kill(os.getpid(), signal.SIGKILL)
@@ -54,7 +59,7 @@ for step in range(start, args.steps):
     torch.nn.functional.mse_loss(ddp(x), y).backward()
     opt.step()
     print(f"attempt {attempt}: step {step + 1}", flush=True)
-    ddp_snapshot.save(step + 1, {"model": model.state_dict(), "opt": opt.state_dict()})
+    ddp_snapshot.save(step + 1, {"model": model.state_dict(), "opt": opt.state_dict()}, background=args.background)
 
 digest = hashlib.sha256(b"".join(t.detach().numpy().tobytes() for t in model.state_dict().values())).hexdigest()
 print(f"final weights {digest}", flush=True)

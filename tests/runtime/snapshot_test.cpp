@@ -3,11 +3,17 @@
 // refused with the tensor named and nothing loaded; over gloo with two workers, the ranks
 // agree on the newest step all hold (one rank a step ahead restores its older slot), restore
 // nothing when no rank has one, heal a rank without one from one that has it, and fail
-// together when the healed rank's model does not match.
+// together when the healed rank's model does not match. The background write: the state of
+// save() time lands (wait(), restore() and the next save() wait for it); a failed write turns
+// snapshots off.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
 
 #include <cstdlib>
 #include <fstream>
@@ -148,6 +154,63 @@ TEST_CASE("Snapshot without a launcher's region is off: save does nothing, resto
   CHECK_FALSE(snap.enabled());
   CHECK_FALSE(snap.save(1, net, nullptr));
   CHECK_FALSE(snap.restore(net, nullptr, torch::kCPU).has_value());
+}
+
+TEST_CASE("Snapshot writes in the background: the state of save() time, landed by wait(), restore() and the next save",
+          "[snapshot]") {
+  const TempDir scratch;
+  use_region(scratch / "region");
+  auto net = small_net(1);
+  Snapshot snap;
+  for (int step = 1; step <= 5; ++step) {  // each save() waits for the write before it
+    fill(net, step);
+    REQUIRE(snap.save(step, net, nullptr));
+  }
+  REQUIRE(snap.wait());
+  const auto newest = snapshot::read_newest_snapshot(scratch / "region");
+  REQUIRE(newest);
+  CHECK(newest->step == 5);
+  const int fd = ::open((scratch / "region").c_str(), O_RDONLY);
+  const snapshot::Header h = snapshot::read_header(fd);
+  ::close(fd);
+  CHECK(std::min(h.slots[0].step, h.slots[1].step) == 4);  // the previous one kept intact
+  CHECK(snap.last_copy_seconds() > 0);
+  CHECK(snap.total_blocked_seconds() >= snap.last_serialize_seconds());
+
+  // The tensors change right after save() returns, while the write may still run: the
+  // snapshot holds the values of save() time.
+  fill(net, 6);
+  REQUIRE(snap.save(6, net, nullptr));
+  fill(net, 99);
+  auto copy = small_net(2);
+  const auto restored = snap.restore(copy, nullptr, torch::kCPU);  // waits for the write first
+  REQUIRE(restored);
+  CHECK(restored->step == 6);
+  CHECK(copy->parameters()[0].view(-1)[0].item<double>() == 6);
+  ::unsetenv(snapshot::kEnvVar);
+}
+
+TEST_CASE("Snapshot whose background write fails (the region cannot grow): one warning, then off", "[snapshot]") {
+  const TempDir scratch;
+  use_region(scratch / "region");
+  auto net = small_net(1, 256);  // a payload of several KiB
+  Snapshot snap;
+  struct rlimit before {};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &before) == 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+  struct rlimit small = before;
+  small.rlim_cur = snapshot::kHeaderSize + 512;  // files this process writes stop here
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  const bool started = snap.save(1, net, nullptr);  // the failure shows in the background
+  const bool landed = snap.wait();
+  ::setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, old_handler);
+  CHECK(started);
+  CHECK_FALSE(landed);
+  CHECK_FALSE(snap.enabled());
+  CHECK_FALSE(snap.save(2, net, nullptr));
+  CHECK_FALSE(snapshot::read_newest_snapshot(scratch / "region").has_value());
+  ::unsetenv(snapshot::kEnvVar);
 }
 
 TEST_CASE("Snapshot over two workers: the newest step all hold, or nothing when no rank has one", "[snapshot]") {

@@ -2,11 +2,15 @@
 // state and the trainer's position copied into the region the launcher keeps for this local
 // rank (DDP_LAUNCH_SNAPSHOT_FILE, in /dev/shm), which outlives the worker and every restart.
 // Two slots, checksum last: a snapshot torn by a crash is never restored. The payload is a
-// ddp::save_checkpoint archive, byte for byte. Not thread-safe; save() blocks for the copy;
-// restore() heals ranks without a snapshot from one that has it (runtime/src/snapshot_restore.cpp).
+// ddp::save_checkpoint archive, byte for byte. Not thread-safe. save() blocks only to serialise
+// the state into host memory; checksum and copy run on a background thread while training goes
+// on (the next save(), restore(), wait() and the destructor wait for it; so does this rank's
+// next gradient all-reduce, so ranks never drift two snapshots apart). restore() heals ranks
+// without a snapshot from one that has it (runtime/src/snapshot_restore.cpp).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +20,10 @@
 #include "ddp/checkpoint.hpp"
 
 namespace ddp {
+
+namespace detail {
+class SnapshotWriter;
+}
 
 class Snapshot {
  public:
@@ -28,12 +36,20 @@ class Snapshot {
 
   bool enabled() const { return fd_ >= 0; }
 
-  // Copies model, optimizer (may be null) and extra into the older slot as `step`. Local (not
-  // collective). False when off; the first time the region cannot hold it (/dev/shm full or
-  // too small) one warning names the size needed and snapshots stay off for this process.
-  // Tensors on a GPU are copied to host memory first (synchronously).
+  // Serialises model, optimizer (may be null) and extra into host memory, waits for the
+  // previous write if it still runs, and starts writing this one into the older slot as
+  // `step` in the background. Local (not collective). The snapshot counts once written: a
+  // kill before that leaves the slot torn and the previous snapshot in use (one step more to
+  // redo). False when off; the first time the region cannot hold a snapshot (/dev/shm full or
+  // too small: found by the background write) one warning names the size needed, the next
+  // save() (or wait()) returns false, and snapshots stay off for this process. Tensors on a GPU are copied to host
+  // memory while serialising (synchronously).
   bool save(int64_t step, const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
             const CheckpointExtra& extra = {});
+
+  // Blocks until the write save() started is in the region. False when it failed (the
+  // warning is printed, snapshots are off) or snapshots are off.
+  bool wait();
 
   struct Restored {
     int64_t step = 0;
@@ -51,12 +67,20 @@ class Snapshot {
   // `device`, default ddp::device()). nullopt when no rank holds a snapshot (nothing loaded).
   // A snapshot that does not match the model throws CheckpointError naming the tensor, on
   // every rank (nothing loaded anywhere). The private parts (the extra values) are the
-  // source's on a healed rank: derive per-rank positions from global ones.
+  // source's on a healed rank: derive per-rank positions from global ones. Waits for this
+  // process's write in flight first.
   std::optional<Restored> restore(torch::nn::Module& model, torch::optim::Optimizer* optimizer,
                                   std::optional<torch::Device> device = std::nullopt);
 
-  // The last save(): serialising (into host memory) and copying into the region, in seconds.
+  // Timings in seconds. The caller's thread: serialising in the last save(); waiting for the
+  // previous write in the last save() or wait(); all waits for writes, those of save(),
+  // wait(), restore() and of this process's collectives (the fence) together; and all the
+  // time training was blocked by snapshots (every serialisation and every wait). The
+  // background thread: checksum + copy of the last write collected.
   double last_serialize_seconds() const { return serialize_s_; }
+  double last_wait_seconds() const { return wait_s_; }
+  double total_wait_seconds() const;
+  double total_blocked_seconds() const { return serialize_total_s_ + total_wait_seconds(); }
   double last_copy_seconds() const { return copy_s_; }
   uint64_t last_bytes() const { return bytes_; }
 
@@ -72,10 +96,14 @@ class Snapshot {
   }
 
  private:
+  bool collect();  // waits for the write in flight; false (warned, off) if it failed
+  void turn_off(uint64_t bytes, uint64_t bytes_needed, int error);  // the warning; snapshots off
+
   int fd_ = -1;
   std::string path_;
-  std::string buffer_;  // the serialised archive, reused by every save
-  double serialize_s_ = 0, copy_s_ = 0;
+  std::string buffer_;  // the next save's archive; it and the one being written are reused
+  std::unique_ptr<detail::SnapshotWriter> writer_;
+  double serialize_s_ = 0, serialize_total_s_ = 0, wait_s_ = 0, waits_s_ = 0, copy_s_ = 0;
   uint64_t bytes_ = 0;
 };
 
