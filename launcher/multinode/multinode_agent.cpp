@@ -17,6 +17,8 @@
 #include "launcher/supervise/event_log.hpp"
 #include "launcher/supervise/failure_report.hpp"
 #include "launcher/supervise/recovery_log.hpp"
+#include "launcher/supervise/status_endpoint.hpp"
+#include "launcher/supervise/termination_log.hpp"
 #include "launcher/supervise/worker_launches.hpp"
 #include "launcher/supervise/worker_store.hpp"
 #include "launcher/worker/output.hpp"
@@ -91,6 +93,8 @@ class MultiNodeAgent {
   std::unique_ptr<supervise::SnapshotRegions> snapshots_;  // the job's, kept across rounds
   std::unique_ptr<supervise::EventLog> events_;            // RUN/events.jsonl; null until the run directory exists
   std::unique_ptr<supervise::RecoveryLog> recovery_;       // each restart's timeline, into events_
+  supervise::StatusBoard board_;                           // what the status endpoint shows
+  std::unique_ptr<supervise::StatusEndpoint> endpoint_;    // --metrics-port: on the supervisor's loop
   std::optional<std::chrono::system_clock::time_point> abort_seen_;  // this round's record first read
   int acknowledged_round_ = -1;
   int rendezvous_signal_ = 0;                      // the stop signal that interrupted a rendezvous
@@ -217,6 +221,10 @@ supervise::AttemptResult MultiNodeAgent::run_round(const Round& r) {
       plan.restart_count ? fmt::format(" (restart {})", plan.restart_count) : ""));
   events_->set_node(r.rank());
   events_->set_attempt(plan.restart_count);
+  board_.job.node_rank = r.rank();
+  board_.round = r.number();
+  board_.attempt = plan.restart_count;
+  board_.world_size = plan.world_size;
   events_->write("rendezvous", {{"round", r.number()},
                                 {"nnodes", group.nnodes},
                                 {"world_size", plan.world_size},
@@ -309,6 +317,7 @@ Settled MultiNodeAgent::after_failure(const Round& r, const supervise::AttemptRe
   supervise::keep_reported_error_file(*layout_, root);
   const supervise::ReportContext ctx{job_.program, os::host_name(), r.plan.restart_count, job_.max_restarts};
   worker::write_all(STDERR_FILENO, supervise::format_failure_report(ctx, result.outcomes, *result.root_cause));
+  supervise::write_termination_log(job_.status.termination_log, supervise::termination_message(ctx, root));
   if (state_.store_lost.empty()) leave(r);
   return {abort.exit_code, std::nullopt};
 }
@@ -395,6 +404,8 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
     }
     worker::write_all(STDERR_FILENO, supervise::format_remote_failure_report(job_.program, abort.remote_failure(),
                                                                              r.rank(), os::host_name()));
+    supervise::write_termination_log(job_.status.termination_log,
+                                     supervise::termination_message(job_.program, abort.remote_failure()));
     leave(r);
     return abort.exit_code;
   }
@@ -407,6 +418,7 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
   if (abort.failure == FailureKind::kMembership && (store_.leader || store_.leaderless))
     next.expected_nodes += static_cast<int>(store_.job->add(JobKeys::waiting(r.number()), 0));
   events_->set_attempt(next.restart_count);
+  ++board_.restarts[abort.failure];
   events_->write("restart", {{"round", next.round},
                              {"restart", next.restart_count},
                              {"max_restarts", job_.max_restarts},
@@ -450,6 +462,10 @@ int MultiNodeAgent::run_rounds() {
   supervisor_.set_event_log(events_.get());
   recovery_ = std::make_unique<supervise::RecoveryLog>(*events_);
   supervisor_.set_attempt_observer(recovery_.get());
+  board_ = supervise::make_status_board(job_, spec_.node_rank, spec_.nnodes_max);
+  supervisor_.set_status_board(&board_);
+  recovery_->set_status_board(&board_);
+  if (job_.status.enabled) endpoint_ = std::make_unique<supervise::StatusEndpoint>(supervisor_, board_, job_.status);
   supervise::enable_warm_restarts(supervisor_, job_);
   supervise::log_start(*events_, job_);
   NextRound next;

@@ -9,7 +9,8 @@
 #include <set>
 #include <string>
 
-#include "launcher/cli/option_parsers.hpp"  // StreamSelection
+#include "launcher/cli/option_parsers.hpp"      // StreamSelection
+#include "launcher/supervise/status_board.hpp"  // StatusSpec
 #include "launcher/supervise/supervisor.hpp"
 #include "launcher/worker/devices.hpp"
 #include "launcher/worker/run_layout.hpp"
@@ -43,6 +44,7 @@ struct JobConfig {
   // --worker-store=launcher: the node of group rank 0 hosts the workers' c10d store.
   bool launcher_worker_store = true;
   bool restrict_worker_store_peers = false;  // a rendezvous token is set: only the nodes may connect
+  StatusSpec status;                         // the status endpoint, the termination log
 };
 
 // Where this node sits in one attempt: from the options (single node) or a round plan.

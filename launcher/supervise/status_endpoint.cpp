@@ -1,0 +1,55 @@
+#include "launcher/supervise/status_endpoint.hpp"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
+#include "launcher/cli/options.hpp"
+#include "launcher/http/prometheus_text.hpp"
+#include "launcher/os/process.hpp"
+#include "launcher/os/self_usage.hpp"
+#include "launcher/supervise/status_metrics.hpp"
+#include "launcher/supervise/supervisor.hpp"
+#include "launcher/worker/output.hpp"
+
+namespace ddp::launch::supervise {
+
+StatusBoard make_status_board(const JobConfig& job, int node_rank, int nnodes) {
+  StatusBoard b;
+  b.job = {job.program,     job.run_id, job.role, job.status.backend, cli::kLauncherVersion,
+           os::host_name(), node_rank,  nnodes,   job.max_restarts};
+  b.started_unix_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return b;
+}
+
+StatusEndpoint::StatusEndpoint(Supervisor& supervisor, const StatusBoard& board, const StatusSpec& spec,
+                               std::string worker_args)
+    : board_(board), spec_(spec), worker_args_(std::move(worker_args)) {
+  try {
+    server_ = std::make_unique<http::Server>(supervisor.loop(), spec.host, spec.port,
+                                             [this](const std::string& target) { return answer(target); });
+  } catch (const http::ListenError& e) {
+    throw LaunchError(
+        exit_code::kUsage,
+        e.address_in_use()
+            ? fmt::format("--metrics-port {}: {} is in use (another job on this node?); pick another "
+                          "port, or 0 for a free one",
+                          spec.port, e.what())
+            : fmt::format("--metrics-port {}: cannot listen at {}; check --metrics-addr", spec.port, e.what()));
+  }
+  const std::string host = spec.host.find(':') != std::string::npos ? "[" + spec.host + "]" : spec.host;
+  url_ = fmt::format("http://{}:{}", host, server_->port());
+  worker::launcher_notice(fmt::format("status at {}/ (Prometheus: {}/metrics)", url_, url_));
+}
+
+StatusEndpoint::~StatusEndpoint() = default;
+
+http::Response StatusEndpoint::answer(const std::string& target) const {
+  const std::string path = target.substr(0, target.find('?'));
+  if (path == "/metrics") return {200, http::kPrometheusContentType, metrics_text(board_, os::self_usage())};
+  return {404, "text/plain; charset=utf-8", "not found: try /metrics\n"};
+}
+
+}  // namespace ddp::launch::supervise

@@ -1,0 +1,48 @@
+// The status endpoint: an http::Server on the Supervisor's own loop (no thread of its own)
+// answering GET /metrics (Prometheus text, status_metrics.hpp), /status.json and / (the
+// status page) from the status board. Read-only; it never shows environment values or the
+// store token, and the worker's arguments only with --status-show-args. It answers while the
+// Supervisor's loop runs (every attempt, and the waits between rounds); a request that comes
+// while the agent blocks elsewhere (a rendezvous) waits in the backlog until then.
+// A port in use is LaunchError(kUsage) naming it. Single-threaded.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "launcher/http/server.hpp"
+#include "launcher/supervise/job_config.hpp"
+#include "launcher/supervise/status_board.hpp"
+
+namespace ddp::launch::supervise {
+
+class Supervisor;
+
+// A board with the job's header filled in (the launcher's start time: now).
+StatusBoard make_status_board(const JobConfig& job, int node_rank, int nnodes);
+
+class StatusEndpoint {
+ public:
+  // Listens now; prints "ddp-launch: status at http://HOST:PORT/ (Prometheus: /metrics)".
+  StatusEndpoint(Supervisor& supervisor, const StatusBoard& board, const StatusSpec& spec,
+                 std::string worker_args = "");
+  ~StatusEndpoint();
+  StatusEndpoint(const StatusEndpoint&) = delete;
+  StatusEndpoint& operator=(const StatusEndpoint&) = delete;
+
+  uint16_t port() const { return server_->port(); }
+  // "http://HOST:PORT" (the address others reach it at; IPv6 in brackets).
+  const std::string& url() const { return url_; }
+
+ private:
+  http::Response answer(const std::string& target) const;
+
+  const StatusBoard& board_;
+  StatusSpec spec_;
+  std::string worker_args_;
+  std::unique_ptr<http::Server> server_;
+  std::string url_;
+};
+
+}  // namespace ddp::launch::supervise
