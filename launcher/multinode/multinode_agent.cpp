@@ -465,7 +465,10 @@ int MultiNodeAgent::run_rounds() {
   board_ = supervise::make_status_board(job_, spec_.node_rank, spec_.nnodes_max);
   supervisor_.set_status_board(&board_);
   recovery_->set_status_board(&board_);
-  if (job_.status.enabled) endpoint_ = std::make_unique<supervise::StatusEndpoint>(supervisor_, board_, job_.status);
+  if (job_.status.enabled)
+    endpoint_ = std::make_unique<supervise::StatusEndpoint>(supervisor_, board_, job_.status,
+                                                            supervise::shown_worker_args(job_));
+  events_->set_tap([this](const std::string& line) { board_.add_event(line); });
   supervise::enable_warm_restarts(supervisor_, job_);
   supervise::log_start(*events_, job_);
   NextRound next;

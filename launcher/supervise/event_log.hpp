@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,8 @@ class EventLog {
   void set_attempt(int attempt) { attempt_ = attempt; }
   void set_node(int node) { node_ = node; }
   int attempt() const { return attempt_; }
+  // Also hands every line to `tap` (the status board's recent events), with or without a file.
+  void set_tap(std::function<void(const std::string& line)> tap) { tap_ = std::move(tap); }
   // {"event": name, "time": ISO 8601 UTC, "attempt": N, ["node": N,] fields...}
   void write(const std::string& event, const std::vector<EventField>& fields = {});
   // The same with "time" = `time` rather than now: an event logged after it happened.
@@ -60,6 +63,7 @@ class EventLog {
   int attempt_ = 0;
   int node_ = -1;
   bool warned_ = false;
+  std::function<void(const std::string&)> tap_;
   void fail(const std::string& what, int err);
 };
 

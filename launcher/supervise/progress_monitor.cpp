@@ -97,12 +97,17 @@ void ProgressMonitor::tick() {
 
 // This tick's samples into the board's rows (the last known values stay once a worker exits).
 void ProgressMonitor::post_samples() const {
+  const double now_unix =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   for (const RankSample& s : sampler_->samples()) {
     RankStatus* row = board_->find_rank(s.rank);
     if (!row) continue;
     row->fed = row->fed || s.ever_fed;
     row->since_progress_s = s.idle_s;
-    if (s.step_s) row->step_s = s.step_s;
+    if (s.step_s) {
+      row->step_s = s.step_s;
+      row->record_step_time(now_unix, *s.step_s);
+    }
     if (s.record) {
       row->step = s.record->step;
       row->collective_seq = s.record->seq_completed;

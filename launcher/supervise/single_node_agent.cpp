@@ -96,7 +96,13 @@ int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const cli::En
   supervisor.set_status_board(&board);
   recovery.set_status_board(&board);
   std::unique_ptr<StatusEndpoint> endpoint;
-  if (job.status.enabled) endpoint = std::make_unique<StatusEndpoint>(supervisor, board, job.status);
+  if (job.status.enabled)
+    endpoint = std::make_unique<StatusEndpoint>(supervisor, board, job.status, shown_worker_args(job));
+  events.set_tap([&board](const std::string& line) { board.add_event(line); });
+  struct Untap {  // the board goes with this function; the log may still be written after it
+    EventLog& log;
+    ~Untap() { log.set_tap(nullptr); }
+  } untap{events};
   enable_warm_restarts(supervisor, job);
   for (int attempt = 0;; ++attempt) {
     plan.restart_count = attempt;

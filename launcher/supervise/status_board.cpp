@@ -19,6 +19,12 @@ void DurationHistogram::observe(double seconds) {
   sum += seconds;
 }
 
+void RankStatus::record_step_time(double now_unix_s, double seconds) {
+  if (!step_history.empty() && now_unix_s - step_history.back().first < kHistoryEveryS) return;
+  step_history.emplace_back(now_unix_s, seconds);
+  while (!step_history.empty() && now_unix_s - step_history.front().first > kHistoryS) step_history.pop_front();
+}
+
 void StatusBoard::add_event(std::string json_line) {
   events.push_back(std::move(json_line));
   while (events.size() > kRecentEvents) events.pop_front();

@@ -46,6 +46,11 @@ struct RankStatus {
   double since_progress_s = 0;   // since its record last changed
   uint64_t collective_seq = 0;   // collectives completed (the last one's number)
   bool straggler = false;        // named a straggler in this attempt
+  // Its step time over the last kHistoryS seconds, one point per kHistoryEveryS: (unix s, s).
+  std::deque<std::pair<double, double>> step_history;
+  static constexpr double kHistoryS = 300;
+  static constexpr double kHistoryEveryS = 2;
+  void record_step_time(double now_unix_s, double step_s);
 };
 
 // Observed durations in fixed buckets (seconds), for a Prometheus histogram.
@@ -79,6 +84,13 @@ struct StatusBoard {
   std::map<std::string, DurationHistogram> recovery;   // by phase: stop, store, start, first_step, total
   unsigned long long hang_verdicts = 0;                // this node's
   std::optional<std::string> finished;                 // the job's outcome once known
+  // Multi-node, on group rank 0: every node's status endpoint (the page links them).
+  struct Node {
+    int node_rank = 0;
+    std::string host;
+    std::string url;  // "http://ADDR:PORT", "" when that node serves none
+  };
+  std::vector<Node> nodes;
 
   // Recent events for the page: the event log's lines (JSON objects), the newest last.
   static constexpr size_t kRecentEvents = 50;

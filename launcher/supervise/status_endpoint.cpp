@@ -10,7 +10,9 @@
 #include "launcher/http/prometheus_text.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/os/self_usage.hpp"
+#include "launcher/supervise/status_json.hpp"
 #include "launcher/supervise/status_metrics.hpp"
+#include "launcher/supervise/status_page.hpp"
 #include "launcher/supervise/supervisor.hpp"
 #include "launcher/worker/output.hpp"
 
@@ -24,8 +26,13 @@ StatusBoard make_status_board(const JobConfig& job, int node_rank, int nnodes) {
   return b;
 }
 
+std::optional<std::vector<std::string>> shown_worker_args(const JobConfig& job) {
+  if (!job.status.show_args) return std::nullopt;
+  return job.command.argv_for(0);
+}
+
 StatusEndpoint::StatusEndpoint(Supervisor& supervisor, const StatusBoard& board, const StatusSpec& spec,
-                               std::string worker_args)
+                               std::optional<std::vector<std::string>> worker_args)
     : board_(board), spec_(spec), worker_args_(std::move(worker_args)) {
   try {
     server_ = std::make_unique<http::Server>(supervisor.loop(), spec.host, spec.port,
@@ -49,7 +56,10 @@ StatusEndpoint::~StatusEndpoint() = default;
 http::Response StatusEndpoint::answer(const std::string& target) const {
   const std::string path = target.substr(0, target.find('?'));
   if (path == "/metrics") return {200, http::kPrometheusContentType, metrics_text(board_, os::self_usage())};
-  return {404, "text/plain; charset=utf-8", "not found: try /metrics\n"};
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (path == "/status.json") return {200, "application/json", status_json(board_, now, worker_args_) + "\n"};
+  if (path == "/" || path == "/index.html") return {200, "text/html; charset=utf-8", status_page(board_, now)};
+  return {404, "text/plain; charset=utf-8", "not found: try /, /status.json or /metrics\n"};
 }
 
 }  // namespace ddp::launch::supervise

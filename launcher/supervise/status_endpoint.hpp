@@ -9,7 +9,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "launcher/http/server.hpp"
 #include "launcher/supervise/job_config.hpp"
@@ -21,12 +23,15 @@ class Supervisor;
 
 // A board with the job's header filled in (the launcher's start time: now).
 StatusBoard make_status_board(const JobConfig& job, int node_rank, int nnodes);
+// The worker's arguments the endpoint may show: with --metrics-show-args only.
+std::optional<std::vector<std::string>> shown_worker_args(const JobConfig& job);
 
 class StatusEndpoint {
  public:
   // Listens now; prints "ddp-launch: status at http://HOST:PORT/ (Prometheus: /metrics)".
+  // worker_args: shown on the page and in /status.json (nullopt: not shown).
   StatusEndpoint(Supervisor& supervisor, const StatusBoard& board, const StatusSpec& spec,
-                 std::string worker_args = "");
+                 std::optional<std::vector<std::string>> worker_args = std::nullopt);
   ~StatusEndpoint();
   StatusEndpoint(const StatusEndpoint&) = delete;
   StatusEndpoint& operator=(const StatusEndpoint&) = delete;
@@ -40,7 +45,7 @@ class StatusEndpoint {
 
   const StatusBoard& board_;
   StatusSpec spec_;
-  std::string worker_args_;
+  std::optional<std::vector<std::string>> worker_args_;
   std::unique_ptr<http::Server> server_;
   std::string url_;
 };
