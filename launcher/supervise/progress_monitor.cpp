@@ -97,8 +97,7 @@ void ProgressMonitor::tick() {
 
 // This tick's samples into the board's rows (the last known values stay once a worker exits).
 void ProgressMonitor::post_samples() const {
-  const double now_unix =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double now_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   for (const RankSample& s : sampler_->samples()) {
     RankStatus* row = board_->find_rank(s.rank);
     if (!row) continue;

@@ -6,9 +6,9 @@ namespace ddp::launch::supervise {
 
 std::string status_json(const StatusBoard& b, double now, const std::optional<std::vector<std::string>>& worker_args) {
   using nlohmann::ordered_json;
-  ordered_json job = {{"program", b.job.program}, {"run_id", b.job.run_id},     {"role", b.job.role},
-                      {"backend", b.job.backend}, {"version", b.job.version},   {"host", b.job.host},
-                      {"node_rank", b.job.node_rank}, {"nnodes", b.job.nnodes}, {"max_restarts", b.job.max_restarts}};
+  ordered_json job = {{"program", b.job.program},     {"run_id", b.job.run_id},   {"role", b.job.role},
+                      {"backend", b.job.backend},     {"version", b.job.version}, {"host", b.job.host},
+                      {"node_rank", b.job.node_rank}, {"nnodes", b.job.nnodes},   {"max_restarts", b.job.max_restarts}};
   if (worker_args) job["args"] = *worker_args;
   ordered_json j;
   j["job"] = job;
@@ -48,7 +48,8 @@ std::string status_json(const StatusBoard& b, double now, const std::optional<st
   }
   j["events"] = events;
   ordered_json nodes = ordered_json::array();
-  for (const StatusBoard::Node& n : b.nodes) nodes.push_back({{"node_rank", n.node_rank}, {"host", n.host}, {"url", n.url}});
+  for (const StatusBoard::Node& n : b.nodes)
+    nodes.push_back({{"node_rank", n.node_rank}, {"host", n.host}, {"url", n.url}});
   j["nodes"] = nodes;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

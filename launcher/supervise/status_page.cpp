@@ -66,7 +66,8 @@ std::string seconds(const std::optional<double>& s) { return s ? fmt::format("{:
 std::string status_page(const StatusBoard& b, double now) {
   std::string rows;
   for (const RankStatus& r : b.ranks) {
-    const std::string cls = std::string(r.state == WorkerState::kFailed ? "failed " : "") + (r.straggler ? "straggling" : "");
+    const std::string cls =
+        std::string(r.state == WorkerState::kFailed ? "failed " : "") + (r.straggler ? "straggling" : "");
     rows += fmt::format(
         "<tr id=\"rank-{0}\" class=\"{1}\"><td class=\"rank\">{0}</td><td>{2}</td><td class=\"step\">{3}</td>"
         "<td class=\"step_s\">{4}</td><td class=\"progress\">{5}</td><td class=\"state\">{6}</td>"
