@@ -467,7 +467,7 @@ int MultiNodeAgent::run_rounds() {
   recovery_->set_status_board(&board_);
   if (job_.status.enabled)
     endpoint_ = std::make_unique<supervise::StatusEndpoint>(supervisor_, board_, job_.status,
-                                                            supervise::shown_worker_args(job_));
+                                                            supervise::shown_worker_args(job_), layout_->run_dir());
   events_->set_tap([this](const std::string& line) { board_.add_event(line); });
   supervise::enable_warm_restarts(supervisor_, job_);
   supervise::log_start(*events_, job_);

@@ -97,7 +97,8 @@ int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const cli::En
   recovery.set_status_board(&board);
   std::unique_ptr<StatusEndpoint> endpoint;
   if (job.status.enabled)
-    endpoint = std::make_unique<StatusEndpoint>(supervisor, board, job.status, shown_worker_args(job));
+    endpoint =
+        std::make_unique<StatusEndpoint>(supervisor, board, job.status, shown_worker_args(job), layout.run_dir());
   events.set_tap([&board](const std::string& line) { board.add_event(line); });
   struct Untap {  // the board goes with this function; the log may still be written after it
     EventLog& log;

@@ -1,6 +1,7 @@
 #include "launcher/supervise/status_endpoint.hpp"
 
 #include <chrono>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -32,7 +33,7 @@ std::optional<std::vector<std::string>> shown_worker_args(const JobConfig& job) 
 }
 
 StatusEndpoint::StatusEndpoint(Supervisor& supervisor, const StatusBoard& board, const StatusSpec& spec,
-                               std::optional<std::vector<std::string>> worker_args)
+                               std::optional<std::vector<std::string>> worker_args, const std::string& run_dir)
     : board_(board), spec_(spec), worker_args_(std::move(worker_args)) {
   try {
     server_ = std::make_unique<http::Server>(supervisor.loop(), spec.host, spec.port,
@@ -49,6 +50,10 @@ StatusEndpoint::StatusEndpoint(Supervisor& supervisor, const StatusBoard& board,
   const std::string host = spec.host.find(':') != std::string::npos ? "[" + spec.host + "]" : spec.host;
   url_ = fmt::format("http://{}:{}", host, server_->port());
   worker::launcher_notice(fmt::format("status at {}/ (Prometheus: {}/metrics)", url_, url_));
+  if (!run_dir.empty()) {
+    std::ofstream out(run_dir + "/" + kStatusUrlFile);
+    out << url_ << "\n";  // best effort: `ddp-launch status RUN` falls back to events.jsonl
+  }
 }
 
 StatusEndpoint::~StatusEndpoint() = default;

@@ -21,6 +21,9 @@ namespace ddp::launch::supervise {
 
 class Supervisor;
 
+// RUN/status_url: the endpoint's "http://HOST:PORT", for `ddp-launch status RUN`.
+inline constexpr const char* kStatusUrlFile = "status_url";
+
 // A board with the job's header filled in (the launcher's start time: now).
 StatusBoard make_status_board(const JobConfig& job, int node_rank, int nnodes);
 // The worker's arguments the endpoint may show: with --metrics-show-args only.
@@ -29,9 +32,10 @@ std::optional<std::vector<std::string>> shown_worker_args(const JobConfig& job);
 class StatusEndpoint {
  public:
   // Listens now; prints "ddp-launch: status at http://HOST:PORT/ (Prometheus: /metrics)".
-  // worker_args: shown on the page and in /status.json (nullopt: not shown).
+  // worker_args: shown on the page and in /status.json (nullopt: not shown). run_dir: where
+  // kStatusUrlFile goes ("": nowhere).
   StatusEndpoint(Supervisor& supervisor, const StatusBoard& board, const StatusSpec& spec,
-                 std::optional<std::vector<std::string>> worker_args = std::nullopt);
+                 std::optional<std::vector<std::string>> worker_args = std::nullopt, const std::string& run_dir = "");
   ~StatusEndpoint();
   StatusEndpoint(const StatusEndpoint&) = delete;
   StatusEndpoint& operator=(const StatusEndpoint&) = delete;

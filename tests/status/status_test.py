@@ -402,9 +402,45 @@ def case_termination_log(launcher, tmp):
     return 0
 
 
+def case_status_cmd(launcher, tmp):
+    job = Job(launcher, tmp)
+    try:
+        job.wait_steps([0, 1])
+        target = job.url[len("http://"):]
+        r = subprocess.run([launcher, "status", target], capture_output=True, text=True, timeout=DEADLINE_S)
+        rows = re.findall(r"^\s+(\d+)\s+\d+\s+(\d+)\s.*running", r.stdout, re.M)
+        if r.returncode != 0 or sorted(int(x[0]) for x in rows) != [0, 1]:
+            fail(f"status {target}: exit {r.returncode}, expected 0 and both ranks running", r.stdout + r.stderr)
+        run_dir = [os.path.join(tmp, "logs", d) for d in os.listdir(os.path.join(tmp, "logs"))][0]
+        r = subprocess.run([launcher, "status", run_dir], capture_output=True, text=True, timeout=DEADLINE_S)
+        if r.returncode != 0 or "STEP" not in r.stdout:
+            fail(f"status RUN_DIR of a live job: exit {r.returncode}, expected 0 and its table", r.stdout + r.stderr)
+        # --watch on a pipe: plain tables until the job ends, then the ended code.
+        watch = subprocess.Popen([launcher, "status", "--watch", "--interval", "0.2", run_dir],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1)
+        job.stop()
+        out, err = watch.communicate(timeout=DEADLINE_S)
+        if watch.returncode != 3 or out.count("RANK") < 2 or "ended: interrupted" not in out or "\x1b[" in out:
+            fail(f"status --watch: exit {watch.returncode}, expected several plain tables then 3 (ended)", out + err)
+        r = subprocess.run([launcher, "status", run_dir], capture_output=True, text=True, timeout=DEADLINE_S)
+        if r.returncode != 3 or "ended: interrupted" not in r.stdout:
+            fail(f"status of a finished run directory: exit {r.returncode}, expected 3", r.stdout + r.stderr)
+        r = subprocess.run([launcher, "status", target], capture_output=True, text=True, timeout=DEADLINE_S)
+        if r.returncode != 4 or "unreachable" not in r.stdout:
+            fail(f"status of a gone endpoint: exit {r.returncode}, expected 4 (unreachable)", r.stdout + r.stderr)
+        r = subprocess.run([launcher, "status", "no such thing"], capture_output=True, text=True, timeout=DEADLINE_S)
+        if r.returncode != 121 or "HOST:PORT" not in r.stderr:
+            fail(f"status with a bad target: exit {r.returncode}, expected 121", r.stderr)
+    finally:
+        job.stop()
+    print("PASS: status HOST:PORT and RUN_DIR of a live job -> 0; --watch until it ends -> 3; gone -> 4; bad -> 121")
+    return 0
+
+
 CASES = {"promtool": case_promtool, "prometheus": case_prometheus, "hostile": case_hostile,
          "port_in_use": case_port_in_use, "exposure": case_exposure, "page": case_page,
-         "termination_log": case_termination_log}
+         "termination_log": case_termination_log, "status_cmd": case_status_cmd}
 
 
 def main():
