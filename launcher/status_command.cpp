@@ -36,7 +36,7 @@ std::string num(const json& v, const char* fmt_spec = "{:.3f}") {
 std::string str(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
 bool is_directory(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
@@ -113,13 +113,12 @@ std::string format_status(const std::string& status_json) {
   const json s = json::parse(status_json, nullptr, false);
   if (s.is_discarded() || !s.is_object()) return "not a ddp-launch status (the endpoint answered something else)\n";
   const json& job = s.value("job", json::object());
-  std::string out = fmt::format("{}  run {}  node {} of {} ({})  attempt {} (max restarts {})  world size {}  up {:.0f} s{}\n",
-                                str(job.value("program", json(""))), str(job.value("run_id", json(""))),
-                                num(job.value("node_rank", json(0))), num(job.value("nnodes", json(1))),
-                                str(job.value("host", json(""))), num(s.value("attempt", json(0))),
-                                num(job.value("max_restarts", json(0))), num(s.value("world_size", json(0))),
-                                s.value("uptime_s", 0.0),
-                                s.value("finished", json()).is_null() ? "" : "  finished: " + str(s["finished"]));
+  std::string out = fmt::format(
+      "{}  run {}  node {} of {} ({})  attempt {} (max restarts {})  world size {}  up {:.0f} s{}\n",
+      str(job.value("program", json(""))), str(job.value("run_id", json(""))), num(job.value("node_rank", json(0))),
+      num(job.value("nnodes", json(1))), str(job.value("host", json(""))), num(s.value("attempt", json(0))),
+      num(job.value("max_restarts", json(0))), num(s.value("world_size", json(0))), s.value("uptime_s", 0.0),
+      s.value("finished", json()).is_null() ? "" : "  finished: " + str(s["finished"]));
   out += fmt::format("{:>6} {:>6} {:>10} {:>11} {:>14} {:<10} {}\n", "RANK", "LOCAL", "STEP", "STEP_TIME",
                      "LAST_PROGRESS", "STATE", "STRAGGLER");
   for (const json& r : s.value("ranks", json::array())) {
@@ -157,7 +156,7 @@ std::string format_run_summary(const std::vector<std::string>& lines, bool* ende
     else if (event == "failure")
       failures += fmt::format("  attempt {}: {} rank {}{}\n", num(e.value("attempt", json(0))), e.value("kind", "?"),
                               num(e.value("rank", json(-1))),
-                              e.contains("status") ? " (" + str(e["status"]) + ")"
+                              e.contains("status")   ? " (" + str(e["status"]) + ")"
                               : e.contains("reason") ? " (" + str(e["reason"]) + ")"
                                                      : "");
     else if (event == "worker_exit" && e.contains("rank"))
@@ -182,7 +181,8 @@ int run_status_command(const std::vector<std::string>& args) {
     if (args[i] == "--watch" || args[i] == "-w") watch = true;
     else if ((args[i] == "--interval" || args[i] == "-n") && i + 1 < args.size()) {
       auto v = parse_seconds(args[++i], SecondsFloor::kPositive);
-      if (!v || *v < 0.1) throw LaunchError(exit_code::kUsage, fmt::format("status --interval '{}': seconds >= 0.1", args[i]));
+      if (!v || *v < 0.1)
+        throw LaunchError(exit_code::kUsage, fmt::format("status --interval '{}': seconds >= 0.1", args[i]));
       interval = *v;
     } else if (args[i] == "--help" || args[i] == "-h") {
       worker::write_all(STDOUT_FILENO, std::string(kUsageLine) + "\n");

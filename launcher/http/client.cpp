@@ -24,19 +24,20 @@ std::string get(const std::string& host, uint16_t port, const std::string& targe
   beast::error_code failed;
   std::string step = "resolve";
   stream.expires_after(timeout);
-  resolver.async_resolve(host, std::to_string(port), [&](beast::error_code ec, asio::ip::tcp::resolver::results_type r) {
-    if (ec) return void(failed = ec);
-    step = "connect";
-    stream.async_connect(r, [&](beast::error_code ec2, const asio::ip::tcp::endpoint&) {
-      if (ec2) return void(failed = ec2);
-      step = "send";
-      bhttp::async_write(stream, request, [&](beast::error_code ec3, size_t) {
-        if (ec3) return void(failed = ec3);
-        step = "read";
-        bhttp::async_read(stream, buffer, parser, [&](beast::error_code ec4, size_t) { failed = ec4; });
+  resolver.async_resolve(
+      host, std::to_string(port), [&](beast::error_code ec, asio::ip::tcp::resolver::results_type r) {
+        if (ec) return void(failed = ec);
+        step = "connect";
+        stream.async_connect(r, [&](beast::error_code ec2, const asio::ip::tcp::endpoint&) {
+          if (ec2) return void(failed = ec2);
+          step = "send";
+          bhttp::async_write(stream, request, [&](beast::error_code ec3, size_t) {
+            if (ec3) return void(failed = ec3);
+            step = "read";
+            bhttp::async_read(stream, buffer, parser, [&](beast::error_code ec4, size_t) { failed = ec4; });
+          });
+        });
       });
-    });
-  });
   io.run_for(timeout + std::chrono::milliseconds(500));  // the stream's deadline ends every step before this
   if (failed) throw ClientError(where + ": " + step + ": " + failed.message());
   if (!parser.is_done()) throw ClientError(where + ": no answer within " + std::to_string(timeout.count()) + " ms");

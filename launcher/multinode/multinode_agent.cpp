@@ -129,6 +129,12 @@ NodeInfo MultiNodeAgent::self_info(int previous_rank) {
   n.nnodes_max = spec_.nnodes_max;
   n.max_restarts = job_.max_restarts;
   n.pid = ::getpid();
+  if (endpoint_) {  // where the other nodes (group rank 0's page) reach this node's endpoint
+    const std::string& h = job_.status.host;
+    const std::string at = h == "0.0.0.0" || h == "::" ? n.addr : h;
+    n.status_url =
+        fmt::format(at.find(':') != std::string::npos ? "http://[{}]:{}" : "http://{}:{}", at, endpoint_->port());
+  }
   return n;
 }
 
@@ -225,6 +231,9 @@ supervise::AttemptResult MultiNodeAgent::run_round(const Round& r) {
   board_.round = r.number();
   board_.attempt = plan.restart_count;
   board_.world_size = plan.world_size;
+  board_.nodes.clear();
+  if (r.rank() == 0)  // group rank 0's page links every node's
+    for (const auto& n : plan.nodes) board_.nodes.push_back({n.group_rank, n.info.host, n.info.status_url});
   events_->write("rendezvous", {{"round", r.number()},
                                 {"nnodes", group.nnodes},
                                 {"world_size", plan.world_size},

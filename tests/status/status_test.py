@@ -2,7 +2,8 @@
 Chromium, hostile clients, a port in use, the termination log, `ddp-launch status`.
 
 Usage: status_test.py --launcher PATH CASE
-Cases: promtool, prometheus, hostile, port_in_use, exposure, page, termination_log, status_cmd.
+Cases: promtool, prometheus, hostile, port_in_use, exposure, page, termination_log, status_cmd,
+multinode_links.
 Workers are plain python3 scripts feeding their progress records (python/ddp_progress.py);
 nothing here asserts a duration: every wait polls with a generous deadline. A case whose
 tool is missing exits 77 (skipped).
@@ -438,9 +439,49 @@ def case_status_cmd(launcher, tmp):
     return 0
 
 
+def case_multinode_links(launcher, tmp):
+    port = free_port()
+    common = ["--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",
+              "--rdzv-id", "status-links"]
+    jobs = []
+    try:
+        for node in range(2):
+            d = os.path.join(tmp, f"node{node}")
+            os.mkdir(d)
+            jobs.append(Job(launcher, d, nproc=1, extra=common))
+        deadline = time.time() + DEADLINE_S
+        while True:
+            views = [json.loads(j.get("/status.json")[2]) for j in jobs]
+            leader = [v for v in views if v["nodes"]]
+            if leader and len(leader[0]["nodes"]) == 2 and all(v["ranks"] and v["ranks"][0]["fed"] for v in views):
+                break
+            if time.time() > deadline:
+                fail(f"group rank 0's status never listed both nodes: {[v['nodes'] for v in views]}",
+                     jobs[0].log() + jobs[1].log())
+            time.sleep(0.3)
+        urls = sorted(n["url"] for n in leader[0]["nodes"])
+        if urls != sorted(j.url for j in jobs):
+            fail(f"the links {urls} are not the nodes' endpoints {[j.url for j in jobs]}")
+        ranks = set()
+        for url in urls:
+            with urllib.request.urlopen(url + "/status.json", timeout=10) as r:
+                ranks |= {x["rank"] for x in json.load(r)["ranks"]}
+        if ranks != {0, 1}:
+            fail(f"following the links shows ranks {ranks}, expected 0 and 1")
+        page = [j for j, v in zip(jobs, views) if v["nodes"]][0].get("/")[2]
+        if not all(f'href="{u}/"' in page for u in urls):
+            fail("group rank 0's page does not link both nodes", page)
+    finally:
+        for j in jobs:
+            j.stop()
+    print(f"PASS: group rank 0's page links both nodes ({', '.join(urls)}); each serves its own rank")
+    return 0
+
+
 CASES = {"promtool": case_promtool, "prometheus": case_prometheus, "hostile": case_hostile,
          "port_in_use": case_port_in_use, "exposure": case_exposure, "page": case_page,
-         "termination_log": case_termination_log, "status_cmd": case_status_cmd}
+         "termination_log": case_termination_log, "status_cmd": case_status_cmd,
+         "multinode_links": case_multinode_links}
 
 
 def main():
