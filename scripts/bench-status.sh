@@ -3,8 +3,9 @@
 # 2-worker ddp-launch job with --metrics-port; each worker runs a fixed CPU step (pure
 # Python) and feeds its progress record, logging each step's end time. Windows of WINDOW s
 # alternate, in the same run: a 1 Hz scrape of /metrics (and /status.json), then none. Prints
-# the median step time with and without the scrape (every rank's steps pooled), and the
-# difference, as markdown. Builds ddp-launch into BUILD_DIR if missing.
+# the median step time with and without the scrape (every rank's steps pooled), the
+# difference, and the launcher's own CPU time in each kind of window, as markdown. Builds
+# ddp-launch into BUILD_DIR if missing.
 #
 #   scripts/bench-status.sh [PAIRS]     PAIRS of windows (scrape, none), default 6
 #
@@ -55,36 +56,44 @@ done
 [[ -n $url ]] || die 1 "the launcher printed no status address: $(cat "$tmp/launcher.err")"
 window=${WINDOW:-5}
 sleep 3  # the workers' start
-: >"$tmp/windows"
-for ((p = 0; p < pairs; p++)); do
-  start=$(python3 -c 'import time; print("%.6f" % time.monotonic())')
-  end=$(python3 -c "print('%.6f' % ($start + $window))")
-  while python3 -c "import time,sys; sys.exit(0 if time.monotonic() < $end else 1)"; do
-    curl -s -o /dev/null "$url/metrics"
-    curl -s -o /dev/null "$url/status.json"
-    sleep 1
-  done
-  echo "scrape $start $end" >>"$tmp/windows"
-  start=$end
-  end=$(python3 -c "print('%.6f' % ($start + $window))")
-  sleep "$window"
-  echo "none $start $end" >>"$tmp/windows"
-done
+# The windows, from one process that sleeps between requests (no process start per scrape).
+python3 - "$url" "$window" "$pairs" "$tmp/windows" "$job" <<'PY'
+import os, sys, time, urllib.request
+url, window, pairs, out = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), open(sys.argv[4], "w")
+def cpu():  # the launcher's own CPU seconds (utime + stime)
+    f = open(f"/proc/{sys.argv[5]}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+for _ in range(pairs):
+    start, c = time.monotonic(), cpu()
+    while time.monotonic() < start + window:
+        for path in ("/metrics", "/status.json"):
+            urllib.request.urlopen(url + path, timeout=5).read()
+        time.sleep(1)
+    out.write(f"scrape {start:.6f} {time.monotonic():.6f} {cpu() - c:.3f}\n")
+    start, c = time.monotonic(), cpu()
+    time.sleep(window)
+    out.write(f"none {start:.6f} {time.monotonic():.6f} {cpu() - c:.3f}\n")
+PY
 python3 - "$tmp" <<'PY'
 import glob, statistics, sys
 tmp = sys.argv[1]
 windows = [l.split() for l in open(tmp + "/windows")]
 steps = {"scrape": [], "none": []}
+cpu = {"scrape": 0.0, "none": 0.0}
+span = {"scrape": 0.0, "none": 0.0}
+for kind, start, end, c in windows:
+    cpu[kind] += float(c)
+    span[kind] += float(end) - float(start)
 for f in glob.glob(tmp + "/steps.*"):
     t = [float(x) for x in open(f) if x.strip()]
     for a, b in zip(t, t[1:]):
-        for kind, start, end in windows:
+        for kind, start, end, _ in windows:
             if float(start) <= a and b <= float(end):
                 steps[kind].append(b - a)
 med = {k: statistics.median(v) * 1000 for k, v in steps.items()}
-print("| 1 Hz scrape of /metrics + /status.json | median step (ms) | steps |")
-print("|---|---|---|")
+print("| 1 Hz scrape of /metrics + /status.json | median step (ms) | steps | launcher CPU (% of a core) |")
+print("|---|---|---|---|")
 for k in ("none", "scrape"):
-    print(f"| {'none' if k == 'none' else 'scraped'} | {med[k]:.2f} | {len(steps[k])} |")
+    print(f"| {'none' if k == 'none' else 'scraped'} | {med[k]:.2f} | {len(steps[k])} | {100 * cpu[k] / span[k]:.2f} |")
 print(f"\ndifference: {med['scrape'] - med['none']:+.2f} ms ({(med['scrape'] / med['none'] - 1) * 100:+.1f} %)")
 PY

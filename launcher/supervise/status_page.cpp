@@ -14,7 +14,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;background:#fafa
 h1{font-size:1.3em;margin:0 0 .3em} .hdr span{margin-right:1.5em} .muted{color:#777}
 table{border-collapse:collapse;margin:1em 0;background:#fff} td,th{border:1px solid #ddd;padding:.3em .7em;text-align:right}
 th{background:#f0f0f0} td.state,td.straggler{text-align:left} tr.failed td{background:#fdd} tr.straggling td{background:#ffe9c7}
-svg.chart{background:#fff;border:1px solid #ddd;margin:.3em 1em .3em 0} ol#events{font:12px monospace;background:#fff;border:1px solid #ddd;padding:.5em 2.5em}
+svg.chart{background:#fff;border:1px solid #ddd;margin:.3em 1em .3em 0} ol#events{font:12px monospace;background:#fff;border:1px solid #ddd;padding:.5em 2.5em} ol#events li{word-break:break-all}
 )";
 
 // The script: fetch /status.json, rebuild the rows, charts and events with textContent only.

@@ -3,7 +3,7 @@ Chromium, hostile clients, a port in use, the termination log, `ddp-launch statu
 
 Usage: status_test.py --launcher PATH CASE
 Cases: promtool, prometheus, hostile, port_in_use, exposure, page, termination_log, status_cmd,
-multinode_links.
+restart, multinode_links.
 Workers are plain python3 scripts feeding their progress records (python/ddp_progress.py);
 nothing here asserts a duration: every wait polls with a generous deadline. A case whose
 tool is missing exits 77 (skipped).
@@ -439,6 +439,48 @@ def case_status_cmd(launcher, tmp):
     return 0
 
 
+RESTART_WORKER = """\
+import os, sys, time
+import ddp_progress
+step = 0
+while True:
+    step += 1
+    time.sleep(0.05)
+    ddp_progress.heartbeat(step)
+    if step == 10 and os.environ["RANK"] == "1" and os.environ["TORCHELASTIC_RESTART_COUNT"] == "0":
+        sys.exit(5)
+"""
+
+
+def case_restart(launcher, tmp):
+    program = os.path.join(tmp, "restart.py")
+    with open(program, "w") as f:
+        f.write(RESTART_WORKER)
+    job = Job(launcher, tmp, program=program, extra=["--max-restarts", "1"])
+    try:
+        deadline = time.time() + DEADLINE_S
+        while True:
+            text = job.get("/metrics")[2]
+            if ("ddp_launch_attempt 1\n" in text and 'ddp_launch_restarts_total{cause="crash"} 1\n' in text
+                    and 'ddp_launch_recovery_seconds_count{phase="total"} 1\n' in text):
+                break
+            if time.time() > deadline:
+                fail("after rank 1's crash and the restart, /metrics lacks attempt 1, one crash restart and "
+                     "one recovery", text + job.log())
+            time.sleep(0.3)
+        m = re.search(r'^ddp_launch_recovery_seconds_sum\{phase="total"\} (\S+)$', text, re.M)
+        status = json.loads(job.get("/status.json")[2])
+        kinds = [e["event"] for e in status["events"]]
+        if "restart" not in kinds or "failure" not in kinds:
+            fail(f"/status.json's events lack the failure and the restart: {kinds}")
+        job.wait_steps([0, 1])
+    finally:
+        job.stop()
+    print(f"PASS: a crash and its restart: restarts_total{{cause=crash}} 1, recovery total {m.group(1)} s, "
+          "the events on the page")
+    return 0
+
+
 def case_multinode_links(launcher, tmp):
     port = free_port()
     common = ["--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",
@@ -480,7 +522,7 @@ def case_multinode_links(launcher, tmp):
 
 CASES = {"promtool": case_promtool, "prometheus": case_prometheus, "hostile": case_hostile,
          "port_in_use": case_port_in_use, "exposure": case_exposure, "page": case_page,
-         "termination_log": case_termination_log, "status_cmd": case_status_cmd,
+         "termination_log": case_termination_log, "status_cmd": case_status_cmd, "restart": case_restart,
          "multinode_links": case_multinode_links}
 
 
