@@ -9,6 +9,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -23,8 +24,9 @@ class Session;
 }
 
 struct Server::State {
-  State(asio::io_context& io, Handler h, ServerLimits l) : acceptor(io), handler(std::move(h)), limits(l) {}
+  State(asio::io_context& io, Handler h, ServerLimits l) : acceptor(io), retry(io), handler(std::move(h)), limits(l) {}
   tcp::acceptor acceptor;
+  asio::steady_timer retry;  // after a failed accept (EMFILE...): a pause, not a busy loop
   Handler handler;
   ServerLimits limits;
   bool closed = false;
@@ -128,7 +130,13 @@ void accept(const std::shared_ptr<Server::State>& state) {
         session->start();
       }
     }
-    // EMFILE and the like: keep accepting; a closed acceptor ends the loop above.
+    if (ec) {  // EMFILE and the like: try again in a moment rather than spin on the loop
+      state->retry.expires_after(std::chrono::milliseconds(100));
+      state->retry.async_wait([state](beast::error_code) {
+        if (!state->closed) accept(state);
+      });
+      return;
+    }
     accept(state);
   });
 }
@@ -156,6 +164,7 @@ Server::~Server() {
   state_->closed = true;
   beast::error_code ignored;
   state_->acceptor.close(ignored);
+  state_->retry.cancel();
   for (auto& weak : state_->sessions)
     if (auto session = weak.lock()) session->close();
 }

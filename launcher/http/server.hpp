@@ -4,7 +4,8 @@
 // max_connections at once (more are closed at accept), a request head of at most
 // max_request_bytes, a deadline for the whole request and one for the reply (a client that
 // sends garbage gets 400, one that never reads is dropped), so memory stays below
-// max_connections x (max_request_bytes + a reply). Not thread-safe: use it on the loop's thread.
+// max_connections x (max_request_bytes + a reply); a failed accept (no file descriptor
+// left) pauses accepting for 100 ms instead of spinning. Not thread-safe: use it on the loop's thread.
 #pragma once
 
 #include <chrono>

@@ -14,6 +14,7 @@
 #include "launcher/http/html.hpp"
 #include "launcher/http/prometheus_text.hpp"
 #include "launcher/http/server.hpp"
+#include "launcher/status_command.hpp"
 #include "launcher/supervise/status_json.hpp"
 #include "launcher/supervise/status_metrics.hpp"
 #include "launcher/supervise/status_page.hpp"
@@ -167,4 +168,27 @@ TEST_CASE("HTTP server: GET answered, others refused, the connection limit close
   io.run_for(std::chrono::milliseconds(50));
   io.restart();
   CHECK(server.refused() == 1);
+}
+
+TEST_CASE("ddp-launch status: /status.json as a table; a run directory's events summarised") {
+  const std::string table = format_status(status_json(sample_board(), 10, std::nullopt));
+  CHECK(table.find("attempt 0 (max restarts 0)  world size 2") != std::string::npos);
+  CHECK(table.find("RANK") != std::string::npos);
+  CHECK(table.find("     1      1         11           -              - failed     yes\n") != std::string::npos);
+  CHECK(table.find("restarts: hang 2\n") != std::string::npos);
+  CHECK(format_status("<html>").rfind("not a ddp-launch status", 0) == 0);
+  bool ended = false;
+  const std::string summary = format_run_summary(
+      {R"({"event":"start","run_id":"r1","host":"h","program":"train.py","nproc":2})",
+       R"({"event":"failure","attempt":0,"kind":"crash","rank":1,"status":"exit code 3"})",
+       R"({"event":"restart","attempt":1})", "not json", R"({"event":"worker_exit","rank":0,"signal":"SIGTERM"})",
+       R"({"event":"finish","attempt":1,"outcome":"failed","exit_code":3})"},
+      &ended);
+  CHECK(ended);
+  CHECK(summary.find("train.py  run r1  on h") == 0);
+  CHECK(summary.find("ended: failed (exit code 3); restarts: 1\n") != std::string::npos);
+  CHECK(summary.find("attempt 0: crash rank 1 (exit code 3)") != std::string::npos);
+  CHECK(summary.find("rank 0: SIGTERM") != std::string::npos);
+  format_run_summary({R"({"event":"start"})"}, &ended);
+  CHECK_FALSE(ended);
 }
