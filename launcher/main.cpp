@@ -11,6 +11,7 @@
 #include "launcher/cli/options.hpp"
 #include "launcher/worker/output.hpp"
 #include "launcher/os/process.hpp"
+#include "launcher/status_command.hpp"
 
 extern char** environ;
 
@@ -18,6 +19,10 @@ int main(int argc, char** argv) {
   using namespace ddp::launch;
   try {
     os::ignore_sigpipe();
+    // `ddp-launch status TARGET`: a terminal view of a running (or finished) job. A program
+    // named "status" runs as ./status or after "--".
+    if (argc > 1 && std::string(argv[1]) == "status")
+      return run_status_command(std::vector<std::string>(argv + 2, argv + argc));
     const cli::Environment env = cli::environment_from(environ);
     cli::ParsedCommandLine parsed = cli::parse_command_line(std::vector<std::string>(argv + 1, argv + argc), env);
     if (!parsed.options) {

@@ -11,6 +11,9 @@
 #include "contract/standby_handoff.hpp"
 #include "launcher/cli/usage_error.hpp"
 #include "launcher/os/durable_file.hpp"
+#include "launcher/base/host_port.hpp"
+#include "launcher/os/ports.hpp"
+#include "launcher/os/process.hpp"
 #include "launcher/os/standby_channel.hpp"
 
 namespace ddp::launch {
@@ -58,6 +61,28 @@ multinode::MultiNodeSpec multi_node_spec(const cli::LaunchOptions& o) {
   s.local_addr = o.local_addr;
   s.nnodes_min = o.nnodes_min;
   s.nnodes_max = o.nnodes_max;
+  return s;
+}
+
+// Where the status endpoint listens unless --metrics-addr says: 127.0.0.1 for a job whose
+// rendezvous (or master) address is loopback, else this node's address (--local-addr or its
+// host name) where it is one of this machine's IP addresses, else every interface.
+std::string status_listen_host(const cli::LaunchOptions& o) {
+  if (!o.metrics_addr.empty()) return o.metrics_addr;
+  std::string job_host = o.master_addr;
+  if (!o.rdzv_endpoint.empty() && o.rdzv_backend != "etcd") job_host = parse_host_port(o.rdzv_endpoint, 1).host;
+  if (job_host == "localhost" || os::is_loopback_address(job_host)) return "127.0.0.1";
+  return os::store_listen_host(o.local_addr.empty() ? os::host_name() : o.local_addr);
+}
+
+supervise::StatusSpec status_spec(const cli::LaunchOptions& o) {
+  supervise::StatusSpec s;
+  s.enabled = o.metrics_port.has_value();
+  s.port = static_cast<uint16_t>(o.metrics_port.value_or(0));
+  if (s.enabled) s.host = status_listen_host(o);
+  s.show_args = o.metrics_show_args;
+  s.backend = o.rdzv_backend;
+  s.termination_log = o.termination_log;
   return s;
 }
 
@@ -123,6 +148,7 @@ ResolvedJob resolve_job(const cli::LaunchOptions& o, const cli::Environment& env
       cli::usage_error(
           fmt::format("--snapshot-persist-dir {}: {}; give a writable folder", o.snapshot_persist_dir, error));
   }
+  job.status = status_spec(o);
   r.single_node = single_node_spec(o);
   r.multi_node = multi_node_spec(o);
   r.multi_node_job = cli::is_multi_node(o);

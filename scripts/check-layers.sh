@@ -5,7 +5,7 @@
 # nested in it). A layer may use the layers below it:
 #   base  <-  cli, os  <-  worker  <-  supervise  <-  multinode  ->  store, etcd (-> base)
 # store and c10d (the workers' store, used by supervise and multinode) use nothing of the
-# launcher's, etcd only base; the top-level agent and main may use everything.
+# launcher's, etcd and http (the status endpoint's server) only base; the top-level agent and main may use everything.
 # Prints each violation (file: include) and exits 1 if there is one. Usage: check-layers.sh [ROOT]
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/lib.sh
@@ -16,11 +16,12 @@ declare -A allowed=(
   [cli]="base cli"
   [os]="base os"
   [worker]="base cli os worker"
-  [supervise]="base cli os worker supervise c10d"
-  [multinode]="base cli os worker supervise multinode store etcd c10d"
+  [supervise]="base cli os worker supervise c10d http"
+  [multinode]="base cli os worker supervise multinode store etcd c10d http"
   [store]="store"
   [c10d]="c10d"
   [etcd]="base etcd"
+  [http]="base http"
 )
 status=0
 cd "$root/launcher"

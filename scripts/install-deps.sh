@@ -19,6 +19,7 @@ packages=(
   gnuplot-nox
   clang-format                                # scripts/check-format.sh (CI fails on an unformatted file)
   libssl-dev openssl etcd-server etcd-client  # etcd rendezvous: TLS client, tests' real etcd and CA
+  prometheus chromium                         # the status endpoint's tests: promtool, a real server, headless Chromium
 )
 
 missing=()

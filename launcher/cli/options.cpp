@@ -17,7 +17,6 @@
 namespace ddp::launch::cli {
 namespace {
 
-constexpr const char* kVersion = "ddp-launch 0.1.0";
 constexpr const char* kDescription =
     "Launch a distributed PyTorch / LibTorch job: one worker process per local rank, "
     "torchrun-compatible environment, fail-fast supervision.";
@@ -41,6 +40,7 @@ class UsageFormatter : public CLI::Formatter {
 struct RawOptions {
   std::string nproc = "1", nnodes = "1:1", node_rank = "0", max_restarts = "0";
   std::string master_port, shutdown_timeout, hang_timeout, straggler_threshold, redirects = "0", tee = "0";
+  std::string metrics_port;  // --metrics-port
   std::string local_ranks_filter, devices, signals = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
   std::string monitor_interval, start_method, snapshot_persist_interval;
   std::string log_line_prefix_template, rdzv_conf, local_rank_arg, stdin_rank = "auto", preload,
@@ -132,12 +132,28 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.add_flag("--version", raw.version, "Print the version and exit");
 }
 
+// The status endpoint and the termination log (docs/metrics.md).
+void define_status_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
+  app.add_option("--metrics-port,--metrics_port", raw.metrics_port,
+                 "Serve Prometheus /metrics, /status.json and a status page at / on this port (0: a free "
+                 "one, printed; default: off)");
+  app.add_option("--metrics-addr,--metrics_addr", o.metrics_addr,
+                 "Address the status endpoint listens on (default: 127.0.0.1 for a loopback job, else "
+                 "this node's rendezvous address; 0.0.0.0 widens it)");
+  app.add_flag("--metrics-show-args,--metrics_show_args", o.metrics_show_args,
+               "Show the worker's arguments on the status page (off: they can hold secrets)");
+  app.add_option("--termination-log,--termination_log", o.termination_log,
+                 "On a failure, write the root cause (at most 4 KiB) here (default: /dev/termination-log "
+                 "when it exists and is writable, as in a Kubernetes pod)");
+}
+
 // The whole CLI11 application: flags, usage line, footer; the last value of a flag wins.
 void describe_app(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.prefix_command();
   app.formatter(std::make_shared<UsageFormatter>());
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   define_flags(app, o, raw);
+  define_status_flags(app, o, raw);
   app.footer(
       "Every flag also reads PET_<NAME> from the environment (e.g. PET_NPROC_PER_NODE=4); "
       "the command line wins.\nExit status: the failed worker's code (128+N if killed by "
@@ -173,7 +189,8 @@ std::optional<ParsedCommandLine> run_cli11(CLI::App& app, std::vector<std::strin
   } catch (const CLI::ParseError& e) {
     usage_error(fmt::format("{}; see ddp-launch --help", e.what()));
   }
-  if (raw.version) return ParsedCommandLine{std::nullopt, std::string(kVersion) + "\n", exit_code::kSuccess};
+  if (raw.version)
+    return ParsedCommandLine{std::nullopt, std::string("ddp-launch ") + kLauncherVersion + "\n", exit_code::kSuccess};
   return std::nullopt;
 }
 
@@ -254,6 +271,9 @@ void convert_raw_options(const RawOptions& raw, const Environment& env, const Gi
   if (!raw.devices.empty()) o.devices = parse_device_indices(raw.devices);
   if (!raw.log_line_prefix_template.empty() || raw.log_line_prefix_template_set)
     o.log_line_prefix_template = raw.log_line_prefix_template;
+  if (!raw.metrics_port.empty())
+    o.metrics_port =
+        parse_int_flag("--metrics-port", raw.metrics_port, 0, 65535, "a port from 0 to 65535 (0: a free one)");
   convert_local_rank_arg(raw, o);
   convert_stdin_rank(raw.stdin_rank, o);
   o.warm_restarts = given.warm_restarts ? raw.warm_restarts : o.max_restarts > 0;

@@ -16,6 +16,8 @@
 
 namespace ddp::launch::cli {
 
+inline constexpr const char* kLauncherVersion = "0.1.0";
+
 struct LaunchOptions {
   // What each worker runs.
   std::string program;                    // script, module or executable
@@ -65,6 +67,11 @@ struct LaunchOptions {
   std::optional<int> stdin_rank;  // --stdin-rank N
   bool stdin_rank_auto = true;    // --stdin-rank auto (default): rank 0 if stdin is a terminal
   bool dry_run = false;
+  // The status endpoint and the termination log (docs/metrics.md).
+  std::optional<int> metrics_port;    // --metrics-port (0: a free one); absent: no endpoint
+  std::string metrics_addr;           // --metrics-addr; "": the job's own address
+  bool metrics_show_args = false;     // --metrics-show-args: the page shows the worker's arguments
+  std::string termination_log;        // --termination-log; "": /dev/termination-log where writable
   std::vector<std::string> warnings;  // for the launcher to print before it starts (no I/O here)
 };
 

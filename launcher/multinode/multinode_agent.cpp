@@ -17,6 +17,8 @@
 #include "launcher/supervise/event_log.hpp"
 #include "launcher/supervise/failure_report.hpp"
 #include "launcher/supervise/recovery_log.hpp"
+#include "launcher/supervise/status_endpoint.hpp"
+#include "launcher/supervise/termination_log.hpp"
 #include "launcher/supervise/worker_launches.hpp"
 #include "launcher/supervise/worker_store.hpp"
 #include "launcher/worker/output.hpp"
@@ -89,9 +91,11 @@ class MultiNodeAgent {
   JobStoreLink store_;   // the agent store (hosted here, or joined) or etcd
   RoundFindings state_;  // this round's record, a lost store or an unreadable record
   std::unique_ptr<worker::RunLayout> layout_;
-  std::unique_ptr<supervise::EventLog> events_;       // RUN/events.jsonl; null until the run directory exists
-  std::unique_ptr<supervise::RecoveryLog> recovery_;  // each restart's timeline, into events_
-  // The job's, kept across rounds; its persister writes to events_, so it goes first.
+  std::unique_ptr<supervise::EventLog> events_;          // RUN/events.jsonl; null until the run directory exists
+  std::unique_ptr<supervise::RecoveryLog> recovery_;     // each restart's timeline, into events_
+  supervise::StatusBoard board_;                         // what the status endpoint shows (events_ taps into it)
+  std::unique_ptr<supervise::StatusEndpoint> endpoint_;  // --metrics-port: on the supervisor's loop
+  // The job's, kept across rounds; its persister writes to events_ (and so board_): it goes first.
   std::unique_ptr<supervise::SnapshotRegions> snapshots_;
   std::optional<std::chrono::system_clock::time_point> abort_seen_;  // this round's record first read
   int acknowledged_round_ = -1;
@@ -127,6 +131,12 @@ NodeInfo MultiNodeAgent::self_info(int previous_rank) {
   n.nnodes_max = spec_.nnodes_max;
   n.max_restarts = job_.max_restarts;
   n.pid = ::getpid();
+  if (endpoint_) {  // where the other nodes (group rank 0's page) reach this node's endpoint
+    const std::string& h = job_.status.host;
+    const std::string at = h == "0.0.0.0" || h == "::" ? n.addr : h;
+    n.status_url =
+        fmt::format(at.find(':') != std::string::npos ? "http://[{}]:{}" : "http://{}:{}", at, endpoint_->port());
+  }
   return n;
 }
 
@@ -219,6 +229,13 @@ supervise::AttemptResult MultiNodeAgent::run_round(const Round& r) {
       plan.restart_count ? fmt::format(" (restart {})", plan.restart_count) : ""));
   events_->set_node(r.rank());
   events_->set_attempt(plan.restart_count);
+  board_.job.node_rank = r.rank();
+  board_.round = r.number();
+  board_.attempt = plan.restart_count;
+  board_.world_size = plan.world_size;
+  board_.nodes.clear();
+  if (r.rank() == 0)  // group rank 0's page links every node's
+    for (const auto& n : plan.nodes) board_.nodes.push_back({n.group_rank, n.info.host, n.info.status_url});
   events_->write("rendezvous", {{"round", r.number()},
                                 {"nnodes", group.nnodes},
                                 {"world_size", plan.world_size},
@@ -311,6 +328,7 @@ Settled MultiNodeAgent::after_failure(const Round& r, const supervise::AttemptRe
   supervise::keep_reported_error_file(*layout_, root);
   const supervise::ReportContext ctx{job_.program, os::host_name(), r.plan.restart_count, job_.max_restarts};
   worker::write_all(STDERR_FILENO, supervise::format_failure_report(ctx, result.outcomes, *result.root_cause));
+  supervise::write_termination_log(job_.status.termination_log, supervise::termination_message(ctx, root));
   if (state_.store_lost.empty()) leave(r);
   return {abort.exit_code, std::nullopt};
 }
@@ -397,6 +415,8 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
     }
     worker::write_all(STDERR_FILENO, supervise::format_remote_failure_report(job_.program, abort.remote_failure(),
                                                                              r.rank(), os::host_name()));
+    supervise::write_termination_log(job_.status.termination_log,
+                                     supervise::termination_message(job_.program, abort.remote_failure()));
     leave(r);
     return abort.exit_code;
   }
@@ -409,6 +429,7 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
   if (abort.failure == FailureKind::kMembership && (store_.leader || store_.leaderless))
     next.expected_nodes += static_cast<int>(store_.job->add(JobKeys::waiting(r.number()), 0));
   events_->set_attempt(next.restart_count);
+  ++board_.restarts[abort.failure];
   events_->write("restart", {{"round", next.round},
                              {"restart", next.restart_count},
                              {"max_restarts", job_.max_restarts},
@@ -464,6 +485,13 @@ int MultiNodeAgent::run_rounds() {
   supervisor_.set_event_log(events_.get());
   recovery_ = std::make_unique<supervise::RecoveryLog>(*events_);
   supervisor_.set_attempt_observer(recovery_.get());
+  board_ = supervise::make_status_board(job_, spec_.node_rank, spec_.nnodes_max);
+  supervisor_.set_status_board(&board_);
+  recovery_->set_status_board(&board_);
+  if (job_.status.enabled)
+    endpoint_ = std::make_unique<supervise::StatusEndpoint>(supervisor_, board_, job_.status,
+                                                            supervise::shown_worker_args(job_), layout_->run_dir());
+  events_->set_tap([this](const std::string& line) { board_.add_event(line); });
   supervise::enable_warm_restarts(supervisor_, job_);
   supervise::log_start(*events_, job_);
   NextRound next;

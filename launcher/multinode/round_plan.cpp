@@ -30,7 +30,8 @@ json info_json(const NodeInfo& n) {
           {"nnodes_max", n.nnodes_max},
           {"max_restarts", n.max_restarts},
           {"pid", n.pid},
-          {"role", n.role}};
+          {"role", n.role},
+          {"status_url", n.status_url}};
 }
 
 NodeInfo info_from(const json& j) {
@@ -48,6 +49,7 @@ NodeInfo info_from(const json& j) {
   n.max_restarts = j.at("max_restarts").get<int>();
   n.pid = j.at("pid").get<long>();
   n.role = j.value("role", std::string("default"));
+  n.status_url = j.value("status_url", std::string());
   return n;
 }
 

@@ -31,6 +31,7 @@ struct NodeInfo {
   int nnodes_max = 1;
   int max_restarts = 0;
   long pid = 0;
+  std::string status_url;  // its status endpoint, "http://ADDR:PORT" ("": none; older launchers send none)
 };
 
 struct PlannedNode {

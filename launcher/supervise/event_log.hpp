@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -52,6 +53,8 @@ class EventLog {
   void set_node(int node) { node_ = node; }
   int attempt() const { return attempt_; }
   int node() const { return node_; }
+  // Also hands every line to `tap` (the status board's recent events), with or without a file.
+  void set_tap(std::function<void(const std::string& line)> tap);  // any thread
   // {"event": name, "time": ISO 8601 UTC, "attempt": N, ["node": N,] fields...}
   void write(const std::string& event, const std::vector<EventField>& fields = {});
   // The same with "time" = `time` rather than now: an event logged after it happened.
@@ -65,6 +68,7 @@ class EventLog {
   std::atomic<int> attempt_{0};
   std::atomic<int> node_{-1};
   bool warned_ = false;
+  std::function<void(const std::string&)> tap_;
   void fail(const std::string& what, int err);
 };
 

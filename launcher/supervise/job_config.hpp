@@ -9,8 +9,9 @@
 #include <set>
 #include <string>
 
-#include "launcher/cli/option_parsers.hpp"  // StreamSelection
+#include "launcher/cli/option_parsers.hpp"      // StreamSelection
 #include "launcher/supervise/persist_plan.hpp"
+#include "launcher/supervise/status_board.hpp"  // StatusSpec
 #include "launcher/supervise/supervisor.hpp"
 #include "launcher/worker/devices.hpp"
 #include "launcher/worker/run_layout.hpp"
@@ -45,6 +46,7 @@ struct JobConfig {
   bool launcher_worker_store = true;
   bool restrict_worker_store_peers = false;  // a rendezvous token is set: only the nodes may connect
   SnapshotPersistConfig snapshot_persist;    // --snapshot-persist-dir/-interval (dir "": off)
+  StatusSpec status;                         // the status endpoint, the termination log
 };
 
 // Where this node sits in one attempt: from the options (single node) or a round plan.

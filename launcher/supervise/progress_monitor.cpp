@@ -5,6 +5,7 @@
 #include "contract/progress_file.hpp"
 #include "launcher/os/cpu_time.hpp"
 #include "launcher/supervise/event_log.hpp"
+#include "launcher/supervise/status_board.hpp"
 #include "launcher/worker/output.hpp"
 
 namespace ddp::launch::supervise {
@@ -41,7 +42,7 @@ void ProgressMonitor::start(std::vector<Worker> workers, Probe probe, std::funct
   const double now = monotonic_s();
   if (config_.hang_timeout_s != 0) hang_.emplace(config_.hang_timeout_s, workers_.size(), now);
   if (config_.straggler_threshold > 0) straggler_.emplace(config_.straggler_threshold);
-  if (!hang_ && !straggler_) return;
+  if (!hang_ && !straggler_ && !board_) return;
   sampler_.emplace(std::move(ranks), now);
   schedule();
 }
@@ -68,6 +69,7 @@ void ProgressMonitor::tick() {
   }
   const double now = monotonic_s();
   sampler_->observe(now, records, live);
+  if (board_) post_samples();
   if (hang_) {
     const auto signs =
         HangDetector::wants_signs_of_life(*sampler_) ? signs_of_life() : std::vector<HangDetector::SignsOfLife>{};
@@ -80,6 +82,8 @@ void ProgressMonitor::tick() {
   if (straggler_) {
     for (const auto& flag : straggler_->observe(now, *sampler_)) {
       worker::launcher_notice(flag.notice);
+      if (board_)
+        if (RankStatus* row = board_->find_rank(flag.rank)) row->straggler = true;
       if (events_)
         events_->write("straggler", {{"rank", flag.rank},
                                      {"pid", flag.pid},
@@ -89,6 +93,25 @@ void ProgressMonitor::tick() {
     }
   }
   schedule();
+}
+
+// This tick's samples into the board's rows (the last known values stay once a worker exits).
+void ProgressMonitor::post_samples() const {
+  const double now_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  for (const RankSample& s : sampler_->samples()) {
+    RankStatus* row = board_->find_rank(s.rank);
+    if (!row) continue;
+    row->fed = row->fed || s.ever_fed;
+    row->since_progress_s = s.idle_s;
+    if (s.step_s) {
+      row->step_s = s.step_s;
+      row->record_step_time(now_unix, *s.step_s);
+    }
+    if (s.record) {
+      row->step = s.record->step;
+      row->collective_seq = s.record->seq_completed;
+    }
+  }
 }
 
 // Output and CPU time per worker, for a hang detector with a worker that feeds nothing yet.

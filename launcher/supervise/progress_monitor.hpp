@@ -23,6 +23,7 @@
 namespace ddp::launch::supervise {
 
 class EventLog;
+struct StatusBoard;
 
 struct ProgressMonitorConfig {
   double hang_timeout_s = 0;       // --hang-timeout; 0: no hang detection; < 0: auto
@@ -50,6 +51,9 @@ class ProgressMonitor {
 
   // Where straggler notices are logged (null: nowhere); borrowed.
   void set_event_log(EventLog* log) { events_ = log; }
+  // Where each tick's samples and straggler flags go (null: nowhere; a board is a consumer:
+  // the monitor ticks for it alone); borrowed.
+  void set_status_board(StatusBoard* board) { board_ = board; }
 
   // A new attempt's workers: ticks start (if a consumer is on and every worker has a
   // progress file). on_hang gets the verdict (culprit: an index into `workers`).
@@ -64,10 +68,12 @@ class ProgressMonitor {
   void schedule();
   void tick();
   std::vector<HangDetector::SignsOfLife> signs_of_life() const;
+  void post_samples() const;
 
   boost::asio::steady_timer timer_;
   ProgressMonitorConfig config_;
   EventLog* events_ = nullptr;
+  StatusBoard* board_ = nullptr;
   std::vector<Worker> workers_;
   Probe probe_;
   std::function<void(HangVerdict)> on_hang_;

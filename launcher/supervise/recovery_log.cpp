@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "launcher/supervise/status_board.hpp"
 #include "launcher/worker/output.hpp"
 
 namespace ddp::launch::supervise {
@@ -73,6 +74,13 @@ void RecoveryLog::conclude(bool print_line) {
   fields.emplace_back("start", timeline_->start_kind());
   fields.emplace_back("recovered", print_line);
   events_.write("recovery", fields);
+  if (board_) {
+    board_->recovery["stop"].observe(d.stop_s);
+    board_->recovery["store"].observe(d.store_s);
+    board_->recovery["start"].observe(d.start_s);
+    if (d.first_step_s) board_->recovery["first_step"].observe(*d.first_step_s);
+    board_->recovery["total"].observe(d.total_s);
+  }
   if (print_line) worker::launcher_notice(recovery_line(*timeline_));
   timeline_.reset();
 }

@@ -17,6 +17,8 @@
 
 namespace ddp::launch::supervise {
 
+struct StatusBoard;
+
 // When a failed attempt's failure was seen and when its last worker was gone.
 struct FailedAttempt {
   std::chrono::system_clock::time_point failure_seen;
@@ -30,6 +32,8 @@ FailedAttempt failed_attempt(const AttemptResult& result, std::chrono::system_cl
 class RecoveryLog : public AttemptObserver {
  public:
   explicit RecoveryLog(EventLog& events) : events_(events) {}
+  // Where each concluded timeline's durations go, by phase (null: nowhere); borrowed.
+  void set_status_board(StatusBoard* board) { board_ = board; }
   RecoveryLog(const RecoveryLog&) = delete;
   RecoveryLog& operator=(const RecoveryLog&) = delete;
 
@@ -51,6 +55,7 @@ class RecoveryLog : public AttemptObserver {
   void conclude(bool print_line);
 
   EventLog& events_;
+  StatusBoard* board_ = nullptr;
   std::optional<RecoveryTimeline> timeline_;  // between begin() and the summary
 };
 

@@ -14,7 +14,9 @@
 #include "launcher/supervise/event_log.hpp"
 #include "launcher/supervise/failure_report.hpp"
 #include "launcher/supervise/recovery_log.hpp"
+#include "launcher/supervise/status_endpoint.hpp"
 #include "launcher/supervise/supervisor.hpp"
+#include "launcher/supervise/termination_log.hpp"
 #include "launcher/supervise/worker_launches.hpp"
 #include "launcher/supervise/worker_store.hpp"
 #include "launcher/worker/output.hpp"
@@ -37,6 +39,7 @@ int report_failure(const JobConfig& job, const cli::Environment& env, const Atte
   const ReportContext ctx{job.program, os::host_name(), attempt, job.max_restarts};
   worker::write_all(STDERR_FILENO, format_failure_report(ctx, result.outcomes, *result.root_cause));
   write_launcher_error_file(env, root, ctx);
+  write_termination_log(job.status.termination_log, termination_message(ctx, root));
   return failure_exit_code(root);
 }
 
@@ -89,10 +92,24 @@ int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const cli::En
   supervisor.set_event_log(&events);
   RecoveryLog recovery(events);  // each restart's timeline
   supervisor.set_attempt_observer(&recovery);
+  StatusBoard board = make_status_board(job, node.node_rank, node.nnodes);  // what the status endpoint shows
+  supervisor.set_status_board(&board);
+  recovery.set_status_board(&board);
+  std::unique_ptr<StatusEndpoint> endpoint;
+  if (job.status.enabled)
+    endpoint =
+        std::make_unique<StatusEndpoint>(supervisor, board, job.status, shown_worker_args(job), layout.run_dir());
+  events.set_tap([&board](const std::string& line) { board.add_event(line); });
+  struct Untap {  // the board goes with this function; the log may still be written after it
+    EventLog& log;
+    ~Untap() { log.set_tap(nullptr); }
+  } untap{events};
   enable_warm_restarts(supervisor, job);
   for (int attempt = 0;; ++attempt) {
     plan.restart_count = attempt;
     events.set_attempt(attempt);
+    board.attempt = attempt;
+    board.world_size = plan.world_size;
     supervisor.set_standbys_wanted(attempt < job.max_restarts);  // a restart is left to take over
     std::vector<WorkerLaunch> launches = prepare_attempt(job, env, plan, layout, &snapshots);
     std::unique_ptr<c10d::Server> store;
@@ -126,6 +143,7 @@ int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const cli::En
       return code;
     }
     restart_notice(job, result, attempt);
+    ++board.restarts[result.outcomes[*result.root_cause].failure];
     events.set_attempt(attempt + 1);
     events.write("restart", {{"restart", attempt + 1}, {"max_restarts", job.max_restarts}});
     recovery.begin(failed_attempt(result, std::chrono::system_clock::now()));

@@ -24,6 +24,7 @@
 #include "launcher/supervise/progress_monitor.hpp"
 #include "launcher/supervise/stack_capture.hpp"
 #include "launcher/supervise/standby_pool.hpp"
+#include "launcher/supervise/status_board.hpp"
 #include "launcher/supervise/worker_pipes.hpp"
 #include "launcher/worker/output.hpp"
 
@@ -78,8 +79,9 @@ struct Supervisor::Impl {
   os::Watchdog watchdog;
   std::unique_ptr<StandbyPool> standbys;  // warm restarts (after watchdog: goes first)
   bool standbys_wanted = false;
-  int warm_started = 0;        // this attempt's workers started from standbys
-  EventLog* events = nullptr;  // borrowed from the agent
+  int warm_started = 0;          // this attempt's workers started from standbys
+  EventLog* events = nullptr;    // borrowed from the agent
+  StatusBoard* board = nullptr;  // borrowed from the agent
   AttemptCheck check;
   std::optional<std::string> stop_reason;  // the check stopped the workers
   std::function<void()> on_wake;           // what wake() runs now (loop thread only)
@@ -159,6 +161,7 @@ struct Supervisor::Impl {
                                                 : status->code == 0 || interrupt_signal != 0);
       o.failure = status->signaled ? FailureKind::kSignal : FailureKind::kCrash;
       if (events) log_worker_exit(*events, o);
+      if (board) mark_exit(o);
       w.outcome = std::move(o);
       if (!status->success() && !stopping && interrupt_signal == 0) {
         root_cause = i;
@@ -230,6 +233,22 @@ struct Supervisor::Impl {
     }
   }
 
+  // --- the status board ------------------------------------------------------------
+  void board_workers() {
+    if (!board) return;
+    std::vector<std::pair<int, int>> rows;
+    for (const Worker& w : workers) rows.emplace_back(w.launch.rank, w.launch.local_rank);
+    board->set_workers(rows);
+  }
+
+  void mark_exit(const WorkerOutcome& o) {
+    RankStatus* row = board->find_rank(o.rank);
+    if (!row) return;
+    row->state = o.status.success()      ? WorkerState::kSucceeded
+                 : o.stopped_by_launcher ? WorkerState::kStopped
+                                         : WorkerState::kFailed;
+  }
+
   // --- hangs -------------------------------------------------------------------------
   void start_progress_monitor() {
     std::vector<ProgressMonitor::Worker> monitored;
@@ -243,6 +262,7 @@ struct Supervisor::Impl {
   // The verdict, then every live worker's stacks, and only then the stop.
   void on_hang(HangVerdict verdict) {
     worker::launcher_notice(verdict.summary);
+    if (board) ++board->hang_verdicts;
     root_cause = verdict.culprit;
     hang = std::move(verdict);
     capture_then_stop();
@@ -402,6 +422,13 @@ void Supervisor::set_event_log(EventLog* log) {
 
 void Supervisor::set_attempt_observer(AttemptObserver* observer) { impl_->observer = observer; }
 
+void Supervisor::set_status_board(StatusBoard* board) {
+  impl_->board = board;
+  impl_->monitor.set_status_board(board);
+}
+
+asio::io_context& Supervisor::loop() { return impl_->io; }
+
 void Supervisor::enable_standbys(StandbyPlan plan) {
   Impl& s = *impl_;
   if (plan.kind == StandbyKind::kNone) {
@@ -454,6 +481,7 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
     s.attempt_running = false;
     throw;
   }
+  s.board_workers();
   s.observe_start();
   s.reap();  // a worker may have exited before the SIGCHLD wait was armed
   if (s.standbys && !s.standbys_wanted) s.standbys->clear();  // no restart left to take over

@@ -24,6 +24,10 @@
 #include "launcher/supervise/standby_plan.hpp"
 #include "launcher/os/process.hpp"
 
+namespace boost::asio {
+class io_context;
+}
+
 namespace ddp::launch::supervise {
 
 struct WorkerLaunch {
@@ -71,6 +75,7 @@ struct AttemptCheck {
 };
 
 class EventLog;
+struct StatusBoard;
 
 class Supervisor {
  public:
@@ -98,6 +103,11 @@ class Supervisor {
   void set_event_log(EventLog* log);
   // Told of every attempt's start and first step (null: nobody); borrowed.
   void set_attempt_observer(AttemptObserver* observer);
+  // Where the workers' rows, states, progress and hang verdicts go (status_board.hpp; null:
+  // nowhere); borrowed. With one set the progress monitor always ticks.
+  void set_status_board(StatusBoard* board);
+  // The loop everything above runs on, for a server that shares it (status_endpoint.hpp).
+  boost::asio::io_context& loop();
 
   // Warm restarts (standby_pool.hpp): from now on each attempt starts its workers from the
   // standbys kept for their local ranks where it can (the rest cold) and, once its workers
