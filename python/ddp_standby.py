@@ -1,7 +1,7 @@
 # ddp-launch's Python standby (warm restarts, docs/warm-restarts.md). The launcher runs it as
 # `python FLAGS -c <this file>` with the worker slot's environment plus DDP_LAUNCH_STANDBY_FD
 # (its end of the control channel) and DDP_LAUNCH_STANDBY_PRELOAD (modules to import besides
-# torch). It imports them, says it is ready (one byte), and blocks until the launcher hands it
+# torch). It imports them (torch only if this interpreter has it), says it is ready (one byte), and blocks until the launcher hands it
 # a worker: argv, environment, cwd and stdin/stdout/stderr (contract/standby_handoff.hpp, which
 # this mirrors). Then it becomes that worker: the script runs as __main__, as under
 # `python -u script.py` (or `-m module`). Standard library only; embedded into ddp-launch.
@@ -18,8 +18,14 @@ _READY = b"R"
 
 
 def _preload():
-    names = ["torch"] + [m for m in os.environ.pop("DDP_LAUNCH_STANDBY_PRELOAD", "").split(",") if m]
-    for name in names:
+    try:
+        import torch  # noqa: F401  (what a warm restart saves most)
+    except ModuleNotFoundError as e:
+        if e.name != "torch":
+            raise
+        # An interpreter without torch runs a script that does not need it (one that does
+        # fails in the standby's worker just as it would cold): the interpreter's start is saved.
+    for name in [m for m in os.environ.pop("DDP_LAUNCH_STANDBY_PRELOAD", "").split(",") if m]:
         __import__(name)
 
 

@@ -164,6 +164,31 @@ def case_standby_gives_up(args, tmp):
         fail("a standby that never got ready was used", text)
 
 
+def case_python_without_torch(args, tmp):
+    """An interpreter without torch (a package on PYTHONPATH whose import fails as a missing
+    torch does) running a script that does not need it: the standbys warm up without torch and
+    take over the restart; no standby dies, no notice."""
+    fake = os.path.join(tmp, "no_torch", "torch")
+    os.makedirs(fake)
+    with open(os.path.join(fake, "__init__.py"), "w") as f:
+        f.write('raise ModuleNotFoundError("No module named \'torch\'", name="torch")\n')
+    out, logs = os.path.join(tmp, "out"), os.path.join(tmp, "logs")
+    os.makedirs(out)
+    p = start(args, ["--nproc-per-node=2", "--max-restarts=1", f"--log-dir={logs}", WORKER, out, "ok"],
+              {"PYTHONPATH": os.path.dirname(fake)})
+    wait_for("two ready standbys", lambda: len(standby_events(logs, "ready")) >= 2, [p])
+    open(os.path.join(out, "go"), "w").close()
+    code, text = finish(p)
+    if code != 0:
+        fail(f"exit code {code}, expected 0", text)
+    if standby_events(logs, "exited") or "standbys keep dying" in text:
+        fail("a standby died in an interpreter without torch", text)
+    adopted = {e["pid"] for e in standby_events(logs, "adopted")}
+    for rank in (0, 1):
+        if record(out, 1, rank)["pid"] not in adopted or record(out, 1, rank)["warm"]:
+            fail(f"rank {rank}'s restart did not run in a standby without torch: {record(out, 1, rank)}", text)
+
+
 def case_standby_killed(args, tmp):
     out, logs = os.path.join(tmp, "out"), os.path.join(tmp, "logs")
     os.makedirs(out)
