@@ -6,13 +6,17 @@ and output, prints what it verified and exits 1 with the full output on the firs
 """
 import argparse
 import csv
+import glob
+import json
 import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from checks import fail  # noqa: E402
@@ -302,6 +306,132 @@ def check_train_snapshot_persist():
         fail(f"final weights digests differ: uninterrupted {digests[0]}, cold start {digests[1]}", ref + cold)
     print(f"ok: the launcher persisted the snapshot of step {step}; a cold start resumed from it and ended "
           f"bit-identical ({digests[0][0]})")
+
+
+# ---- chaos: faults while snapshots are being written ---------------------------------------
+
+def step_records(steps_dir):
+    """{rank: [(attempt, event, value), ...]} from train's --step-times files, in order."""
+    out = {}
+    for name in os.listdir(steps_dir):
+        m = re.fullmatch(r"rank(\d+)\.log", name)
+        if m:
+            with open(os.path.join(steps_dir, name)) as f:
+                out[int(m.group(1))] = [(int(a), e, int(v)) for a, e, v, _t in
+                                        (line.split() for line in f if line.endswith("\n"))]
+    return out
+
+
+def check_train_snapshot_chaos():
+    # One job through a seeded series of faults while every step is snapshotted (in the
+    # background) and the launcher persists to the checkpoint folder every 0.5 s: a worker
+    # SIGKILLed (restart from memory), the launcher SIGTERMed (it persists at the stop; a new
+    # launcher starts cold from the folder), the launcher SIGKILLed (nothing persisted then:
+    # the last interval's file). Each fault may cost at most what docs/snapshots.md promises
+    # (a worker or a stop: one step; a SIGKILLed launcher: back to its last persisted step),
+    # no worker outlives a killed launcher, no region is left behind, and the job ends with
+    # the final weights of an uninterrupted run, bit for bit.
+    n = ARGS.nproc
+    seed = int(os.environ.get("DDP_CHAOS_SEED", random.randrange(1 << 30)))
+    rng = random.Random(seed)
+    faults = ["worker", "stop", "launcher", "worker"]
+    rng.shuffle(faults)
+    print(f"chaos seed {seed} (DDP_CHAOS_SEED): faults {faults}", flush=True)
+    common = ["--epochs", "16", "--batch-size", str(128 // n), "--checkpoint-interval", "0", "--snapshot-every", "1",
+              *SMALL]
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, ref = launch(n, "train", "--checkpoint-dir", os.path.join(tmp, "ref"), *common)
+        expect_rc(rc, ref)
+        ckpt, steps, shm, logs = (os.path.join(tmp, d) for d in ("ckpt", "steps", "shm", "logs"))
+        for d in (steps, shm):
+            os.makedirs(d)
+        env = dict(os.environ, OMP_NUM_THREADS="1", DDP_LAUNCH_SNAPSHOT_DIR=shm)
+        cmd = [ARGS.launcher, f"--nproc_per_node={n}", "--max-restarts", "9", "--log-dir", logs,
+               "--snapshot-persist-dir", ckpt, "--snapshot-persist-interval", "0.5",
+               os.path.join(ARGS.bin_dir, "train"), "--checkpoint-dir", ckpt, "--step-times", steps, *common]
+        redone = []
+
+        outputs = []  # each launcher's console, in a file (a pipe nobody reads could fill)
+
+        def start():
+            print("running:", " ".join(cmd), flush=True)
+            outputs.append(os.path.join(tmp, f"console.{len(outputs)}"))
+            with open(outputs[-1], "w") as f:
+                return subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, text=True)
+
+        def console():
+            return "".join(open(f).read() for f in outputs)
+
+        def newest_steps():
+            return [r for r in step_records(steps).get(0, []) if r[1] == "step"]
+
+        def persisted_steps():
+            found = []
+            for f in glob.glob(os.path.join(logs, "*", "events.jsonl")):
+                found += [json.loads(line) for line in open(f) if '"snapshot_persisted"' in line]
+            return [e["step"] for e in found]
+
+        proc = start()
+        done_before = 0  # step records of rank 0 before this fault
+        for fault in faults:
+            target = (newest_steps()[-1][2] if newest_steps() else 0) + rng.randrange(40, 120)
+            deadline = time.time() + 120
+            while not newest_steps() or newest_steps()[-1][2] < target:
+                if proc.poll() is not None or time.time() > deadline:
+                    fail(f"the job ended or stalled before step {target} (fault {fault})", console())
+                time.sleep(0.01)
+            records = step_records(steps)
+            if fault == "worker":
+                rank = rng.randrange(n)
+                pid = [v for _a, e, v in records[rank] if e == "start"][-1]
+                os.kill(pid, signal.SIGKILL)
+            else:
+                workers = [[v for _a, e, v in records[r] if e == "start"][-1] for r in range(n)]
+                proc.send_signal(signal.SIGTERM if fault == "stop" else signal.SIGKILL)
+                rc = proc.wait(timeout=60)
+                expected = 128 + signal.SIGTERM if fault == "stop" else -signal.SIGKILL
+                if rc != expected:
+                    fail(f"the launcher exited {rc} after the {fault} fault, expected {expected}", console())
+                deadline = time.time() + 30
+                while any(os.path.exists(f"/proc/{w}") and open(f"/proc/{w}/stat").read().split()[2] != "Z"
+                          for w in workers):
+                    if time.time() > deadline:
+                        fail(f"a worker outlived its launcher ({fault})", console())
+                    time.sleep(0.05)
+                last_persisted = max(persisted_steps(), default=0)
+                proc = start()
+            # The step every rank resumed from, after the fault; the last step done before it.
+            deadline = time.time() + 120
+            while True:
+                rank0 = step_records(steps)[0]
+                resumed = [r for r in rank0[done_before:] if r[1] == "resumed"]
+                if resumed:
+                    break
+                if proc.poll() is not None or time.time() > deadline:
+                    fail(f"no resume after the {fault} fault", console())
+                time.sleep(0.01)
+            cut = rank0.index(resumed[0], done_before)
+            before = max((v for recs in step_records(steps).values() for _a, e, v in recs[:cut] if e == "step"),
+                         default=0)
+            at = resumed[0][2]
+            floor = last_persisted if fault == "launcher" else before - 1
+            redone.append((fault, before, at))
+            print(f"{fault}: last step {before}, resumed at {at}", flush=True)
+            if at < floor or at > before:
+                fail(f"after the {fault} fault at step {before} the job resumed at step {at}; at least {floor} "
+                     "was promised", console())
+            done_before = cut + 1
+        rc = proc.wait(timeout=300)
+        output = console()
+        expect_rc(rc, output)
+        left = os.listdir(shm)
+        if left:
+            fail(f"snapshot regions left behind in {shm}: {left}", output)
+    digests = [re.findall(r"train: final weights digest ([0-9a-f]{16})", o) for o in (ref, output)]
+    if len(digests[0]) != 1 or digests[1][-1:] != digests[0]:
+        fail(f"final weights differ: uninterrupted {digests[0]}, after the faults {digests[1]}", ref + output)
+    print(f"ok: {len(faults)} faults (last step, resumed at): {redone}; final weights digest {digests[0][0]} "
+          "equals the uninterrupted run's")
 
 
 def write_blobs_csv(path, rows=600, seed=7):
