@@ -139,8 +139,14 @@ def one_run(cfg, a, duration, faulty, rng):
         new = [rec[attempt + 1] for rec in recs if attempt + 1 in rec]
         resumed = next((r["resumed_step"] for r in new if "resumed_step" in r), 0)
         to_step = first_step_time(recs, attempt + 1)
+        phases = {"started": [r["start"] for r in new if "start" in r],
+                  "joined": [r["init_end"] for r in new if "init_end" in r],
+                  "restored": [r["resumed"] for r in new if "resumed" in r]}
         run.failures.append({"rank": rank, "redone": (before[-1] if before else 0) - resumed,
-                             "to_step": None if to_step is None else to_step - t_kill})
+                             "to_step": None if to_step is None else to_step - t_kill,
+                             "started": min(phases["started"]) - t_kill if phases["started"] else None,
+                             "joined": max(phases["joined"]) - t_kill if len(phases["joined"]) == 2 else None,
+                             "restored": max(phases["restored"]) - t_kill if len(phases["restored"]) == 2 else None})
     if run.error:
         tail = " | ".join(line for line in output.splitlines()[-3:] if line.strip())
         run.error += f"; last output: {tail[:300]}" if tail else ""
@@ -323,6 +329,19 @@ def main():
         rate_cell = "-" if rate is None else f"{rate:.1f}"
         print(f"| {cfg.name} | {cfg.what} | {free_cell} | {rate_cell} | {pct(rate, free)} | "
               f"{pct(rate, floors[cfg.program])} | {failure_cells(failures)} |")
+    print()
+    print("Where a failure's time goes (medians over the failures): SIGKILL -> a new worker runs the program | "
+          "-> every rank's init_process_group returned | -> every rank restored its state (none: nothing to restore) "
+          "| -> the first step of the new attempt:")
+    print()
+    print("| configuration | -> a new worker runs | -> every rank joined | -> every rank restored | -> first step |")
+    print("|---|---:|---:|---:|---:|")
+    for cfg, with_faults in configs:
+        if with_faults:
+            failures = summary(runs[cfg.name]["faulty"])[1]
+            cells = [med([f[k] * 1000 for f in failures if f[k] is not None]) for k in
+                     ("started", "joined", "restored", "to_step")]
+            print(f"| {cfg.name} | " + " | ".join(c if c == "-" else f"{c} ms" for c in cells) + " |")
     for cfg, with_faults in configs:
         postponed = sum(r.postponed for r in runs[cfg.name]["faulty"])
         missed = sum(r.missed for r in runs[cfg.name]["faulty"])

@@ -46,8 +46,8 @@ for config in "floor: the script, no checkpoints" "floor: train, no snapshots"; 
   grep -qE "^\| $config \| .* \| $number \| \| \| \| \| \| \|$" "$tmp/out" ||
     fail "$config: no fault-free rate: $(cat "$tmp/out")"
 done
-for config in "torchrun + py" "ddp-launch + py, ddp_snapshot" "ddp-launch + train, --snapshot-every 1" \
-  "ddp-launch + train, --snapshot-every [0-9]+ \(the sweep's best\)"; do
+for config in "torchrun \\+ py" "ddp-launch \\+ py, ddp_snapshot" "ddp-launch \\+ train, --snapshot-every 1" \
+  "ddp-launch \\+ train, --snapshot-every [0-9]+ \(the sweep's best\)"; do
   grep -qE "^\| $config \| .* \| $number \| $number \| $number% \| $number% \| 1 \| -?[0-9]+ \| [0-9]+ ms \|$" \
     "$tmp/out" || fail "$config: the row has no figures: $(cat "$tmp/out")"
 done
