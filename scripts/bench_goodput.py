@@ -58,9 +58,9 @@ def argv_of(cfg, a, work, restarts):
         prefix = [a.ddp_launch, "--nproc-per-node=2", f"--max-restarts={restarts}"]
     if cfg.program == "py":
         return prefix + [a.peer, "--steps", str(10**9)] + PY_MODEL + cfg.args
-    return prefix + [a.train, "--epochs", str(10**6), "--schedule", "constant", "--train-samples", "8192", "--val-samples", "512",
-                     "--checkpoint-interval", "0", "--checkpoint-dir", os.path.join(work, "ckpt"), "--progress", "none",
-                     "--step-times", work] + TRAIN_MODEL + cfg.args
+    return prefix + [a.train, "--epochs", str(10**6), "--schedule", "constant", "--train-samples", "8192",
+                     "--val-samples", "512", "--checkpoint-interval", "0", "--checkpoint-dir",
+                     os.path.join(work, "ckpt"), "--progress", "none", "--step-times", work] + TRAIN_MODEL + cfg.args
 
 
 class Run:
@@ -94,7 +94,7 @@ def one_run(cfg, a, duration, faulty, rng):
             proc = subprocess.Popen(argv_of(cfg, a, work, kills_planned + 2), env=env, stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True)
             deadline = time.monotonic() + duration + a.timeout
-            t0, waiting = None, False
+            t0, waiting, windowed, done = None, False, False, False
             try:
                 while proc.poll() is None and time.monotonic() < deadline:
                     recs = [r.poll() for r in records]
@@ -102,7 +102,9 @@ def one_run(cfg, a, duration, faulty, rng):
                     if t0 is None:
                         t0 = first_step_time(recs, 0)
                     elif now >= t0 + duration:  # the window is over: wait for the last restart's first step
+                        windowed = True
                         if not kills or first_step_time(recs, kills[-1][2] + 1) is not None:
+                            done = True
                             break
                     elif len(kills) < kills_planned and now >= t0 + (len(kills) + 1) * a.fault_every:
                         attempt = max(k for rec in recs for k in rec)
@@ -124,10 +126,11 @@ def one_run(cfg, a, duration, faulty, rng):
         output = open(out_path, errors="replace").read()
     if t0 is None:
         run.error = f"no step within {duration + a.timeout:.0f} s" if rc is None else f"the job exited ({rc}) first"
-    elif rc is not None and rc != 0 and time.time() < t0 + duration:
-        run.error = f"the job exited ({rc}) before the window's end"
-    elif time.monotonic() >= deadline:
-        run.error = f"timed out {a.timeout:.0f} s after the window"
+    elif not windowed:
+        run.error = f"the job exited ({rc}) before the window's end" if rc is not None else "timed out in the window"
+    elif not done:
+        run.error = (f"the job exited ({rc}) before the last restart's first step" if rc is not None else
+                     f"no step of the last restart {a.timeout:.0f} s after the window")
     run.missed = kills_planned - len(kills)  # due while a restart had not stepped yet, until the window ended
     events = steps_of(recs)
     if t0 is not None and not run.error:
