@@ -15,7 +15,6 @@ Usage: bench_recovery.py --ddp-launch BIN --train BIN --torchrun PY --peer PY [-
 import argparse
 import datetime
 import os
-import re
 import signal
 import statistics
 import subprocess
@@ -23,7 +22,7 @@ import sys
 import tempfile
 import time
 
-PYTHON = "/usr/bin/python3"  # Debian's, with torch
+from bench_records import PYTHON, Record, first_step_time, known_flags, load_average, stop  # next to this file
 
 
 class Config:
@@ -56,12 +55,6 @@ def flag_name(flag):
     return flag.split("=", 1)[0]
 
 
-def known_flags(ddp_launch):
-    """The long options ddp-launch --help names (e.g. --worker-store, --no-warm-restarts), as a set."""
-    out = subprocess.run([ddp_launch, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
-    return set(re.findall(r"--[a-z][a-z0-9_-]*[a-z0-9]", out))
-
-
 def argv_of(cfg, a, known, work):
     """The job: trains until this driver stops it (after the restart's first step)."""
     if cfg.launcher == "torchrun":
@@ -77,36 +70,6 @@ def argv_of(cfg, a, known, work):
                      "none", "--step-times", work]
 
 
-class Record:
-    """One rank's record file, read incrementally (new complete lines only):
-    attempts = {attempt: {"pid", "start", "init_start", "init_end", "resumed": time,
-                          "first_step", "last_step": (step, time)}}."""
-
-    def __init__(self, path):
-        self.path, self.pos, self.partial, self.attempts = path, 0, "", {}
-
-    def poll(self):
-        try:
-            with open(self.path) as f:
-                f.seek(self.pos)
-                data = f.read()
-                self.pos = f.tell()
-        except FileNotFoundError:
-            return self.attempts
-        *lines, self.partial = (self.partial + data).split("\n")
-        for line in lines:
-            attempt, event, value, t = line.split()
-            r = self.attempts.setdefault(int(attempt), {})
-            if event == "step":
-                r.setdefault("first_step", (int(value), float(t)))
-                r["last_step"] = (int(value), float(t))
-            else:
-                r[event] = float(t)
-                if event == "start":
-                    r["pid"] = int(value)
-        return self.attempts
-
-
 class Run:
     """One run's outcome: the figures, or why it failed."""
 
@@ -117,25 +80,6 @@ class Run:
         self.phases = {}  # seconds from the kill: started, imported, joined, first step
         self.init_times = []  # init_process_group seconds, every rank and attempt
         self.startup_times = []  # a worker's start -> its init_process_group call (imports, data)
-
-
-def stop(proc):
-    """SIGTERM the launcher's process group (the launcher stops its workers), SIGKILL after 10 s."""
-    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, None)):
-        try:
-            os.killpg(proc.pid, sig)
-            proc.wait(wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-        except ProcessLookupError:
-            proc.wait()
-            return
-
-
-def first_step_time(recs, attempt):
-    times = [r[attempt]["first_step"][1] for r in recs if "first_step" in r.get(attempt, {})]
-    return min(times) if times else None
 
 
 def one_run(cfg, a, known):
@@ -261,7 +205,7 @@ def main():
               f"can run; the configurations: {names}", file=sys.stderr)
         return 2
 
-    load_before = " ".join(open("/proc/loadavg").read().split()[:3])
+    load_before = load_average()
     runs = {cfg.name: [] for cfg in configs}
     for i in range(a.runs):  # alternate: A B C A B C ...
         for cfg in configs:
@@ -272,7 +216,7 @@ def main():
                    f"launch->step {r.launch_to_step * 1000:.0f} ms, kill(step {r.kill_step})->step "
                    f"{r.kill_to_step * 1000:.0f} ms"), file=sys.stderr, flush=True)
 
-    load = " ".join(open("/proc/loadavg").read().split()[:3])
+    load = load_average()
     landed = [r.kill_step for rs in runs.values() for r in rs if r.kill_step is not None]
     at = f"{min(landed)}-{max(landed)}" if landed and min(landed) != max(landed) else str(a.kill_step)
     print(f"# {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%dT%H:%M:%SZ}, {os.cpu_count()} CPUs, load "

@@ -5,7 +5,11 @@ under torchrun or ddp-launch (anything that sets RANK/WORLD_SIZE/MASTER_ADDR/MAS
 gloo, a small MLP (bench_models.mlp) on a synthetic data set sharded by DistributedSampler
 (set_epoch each epoch), SGD; rank 0 saves a checkpoint (torch.save, atomically) every
 --checkpoint-every steps, then a barrier; on start (every restart too) each rank loads the
-latest one with map_location and goes on from its step.
+latest one with map_location and goes on from its step (--checkpoint-every 0: none).
+
+With --snapshot-every N (under ddp-launch) every rank also snapshots its state into memory
+every N steps with python/ddp_snapshot.py, and a restart resumes from the newest snapshot
+every rank holds before it tries the checkpoint (resume_from_snapshot below).
 
 The record: with BENCH_RECOVERY_DIR set, each rank appends lines to DIR/rank<RANK>.log,
     <attempt> <event> <value> <unix time, CLOCK_REALTIME>
@@ -30,6 +34,7 @@ def mark(event, value=0):
 mark("start", os.getpid())
 
 import argparse  # noqa: E402  (after the start mark: the imports are part of the start-up)
+import sys  # noqa: E402
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -38,9 +43,14 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset  # no
 
 import bench_models  # noqa: E402  (next to this file)
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import ddp_snapshot  # noqa: E402  (python/ in this repository)
+
 p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=200, help="global steps to train (then exit 0)")
-p.add_argument("--checkpoint-every", type=int, default=10)
+p.add_argument("--checkpoint-every", type=int, default=10, help="rank 0 torch.saves every N steps; 0: never")
+p.add_argument("--snapshot-every", type=int, default=0,
+               help="every rank saves an in-memory snapshot (python/ddp_snapshot.py) every N steps; 0: never")
 p.add_argument("--checkpoint", default="", help="checkpoint file (default: BENCH_RECOVERY_DIR/ckpt.pt)")
 p.add_argument("--samples", type=int, default=4096)
 bench_models.add_model_args(p)
@@ -54,11 +64,36 @@ dist.init_process_group("gloo")
 mark("init_end")
 rank = dist.get_rank()
 
+
+def resume_from_snapshot(model, opt):
+    """The step every rank resumes from its in-memory snapshot (loaded into model and opt), or
+    None: the newest step every rank holds (an all_reduce MIN; a rank one snapshot ahead loads
+    that step from its older slot), if every rank has it (a second all_reduce MIN). The pattern
+    of tests/python/snapshot_resume.py; a collective restore in ddp_snapshot replaces it."""
+    found = ddp_snapshot.load(map_location="cpu")
+    agreed = torch.tensor([found[0] if found else -1])
+    dist.all_reduce(agreed, op=dist.ReduceOp.MIN)
+    if found and found[0] != int(agreed):
+        found = ddp_snapshot.load(map_location="cpu", step=int(agreed)) if int(agreed) >= 0 else None
+    have = torch.tensor([1 if found else 0])
+    dist.all_reduce(have, op=dist.ReduceOp.MIN)
+    if not int(have):
+        return None
+    step, state = found
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["opt"])
+    return step
+
+
 torch.manual_seed(0)
 model = nn.parallel.DistributedDataParallel(bench_models.mlp(a.in_dim, a.hidden, a.layers, a.classes))
 opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 step = 0
-if os.path.exists(ckpt):
+from_snapshot = resume_from_snapshot(model, opt) if a.snapshot_every > 0 else None
+if from_snapshot is not None:
+    step = from_snapshot
+    mark("resumed", step)
+elif os.path.exists(ckpt):
     state = torch.load(ckpt, map_location="cpu")  # the tutorial maps cuda:0 to this rank's device
     model.load_state_dict(state["model"])
     opt.load_state_dict(state["opt"])
@@ -82,7 +117,9 @@ while step < a.steps:
         opt.step()
         step += 1
         mark("step", step)
-        if step % a.checkpoint_every == 0:
+        if a.snapshot_every > 0 and step % a.snapshot_every == 0:
+            ddp_snapshot.save(step, {"model": model.state_dict(), "opt": opt.state_dict()})
+        if a.checkpoint_every > 0 and step % a.checkpoint_every == 0:
             if rank == 0:
                 torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, ckpt + ".tmp")
                 os.replace(ckpt + ".tmp", ckpt)

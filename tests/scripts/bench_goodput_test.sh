@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# scripts/bench-goodput.sh: --help, bad arguments (exit 2, one line saying what to do), then one
+# smoke run with tiny durations: a real SIGKILL and restart in every faulty run, the sweep, the
+# main table and the overhead table each with a row of figures per configuration, no failed
+# run. No timing is checked. Skipped (77) without Debian's python3-torch or the built binaries.
+# Usage: bench_goodput_test.sh REPO_ROOT   (env BUILD_DIR: the build holding ddp-launch and train)
+set -euo pipefail
+# shellcheck source=SCRIPTDIR/../../scripts/lib.sh
+source "$(dirname "$0")/../../scripts/lib.sh"
+bench="$1/scripts/bench-goodput.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+help=$("$bench" --help) || fail "--help exited $?"
+grep -q 'scripts/bench-goodput.sh \[--duration S\]' <<<"$help" || fail "--help has no usage line: $help"
+
+expect_usage_error() {  # WHAT PATTERN ARGS...
+  local what=$1 pattern=$2 rc=0
+  shift 2
+  "$bench" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  ((rc == 2)) || fail "$what: exit $rc, expected 2 ($(cat "$tmp/err"))"
+  grep -q -- "$pattern" "$tmp/err" || fail "$what: stderr lacks '$pattern': $(cat "$tmp/err")"
+  (($(wc -l <"$tmp/err") == 1)) || fail "$what: expected one error line: $(cat "$tmp/err")"
+}
+expect_usage_error "an unknown argument" "unknown argument '--bogus'" --bogus
+expect_usage_error "a missing value" "--seed needs a value" --seed
+
+/usr/bin/python3 -c 'import torch' 2>/dev/null || skip "/usr/bin/python3 has no torch (Debian's python3-torch)"
+[[ -x $build_dir/launcher/ddp-launch && -x $build_dir/trainers/train ]] ||
+  skip "build ddp-launch and train into $build_dir first (cmake --build $build_dir --target ddp-launch train)"
+
+expect_usage_error "faults as rare as the run" "--fault-every (60 s) must be shorter" --fault-every 60
+expect_usage_error "a bad sweep" "--sweep must be intervals >= 1" --sweep 1,x
+
+rc=0
+"$bench" --duration 4 --fault-every 2 --sweep 1,50 --sweep-duration 4 --overhead-runs 1 --overhead-steps 10 \
+  >"$tmp/out" 2>"$tmp/err" || rc=$?
+((rc == 0)) || fail "the smoke run exited $rc: $(cat "$tmp/out" "$tmp/err")"
+grep -qE '^# [0-9T:-]+Z, [0-9]+ CPUs, load ' "$tmp/out" || fail "no header line: $(cat "$tmp/out")"
+number='[0-9]+(\.[0-9]+)?'
+for every in 1 50; do  # the sweep: a rate, a ratio, one failure, steps redone, failure -> first step
+  grep -qE "^\| $every( \(picked\))? \| $number \| $number% \| 1 \| -?[0-9]+ \| [0-9]+ ms \|$" "$tmp/out" ||
+    fail "the sweep has no row of figures for --snapshot-every $every: $(cat "$tmp/out")"
+done
+for config in "floor: the script, no checkpoints" "floor: train, no snapshots"; do
+  grep -qE "^\| $config \| .* \| $number \| \| \| \| \| \| \|$" "$tmp/out" ||
+    fail "$config: no fault-free rate: $(cat "$tmp/out")"
+done
+for config in "torchrun \\+ py" "ddp-launch \\+ py, ddp_snapshot" "ddp-launch \\+ train, --snapshot-every 1" \
+  "ddp-launch \\+ train, --snapshot-every [0-9]+ \(the sweep's best\)"; do
+  grep -qE "^\| $config \| .* \| $number \| $number \| $number% \| $number% \| 1 \| -?[0-9]+ \| [0-9]+ ms \|$" \
+    "$tmp/out" || fail "$config: the row has no figures: $(cat "$tmp/out")"
+done
+for every in "0 \(none\)" "50 \(the default\)" 1; do
+  grep -qE "^\| $every \| $number ms \| " "$tmp/out" || fail "no overhead row for $every: $(cat "$tmp/out")"
+done
+grep -q 'failed:' "$tmp/out" && fail "a run failed: $(cat "$tmp/out")"
+echo "ok: --help, usage errors, and a smoke run with a real SIGKILL and restart in every faulty run"
