@@ -8,8 +8,8 @@ gloo, a small MLP (bench_models.mlp) on a synthetic data set sharded by Distribu
 latest one with map_location and goes on from its step (--checkpoint-every 0: none).
 
 With --snapshot-every N (under ddp-launch) every rank also snapshots its state into memory
-every N steps with python/ddp_snapshot.py, and a restart resumes from the newest snapshot
-every rank holds before it tries the checkpoint (resume_from_snapshot below).
+every N steps with python/ddp_snapshot.py, and a restart resumes from the snapshot the ranks
+agree on (ddp_snapshot.restore) before it tries the checkpoint (resume_from_snapshot below).
 
 The record: with BENCH_RECOVERY_DIR set, each rank appends lines to DIR/rank<RANK>.log,
     <attempt> <event> <value> <unix time, CLOCK_REALTIME>
@@ -67,17 +67,10 @@ rank = dist.get_rank()
 
 def resume_from_snapshot(model, opt):
     """The step every rank resumes from its in-memory snapshot (loaded into model and opt), or
-    None: the newest step every rank holds (an all_reduce MIN; a rank one snapshot ahead loads
-    that step from its older slot), if every rank has it (a second all_reduce MIN). The pattern
-    of tests/python/snapshot_resume.py; a collective restore in ddp_snapshot replaces it."""
-    found = ddp_snapshot.load(map_location="cpu")
-    agreed = torch.tensor([found[0] if found else -1])
-    dist.all_reduce(agreed, op=dist.ReduceOp.MIN)
-    if found and found[0] != int(agreed):
-        found = ddp_snapshot.load(map_location="cpu", step=int(agreed)) if int(agreed) >= 0 else None
-    have = torch.tensor([1 if found else 0])
-    dist.all_reduce(have, op=dist.ReduceOp.MIN)
-    if not int(have):
+    None when no rank holds one: ddp_snapshot.restore() agrees on the step (a rank one
+    snapshot ahead loads it from its older slot; a rank without it receives it by broadcast)."""
+    found = ddp_snapshot.restore(map_location="cpu")
+    if found is None:
         return None
     step, state = found
     model.load_state_dict(state["model"])
