@@ -434,6 +434,43 @@ def check_train_snapshot_chaos():
           "equals the uninterrupted run's")
 
 
+def check_train_snapshot_shm_full():
+    # The launcher's snapshot folder is a real 1 MiB tmpfs (root: mounted here; else skipped,
+    # 77) and the model's snapshot needs ~4 MB: each worker warns once, naming the bytes the
+    # region needs and the folder, and trains on; a worker killed at step 100 restarts from
+    # the disk checkpoint of step 90, as without snapshots, and the job ends 0.
+    n = ARGS.nproc
+    if os.geteuid() != 0:
+        print("skipped: mounting a small tmpfs needs root")
+        sys.exit(77)
+    with tempfile.TemporaryDirectory() as tmp:
+        shm = os.path.join(tmp, "shm")
+        os.makedirs(shm)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=1777", "tmpfs", shm]).returncode != 0:
+            print("skipped: cannot mount a tmpfs here")
+            sys.exit(77)
+        try:
+            os.environ["DDP_LAUNCH_SNAPSHOT_DIR"] = shm
+            rc, out = launch(n, "train", "--checkpoint-dir", os.path.join(tmp, "ckpt"), "--epochs", "2",
+                             "--batch-size", str(128 // n), "--hidden", "512,512", "--checkpoint-interval", "30",
+                             "--snapshot-every", "1", "--fail-at-step", "100", "--fail-rank", str(n - 1), *SMALL,
+                             launcher_args=["--max-restarts", "1"])
+        finally:
+            del os.environ["DDP_LAUNCH_SNAPSHOT_DIR"]
+            subprocess.run(["umount", shm])
+    expect_rc(rc, out)
+    warnings = re.findall(r"ddp::Snapshot: cannot hold a snapshot of (\d+) bytes in " + re.escape(shm) +
+                          r" \(it needs (\d+) bytes for the region\): No space left on device; snapshots are off "
+                          r"for this worker, disk checkpoints go on as before", out)
+    if len(warnings) < n or any(int(need) <= 1 << 20 for _bytes, need in warnings):
+        fail(f"expected one 'cannot hold a snapshot' warning per worker naming more than 1 MiB, got {warnings}", out)
+    if not any(l.startswith("train: no rank holds an in-memory snapshot; resuming from ") and "ckpt_000000090.pt" in l
+               for l in rank_lines(out, 0)):
+        fail("the restart did not fall back to the step-90 checkpoint on disk", out)
+    print(f"ok: {len(warnings)} warnings naming {warnings[0][1]} bytes needed; the restart resumed from the "
+          "step-90 checkpoint; exit 0")
+
+
 def write_blobs_csv(path, rows=600, seed=7):
     rng = random.Random(seed)
     centers = [(-2.0, 0.0, 1.0), (2.0, 1.0, -1.0), (0.0, -2.5, 0.5)]
