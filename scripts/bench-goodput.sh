@@ -37,16 +37,7 @@ while (($#)); do
     *) die "unknown argument '$1'; see scripts/bench-goodput.sh --help" ;;
   esac
 done
-python=/usr/bin/python3
-if ! "$python" -c 'import torch' 2>/dev/null; then
-  die "$python with torch not found: install Debian's python3-torch (scripts/install-deps.sh)"
-fi
-
-cd "$repo_root"
-if [[ ! -x $build_dir/launcher/ddp-launch || ! -x $build_dir/trainers/train ]]; then
-  [[ -f $build_dir/CMakeCache.txt ]] || cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$build_dir" --target ddp-launch train >/dev/null
-fi
+need_bench_peers  # python=/usr/bin/python3 with torch; ddp-launch and train built; cd to the repository
 exec "$python" scripts/bench_goodput.py --ddp-launch "$build_dir/launcher/ddp-launch" \
   --train "$build_dir/trainers/train" --torchrun bench/peers/torchrun_fixed.py \
   --peer bench/peers/python_ddp_recovery.py "${args[@]}"

@@ -40,16 +40,7 @@ positive "$kill_step" || die "KILL_STEP must be a whole number >= 1, got '$kill_
 positive "$checkpoint_every" || die "CHECKPOINT_EVERY must be a whole number >= 1, got '$checkpoint_every'"
 positive "$run_timeout" || die "RUN_TIMEOUT must be whole seconds >= 1, got '$run_timeout'"
 [[ $kill_after =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "KILL_AFTER must be seconds (e.g. 3 or 0.5), got '$kill_after'"
-python=/usr/bin/python3
-if ! "$python" -c 'import torch' 2>/dev/null; then
-  die "$python with torch not found: install Debian's python3-torch (scripts/install-deps.sh)"
-fi
-
-cd "$repo_root"
-if [[ ! -x $build_dir/launcher/ddp-launch || ! -x $build_dir/trainers/train ]]; then
-  [[ -f $build_dir/CMakeCache.txt ]] || cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$build_dir" --target ddp-launch train >/dev/null
-fi
+need_bench_peers  # python=/usr/bin/python3 with torch; ddp-launch and train built; cd to the repository
 exec "$python" scripts/bench_recovery.py --ddp-launch "$build_dir/launcher/ddp-launch" \
   --train "$build_dir/trainers/train" --torchrun bench/peers/torchrun_fixed.py \
   --peer bench/peers/python_ddp_recovery.py --runs "$runs" --kill-step "$kill_step" --kill-after "$kill_after" \

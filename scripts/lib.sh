@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # scripts/lib.sh: the helpers that every script in scripts/ and every shell test in tests/
-# sources (it is never run): die, fail, skip, need, free_port, median, and the one rule for
+# sources (it is never run): die, fail, skip, need, need_bench_peers, free_port, median, and the one rule for
 # the build folder (repo_root, build_dir). Sourcing it defines functions and those two
 # variables, nothing else: the caller's shell options (set -euo pipefail) stay its own.
 #
@@ -112,6 +112,20 @@ need() {
   fi
   ((status == 77)) && skip "$message"
   die "$status" "$message"
+}
+
+# need_bench_peers: what the benchmarks that run beside the Python peers need: Debian's
+# /usr/bin/python3 with torch (else die), and ddp-launch and train in $build_dir (configured
+# and built when missing). Sets python; changes to the repository root.
+need_bench_peers() {
+  python=/usr/bin/python3
+  "$python" -c 'import torch' 2>/dev/null ||
+    die "$python with torch not found: install Debian's python3-torch (scripts/install-deps.sh)"
+  cd "$repo_root" || die "cannot cd to $repo_root"
+  if [[ ! -x $build_dir/launcher/ddp-launch || ! -x $build_dir/trainers/train ]]; then
+    [[ -f $build_dir/CMakeCache.txt ]] || cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+    cmake --build "$build_dir" --target ddp-launch train >/dev/null
+  fi
 }
 
 # free_port [N]: N (default 1) distinct TCP ports free on loopback right now, on one line,

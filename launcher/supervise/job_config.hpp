@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "launcher/cli/option_parsers.hpp"      // StreamSelection
+#include "launcher/cli/option_parsers.hpp"  // StreamSelection
 #include "launcher/supervise/persist_plan.hpp"
 #include "launcher/supervise/status_board.hpp"  // StatusSpec
 #include "launcher/supervise/supervisor.hpp"

@@ -96,7 +96,7 @@ struct StatusBoard {
 
   // Recent events for the page: the event log's lines (JSON objects), the newest last.
   static constexpr size_t kRecentEvents = 50;
-  void add_event(std::string json_line);            // any thread
+  void add_event(std::string json_line);          // any thread
   std::deque<std::string> recent_events() const;  // a copy; any thread
 
   // The attempt's workers start (the Supervisor): one running row per worker.

@@ -109,7 +109,7 @@ void keep_in_region(int fd, const std::string& path, int64_t step, const std::st
 
 std::optional<Snapshot::Restored> Snapshot::restore(torch::nn::Module& model, torch::optim::Optimizer* optimizer,
                                                     std::optional<torch::Device> device) {
-  collect();  // this process's write in flight lands first
+  collect();                                           // this process's write in flight lands first
   const auto& world_group = detail::registry().world;  // a large payload's broadcast is a legitimate pause
   const PauseProgress pause(world_group ? world_group->timeout() : std::chrono::milliseconds(0));
   const auto started = std::chrono::steady_clock::now();

@@ -297,3 +297,18 @@ TEST_CASE("worker store flag: --worker-store picks who hosts the workers' c10d s
   CHECK_THAT(error,
              Catch::Contains("--worker-store 'agent'") && Catch::Contains("launcher") && Catch::Contains("rank0"));
 }
+
+TEST_CASE("persist flags: an interval without a folder, a bad interval") {
+  CHECK_THAT(usage_error_of({"--snapshot-persist-interval=60", "prog"}),
+             Catch::Contains("needs --snapshot-persist-dir"));
+  CHECK_THAT(usage_error_of({"--snapshot-persist-dir=/d", "--snapshot-persist-interval=soon", "prog"}),
+             Catch::Contains("--snapshot-persist-interval must be a number of seconds"));
+  const auto o = cli::parse_command_line({"--snapshot_persist_dir=/d", "--snapshot-persist-interval=0", "prog"}, {});
+  REQUIRE(o.options);
+  CHECK(o.options->snapshot_persist_dir == "/d");
+  CHECK(o.options->snapshot_persist_interval_s == 0);
+  const auto env = cli::parse_command_line({"prog"}, {{"PET_SNAPSHOT_PERSIST_DIR", "/e"}});
+  REQUIRE(env.options);
+  CHECK(env.options->snapshot_persist_dir == "/e");
+  CHECK(env.options->snapshot_persist_interval_s == 300);
+}

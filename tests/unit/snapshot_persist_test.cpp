@@ -11,9 +11,6 @@
 #include <filesystem>
 
 #include "contract/snapshot_file.hpp"
-#include "launcher/base/exit_status.hpp"
-#include "launcher/base/launch_error.hpp"
-#include "launcher/cli/options.hpp"
 #include "launcher/os/durable_file.hpp"
 #include "launcher/supervise/event_log.hpp"
 #include "launcher/supervise/persist_plan.hpp"
@@ -41,17 +38,6 @@ std::vector<std::string> names_in(const std::string& dir) {
   for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
   return names;
-}
-
-std::string usage_error_of(const std::vector<std::string>& args) {
-  try {
-    cli::parse_command_line(args, {});
-  } catch (const LaunchError& e) {
-    CHECK(e.exit_code() == exit_code::kUsage);
-    return e.what();
-  }
-  FAIL("expected a usage error");
-  return "";
 }
 
 }  // namespace
@@ -190,19 +176,4 @@ TEST_CASE("persister: a folder that became unwritable: one warning, the event, n
   CHECK(ddp::test::count_matching(err, "warning: cannot write the in-memory snapshot of step 5") == 1);
   CHECK(ddp::test::read_file(out).empty());
   CHECK_THAT(ddp::test::read_file(run / "events.jsonl"), Catch::Contains("\"event\":\"snapshot_persist_failed\""));
-}
-
-TEST_CASE("persist flags: an interval without a folder, a bad interval") {
-  CHECK_THAT(usage_error_of({"--snapshot-persist-interval=60", "prog"}),
-             Catch::Contains("needs --snapshot-persist-dir"));
-  CHECK_THAT(usage_error_of({"--snapshot-persist-dir=/d", "--snapshot-persist-interval=soon", "prog"}),
-             Catch::Contains("--snapshot-persist-interval must be a number of seconds"));
-  const auto o = cli::parse_command_line({"--snapshot_persist_dir=/d", "--snapshot-persist-interval=0", "prog"}, {});
-  REQUIRE(o.options);
-  CHECK(o.options->snapshot_persist_dir == "/d");
-  CHECK(o.options->snapshot_persist_interval_s == 0);
-  const auto env = cli::parse_command_line({"prog"}, {{"PET_SNAPSHOT_PERSIST_DIR", "/e"}});
-  REQUIRE(env.options);
-  CHECK(env.options->snapshot_persist_dir == "/e");
-  CHECK(env.options->snapshot_persist_interval_s == 300);
 }
