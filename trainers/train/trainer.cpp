@@ -180,7 +180,7 @@ class TrainingRun {
   double micro_batch_loss(const torch::Tensor& indices, size_t micro_batches);
   void finish_step(double step_loss);
   void end_epoch();
-  void maybe_inject_failure() const;
+  void maybe_inject_failure();
   void report_done(Clock::time_point started);
   double samples_per_s() const;
   void say(const std::string& line);
@@ -387,10 +387,13 @@ void TrainingRun::end_epoch() {
 // Test-only fault injection (--fail-at-step, --fail-rank): that rank SIGKILLs itself once it
 // has done that many steps, on the first attempt only, so the restarted group can resume;
 // --fail-empty-snapshot: it empties its snapshot region first (a replacement node's state).
-void TrainingRun::maybe_inject_failure() const {
+void TrainingRun::maybe_inject_failure() {
   if (o_.fail_at_step < 0 || pos_.step != o_.fail_at_step || rank_ != o_.fail_rank) return;
   if (ddp::worker_env().restart_count != 0) return;
   const char* region = std::getenv("DDP_LAUNCH_SNAPSHOT_FILE");
+  // The background write in flight lands first: one that ran on after the truncate would
+  // leave the region holding a snapshot again (a replacement node's region is empty).
+  if (o_.fail_empty_snapshot) snapshot_.wait();
   if (o_.fail_empty_snapshot && region && ::truncate(region, 0) == 0)
     std::cerr << "train: rank " << rank_ << " emptied its in-memory snapshot region (--fail-empty-snapshot)"
               << std::endl;
