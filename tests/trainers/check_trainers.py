@@ -376,7 +376,10 @@ def check_train_snapshot_chaos():
         for fault in faults:
             target = (newest_steps()[-1][2] if newest_steps() else 0) + rng.randrange(40, 120)
             deadline = time.time() + 120
-            while not newest_steps() or newest_steps()[-1][2] < target:
+            # A launcher is SIGKILLed only once it has persisted a file (else its successor
+            # starts from scratch, which is the promise too, but proves nothing).
+            while not newest_steps() or newest_steps()[-1][2] < target or (fault == "launcher" and
+                                                                            not persisted_steps()):
                 if proc.poll() is not None or time.time() > deadline:
                     fail(f"the job ended or stalled before step {target} (fault {fault})", console())
                 time.sleep(0.01)
