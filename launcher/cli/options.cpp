@@ -168,8 +168,9 @@ void describe_app(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   define_flags(app, o, raw);
   define_status_flags(app, o, raw);
   app.footer(
-      "Every flag also reads PET_<NAME> from the environment (e.g. PET_NPROC_PER_NODE=4); "
-      "the command line wins.\nExit status: the failed worker's code (128+N if killed by "
+      "Every flag also reads PET_<NAME> from the environment (e.g. PET_NPROC_PER_NODE=4; empty: "
+      "unset); the command line wins. A long flag may be shortened to any unambiguous prefix "
+      "(--nproc=2).\nExit status: the failed worker's code (128+N if killed by "
       "signal N), 130 on Ctrl-C, 120-127 for the launcher's own errors.");
 }
 
