@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
       worker::write_all(STDOUT_FILENO, parsed.text);
       return parsed.exit_code;
     }
+    for (const auto& notice : parsed.options->notices) worker::launcher_notice(notice);
     for (const auto& warning : parsed.options->warnings) worker::launcher_notice("warning: " + warning);
     return run_agent(*parsed.options, env);
   } catch (const LaunchError& e) {

@@ -15,6 +15,8 @@
 #include "launcher/os/ports.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/os/standby_channel.hpp"
+#include "launcher/worker/output.hpp"
+#include "launcher/worker/script_local_rank.hpp"
 
 namespace ddp::launch {
 namespace {
@@ -128,6 +130,10 @@ ResolvedJob resolve_job(const cli::LaunchOptions& o, const cli::Environment& env
   supervise::JobConfig& job = r.job;
   job.devices = plan_this_node_devices(o, env);
   job.command = worker::resolve_worker_command(worker_command_spec(o), env);
+  if (o.local_rank_auto) {
+    const std::string notice = worker::pass_declared_local_rank(worker_command_spec(o), job.command);
+    if (!notice.empty()) worker::launcher_notice(notice);
+  }
   job.program = o.program;
   job.run_id = o.standalone ? random_id() : o.rdzv_id;
   job.role = o.role;

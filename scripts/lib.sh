@@ -74,6 +74,7 @@ debian_package() {
     openssl) echo openssl ;;
     etcd) echo etcd-server ;;
     etcdctl) echo etcd-client ;;
+    mpirun) echo openmpi-bin ;;
   esac
 }
 

@@ -1,6 +1,7 @@
 // CLI11 definition of ddp-launch's flags (prefix-command mode: parsing stops at PROGRAM)
-// and parse_command_line's steps: environment defaults, CLI11, Slurm defaults, conversion
-// of the raw strings into LaunchOptions, cross-checks.
+// and parse_command_line's steps: environment defaults, flag prefixes, CLI11, placement
+// defaults (mpirun/PMI, Slurm, JOB_COMPLETION_INDEX), conversion of the raw strings into
+// LaunchOptions, cross-checks.
 #include "launcher/cli/options.hpp"
 
 #include <algorithm>
@@ -11,6 +12,10 @@
 #include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
+#include "launcher/base/host_port.hpp"
+#include "launcher/base/text.hpp"
+#include "launcher/cli/flag_prefix.hpp"
+#include "launcher/cli/mpi_env.hpp"
 #include "launcher/cli/slurm.hpp"
 #include "launcher/cli/usage_error.hpp"
 
@@ -21,6 +26,10 @@ constexpr const char* kDescription =
     "Launch a distributed PyTorch / LibTorch job: one worker process per local rank, "
     "torchrun-compatible environment, fail-fast supervision.";
 constexpr int kStaticMasterPort = 29500;  // torchrun's default
+// The stop grace in a Kubernetes pod (KUBERNETES_SERVICE_HOST set) unless given: SIGTERM to
+// SIGKILL of the workers, with room for the report and the termination log inside the pod's
+// default 30 s terminationGracePeriodSeconds.
+constexpr double kPodShutdownTimeout = 20.0;
 
 std::string pet_name(const std::string& long_name) {
   std::string out = "PET_";
@@ -42,7 +51,7 @@ struct RawOptions {
   std::string master_port, shutdown_timeout, hang_timeout, straggler_threshold, redirects = "0", tee = "0";
   std::string metrics_port;  // --metrics-port
   std::string local_ranks_filter, devices, signals = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
-  std::string monitor_interval, start_method, snapshot_persist_interval;
+  std::string monitor_interval, start_method, snapshot_persist_interval, logs_specs;
   std::string log_line_prefix_template, rdzv_conf, local_rank_arg, stdin_rank = "auto", preload,
                                                                    worker_store = "launcher";
   bool warm_restarts = false;  // meaningful when GivenFlags::warm_restarts
@@ -91,6 +100,9 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
                  "Accepted for torchrun compatibility; ddp-launch reacts to exits at once");
   app.add_option("--start-method,--start_method", raw.start_method,
                  "Accepted for torchrun compatibility; workers are always exec'd");
+  app.add_option("--logs-specs,--logs_specs", raw.logs_specs,
+                 "Accepted for torchrun compatibility: default (torchrun's own layout; ddp-launch's is "
+                 "--log-dir/--redirects/--tee); torchrun.logs_specs plug-ins cannot be loaded");
   app.add_option("--worker-store,--worker_store", raw.worker_store,
                  "Who hosts the workers' c10d TCPStore at MASTER_ADDR:MASTER_PORT: launcher (default: "
                  "up before any worker starts, outlives them all; TORCHELASTIC_USE_AGENT_STORE=True) or "
@@ -107,7 +119,8 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.add_flag("--run-path,--run_path", o.run_path,
                "Run PROGRAM with the Python interpreter whatever its name (python -u PROGRAM)");
   app.add_flag("--use-env,--use_env", raw.use_env,
-               "torch.distributed.launch compatibility: --use-env=false passes --local_rank=N");
+               "torch.distributed.launch compatibility: --use-env=false passes --local_rank=N; --use-env "
+               "passes none (default: --local_rank=N or --local-rank=N to a Python script that declares it)");
   app.add_flag("--legacy-local-rank-arg,--legacy_local_rank_arg", raw.legacy_local_rank_arg,
                "Pass --local_rank=N to each worker before its arguments (as --use-env=false)");
   app.add_option("--local-rank-arg,--local_rank_arg", raw.local_rank_arg,
@@ -155,20 +168,23 @@ void describe_app(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   define_flags(app, o, raw);
   define_status_flags(app, o, raw);
   app.footer(
-      "Every flag also reads PET_<NAME> from the environment (e.g. PET_NPROC_PER_NODE=4); "
-      "the command line wins.\nExit status: the failed worker's code (128+N if killed by "
+      "Every flag also reads PET_<NAME> from the environment (e.g. PET_NPROC_PER_NODE=4; empty: "
+      "unset); the command line wins. A long flag may be shortened to any unambiguous prefix "
+      "(--nproc=2).\nExit status: the failed worker's code (128+N if killed by "
       "signal N), 130 on Ctrl-C, 120-127 for the launcher's own errors.");
 }
 
 // Environment defaults: PET_<NAME> of each flag as "--name=value" arguments, to be parsed
-// before the command line (which therefore wins); TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE and
+// before the command line (which therefore wins; an empty one, such as the
+// PET_STANDALONE="" operators set, counts as unset); TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE and
 // TORCH_ELASTIC_SHUTDOWN_TIMEOUT straight into raw (any flag, PET_* included, wins).
 std::vector<std::string> environment_defaults(const CLI::App& app, const Environment& env, RawOptions& raw) {
   std::vector<std::string> args;
   for (const CLI::Option* opt : app.get_options()) {
     const auto& names = opt->get_lnames();
     if (names.empty() || names[0] == "help" || names[0] == "version") continue;
-    if (auto value = lookup(env, pet_name(names[0]))) args.push_back("--" + names[0] + "=" + *value);
+    auto value = lookup(env, pet_name(names[0]));
+    if (value && !trim(*value).empty()) args.push_back("--" + names[0] + "=" + *value);
   }
   if (auto tmpl = lookup(env, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE")) {
     raw.log_line_prefix_template = *tmpl;
@@ -178,9 +194,23 @@ std::vector<std::string> environment_defaults(const CLI::App& app, const Environ
   return args;
 }
 
-// Runs CLI11 over args. Returns what --help or --version prints; nullopt when the launch
-// goes on. A parse error becomes a usage error.
+// Every flag's names, for expand_flag_prefixes.
+std::vector<FlagNames> flag_names(const CLI::App& app) {
+  std::vector<FlagNames> out;
+  for (const CLI::Option* opt : app.get_options()) {
+    FlagNames f;
+    f.long_names = opt->get_lnames();
+    for (const auto& s : opt->get_snames()) f.short_names += s;
+    f.takes_value = opt->get_expected_min() != 0;  // flags expect nothing
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+// Runs CLI11 over args (prefixes of long flags first spelled out). Returns what --help or
+// --version prints; nullopt when the launch goes on. A parse error becomes a usage error.
 std::optional<ParsedCommandLine> run_cli11(CLI::App& app, std::vector<std::string> args, const RawOptions& raw) {
+  args = expand_flag_prefixes(flag_names(app), args);
   std::reverse(args.begin(), args.end());  // CLI11 consumes a reversed vector
   try {
     app.parse(args);
@@ -209,12 +239,68 @@ struct GivenFlags {
   bool nnodes = false;
   bool node_rank = false;
   bool master_addr = false;
-  bool warm_restarts = false;  // --warm-restarts or --no-warm-restarts
+  bool warm_restarts = false;      // --warm-restarts or --no-warm-restarts
+  bool local_rank_choice = false;  // --use-env, --local-rank-arg or --legacy-local-rank-arg
+  bool shutdown_timeout = false;   // --shutdown-timeout
 };
 
 GivenFlags given_flags(const CLI::App& app) {
-  return {app.count("--nnodes") > 0, app.count("--node-rank") > 0, app.count("--master-addr") > 0,
-          app.count("--warm-restarts") > 0};
+  return {app.count("--nnodes") > 0,
+          app.count("--node-rank") > 0,
+          app.count("--master-addr") > 0,
+          app.count("--warm-restarts") > 0,
+          app.count("--use-env") + app.count("--local-rank-arg") + app.count("--legacy-local-rank-arg") > 0,
+          app.count("--shutdown-timeout") > 0};
+}
+
+// True when the job's address (the rendezvous endpoint, else --master-addr) is this
+// machine's loopback: every "node" runs here (tests, a single-host rehearsal).
+bool loopback_job(const LaunchOptions& o) {
+  std::string host = o.master_addr;
+  if (!o.rdzv_endpoint.empty() && o.rdzv_endpoint.find(',') == std::string::npos) {
+    try {
+      host = parse_host_port(o.rdzv_endpoint, 1).host;
+    } catch (const HostPortError&) {
+      return false;  // reported by the endpoint's own check
+    }
+  }
+  return host == "localhost" || host.compare(0, 4, "127.") == 0 || host == "::1";
+}
+
+// mpirun / PMI defaults: started as one task per node, the task's rank and size are the
+// node rank and count (explicit flags win). More than one task on a node would make every
+// launcher there claim the node's GPUs: an error, unless the whole job runs on loopback.
+// Returns whether it applied (then Slurm's defaults do not).
+bool apply_mpi_defaults(const Environment& env, GivenFlags& given, RawOptions& raw, LaunchOptions& o) {
+  if (given.nnodes || o.standalone) return false;
+  auto task = mpi_task(env);
+  if (!task) return false;
+  if (task->tasks_on_this_node > 1 && !loopback_job(o))
+    usage_error(
+        fmt::format("{} started {} ddp-launch tasks on this node; start one per node (mpirun --map-by ppr:1:node, or "
+                    "-npernode 1) and let --nproc-per-node start the workers",
+                    task->source, task->tasks_on_this_node));
+  raw.nnodes = std::to_string(task->size);
+  given.nnodes = true;
+  if (!given.node_rank) {
+    raw.node_rank = std::to_string(task->rank);
+    given.node_rank = true;
+    o.notices.push_back(fmt::format("node rank {} of {} from {}", task->rank, task->size, task->source));
+  }
+  return true;
+}
+
+// JOB_COMPLETION_INDEX (an indexed Job: JobSet, Kubeflow's TrainJob) as the node rank when
+// nothing else gave one.
+void apply_job_completion_index(const Environment& env, GivenFlags& given, RawOptions& raw, LaunchOptions& o) {
+  auto index = lookup(env, "JOB_COMPLETION_INDEX");
+  if (given.node_rank || o.standalone || !index || trim(*index).empty()) return;
+  auto n = parse_natural(trim(*index));
+  if (!n || *n > 100000)
+    usage_error(fmt::format("JOB_COMPLETION_INDEX='{}' is not a node rank; unset it or pass --node-rank", *index));
+  raw.node_rank = std::to_string(*n);
+  given.node_rank = true;
+  o.notices.push_back(fmt::format("node rank {} from JOB_COMPLETION_INDEX (an indexed Job)", *n));
 }
 
 // Slurm defaults: under srun with no --nnodes (and not --standalone), one launcher per
@@ -256,6 +342,15 @@ void convert_raw_options(const RawOptions& raw, const Environment& env, const Gi
   o.nproc = parse_nproc(raw.nproc);
   std::tie(o.nnodes_min, o.nnodes_max) = parse_nnodes(raw.nnodes);
   o.node_rank_given = given.node_rank;
+  o.local_rank_auto = !given.local_rank_choice;
+  if (!given.shutdown_timeout && raw.shutdown_timeout.empty() && lookup(env, "KUBERNETES_SERVICE_HOST"))
+    o.shutdown_timeout_s = kPodShutdownTimeout;
+  if (!raw.logs_specs.empty() && raw.logs_specs != "default" && raw.logs_specs != "DefaultLogsSpecs" &&
+      raw.logs_specs != "torch.distributed.elastic.multiprocessing:DefaultLogsSpecs")
+    usage_error(
+        fmt::format("--logs-specs '{}': ddp-launch cannot load torchrun.logs_specs plug-ins (Python entry points); "
+                    "drop the flag or pass default, and place the logs with --log-dir, --redirects and --tee",
+                    raw.logs_specs));
   o.node_rank = parse_int_flag("--node-rank", raw.node_rank, 0, o.nnodes_max - 1,
                                fmt::format("between 0 and nnodes-1 ({})", o.nnodes_max - 1));
   if (!raw.master_port.empty())
@@ -294,6 +389,11 @@ void convert_raw_options(const RawOptions& raw, const Environment& env, const Gi
   // torchrun's etcd backends (v2 API) become ours (v3), so their command lines work.
   if (o.rdzv_backend == "etcd-v2" || o.rdzv_backend == "etcd-v3") o.rdzv_backend = "etcd";
   o.rdzv = parse_rdzv_conf(raw.rdzv_conf, env);
+  if (o.rdzv.quotes_stripped)
+    o.notices.push_back(
+        fmt::format("--rdzv-conf: read {} without its quotes (a shell removes them; a "
+                    "Kubernetes args list passes them on)",
+                    trim(raw.rdzv_conf)));
   for (const auto& key : o.rdzv.ignored_keys)
     o.warnings.push_back(
         fmt::format("--rdzv-conf: ignoring unknown key '{}' (known: join_timeout, "
@@ -350,7 +450,8 @@ ParsedCommandLine parse_command_line(const std::vector<std::string>& args, const
   if (auto help_or_version = run_cli11(app, std::move(full), raw)) return std::move(*help_or_version);
   take_program(app.remaining(), o);
   GivenFlags given = given_flags(app);
-  apply_slurm_defaults(env, given, raw, o);
+  if (!apply_mpi_defaults(env, given, raw, o)) apply_slurm_defaults(env, given, raw, o);
+  apply_job_completion_index(env, given, raw, o);
   convert_raw_options(raw, env, given, o);
   check_contradictions(given, o);
   settle_implied_options(o);

@@ -1,8 +1,9 @@
 // Command-line options of ddp-launch: torchrun's flags in both spellings (--nproc-per-node
-// and --nproc_per_node), PET_<NAME> environment defaults (command line wins), then
-// Slurm defaults, then validation into LaunchOptions (flag values: option_parsers.hpp,
-// --rdzv-conf: rendezvous_conf.hpp). Pure: the environment is passed in; nothing is
-// started. Errors throw LaunchError(exit_code::kUsage) with one actionable line.
+// and --nproc_per_node) and their unambiguous prefixes (flag_prefix.hpp), PET_<NAME>
+// environment defaults (command line wins; empty ones unset), then placement defaults
+// (mpirun/PMI, Slurm, JOB_COMPLETION_INDEX), then validation into LaunchOptions (flag
+// values: option_parsers.hpp, --rdzv-conf: rendezvous_conf.hpp). Pure: the environment is
+// passed in; nothing is started. Errors throw LaunchError(exit_code::kUsage) with one line.
 #pragma once
 
 #include <optional>
@@ -26,6 +27,9 @@ struct LaunchOptions {
   bool no_python = false;                 // --no-python: run PROGRAM directly
   bool run_path = false;                  // --run-path: PROGRAM through python, any name
   std::string local_rank_flag;            // --use-env=false: "--local_rank" (or --local-rank-arg)
+  // Neither --use-env, --local-rank-arg nor --legacy-local-rank-arg given: a Python script that
+  // declares --local_rank gets it (worker/script_local_rank.hpp).
+  bool local_rank_auto = true;
   // How many, where.
   NprocSpec nproc;
   int nnodes_min = 1;
@@ -73,6 +77,7 @@ struct LaunchOptions {
   bool metrics_show_args = false;     // --metrics-show-args: the page shows the worker's arguments
   std::string termination_log;        // --termination-log; "": /dev/termination-log where writable
   std::vector<std::string> warnings;  // for the launcher to print before it starts (no I/O here)
+  std::vector<std::string> notices;   // likewise, plain notices: where the placement came from, ...
 };
 
 // The outcome of reading the command line: either options to run, or text to print and

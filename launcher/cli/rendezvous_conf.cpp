@@ -41,17 +41,28 @@ void apply_item(const std::string& key, const std::string& v, RendezvousConf& co
   else conf.ignored_keys.push_back(key);
 }
 
+// v without one pair of matching surrounding quotes ('...' or "..."), as a shell would
+// have removed them; stripped is set when it had them.
+std::string unquote(const std::string& v, bool& stripped) {
+  std::string t = trim(v);
+  if (t.size() < 2 || (t.front() != '\'' && t.front() != '"') || t.back() != t.front()) return t;
+  stripped = true;
+  return trim(t.substr(1, t.size() - 2));
+}
+
 }  // namespace
 
 RendezvousConf parse_rdzv_conf(const std::string& value, const Environment& env) {
   RendezvousConf conf;
   if (auto token = lookup(env, "DDP_LAUNCH_RDZV_TOKEN")) conf.token = *token;
   if (auto password = lookup(env, "DDP_LAUNCH_ETCD_PASSWORD")) conf.password = *password;
-  if (trim(value).empty()) return conf;
-  for (const auto& item : split(trim(value), ',')) {
+  const std::string whole = unquote(value, conf.quotes_stripped);
+  if (whole.empty()) return conf;
+  for (const auto& quoted_item : split(whole, ',')) {
+    const std::string item = unquote(quoted_item, conf.quotes_stripped);
     auto kv = split_once(item, '=');
     if (!kv) usage_error(fmt::format("--rdzv-conf expects key=value items, got '{}'", item));
-    apply_item(trim(kv->first), trim(kv->second), conf);
+    apply_item(trim(kv->first), unquote(kv->second, conf.quotes_stripped), conf);
   }
   if (conf.cert.empty() != conf.key.empty())
     usage_error("--rdzv-conf cert= and key= go together: the client certificate and its private key");

@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
+#include "launcher/base/host_port.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/multinode/dns_wait.hpp"
 #include "launcher/multinode/job_store_link.hpp"
 #include "launcher/multinode/round_check.hpp"
 #include "launcher/multinode/rendezvous.hpp"
@@ -468,6 +470,17 @@ void MultiNodeAgent::persist_after(const supervise::AttemptResult& result) {
 }
 
 int MultiNodeAgent::run_rounds() {
+  // The store's host name may not resolve yet (a pod's DNS record); each connection
+  // resolves it again, so no answer is kept across rounds.
+  if (spec_.rdzv_backend != "etcd") {
+    const std::string host =
+        spec_.rdzv_backend == "static" ? spec_.master_addr : parse_host_port(spec_.rdzv_endpoint, 1).host;
+    if (const int signal = wait_for_dns(host, spec_.rdzv.join_timeout_s,
+                                        [this] { return rendezvous_signal_ = supervisor_.poll_signals(); })) {
+      worker::launcher_notice(fmt::format("stopped by {} while waiting for DNS of {}", signal_name(signal), host));
+      return AbortRecord::stopped_by_signal(spec_.node_rank, os::host_name(), signal).exit_code;
+    }
+  }
   store_ = connect_job_store(spec_, job_.run_id);
   abort_thread_ = std::make_unique<AbortWaitThread>(store_.open_waiter(), [this] { supervisor_.wake(); });
   Rendezvous rendezvous(*store_.job, spec_.rdzv, store_.leader, spec_.nnodes_min, spec_.nnodes_max,

@@ -96,11 +96,16 @@ def check_legacy_local_rank(args):
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
     if proc.returncode != 0 or "local_rank=3 argv_ok" not in proc.stdout:
         fail("script does not accept the --local_rank=N spelling", proc.stdout)
-    # Without --use-env=false nothing is injected: the script must say so and fail.
+    # By default the script gets the spelling it declares first (--local_rank), with a notice.
     rc, out = launch(args, ["--nproc_per_node=1"], "legacy_local_rank.py")
+    if rc != 0 or "local_rank=0 argv_ok" not in out or "passing --local_rank=<local rank>" not in out:
+        fail(f"without flags expected --local_rank=0 passed (the script declares it) and a notice, got {rc}", out)
+    # With --use-env nothing is injected: the script must say so and fail.
+    rc, out = launch(args, ["--nproc_per_node=1", "--use-env"], "legacy_local_rank.py")
     if rc != 2 or "no --local_rank/--local-rank argument" not in out:
-        fail(f"without --use-env=false expected exit 2 and the script's message, got {rc}", out)
-    print(f"ok: --use-env=false passed --local_rank=N to {n} workers; --local_rank=N accepted too")
+        fail(f"with --use-env expected exit 2 and the script's message, got {rc}", out)
+    print(f"ok: --use-env=false passed --local_rank=N to {n} workers; --local_rank=N accepted too; passed by default "
+          "to a script that declares it, not with --use-env")
 
 
 def check_tutorial_local_rank(args):
@@ -116,7 +121,12 @@ def check_tutorial_local_rank(args):
     rc, out = launch(args, ["--nproc_per_node=1", "--local-rank-arg=local-rank"], "tutorial_local_rank.py")
     if rc != 2 or "--local_rank" not in out:
         fail(f"--local-rank-arg=local-rank should pass --local-rank=0, which this script rejects; got {rc}", out)
-    print(f"ok: the tutorial-style script (only --local_rank) ran on {n} workers with --use_env=False")
+    # Unchanged, as the tutorial tells torch.distributed.launch users to run it: it declares
+    # --local_rank, so ddp-launch passes it without any flag.
+    rc, out = launch(args, [f"--nproc_per_node={n}"], "tutorial_local_rank.py")
+    if rc != 0 or f"tutorial rank {n - 1} local_rank {n - 1} ok" not in out:
+        fail(f"without flags the tutorial-style script should get --local_rank; got {rc}", out)
+    print(f"ok: the tutorial-style script (only --local_rank) ran on {n} workers with --use_env=False and with no flag")
 
 
 def line_of(script, marker):

@@ -1,0 +1,56 @@
+// The wait for the rendezvous host's name; see dns_wait.hpp.
+#include "launcher/multinode/dns_wait.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
+#include "launcher/os/dns.hpp"
+#include "launcher/worker/output.hpp"
+
+namespace ddp::launch::multinode {
+namespace {
+
+constexpr double kFirstNotice = 1.0;  // s: a name that resolves within a second is silent
+constexpr double kNoticeEvery = 5.0;  // s
+constexpr auto kLookupEvery = std::chrono::milliseconds(500);
+
+}  // namespace
+
+bool dns_notice_due(double elapsed_s, double last_s) {
+  if (last_s < 0) return elapsed_s >= kFirstNotice;
+  return elapsed_s - last_s >= kNoticeEvery;
+}
+
+int wait_for_dns(const std::string& host, double timeout_s, const std::function<int()>& poll_signals) {
+  if (host.empty() || os::is_ip_address(host)) return 0;
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  double last_notice = -1;
+  for (;;) {
+    const std::string why = os::resolve_error(host);
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    if (why.empty()) {
+      if (last_notice >= 0) worker::launcher_notice(fmt::format("DNS of {} resolved after {:.0f} s", host, elapsed));
+      return 0;
+    }
+    if (elapsed >= timeout_s)
+      throw LaunchError(exit_code::kRendezvousFailed,
+                        fmt::format("the rendezvous host {} did not resolve within {:.0f} s ({}); check the name "
+                                    "(--master-addr / --rdzv-endpoint, PET_MASTER_ADDR) and that its service or pod "
+                                    "exists, or raise --rdzv-conf join_timeout",
+                                    host, timeout_s, why));
+    if (dns_notice_due(elapsed, last_notice)) {
+      worker::launcher_notice(fmt::format("waiting for DNS of {} ({:.0f} s)", host, std::floor(elapsed)));
+      last_notice = elapsed;
+    }
+    if (const int signal = poll_signals ? poll_signals() : 0) return signal;
+    std::this_thread::sleep_for(kLookupEvery);
+  }
+}
+
+}  // namespace ddp::launch::multinode
