@@ -1,23 +1,31 @@
 // ddp_bench: the C++ twin of bench/peers/python_ddp_bench.py (same MLP, synthetic data,
 // SGD momentum, same flags and output line) for scripts/bench-ddp.sh. Run under a launcher.
+// Not in the peer: --optimizer adam, --zero 1 (ZeroRedundancyOptimizer; scripts/bench-zero.sh)
+// and the optimizer state's bytes at the end of the line.
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "ddp/ddp.hpp"
 
 namespace {
 
-std::map<std::string, double> parse(int argc, char** argv, std::string& hook) {
-  std::map<std::string, double> a{{"steps", 100},   {"warmup", 10},      {"batch", 32},   {"hidden", 1024},
-                                  {"layers", 4},    {"in-dim", 784},     {"classes", 10}, {"bucket-mb", 25},
-                                  {"grad-view", 0}, {"powersgd-rank", 2}};
+std::map<std::string, double> parse(int argc, char** argv, std::string& hook, std::string& optimizer) {
+  std::map<std::string, double> a{{"steps", 100},   {"warmup", 10},       {"batch", 32},   {"hidden", 1024},
+                                  {"layers", 4},    {"in-dim", 784},      {"classes", 10}, {"bucket-mb", 25},
+                                  {"grad-view", 0}, {"powersgd-rank", 2}, {"zero", 0}};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string key = argv[i];
     if (key == "--comm-hook") {
       hook = argv[i + 1];
+      continue;
+    }
+    if (key == "--optimizer") {
+      optimizer = argv[i + 1];
+      if (optimizer != "sgd" && optimizer != "adam") throw ddp::ConfigError("--optimizer must be sgd or adam");
       continue;
     }
     if (key.rfind("--", 0) != 0 || !a.count(key.substr(2))) throw ddp::ConfigError("unknown flag " + key);
@@ -41,7 +49,8 @@ void register_hook(ddp::DistributedDataParallel<torch::nn::Sequential>& model, c
 
 int bench(int argc, char** argv) {
   std::string hook = "allreduce";
-  auto a = parse(argc, argv, hook);
+  std::string optimizer = "sgd";
+  auto a = parse(argc, argv, hook, optimizer);
   const char* threads = std::getenv("OMP_NUM_THREADS");
   torch::set_num_threads(threads ? std::atoi(threads) : 1);
   ddp::ProcessGroupOptions pg;
@@ -63,7 +72,13 @@ int bench(int argc, char** argv) {
   options.gradient_as_bucket_view = a["grad-view"] != 0;  // not in the Python peer; off by default
   auto model = ddp::DistributedDataParallel(net, options);
   register_hook(model, hook, static_cast<int>(a["powersgd-rank"]));
-  torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+  ddp::OptimizerFactory factory =
+      optimizer == "adam" ? ddp::optimizer_factory<torch::optim::Adam>(torch::optim::AdamOptions(1e-3))
+                          : ddp::optimizer_factory<torch::optim::SGD>(torch::optim::SGDOptions(0.01).momentum(0.9));
+  std::unique_ptr<torch::optim::Optimizer> owned =
+      a["zero"] != 0 ? std::make_unique<ddp::ZeroRedundancyOptimizer>(net->parameters(), factory)
+                     : factory(net->parameters());
+  torch::optim::Optimizer& opt = *owned;
   auto gen_seed = 1000 + rank;
   torch::manual_seed(gen_seed);
   const auto batch = static_cast<int64_t>(a["batch"]);
@@ -82,14 +97,19 @@ int bench(int argc, char** argv) {
   for (int i = 0; i < steps; ++i) step();
   ddp::barrier();
   const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto state_bytes = torch::tensor({ddp::optimizer_state_bytes(opt)}, torch::kLong);
+  const int64_t rank0_bytes = state_bytes.item<int64_t>();
+  ddp::all_reduce(state_bytes, ddp::ReduceOp::kMax);
   if (rank == 0) {
     int64_t nparams = 0;
     for (const auto& p : net->parameters()) nparams += p.numel();
-    char line[256];
+    char line[512];
     std::snprintf(line, sizeof(line),
-                  "peer=cpp-ddp world=%d steps=%d batch=%lld params=%lld samples_per_s=%.1f step_ms=%.2f", world, steps,
-                  static_cast<long long>(batch), static_cast<long long>(nparams), steps * batch * world / dt,
-                  1000 * dt / steps);
+                  "peer=cpp-ddp world=%d steps=%d batch=%lld params=%lld samples_per_s=%.1f step_ms=%.2f "
+                  "optimizer=%s zero=%d state_bytes=%lld state_bytes_max=%lld",
+                  world, steps, static_cast<long long>(batch), static_cast<long long>(nparams),
+                  steps * batch * world / dt, 1000 * dt / steps, optimizer.c_str(), a["zero"] != 0 ? 1 : 0,
+                  static_cast<long long>(rank0_bytes), static_cast<long long>(state_bytes.item<int64_t>()));
     std::cout << line << std::endl;
   }
   ddp::destroy_process_group();

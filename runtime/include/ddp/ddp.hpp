@@ -1,5 +1,5 @@
 // libddp umbrella header: process groups, DistributedDataParallel (and join()), checkpoints, spawn, run,
-// the progress feed (PauseProgress).
+// the progress feed (PauseProgress), ZeroRedundancyOptimizer.
 #pragma once
 
 #include "ddp/checkpoint.hpp"
@@ -14,3 +14,4 @@
 #include "ddp/run.hpp"
 #include "ddp/snapshot.hpp"
 #include "ddp/spawn.hpp"
+#include "ddp/zero_redundancy_optimizer.hpp"
