@@ -4,7 +4,8 @@
 //                                       per case in, that rank's indices per line out
 //   torch_parity syncbn DIR             (under ddp-launch) every SyncBatchNorm case: DIR/rank<R>.txt
 //   torch_parity ddp DIR                (under ddp-launch) a SyncBatchNorm model under DDP: DIR/rank<R>.txt
-//   torch_parity convert                convert_sync_batchnorm on module trees; exit 0 when all hold
+//   torch_parity convert                convert_sync_batchnorm on module trees, bad input, the
+//                                       sampler's save/load; exit 0 when all hold
 // Output files hold lines "name|d0,d1,...|v v v" (float64, %.17g).
 #include <cstdio>
 #include <fstream>
@@ -269,6 +270,25 @@ int convert_mode() {
             error.find("nothing was converted") != std::string::npos,
         "a holder member is refused by name: " + error);
   check(count_batch_norms(*pinned) == 1, "and left unchanged");
+
+  // The sampler's save/load (a resumed loader continues in the same epoch at the same place).
+  ddp::DistributedSampler sampler(100, 3, 1);
+  sampler.set_epoch(4);
+  sampler.reset();
+  sampler.next(5);
+  torch::serialize::OutputArchive archive;
+  sampler.save(archive);
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  ddp::DistributedSampler resumed(100, 3, 1);
+  torch::serialize::InputArchive in;
+  std::istringstream from(bytes.str());
+  in.load_from(from);
+  resumed.load(in);
+  check(resumed.epoch() == 4 && resumed.next(7) == sampler.next(7), "sampler save/load resumes the epoch's position");
+  check(error_of([] { ddp::DistributedSampler(10, 4, 4); }).find("invalid rank 4, rank should be in [0, 3]") !=
+            std::string::npos,
+        "a rank outside the replicas refused");
 
   ddp::SyncBatchNorm bn(4);
   check(error_of([&] { bn->forward(torch::randn({4})); }).find("expected at least 2D input") != std::string::npos,
