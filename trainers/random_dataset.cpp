@@ -1,8 +1,9 @@
 // random_dataset: the PyTorch tutorial's RandomDataset with a DistributedSampler —
 //   ddp-launch --nproc_per_node=4 ./random_dataset [--sequential]
 // 90 random samples of size 5, Linear(5, 2) under DDP, batch 30. Each epoch (set_epoch
-// reshuffles) every rank prints the sample indices it drew and, like the tutorial, the
-// input and output sizes inside and outside the model.
+// reshuffles) every rank prints the sample indices it drew (those of Python's DistributedSampler
+// for seed 0; --sequential: shuffle=False) and, like the tutorial, the input and output sizes
+// inside and outside the model.
 #include <cstdio>
 #include <string>
 
@@ -46,8 +47,7 @@ struct ModelImpl : torch::nn::Module {
 };
 TORCH_MODULE(Model);
 
-template <typename Sampler>
-void train(Sampler sampler, int rank) {
+void train(ddp::DistributedSampler sampler, int rank) {
   torch::manual_seed(0);  // the same data set on every rank
   auto dataset = RandomDataset(kInputSize, kSamples).map(torch::data::transforms::Stack<>());
   Model net;
@@ -79,11 +79,9 @@ int main(int argc, char** argv) {
     ddp::init_process_group();
     const int rank = ddp::get_rank();
     const int world = ddp::get_world_size();
-    if (sequential) {
-      train(torch::data::samplers::DistributedSequentialSampler(kSamples, world, rank), rank);
-    } else {
-      train(torch::data::samplers::DistributedRandomSampler(kSamples, world, rank), rank);
-    }
+    ddp::DistributedSamplerOptions options;
+    options.shuffle = !sequential;
+    train(ddp::DistributedSampler(kSamples, size_t(world), size_t(rank), options), rank);
     ddp::destroy_process_group();
     return 0;
   });

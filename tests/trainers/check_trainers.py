@@ -49,6 +49,20 @@ def expect_rc(rc, out, expected=0):
 
 # ---- the tutorial's examples -------------------------------------------------------------
 
+def python_sampler_indices(samples, n, epoch):
+    """Each rank's indices from torch's own DistributedSampler (None when this Python lacks torch)."""
+    try:
+        from torch.utils.data.distributed import DistributedSampler
+    except ImportError:
+        return None
+    order = []
+    for rank in range(n):
+        sampler = DistributedSampler(range(samples), num_replicas=n, rank=rank, shuffle=True, seed=0)
+        sampler.set_epoch(epoch)
+        order.append(list(sampler))
+    return order
+
+
 def check_random_dataset():
     n, samples = ARGS.nproc, 90
     rc, out = launch(n, "random_dataset")
@@ -72,12 +86,16 @@ def check_random_dataset():
             first_batch = min(share, 30)
             if f"\tIn Model: input size [{first_batch}, 5] output size [{first_batch}, 2]" not in rank_lines(out, rank):
                 fail(f"rank {rank} did not print the model's input/output sizes", out)
+        python_order = python_sampler_indices(samples, n, epoch)
+        if python_order is not None and any(drawn[r] != python_order[r] for r in range(n)):
+            fail(f"epoch {epoch}: indices differ from torch's DistributedSampler (seed 0): "
+                 f"{[drawn[r][:8] for r in range(n)]} vs {[python_order[r][:8] for r in range(n)]}", out)
         if epoch == 0:
             first = drawn
     if all(first[r] == drawn[r] for r in range(n)):
         fail("epoch 1 drew the same order as epoch 0: set_epoch did not reshuffle", out)
     print(f"ok: {n} ranks x {share} samples cover all {samples} (padding {share * n - samples}), "
-          "disjoint otherwise, reshuffled per epoch")
+          "disjoint otherwise, reshuffled per epoch, in the order of torch's DistributedSampler")
 
 
 def checksums_of(out, n, pattern):

@@ -1,4 +1,4 @@
-// The training half of `train`: the epoch loop with DistributedRandomSampler and set_epoch
+// The training half of `train`: the epoch loop with ddp::DistributedSampler (Python's order) and set_epoch
 // (or, with --uneven, shards of different sizes trained under ddp::join()), no_sync accumulation, periodic and
 // epoch-end checkpoints, resume, rank-0 progress and metrics, the --step-times record, the test-only fault injection,
 // and the --bench mode. The model and its collective helpers come from model.hpp, checkpoints from resume.hpp, data
@@ -199,7 +199,7 @@ class TrainingRun {
   const std::optional<ResumePoint> resumed_;
   Position pos_;
   DdpMlp model_;
-  torch::data::samplers::DistributedRandomSampler sampler_;
+  ddp::DistributedSampler sampler_;  // Python's DistributedSampler order (seed 0, as its default)
   const int64_t steps_per_epoch_;
   std::optional<MetricsWriter> metrics_;
   Clock::time_point epoch_start_;
