@@ -139,8 +139,8 @@ Work start(const Group& group, Launch l, const std::function<compat::WorkPtr(com
   } catch (const c10::Error& e) {  // thrown before anything was sent: the backend refused the call
     feed::complete(state->seq);
     std::string cause = e.what();
-    throw ConfigError(state->what + ": the " + g.backend_name() + " backend refused it: " +
-                      cause.substr(0, cause.find("\nException raised from")) +
+    throw ConfigError(state->what + ": the " + g.backend_name() +
+                      " backend refused it: " + cause.substr(0, cause.find("\nException raised from")) +
                       " (gloo has no bfloat16 or bool reductions; see docs/runtime.md \"Collectives\")");
   } catch (...) {
     feed::complete(state->seq);

@@ -278,12 +278,34 @@ int collectives_misuse() {
   return 0;
 }
 
+// Not a test: the time of a small all_reduce with and without the shape check (run by hand,
+// see docs/runtime.md "Collectives").
+int collectives_latency() {
+  ProcessGroupOptions o = pg_options();
+  o.check_shapes = env_int("DDP_TEST_CHECK", 1) != 0;
+  init_process_group(o);
+  const int n = env_int("DDP_TEST_REPEATS", 500);
+  for (int64_t numel : {int64_t{1}, int64_t{1} << 20}) {
+    auto t = torch::ones({numel});
+    for (int i = 0; i < 20; ++i) all_reduce(t);
+    barrier();
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) all_reduce(t);
+    const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
+    log_rank0() << "check_shapes=" << o.check_shapes << " all_reduce of " << numel << " float32: " << took.count() / n
+                << " us";
+  }
+  destroy_process_group();
+  return 0;
+}
+
 }  // namespace
 
 const std::map<std::string, std::function<int()>>& collectives_scenarios() {
   static const std::map<std::string, std::function<int()>> m = {{"collectives-dump", collectives_dump},
                                                                 {"collectives-mixed", collectives_mixed},
-                                                                {"collectives-misuse", collectives_misuse}};
+                                                                {"collectives-misuse", collectives_misuse},
+                                                                {"collectives-latency", collectives_latency}};
   return m;
 }
 
