@@ -7,6 +7,7 @@
 #include "broadcast_coalesced.hpp"
 #include "group_impl.hpp"
 #include "reducer.hpp"
+#include "shape_check.hpp"
 
 namespace ddp {
 namespace {
@@ -75,6 +76,7 @@ void broadcast_coalesced(const std::vector<torch::Tensor>& tensors, const Group&
     std::vector<torch::Tensor> flat_parts;
     for (size_t i = start; i < end; ++i) flat_parts.push_back(tensors[i].detach().reshape({-1}));
     auto flat = torch::cat(flat_parts);
+    detail::shape_check::Skip unchecked;  // every forward (buffers): the same model on every rank
     broadcast(flat, root < 0 ? group.ranks().front() : root, group);
     int64_t offset = 0;
     for (size_t i = start; i < end; ++i) {

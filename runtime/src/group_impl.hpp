@@ -39,6 +39,9 @@ class GroupImpl {
   uint32_t id() const { return id_; }
   // Maps a global rank to this group's rank; throws ConfigError if not a member.
   int group_rank_of(int global_rank) const;
+  // ProcessGroupOptions::check_shapes (subgroups inherit the world's).
+  bool check_shapes() const { return check_shapes_; }
+  void set_check_shapes(bool on) { check_shapes_ = on; }
 
   // Blocking wait on a work handle; `what` names the collective in errors.
   void wait(const compat::WorkPtr& work, const std::string& what) const;
@@ -54,24 +57,27 @@ class GroupImpl {
   std::string where_;  // "store 10.0.0.1:29500" for messages
   std::chrono::milliseconds timeout_;
   uint32_t id_;
+  bool check_shapes_ = true;
 };
 
 // The progress record's dtype for a tensor's element type.
 progress::DType progress_dtype(c10::ScalarType type);
+
+// Enters a collective in the progress record and returns its sequence number: the record's
+// when the feed is on, else this process's own count of libddp collectives (for messages).
+// `tensor` may be undefined.
+uint64_t enter_collective(const GroupImpl& g, progress::Op op, const torch::Tensor& tensor);
 
 // A synchronous collective in the progress record: entered on construction, completed on
 // destruction (also when it throws, like python/ddp_progress.py). `tensor` may be undefined.
 class FedCollective {
  public:
   FedCollective(const GroupImpl& g, progress::Op op, const torch::Tensor& tensor)
-      : seq_(feed::enabled()
-                 ? feed::enter(op, tensor.defined() ? static_cast<uint64_t>(tensor.numel()) : 0,
-                               tensor.defined() ? progress_dtype(tensor.scalar_type()) : progress::DType::kUnknown,
-                               g.id())
-                 : 0) {}
+      : seq_(enter_collective(g, op, tensor)) {}
   ~FedCollective() { feed::complete(seq_); }
   FedCollective(const FedCollective&) = delete;
   FedCollective& operator=(const FedCollective&) = delete;
+  uint64_t seq() const { return seq_; }
 
  private:
   uint64_t seq_;

@@ -11,6 +11,7 @@
 #include "ddp/distributed_data_parallel.hpp"
 #include "group_impl.hpp"
 #include "join_guard.hpp"
+#include "shape_check.hpp"
 #include "reducer.hpp"
 
 namespace ddp {
@@ -90,6 +91,7 @@ DataParallelEngine::JoinRound DataParallelEngine::join_round(bool active) {
     f[kRoundHeader + group.rank()] = 1;
   }
   detail::join_guard::Internal internal;
+  detail::shape_check::Skip unchecked;  // one per forward: the same flags on every rank
   all_reduce(flags, ReduceOp::kSum, group);
   auto f = flags.accessor<int64_t, 1>();
   JoinRound round;

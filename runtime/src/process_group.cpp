@@ -1,10 +1,10 @@
-// init_process_group / new_group / collectives: the public process-group API over GroupImpl.
+// init_process_group / new_group / Group: the public process-group API over GroupImpl, the
+// error translation and the progress feed's entry (collectives.cpp has the collectives).
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 
 #include "group_impl.hpp"
-#include "join_guard.hpp"
-#include "snapshot_fence.hpp"
 
 namespace ddp {
 namespace detail {
@@ -77,12 +77,17 @@ progress::DType progress_dtype(c10::ScalarType type) {
   }
 }
 
+uint64_t enter_collective(const GroupImpl& g, progress::Op op, const torch::Tensor& tensor) {
+  static std::atomic<uint64_t> unfed{0};  // the count when no launcher watches
+  if (!feed::enabled()) return ++unfed;
+  return feed::enter(op, tensor.defined() ? static_cast<uint64_t>(tensor.numel()) : 0,
+                     tensor.defined() ? progress_dtype(tensor.scalar_type()) : progress::DType::kUnknown, g.id());
+}
+
 void feed_async(const GroupImpl& g, progress::Op op, const torch::Tensor& tensor,
                 const c10::intrusive_ptr<c10::ivalue::Future>& future) {
-  if (!feed::enabled()) return;
-  const uint64_t seq =
-      feed::enter(op, static_cast<uint64_t>(tensor.numel()), progress_dtype(tensor.scalar_type()), g.id());
-  future->addCallback([seq](c10::ivalue::Future&) { feed::complete(seq); });
+  const uint64_t seq = enter_collective(g, op, tensor);
+  if (feed::enabled()) future->addCallback([seq](c10::ivalue::Future&) { feed::complete(seq); });
 }
 
 std::shared_ptr<GroupImpl> world_or_throw() {
@@ -152,6 +157,7 @@ void init_process_group(const ProcessGroupOptions& options) {
   reg.device = device;
   reg.next_group_id = 1;
   reg.world = std::make_shared<detail::GroupImpl>(pg, rv.store, ranks, env.rank, backend, rv.where, options.timeout);
+  reg.world->set_check_shapes(options.check_shapes);
   detail::feed::open_from_env();  // under ddp-launch: from now on collectives and steps are fed
 }
 
@@ -199,69 +205,11 @@ Group new_group(std::vector<int> ranks) {
       world->rethrow_comm_error("new_group");
     }
   }
-  return Group(std::make_shared<detail::GroupImpl>(pg, reg.store, ranks, my_rank, world->backend_name(),
-                                                   "subgroup " + std::to_string(id), world->timeout(),
-                                                   static_cast<uint32_t>(id)));
-}
-
-namespace {
-// NCCL only moves CUDA tensors: stage CPU tensors on this worker's device and back.
-torch::Tensor staged(const torch::Tensor& tensor, const detail::GroupImpl& g) {
-  if (g.backend_name() == "nccl" && !tensor.is_cuda()) return tensor.to(registry().device);
-  return tensor;
-}
-}  // namespace
-
-void barrier(const Group& group) {
-  detail::join_guard::check("barrier");
-  detail::snapshot_fence::wait();  // a snapshot write in flight lands before the ranks move on
-  auto& g = group.impl();
-  detail::FedCollective fed(g, progress::Op::kBarrier, torch::Tensor());
-  g.wait(g.backend().barrier(c10d::BarrierOptions()), "barrier");
-}
-
-void broadcast(torch::Tensor& tensor, int src, const Group& group) {
-  detail::join_guard::check("broadcast");
-  detail::snapshot_fence::wait();  // a snapshot write in flight lands before the ranks move on
-  auto& g = group.impl();
-  c10d::BroadcastOptions opts;
-  opts.rootRank = g.group_rank_of(src);
-  std::vector<torch::Tensor> tensors{staged(tensor, g)};
-  detail::FedCollective fed(g, progress::Op::kBroadcast, tensor);
-  g.wait(g.backend().broadcast(tensors, opts), "broadcast");
-  if (!tensors[0].is_same(tensor)) tensor.copy_(tensors[0]);
-}
-
-void all_reduce(torch::Tensor& tensor, ReduceOp op, const Group& group) {
-  detail::join_guard::check("all_reduce");
-  detail::snapshot_fence::wait();  // a snapshot write in flight lands before the ranks move on
-  auto& g = group.impl();
-  c10d::AllreduceOptions opts;
-  switch (op) {
-    case ReduceOp::kSum:
-    case ReduceOp::kAvg: opts.reduceOp = c10d::ReduceOp::SUM; break;
-    case ReduceOp::kProduct: opts.reduceOp = c10d::ReduceOp::PRODUCT; break;
-    case ReduceOp::kMin: opts.reduceOp = c10d::ReduceOp::MIN; break;
-    case ReduceOp::kMax: opts.reduceOp = c10d::ReduceOp::MAX; break;
-  }
-  std::vector<torch::Tensor> tensors{staged(tensor, g)};
-  detail::FedCollective fed(g, progress::Op::kAllReduce, tensor);
-  g.wait(g.backend().allreduce(tensors, opts), "all_reduce");
-  if (!tensors[0].is_same(tensor)) tensor.copy_(tensors[0]);
-  if (op == ReduceOp::kAvg) tensor.div_(g.size());
-}
-
-std::vector<torch::Tensor> all_gather(const torch::Tensor& tensor, const Group& group) {
-  detail::join_guard::check("all_gather");
-  detail::snapshot_fence::wait();  // a snapshot write in flight lands before the ranks move on
-  auto& g = group.impl();
-  std::vector<torch::Tensor> inputs{staged(tensor, g)};
-  std::vector<std::vector<torch::Tensor>> outputs(1);
-  for (int i = 0; i < g.size(); ++i) outputs[0].push_back(torch::empty_like(inputs[0]));
-  detail::FedCollective fed(g, progress::Op::kAllGather, tensor);
-  g.wait(g.backend().allgather(outputs, inputs), "all_gather");
-  for (auto& t : outputs[0]) t = t.to(tensor.device());
-  return outputs[0];
+  auto sub = std::make_shared<detail::GroupImpl>(pg, reg.store, ranks, my_rank, world->backend_name(),
+                                                 "subgroup " + std::to_string(id), world->timeout(),
+                                                 static_cast<uint32_t>(id));
+  sub->set_check_shapes(world->check_shapes());
+  return Group(sub);
 }
 
 }  // namespace ddp

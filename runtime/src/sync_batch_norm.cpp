@@ -10,6 +10,8 @@
 #include <functional>
 #include <utility>
 
+#include "shape_check.hpp"
+
 namespace ddp {
 namespace {
 
@@ -56,7 +58,11 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
     } else {  // an empty batch still takes part; its zero count drops it from the merge
       combined = torch::zeros({2 * channels + 1}, x.options());
     }
-    const std::vector<torch::Tensor> rows = all_gather(combined, sync->group);
+    // Every forward of every layer: the same module on every rank (no shape-check exchange).
+    const std::vector<torch::Tensor> rows = [&] {
+      detail::shape_check::Skip unchecked;
+      return all_gather(combined, sync->group);
+    }();
 
     torch::Tensor mean = torch::zeros({channels}, x.options());
     torch::Tensor var_n = torch::zeros({channels}, x.options());
@@ -110,6 +116,7 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
       if (need_bias) grad_bias = sum_dy;
       if (need_input) {
         torch::Tensor combined = torch::cat({sum_dy, sum_dy_xmu});
+        detail::shape_check::Skip unchecked;  // the forward's channels: same on every rank
         all_reduce(combined, ReduceOp::kSum, sync->group);
         const torch::Tensor mean_dy = combined.slice(0, 0, channels) / n;
         const torch::Tensor mean_dy_xmu = combined.slice(0, channels, 2 * channels) / n;
@@ -120,6 +127,7 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
     } else {
       if (need_input) {  // unblocks the ranks that have samples
         torch::Tensor combined = torch::zeros({2 * channels}, x.options());
+        detail::shape_check::Skip unchecked;
         all_reduce(combined, ReduceOp::kSum, sync->group);
         grad_input = torch::zeros_like(x);
       }

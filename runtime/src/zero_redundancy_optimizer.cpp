@@ -11,6 +11,7 @@
 #include <string>
 #include <typeinfo>
 
+#include "shape_check.hpp"
 namespace ddp {
 namespace {
 
@@ -201,6 +202,7 @@ torch::Tensor ZeroRedundancyOptimizer::step(LossClosure closure) {
 
 void ZeroRedundancyOptimizer::broadcast_parameters() {
   torch::NoGradGuard no_grad;
+  detail::shape_check::Skip unchecked;  // every step: the parameter lists were checked at construction
   const int me = options_.group.ranks()[static_cast<size_t>(group_rank_)];
   for (const auto& bucket : buckets_) {
     const auto& first = params_[bucket.indices.front()];

@@ -134,6 +134,21 @@ int feed_record() {
   // After 3 + DDP's own (2 all_gathers, 1 broadcast, 2 bucket all-reduces, 1 rebuild broadcast).
   expect_collective(r, 9, progress::Op::kAllReduce, static_cast<uint64_t>(params), progress::DType::kFloat32, 0,
                     "DDP bucket");
+  // The other collectives too, async ones once their Work was waited for; send/recv as well.
+  auto scattered = torch::empty({2});
+  std::vector<torch::Tensor> ins{torch::ones({2}), torch::ones({2})};
+  Work w = async::reduce_scatter(scattered, ins);
+  w.wait();
+  expect_collective(read_record(path), 10, progress::Op::kReduceScatter, 2, progress::DType::kFloat32, 0,
+                    "async reduce_scatter");
+  auto p2p = torch::ones({5}, torch::kInt);
+  if (get_rank() == 0) {
+    send(p2p, 1);
+  } else {
+    recv(p2p, 0);
+  }
+  expect_collective(read_record(path), 11, get_rank() == 0 ? progress::Op::kSend : progress::Op::kRecv, 5,
+                    progress::DType::kInt32, 0, "send/recv");
   {
     PauseProgress pause(std::chrono::seconds(100));
     r = read_record(path);

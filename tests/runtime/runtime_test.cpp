@@ -269,8 +269,8 @@ TEST_CASE("A peer that stops calling collectives gives TimeoutError", "[pg]") {
   Workers w = run_workers("peer-stalls", 2, {{"DDP_TEST_TIMEOUT_MS", "4000"}}, std::chrono::seconds(40));
   INFO(w.describe());
   CHECK(w.ranks[0].exit_code == 1);
-  CHECK_THAT(w.ranks[0].error_file,
-             Catch::Contains("ddp::TimeoutError") && Catch::Contains("all_reduce failed on rank 0"));
+  CHECK_THAT(w.ranks[0].error_file, Catch::Contains("ddp::TimeoutError") && Catch::Contains("all_reduce #1") &&
+                                        Catch::Contains("failed on rank 0"));
 }
 
 TEST_CASE("A peer that dies makes the next collective fail fast with CommError", "[pg]") {

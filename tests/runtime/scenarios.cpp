@@ -315,11 +315,12 @@ int spawn_fail() {
 
 }  // namespace
 
-const std::map<std::string, std::function<int()>>& hang_scenarios();      // hang_scenarios.cpp
-const std::map<std::string, std::function<int()>>& join_scenarios();      // join_scenarios.cpp
-const std::map<std::string, std::function<int()>>& powersgd_scenarios();  // powersgd_test.cpp
-const std::map<std::string, std::function<int()>>& snapshot_scenarios();  // snapshot_test.cpp
-const std::map<std::string, std::function<int()>>& zero_scenarios();      // zero_test.cpp
+const std::map<std::string, std::function<int()>>& hang_scenarios();         // hang_scenarios.cpp
+const std::map<std::string, std::function<int()>>& join_scenarios();         // join_scenarios.cpp
+const std::map<std::string, std::function<int()>>& powersgd_scenarios();     // powersgd_test.cpp
+const std::map<std::string, std::function<int()>>& snapshot_scenarios();     // snapshot_test.cpp
+const std::map<std::string, std::function<int()>>& collectives_scenarios();  // collectives_test.cpp
+const std::map<std::string, std::function<int()>>& zero_scenarios();         // zero_test.cpp
 
 int run_scenario(const std::string& name) {
   static const std::map<std::string, std::function<int()>> scenarios = {{"train", train},
@@ -342,6 +343,7 @@ int run_scenario(const std::string& name) {
   if (it == scenarios.end() && powersgd_scenarios().count(name)) return powersgd_scenarios().at(name)();
   if (it == scenarios.end() && snapshot_scenarios().count(name)) return snapshot_scenarios().at(name)();
   if (it == scenarios.end() && zero_scenarios().count(name)) return zero_scenarios().at(name)();
+  if (it == scenarios.end() && collectives_scenarios().count(name)) return collectives_scenarios().at(name)();
   if (it == scenarios.end()) throw std::runtime_error("unknown worker scenario '" + name + "'");
   return it->second();
 }
