@@ -48,9 +48,9 @@ void select_slots(const std::vector<int>& slots) {
   if (const char* v = getenv("CUDA_VISIBLE_DEVICES")) visible = split(v, ',', EmptyItems::kSkip);
   std::vector<std::string> chosen;
   for (int s : slots)
-    chosen.push_back(visible.empty() ? std::to_string(s)
-                                     : static_cast<size_t>(s) < visible.size() ? visible[static_cast<size_t>(s)]
-                                                                               : std::to_string(s));
+    chosen.push_back(visible.empty()                           ? std::to_string(s)
+                     : static_cast<size_t>(s) < visible.size() ? visible[static_cast<size_t>(s)]
+                                                               : std::to_string(s));
   setenv("CUDA_VISIBLE_DEVICES", fmt::format("{}", fmt::join(chosen, ",")).c_str(), 1);
 }
 
@@ -76,8 +76,8 @@ int run_remote_agent() {
   const hosts::AgentConfig config = hosts::decode_agent_config(read_config_line());
   const hosts::AgentPlacement& p = config.placement;
   if (!config.cwd.empty() && chdir(config.cwd.c_str()) != 0)
-    worker::launcher_notice(fmt::format("warning: {} has no folder {} (the launching shell's); starting in {}",
-                                        p.host, config.cwd, getenv("HOME") ? getenv("HOME") : "/"));
+    worker::launcher_notice(fmt::format("warning: {} has no folder {} (the launching shell's); starting in {}", p.host,
+                                        config.cwd, getenv("HOME") ? getenv("HOME") : "/"));
   for (const auto& [name, value] : config.env) setenv(name.c_str(), value.c_str(), 1);
   select_slots(p.slots);
   const cli::Environment env = cli::environment_from(environ);

@@ -20,6 +20,7 @@ packages=(
   clang-format                                # scripts/check-format.sh (CI fails on an unformatted file)
   libssl-dev openssl etcd-server etcd-client  # etcd rendezvous: TLS client, tests' real etcd and CA
   prometheus chromium                         # the status endpoint's tests: promtool, a real server, headless Chromium
+  openssh-client openssh-server pdsh          # many-host launches: tests/hosts (real sshd per namespace), bench-hosts
 )
 
 missing=()

@@ -74,6 +74,9 @@ debian_package() {
     openssl) echo openssl ;;
     etcd) echo etcd-server ;;
     etcdctl) echo etcd-client ;;
+    ssh | ssh-keygen) echo openssh-client ;;
+    sshd) echo openssh-server ;;
+    pdsh) echo pdsh ;;
   esac
 }
 

@@ -15,7 +15,8 @@ void define_host_flags(CLI::App& app, HostsOptions& h) {
   app.add_option("--ssh-option,--ssh_option", h.ssh_options,
                  "An ssh -o option for every connection, e.g. IdentityFile=~/.ssh/k (repeatable; added to "
                  "ours, never replacing ~/.ssh/config)")
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);  // one value per --ssh-option: PROGRAM after it stays PROGRAM
   app.add_option("--ssh-fanout,--ssh_fanout", h.ssh_fanout, "ssh connections opened at once (default 32)")
       ->check(CLI::Range(1, 4096));
   app.add_option("--env-forward,--env_forward", h.env_forward,

@@ -57,7 +57,7 @@ std::string encode_agent_config(const AgentConfig& c) {
   j["env"] = c.env;
   j["cwd"] = c.cwd;
   const AgentPlacement& p = c.placement;
-  nlohmann::json pj{{"host", p.host}, {"node_rank", p.node_rank}, {"nnodes", p.nnodes},
+  nlohmann::json pj{{"host", p.host},   {"node_rank", p.node_rank},     {"nnodes", p.nnodes},
                     {"slots", p.slots}, {"master_addr", p.master_addr}, {"local", p.local}};
   if (p.nproc) pj["nproc"] = *p.nproc;
   if (p.master_port) pj["master_port"] = *p.master_port;

@@ -21,25 +21,25 @@ struct AgentPlacement {
   std::string host;  // as the host list names it
   int node_rank = 0;
   int nnodes = 1;
-  std::optional<int> nproc;             // workers on this host, when the launcher sets it
-  std::vector<int> slots;               // a slot filter's selection ("": all slots); GPU indices
-  std::string master_addr;              // "": the arguments' own (or their rendezvous endpoint)
-  std::optional<int> master_port;       // set for a static rendezvous across hosts
-  bool local = false;                   // the launching machine itself: started without ssh
+  std::optional<int> nproc;        // workers on this host, when the launcher sets it
+  std::vector<int> slots;          // a slot filter's selection ("": all slots); GPU indices
+  std::string master_addr;         // "": the arguments' own (or their rendezvous endpoint)
+  std::optional<int> master_port;  // set for a static rendezvous across hosts
+  bool local = false;              // the launching machine itself: started without ssh
 };
 
 struct AgentConfig {
-  std::vector<std::string> args;            // the launcher's arguments (argv without argv[0])
-  std::map<std::string, std::string> env;   // forwarded variables
-  std::string cwd;                          // the launching shell's folder: the agent starts there
+  std::vector<std::string> args;           // the launcher's arguments (argv without argv[0])
+  std::map<std::string, std::string> env;  // forwarded variables
+  std::string cwd;                         // the launching shell's folder: the agent starts there
   AgentPlacement placement;
 };
 
 struct PlanInputs {
-  bool nproc_given = false;           // --nproc-per-node given: every host runs that many
-  bool master_addr_given = false;     // --master-addr given: the store is there
-  bool rdzv_endpoint_given = false;   // c10d or etcd endpoint: the rendezvous is there
-  std::optional<int> master_port;     // --master-port; default 29500
+  bool nproc_given = false;                          // --nproc-per-node given: every host runs that many
+  bool master_addr_given = false;                    // --master-addr given: the store is there
+  bool rdzv_endpoint_given = false;                  // c10d or etcd endpoint: the rendezvous is there
+  std::optional<int> master_port;                    // --master-port; default 29500
   std::function<bool(const std::string&)> is_local;  // names the launching machine
 };
 

@@ -37,7 +37,8 @@ HostEntry horovod_item(const std::string& where, std::string_view text, std::str
   HostEntry e;
   const auto colon = item.rfind(':');
   e.name = std::string(item.substr(0, colon));
-  if (colon != std::string_view::npos) e.slots = slot_count(where, text, "the slot count after ':'", item.substr(colon + 1));
+  if (colon != std::string_view::npos)
+    e.slots = slot_count(where, text, "the slot count after ':'", item.substr(colon + 1));
   if (!valid_host_name(e.name)) bad(where, text, fmt::format("'{}' is not a host name", e.name));
   return e;
 }
@@ -75,12 +76,13 @@ HostEntry parse_line(const std::string& where, std::string_view line) {
 void check_unique(const std::vector<HostEntry>& hosts, const HostEntry& e, const std::string& where) {
   for (const auto& h : hosts)
     if (h.name == e.name)
-      throw LaunchError(exit_code::kUsage,
-                        h.line > 0 ? fmt::format("{}: host '{}' is already listed on line {}; list each host once "
-                                                 "with all its slots",
-                                                 where, e.name, h.line)
-                                   : fmt::format("{}: host '{}' is listed twice; list each host once with all its slots",
-                                                 where, e.name));
+      throw LaunchError(
+          exit_code::kUsage,
+          h.line > 0
+              ? fmt::format("{}: host '{}' is already listed on line {}; list each host once "
+                            "with all its slots",
+                            where, e.name, h.line)
+              : fmt::format("{}: host '{}' is listed twice; list each host once with all its slots", where, e.name));
 }
 
 }  // namespace

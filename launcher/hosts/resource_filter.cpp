@@ -15,9 +15,8 @@ namespace ddp::launch::hosts {
 namespace {
 
 [[noreturn]] void bad(const std::string& flag, const std::string& value, const std::string& problem) {
-  throw LaunchError(exit_code::kUsage,
-                    fmt::format("{} '{}': {}; write HOST[:SLOT,SLOT...]@HOST... such as h1:0,2@h2", flag, value,
-                                problem));
+  throw LaunchError(exit_code::kUsage, fmt::format("{} '{}': {}; write HOST[:SLOT,SLOT...]@HOST... such as h1:0,2@h2",
+                                                   flag, value, problem));
 }
 
 // host -> the slots named (nullopt: the whole host).
@@ -61,7 +60,7 @@ std::vector<SelectedHost> select_hosts(const std::vector<HostEntry>& hosts, cons
   if (!include.empty() && !exclude.empty())
     throw LaunchError(exit_code::kUsage, "--include and --exclude contradict each other; give one of them");
   const bool including = !include.empty();
-  const Filter filter = including    ? parse_filter("--include", include, hosts)
+  const Filter filter = including          ? parse_filter("--include", include, hosts)
                         : !exclude.empty() ? parse_filter("--exclude", exclude, hosts)
                                            : Filter{};
   std::vector<SelectedHost> out;

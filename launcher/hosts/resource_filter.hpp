@@ -12,9 +12,9 @@ namespace ddp::launch::hosts {
 
 struct SelectedHost {
   std::string name;
-  int slots = 1;               // what the host offers
-  std::vector<int> selected;   // the slot indices it uses, ascending
-  bool filtered = false;       // some slot was left out: the worker GPUs follow `selected`
+  int slots = 1;              // what the host offers
+  std::vector<int> selected;  // the slot indices it uses, ascending
+  bool filtered = false;      // some slot was left out: the worker GPUs follow `selected`
 };
 
 // include and exclude: "" when not given; both given is an error (as in DeepSpeed). A host

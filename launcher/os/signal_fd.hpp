@@ -12,7 +12,7 @@ namespace ddp::launch::os {
 class SignalFd {
  public:
   explicit SignalFd(const std::vector<int>& signals);  // throws LaunchError(kInternalError)
-  ~SignalFd();  // restores the previous mask
+  ~SignalFd();                                         // restores the previous mask
   SignalFd(const SignalFd&) = delete;
   SignalFd& operator=(const SignalFd&) = delete;
 

@@ -94,10 +94,11 @@ int run_exec_command(const std::vector<std::string>& args) {
                     local[i] ? os::SpawnSpec{"/bin/sh", {"/bin/sh", "-c", command}, entries}
                              : connections->session(names[i], command),
                     "", false);
-  const HostProcessesOutcome outcome = processes.run(StopBy::kTerminate, 10, [&](size_t i, const os::ExitStatus& st, bool) {
-    if (!local[i] && !st.signaled && st.code == 255)
-      worker::launcher_notice(fmt::format("host {}: the ssh session failed (exit code 255)", names[i]));
-  });
+  const HostProcessesOutcome outcome =
+      processes.run(StopBy::kTerminate, 10, [&](size_t i, const os::ExitStatus& st, bool) {
+        if (!local[i] && !st.signaled && st.code == 255)
+          worker::launcher_notice(fmt::format("host {}: the ssh session failed (exit code 255)", names[i]));
+      });
   if (outcome.stop_signal != 0) return exit_code::kSignalBase + outcome.stop_signal;
   for (size_t i = 0; i < names.size(); ++i)
     if (!outcome.status[i].success()) {

@@ -16,8 +16,8 @@ namespace ddp::launch::remote {
 std::string read_text_file(const std::string& path, const std::string& what) {
   std::ifstream in(path);
   if (!in)
-    throw LaunchError(exit_code::kUsage,
-                      fmt::format("{} {}: cannot read it ({}); give a readable file", what, path, std::strerror(errno)));
+    throw LaunchError(exit_code::kUsage, fmt::format("{} {}: cannot read it ({}); give a readable file", what, path,
+                                                     std::strerror(errno)));
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();

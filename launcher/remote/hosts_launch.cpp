@@ -36,14 +36,14 @@ std::string current_dir() {
 std::string describe_plan(const std::vector<hosts::AgentPlacement>& plan) {
   std::vector<std::string> items;
   for (const auto& p : plan)
-    items.push_back(fmt::format("{} (node {}{}{}{})", p.host, p.node_rank,
-                                p.nproc ? fmt::format(", {} worker(s)", *p.nproc) : "",
-                                p.slots.empty() ? "" : fmt::format(", slots {}", fmt::join(p.slots, ",")),
-                                p.local ? ", this machine" : ""));
+    items.push_back(fmt::format(
+        "{} (node {}{}{}{})", p.host, p.node_rank, p.nproc ? fmt::format(", {} worker(s)", *p.nproc) : "",
+        p.slots.empty() ? "" : fmt::format(", slots {}", fmt::join(p.slots, ",")), p.local ? ", this machine" : ""));
   return fmt::format("{}", fmt::join(items, ", "));
 }
 
-std::string describe_forwarded(const std::map<std::string, std::string>& env, const std::vector<std::string>& prefixes) {
+std::string describe_forwarded(const std::map<std::string, std::string>& env,
+                               const std::vector<std::string>& prefixes) {
   std::vector<std::string> names;
   for (const auto& [name, value] : env) names.push_back(name);
   return fmt::format("forwarding {} variable(s) to the hosts: {} (prefixes {}; --env-forward, --env-file add)",
@@ -104,12 +104,13 @@ int run_hosts_launch(const cli::LaunchOptions& o, const std::vector<std::string>
     connections.emplace(ssh, env_entries, path_env);
     connections->open(remote_hosts);
     connections->probe("test -x " + shell_quote(launcher), exit_code::kProgramNotFound, [&](const std::string& host) {
-      return fmt::format("host {} has no ddp-launch at {}; install the same version there, or give its path "
-                         "there with --remote-launcher PATH",
-                         host, launcher);
+      return fmt::format(
+          "host {} has no ddp-launch at {}; install the same version there, or give its path "
+          "there with --remote-launcher PATH",
+          host, launcher);
     });
-    worker::launcher_notice(fmt::format("ssh: connected to {} host(s) in {:.2f} s", remote_hosts.size(),
-                                        connections->connect_seconds()));
+    worker::launcher_notice(
+        fmt::format("ssh: connected to {} host(s) in {:.2f} s", remote_hosts.size(), connections->connect_seconds()));
   }
 
   HostProcesses processes(names);
@@ -123,16 +124,15 @@ int run_hosts_launch(const cli::LaunchOptions& o, const std::vector<std::string>
   }
 
   std::optional<size_t> lost;
-  const HostProcessesOutcome outcome =
-      processes.run(StopBy::kCloseStdin, o.shutdown_timeout_s + 30,
-                    [&](size_t i, const os::ExitStatus& st, bool in_stop) {
-                      const bool session_died = plan[i].local ? st.signaled : (!st.signaled && st.code == 255);
-                      if (in_stop || !session_died) return;
-                      worker::launcher_notice(fmt::format("host {} (node rank {}) lost: its {} ended ({})",
-                                                          plan[i].host, i,
-                                                          plan[i].local ? "agent" : "ssh session", st.describe()));
-                      if (!lost) lost = i;
-                    });
+  const HostProcessesOutcome outcome = processes.run(
+      StopBy::kCloseStdin, o.shutdown_timeout_s + 30, [&](size_t i, const os::ExitStatus& st, bool in_stop) {
+        // Killed, or (over ssh) ssh's own failure 255: not an exit the agent chose.
+        const bool session_died = st.signaled || (!plan[i].local && st.code == 255);
+        if (in_stop || !session_died) return;
+        worker::launcher_notice(fmt::format("host {} (node rank {}) lost: its {} ended ({})", plan[i].host, i,
+                                            plan[i].local ? "agent" : "ssh session", st.describe()));
+        if (!lost) lost = i;
+      });
   if (outcome.stop_signal != 0) return exit_code::kSignalBase + outcome.stop_signal;
   std::vector<std::string> failed;
   std::optional<int> code;
@@ -148,9 +148,10 @@ int run_hosts_launch(const cli::LaunchOptions& o, const std::vector<std::string>
     return exit_code::kRendezvousFailed;
   }
   if (code) {
-    worker::launcher_notice(fmt::format("the job failed (exit code {}); the failure report above names the rank; "
-                                        "hosts that failed: {}",
-                                        *code, fmt::join(failed, "; ")));
+    worker::launcher_notice(
+        fmt::format("the job failed (exit code {}); the failure report above names the rank; "
+                    "hosts that failed: {}",
+                    *code, fmt::join(failed, "; ")));
     return *code;
   }
   worker::launcher_notice(fmt::format("all {} host(s) finished", plan.size()));

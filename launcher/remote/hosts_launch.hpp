@@ -17,7 +17,6 @@ namespace ddp::launch::remote {
 int run_hosts_launch(const cli::LaunchOptions& options, const std::vector<std::string>& args,
                      const cli::Environment& env);
 
-
 // The path of the running ddp-launch (/proc/self/exe).
 std::string this_executable();
 

@@ -78,8 +78,13 @@ void SshConnections::open(const std::vector<std::string>& hosts) {
       Master m{hosts[next], fmt::format("{}/{}", dir_, next), -1};
       os::Pipe err = os::make_pipe();
       fcntl(err.read_end.get(), F_SETFL, O_NONBLOCK);
-      os::SpawnSpec spec{ssh_path_, ssh_master_argv(settings_, m.host, m.control_path), env_,
-                         err.write_end.get(), err.write_end.get(), -1, -1};
+      os::SpawnSpec spec{ssh_path_,
+                         ssh_master_argv(settings_, m.host, m.control_path),
+                         env_,
+                         err.write_end.get(),
+                         err.write_end.get(),
+                         -1,
+                         -1};
       m.pid = os::spawn_worker(spec);
       masters_.push_back(m);
       pending.push_back({masters_.size() - 1, std::move(err.read_end), Clock::now()});
@@ -103,9 +108,9 @@ void SshConnections::open(const std::vector<std::string>& hosts) {
         os::wait_for(m.pid);
       }
       m.pid = -1;
-      failures.push_back(fmt::format("{}: {}", m.host,
-                                     last_line(read_available(it->err.get()),
-                                               st ? "ssh ended with " + st->describe() : "no answer in time")));
+      failures.push_back(fmt::format(
+          "{}: {}", m.host,
+          last_line(read_available(it->err.get()), st ? "ssh ended with " + st->describe() : "no answer in time")));
       it = pending.erase(it);
     }
   }
