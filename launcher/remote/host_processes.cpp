@@ -74,6 +74,11 @@ void HostProcesses::start(size_t i, os::SpawnSpec spec, const std::string& stdin
   if (!keep_stdin_open) c.stdin_w.reset();
 }
 
+void HostProcesses::request_stop(double delay_s) {
+  const auto at = Clock::now() + std::chrono::milliseconds(static_cast<long long>(delay_s * 1000));
+  if (!stop_at_ || at < *stop_at_) stop_at_ = at;
+}
+
 HostProcessesOutcome HostProcesses::run(StopBy stop_by, double stop_deadline_s,
                                         const std::function<void(size_t, const os::ExitStatus&, bool)>& on_end) {
   os::SignalFd signals({SIGINT, SIGTERM, SIGHUP, SIGCHLD});
@@ -97,7 +102,10 @@ HostProcessesOutcome HostProcesses::run(StopBy stop_by, double stop_deadline_s,
       if (c.running) os::signal_group(c.pid, SIGKILL);
   };
   for (;;) {
-    if (stop_requested_ && !stopping) begin_stop();
+    if (stop_at_ && !stopping && Clock::now() >= *stop_at_) {
+      worker::launcher_notice("stopping the other hosts");
+      begin_stop();
+    }
     bool any_running = false;
     for (auto& c : children_) any_running = any_running || c.running || c.out_r.valid() || c.err_r.valid();
     if (!any_running) break;

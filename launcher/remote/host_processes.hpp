@@ -6,7 +6,9 @@
 // the stop deadline, SIGKILLs them. Blocks in run(); single-threaded.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,15 +41,16 @@ class HostProcesses {
   HostProcessesOutcome run(StopBy stop_by, double stop_deadline_s,
                            const std::function<void(size_t, const os::ExitStatus&, bool)>& on_end);
 
-  // Begins the stop from outside a signal (e.g. a lost host when the job cannot go on).
-  void request_stop() { stop_requested_ = true; }
+  // Begins the stop from outside a signal, after delay_s (e.g. once one host's agent
+  // failed: the others get that long to end on their own, with the job's root cause).
+  void request_stop(double delay_s);
 
  private:
   struct Child;
   std::vector<std::string> hosts_;
   std::vector<Child> children_;
   HostOutput out_, err_;
-  bool stop_requested_ = false;
+  std::optional<std::chrono::steady_clock::time_point> stop_at_;
 };
 
 }  // namespace ddp::launch::remote

@@ -51,6 +51,20 @@ std::string describe_forwarded(const std::map<std::string, std::string>& env,
                      prefixes.empty() ? std::string("none") : fmt::format("{}", fmt::join(prefixes, " ")));
 }
 
+// The shell line an ssh session runs: the agent, or a line that says it is missing there.
+std::string remote_agent_command(const std::string& launcher) {
+  const std::string q = shell_quote(launcher);
+  return fmt::format("if [ -x {0} ]; then exec {0} __agent; fi; echo {1} >&2; exit {2}", q,
+                     shell_quote(fmt::format("ddp-launch: no ddp-launch at {} on this host; install the same version "
+                                             "there, or give its path there with --remote-launcher PATH",
+                                             launcher)),
+                     exit_code::kProgramNotFound);
+}
+
+// Seconds the other agents get to end on their own after one failed (the root cause
+// reaches them through the job's store within a few heartbeats).
+constexpr double kOthersGrace_s = 15;
+
 }  // namespace
 
 std::string this_executable() {
@@ -103,12 +117,6 @@ int run_hosts_launch(const cli::LaunchOptions& o, const std::vector<std::string>
   if (!remote_hosts.empty()) {
     connections.emplace(ssh, env_entries, path_env);
     connections->open(remote_hosts);
-    connections->probe("test -x " + shell_quote(launcher), exit_code::kProgramNotFound, [&](const std::string& host) {
-      return fmt::format(
-          "host {} has no ddp-launch at {}; install the same version there, or give its path "
-          "there with --remote-launcher PATH",
-          host, launcher);
-    });
     worker::launcher_notice(
         fmt::format("ssh: connected to {} host(s) in {:.2f} s", remote_hosts.size(), connections->connect_seconds()));
   }
@@ -117,9 +125,8 @@ int run_hosts_launch(const cli::LaunchOptions& o, const std::vector<std::string>
   const std::string self = this_executable();
   for (size_t i = 0; i < plan.size(); ++i) {
     hosts::AgentConfig config{args, forwarded, current_dir(), plan[i]};
-    os::SpawnSpec spec = plan[i].local
-                             ? os::SpawnSpec{self, {self, "__agent"}, env_entries}
-                             : connections->session(plan[i].host, "exec " + shell_quote(launcher) + " __agent");
+    os::SpawnSpec spec = plan[i].local ? os::SpawnSpec{self, {self, "__agent"}, env_entries}
+                                       : connections->session(plan[i].host, remote_agent_command(launcher));
     processes.start(i, std::move(spec), hosts::encode_agent_config(config), true);
   }
 
@@ -128,7 +135,9 @@ int run_hosts_launch(const cli::LaunchOptions& o, const std::vector<std::string>
       StopBy::kCloseStdin, o.shutdown_timeout_s + 30, [&](size_t i, const os::ExitStatus& st, bool in_stop) {
         // Killed, or (over ssh) ssh's own failure 255: not an exit the agent chose.
         const bool session_died = st.signaled || (!plan[i].local && st.code == 255);
-        if (in_stop || !session_died) return;
+        if (in_stop || st.success()) return;
+        processes.request_stop(kOthersGrace_s);
+        if (!session_died) return;
         worker::launcher_notice(fmt::format("host {} (node rank {}) lost: its {} ended ({})", plan[i].host, i,
                                             plan[i].local ? "agent" : "ssh session", st.describe()));
         if (!lost) lost = i;
@@ -140,8 +149,9 @@ int run_hosts_launch(const cli::LaunchOptions& o, const std::vector<std::string>
     const os::ExitStatus& st = outcome.status[i];
     if (st.success()) continue;
     failed.push_back(fmt::format("{} (node rank {}): {}", plan[i].host, i, st.describe()));
-    if (!code) code = st.launcher_exit_code();
+    if (!code && !outcome.ended_in_stop[i]) code = st.launcher_exit_code();  // not one we stopped
   }
+  if (!code && !failed.empty()) code = exit_code::kRendezvousFailed;  // every failed host was stopped by us
   if (lost) {
     worker::launcher_notice(fmt::format("the job failed: host {} (node rank {}) was lost first; hosts: {}",
                                         plan[*lost].host, *lost, fmt::join(failed, "; ")));

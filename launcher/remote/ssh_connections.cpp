@@ -134,37 +134,4 @@ os::SpawnSpec SshConnections::session(const std::string& host, const std::string
   return os::SpawnSpec{ssh_path_, ssh_session_argv(settings_, host, m.control_path, remote_command), env_};
 }
 
-void SshConnections::probe(const std::string& command, int exit_code,
-                           const std::function<std::string(const std::string&)>& what) {
-  struct Running {
-    std::string host;
-    pid_t pid;
-    os::UniqueFd err;
-  };
-  std::vector<Running> running;
-  for (const auto& m : masters_) {
-    if (m.pid <= 0) continue;
-    os::Pipe err = os::make_pipe();
-    os::SpawnSpec spec = session(m.host, command);
-    spec.stdout_fd = spec.stderr_fd = err.write_end.get();
-    running.push_back({m.host, os::spawn_worker(spec), std::move(err.read_end)});
-  }
-  std::vector<std::string> failures;
-  bool unreachable = false;
-  for (auto& r : running) {
-    const os::ExitStatus st = os::wait_for(r.pid);
-    if (st.success()) continue;
-    const std::string said = read_available(r.err.get());
-    if (!st.signaled && st.code == 255) {
-      unreachable = true;
-      failures.push_back(fmt::format("{}: {}", r.host, last_line(said, "ssh failed")));
-    } else {
-      failures.push_back(what(r.host));
-    }
-  }
-  if (!failures.empty())
-    throw LaunchError(unreachable ? exit_code::kRendezvousFailed : exit_code,
-                      fmt::format("{}", fmt::join(failures, "; ")));
-}
-
 }  // namespace ddp::launch::remote

@@ -25,10 +25,6 @@ class SshConnections {
   // Connects to each host. Throws LaunchError(kRendezvousFailed) naming the unreachable ones.
   void open(const std::vector<std::string>& hosts);
 
-  // Runs probe (a shell command) on each open host; a host where it exits non-zero is an
-  // error: what(host) says what it means. 255 (ssh's own failure) still reads as unreachable.
-  void probe(const std::string& command, int exit_code, const std::function<std::string(const std::string&)>& what);
-
   // The session that runs remote_command on host, over its connection.
   os::SpawnSpec session(const std::string& host, const std::string& remote_command) const;
 

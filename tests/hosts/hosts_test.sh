@@ -9,6 +9,7 @@
 # lost; an unreachable host and a host without ddp-launch; the launching machine in the list;
 # `ddp-launch exec`. Needs root, iproute2, openssh-server; exits 77 (skip) otherwise.
 # Usage: hosts_test.sh DDP_LAUNCH [TRAIN]
+# shellcheck disable=SC2016,SC2317  # the workers' lines expand on the hosts; helpers run indirectly
 set -uo pipefail
 set -m  # background jobs keep SIGINT (a non-interactive shell would ignore it in them)
 launch=$(realpath "$1")
@@ -135,8 +136,10 @@ check "launcher SIGKILLed: no process left on any host" only_sshd_left
 "$launch" --hosts "$a:1,$b:1" "${ssh_opts[@]}" --no-python sh -c 'echo started; exec sleep 300' >lost.log 2>&1 &
 pid=$!
 wait_lines lost.log started 2
-session=$(pgrep -f "ControlMaster=no -T -- $b exec" | head -1)
-if [[ -n $session ]]; then kill -KILL "$session"; fi; wait_rc "$pid" 60
+session=$(pgrep -f "ControlMaster=no -T -- $b if \\[ -x" | head -1)
+if [[ -n $session ]]; then kill -KILL "$session"; fi
+wait_rc "$pid" 60
+if [[ $rc == timeout ]]; then kill -KILL "$pid"; fi
 check "a killed ssh session: exit 124 (rc $rc)" test "$rc" = 124
 check "a killed ssh session: that host is reported lost" has lost.log "ddp-launch: host $b (node rank 1) lost: its ssh session ended"
 check "a killed ssh session: no process left on any host" only_sshd_left
@@ -146,8 +149,8 @@ run unreach.log --hosts "$a:1,$c:1" "${ssh_opts[@]}" --no-python true
 check "an unreachable host: exit 124 naming it (rc $rc)" \
   test "$rc" = 124 -a -n "$(grep "cannot reach 1 of 2 host(s) over ssh: $c: .*refused" unreach.log)"
 run nolaunch.log --hosts "$a:1,$b:1" --remote-launcher /nonexistent/ddp-launch "${ssh_opts[@]}" --no-python true
-check "no ddp-launch on the host: exit 127 naming it (rc $rc)" \
-  test "$rc" = 127 -a -n "$(grep "host $a has no ddp-launch at /nonexistent/ddp-launch" nolaunch.log)"
+check "no ddp-launch on the host: exit 127, the host's line says so (rc $rc)" \
+  test "$rc" = 127 -a -n "$(grep "^\[$b\] *ddp-launch: no ddp-launch at /nonexistent/ddp-launch on this host" nolaunch.log)"
 check "after those errors: no process left on any host" only_sshd_left
 
 # 10. The launching machine in the list: its agent starts without ssh.
