@@ -58,7 +58,8 @@ for run in $(seq "$repeats"); do
     "$launch" --nnodes 2 --node-rank %n --nproc-per-node 2 --master-addr "$a" --master-port "$port" \
     --no-python sh -c "'$worker'" >theirs.log 2>&1 || die 1 "pdsh failed: $(tail -5 theirs.log)"
   theirs+=("$(last_first theirs.log "$start")")
-  s=$(date +%s.%N); ssh "${ssh_plain[@]}" "$a" true; fresh+=("$(seconds_since "$s")")
+  s=$(date +%s.%N); ssh "${ssh_plain[@]}" "$a" true
+  fresh+=("$(awk "BEGIN{printf \"%.3f\", $(date +%s.%N) - $s}")")
   ssh "${ssh_plain[@]}" -o ControlPath="$work/cm" -o ControlMaster=yes -N "$a" & master=$!
   wait_for 10 test -S "$work/cm"
   s=$(date +%s.%N); ssh "${ssh_plain[@]}" -o ControlPath="$work/cm" -o ControlMaster=no "$a" true

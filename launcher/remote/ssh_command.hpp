@@ -1,8 +1,9 @@
 // The OpenSSH command lines of a many-host launch: one master connection per host
 // (ControlMaster, BatchMode: never a password prompt), then sessions multiplexed over it.
-// The user's --ssh-option values are added to every line before ours (ssh keeps the first
-// value it reads of an option, so theirs win where they set the same one; nothing of
-// theirs is dropped or replaced; ~/.ssh/config still applies). Pure.
+// ssh keeps the first value it reads of an option: what the launch relies on (BatchMode,
+// the control socket, --ssh-port) comes first, then every --ssh-option of the user's, then
+// our softer defaults (timeouts, keep-alives), which theirs override. Nothing of theirs is
+// dropped or replaced; ~/.ssh/config still applies. Pure.
 #pragma once
 
 #include <optional>

@@ -136,7 +136,7 @@ check "launcher SIGKILLed: no process left on any host" only_sshd_left
 "$launch" --hosts "$a:1,$b:1" "${ssh_opts[@]}" --no-python sh -c 'echo started; exec sleep 300' >lost.log 2>&1 &
 pid=$!
 wait_lines lost.log started 2
-session=$(pgrep -f "ControlMaster=no -T -- $b if \\[ -x" | head -1)
+session=$(pgrep -f -- "-T -- $b if \\[ -x" | head -1)
 if [[ -n $session ]]; then kill -KILL "$session"; fi
 wait_rc "$pid" 60
 if [[ $rc == timeout ]]; then kill -KILL "$pid"; fi

@@ -209,7 +209,7 @@ TEST_CASE("agent configuration: one JSON line there and back; a foreign one is a
   CHECK_THAT(usage_error_of([] { hosts::decode_agent_config("hello"); }), Contains("is not one this ddp-launch reads"));
 }
 
-TEST_CASE("ssh command lines: the user's options first and kept, ours after, a multiplexed session") {
+TEST_CASE("ssh command lines: ours that the launch needs first, the user's kept, a multiplexed session") {
   remote::SshSettings s;
   s.port = 2222;
   s.options = {"IdentityFile=/k", "ControlPersist=30"};
@@ -219,9 +219,11 @@ TEST_CASE("ssh command lines: the user's options first and kept, ours after, a m
     for (const auto& a : master) out += a + " ";
     return out;
   }();
-  CHECK(m.rfind("ssh -o IdentityFile=/k -o ControlPersist=30 -o BatchMode=yes -o ControlPath=/tmp/c/0 -p 2222 ", 0) ==
-        0);
-  CHECK_THAT(m, Contains("-o ControlMaster=yes") && Contains(" -N -- h1 "));
+  CHECK(m.rfind("ssh -o BatchMode=yes -o ControlPath=/tmp/c/0 -o ControlMaster=yes -p 2222 -o IdentityFile=/k -o "
+                "ControlPersist=30 -o ControlPersist=no ",
+                0) == 0);  // theirs before our soft defaults: their ControlPersist=30 wins
+  CHECK(master.back() == "h1");
+  CHECK(master[master.size() - 3] == "-N");
   CHECK_THAT(m, !Contains(" -M "));  // -M with ControlMaster=yes means "ask", which BatchMode refuses
   const auto session = remote::ssh_session_argv(s, "h1", "/tmp/c/0", "exec '/x y/ddp-launch' __agent");
   CHECK(session.back() == "exec '/x y/ddp-launch' __agent");
