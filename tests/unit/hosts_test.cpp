@@ -80,14 +80,14 @@ TEST_CASE("hostfile: a bad line names the file, the line, and what to write") {
   CHECK_THAT(err("# nothing\n\n"), Contains("hostfile my.hosts lists no host"));
 }
 
-TEST_CASE("--hosts: HOST[:SLOTS],...") {
+TEST_CASE("host list: --hosts HOST[:SLOTS],...") {
   CHECK(names_and_slots(hosts::parse_host_list("h1:4,h2,h3:2")) == "h1=4 h2=1 h3=2 ");
   CHECK_THAT(usage_error_of([] { hosts::parse_host_list("h1:4,,h2"); }), Contains("an empty item"));
   CHECK_THAT(usage_error_of([] { hosts::parse_host_list("h1,h1:2"); }), Contains("host 'h1' is listed twice"));
   CHECK_THAT(usage_error_of([] { hosts::parse_host_list("h1:four"); }), Contains("the slot count"));
 }
 
-TEST_CASE("--include and --exclude: hosts and slots, DeepSpeed's syntax") {
+TEST_CASE("resource filter: --include and --exclude, hosts and slots, DeepSpeed's syntax") {
   const auto list = hosts::parse_host_list("h1:4,h2:2,h3:1");
   CHECK(selection(hosts::select_hosts(list, "", "")) == "h1:0123 h2:01 h3:0 ");
   CHECK(selection(hosts::select_hosts(list, "h1:0,2@h3", "")) == "h1:02* h3:0 ");
@@ -126,7 +126,7 @@ TEST_CASE("env forwarding: default prefixes, additions, never MASTER_/PET_, the 
   CHECK_THAT(usage_error_of([] { hosts::forward_prefixes("A-B"); }), Contains("'A-B' is not a variable name"));
 }
 
-TEST_CASE("--env-file: KEY=VALUE lines, comments, export, quotes, and bad lines by number") {
+TEST_CASE("env file: KEY=VALUE lines, comments, export, quotes, and bad lines by number") {
   const auto pairs =
       hosts::parse_env_file("# settings\nA=1\n\nexport B=\"two words\"\nC='x#y'\nD=\nE=a=b\r\n", "job.env");
   REQUIRE(pairs.size() == 5);
