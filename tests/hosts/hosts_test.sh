@@ -5,8 +5,8 @@
 # Cases: every hostfile format and a bad line; a 2 x 2 `train` run that ends with the same
 # weights as a single-node run of 4; environment forwarding (forwarded, not forwarded, the
 # env file); --exclude of a host and of a slot; a failing worker's exit code; Ctrl-C, and the
-# launching process SIGKILLed, leave no process on any host; a killed ssh session is that host
-# lost; an unreachable host and a host without ddp-launch; the launching machine in the list;
+# launching process SIGKILLed, leave no process on any host; a killed ssh session (the client
+# here, or the host's sshd process) is that host lost; an unreachable host and a host without ddp-launch; the launching machine in the list;
 # `ddp-launch exec`. Needs root, iproute2, openssh-server; exits 77 (skip) otherwise.
 # Usage: hosts_test.sh DDP_LAUNCH [TRAIN]
 # shellcheck disable=SC2016,SC2317  # the workers' lines expand on the hosts; helpers run indirectly
@@ -143,6 +143,18 @@ if [[ $rc == timeout ]]; then kill -KILL "$pid"; fi
 check "a killed ssh session: exit 124 (rc $rc)" test "$rc" = 124
 check "a killed ssh session: that host is reported lost" has lost.log "ddp-launch: host $b (node rank 1) lost: its ssh session ended"
 check "a killed ssh session: no process left on any host" only_sshd_left
+
+# 8b. The same from the host's side: its sshd's process for the connection killed.
+"$launch" --hosts "$a:1,$b:1" "${ssh_opts[@]}" --no-python sh -c 'echo started; exec sleep 300' >lost2.log 2>&1 &
+pid=$!
+wait_lines lost2.log started 2
+conn=$(pgrep -P "$(cat "$work/sshd_1.pid")" sshd | head -1)
+if [[ -n $conn ]]; then kill -KILL "$conn"; fi
+wait_rc "$pid" 60
+if [[ $rc == timeout ]]; then kill -KILL "$pid"; fi
+check "the host's sshd connection killed: exit 124, that host reported lost (rc $rc)" \
+  test "$rc" = 124 -a -n "$(grep "ddp-launch: host $b (node rank 1) lost: its ssh session ended" lost2.log)"
+check "the host's sshd connection killed: no process left on any host" only_sshd_left
 
 # 9. An unreachable host, and a host without ddp-launch: clear errors naming it; nothing starts.
 run unreach.log --hosts "$a:1,$c:1" "${ssh_opts[@]}" --no-python true
