@@ -11,6 +11,9 @@
 #include "launcher/cli/options.hpp"
 #include "launcher/worker/output.hpp"
 #include "launcher/os/process.hpp"
+#include "launcher/remote/exec_command.hpp"
+#include "launcher/remote/hosts_launch.hpp"
+#include "launcher/remote_agent.hpp"
 #include "launcher/status_command.hpp"
 
 extern char** environ;
@@ -23,6 +26,11 @@ int main(int argc, char** argv) {
     // named "status" runs as ./status or after "--".
     if (argc > 1 && std::string(argv[1]) == "status")
       return run_status_command(std::vector<std::string>(argv + 2, argv + argc));
+    // `ddp-launch exec --hostfile FILE -- CMD`: CMD on every host (docs/hosts.md).
+    if (argc > 1 && std::string(argv[1]) == "exec")
+      return remote::run_exec_command(std::vector<std::string>(argv + 2, argv + argc));
+    // One host's agent of a --hostfile launch, its configuration on stdin.
+    if (argc > 1 && std::string(argv[1]) == "__agent") return run_remote_agent();
     const cli::Environment env = cli::environment_from(environ);
     cli::ParsedCommandLine parsed = cli::parse_command_line(std::vector<std::string>(argv + 1, argv + argc), env);
     if (!parsed.options) {
@@ -31,6 +39,8 @@ int main(int argc, char** argv) {
     }
     for (const auto& notice : parsed.options->notices) worker::launcher_notice(notice);
     for (const auto& warning : parsed.options->warnings) worker::launcher_notice("warning: " + warning);
+    if (parsed.options->hosts.any())
+      return remote::run_hosts_launch(*parsed.options, std::vector<std::string>(argv + 1, argv + argc), env);
     return run_agent(*parsed.options, env);
   } catch (const LaunchError& e) {
     worker::write_all(STDERR_FILENO, fmt::format("ddp-launch: error: {}\n", e.what()));

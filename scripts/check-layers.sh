@@ -5,7 +5,10 @@
 # nested in it). A layer may use the layers below it:
 #   base  <-  cli, os  <-  worker  <-  supervise  <-  multinode  ->  store, etcd (-> base)
 # store and c10d (the workers' store, used by supervise and multinode) use nothing of the
-# launcher's, etcd and http (the status endpoint's server) only base; the top-level agent and main may use everything.
+# launcher's, etcd and http (the status endpoint's server) only base; hosts (the pure host list,
+# filters, env forwarding and agent plan of a many-host launch) only base; remote (its ssh
+# connections, output relay and coordinator) base, cli, os, worker and hosts; the top-level
+# agent and main may use everything.
 # Prints each violation (file: include) and exits 1 if there is one. Usage: check-layers.sh [ROOT]
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/lib.sh
@@ -22,6 +25,8 @@ declare -A allowed=(
   [c10d]="c10d"
   [etcd]="base etcd"
   [http]="base http"
+  [hosts]="base hosts"
+  [remote]="base cli os worker hosts remote"
 )
 status=0
 cd "$root/launcher"

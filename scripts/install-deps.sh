@@ -21,6 +21,7 @@ packages=(
   libssl-dev openssl etcd-server etcd-client  # etcd rendezvous: TLS client, tests' real etcd and CA
   prometheus chromium                         # the status endpoint's tests: promtool, a real server, headless Chromium
   openmpi-bin                                 # the compat: mpirun test (one ddp-launch per MPI task)
+  openssh-client openssh-server pdsh          # many-host launches: tests/hosts (real sshd per namespace), bench-hosts
 )
 
 missing=()

@@ -75,6 +75,9 @@ debian_package() {
     etcd) echo etcd-server ;;
     etcdctl) echo etcd-client ;;
     mpirun) echo openmpi-bin ;;
+    ssh | ssh-keygen) echo openssh-client ;;
+    sshd) echo openssh-server ;;
+    pdsh) echo pdsh ;;
   esac
 }
 

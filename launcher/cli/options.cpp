@@ -167,6 +167,7 @@ void describe_app(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   define_flags(app, o, raw);
   define_status_flags(app, o, raw);
+  define_host_flags(app, o.hosts);
   app.footer(
       "Every flag also reads PET_<NAME> from the environment (e.g. PET_NPROC_PER_NODE=4; empty: "
       "unset); the command line wins. A long flag may be shortened to any unambiguous prefix "
@@ -450,6 +451,7 @@ ParsedCommandLine parse_command_line(const std::vector<std::string>& args, const
   if (auto help_or_version = run_cli11(app, std::move(full), raw)) return std::move(*help_or_version);
   take_program(app.remaining(), o);
   GivenFlags given = given_flags(app);
+  o.nproc_given = app.count("--nproc-per-node") > 0;
   if (!apply_mpi_defaults(env, given, raw, o)) apply_slurm_defaults(env, given, raw, o);
   apply_job_completion_index(env, given, raw, o);
   convert_raw_options(raw, env, given, o);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "launcher/cli/environment.hpp"
+#include "launcher/cli/host_flags.hpp"
 #include "launcher/cli/option_parsers.hpp"
 #include "launcher/cli/rendezvous_conf.hpp"
 
@@ -78,6 +79,9 @@ struct LaunchOptions {
   std::string termination_log;        // --termination-log; "": /dev/termination-log where writable
   std::vector<std::string> warnings;  // for the launcher to print before it starts (no I/O here)
   std::vector<std::string> notices;   // likewise, plain notices: where the placement came from, ...
+  // A many-host launch over ssh (--hostfile / --hosts; launcher/remote, docs/hosts.md).
+  HostsOptions hosts;
+  bool nproc_given = false;  // --nproc-per-node (or PET_NPROC_PER_NODE) given
 };
 
 // The outcome of reading the command line: either options to run, or text to print and

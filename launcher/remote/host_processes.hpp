@@ -1,0 +1,56 @@
+// Runs one process per host (an ssh session, or the local agent) on one poll loop: their
+// stdout and stderr reach the launcher's with the host's prefix (HostOutput), a stop
+// signal (SIGINT, SIGTERM, SIGHUP) stops them all, and each end is reported as it happens.
+// How a stop is asked depends on what runs: kCloseStdin (agents stop when their stdin, the
+// ssh session, ends) or kTerminate (SIGTERM to each process group); a second signal, or
+// the stop deadline, SIGKILLs them. Blocks in run(); single-threaded.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/os/process.hpp"
+#include "launcher/remote/host_output.hpp"
+
+namespace ddp::launch::remote {
+
+enum class StopBy { kCloseStdin, kTerminate };
+
+struct HostProcessesOutcome {
+  std::vector<os::ExitStatus> status;  // per host, in list order
+  std::vector<bool> ended_in_stop;     // ended after the stop began
+  int stop_signal = 0;                 // the first stop signal received (0: none)
+};
+
+class HostProcesses {
+ public:
+  explicit HostProcesses(std::vector<std::string> hosts);
+  ~HostProcesses();  // SIGKILLs and reaps whatever still runs
+  HostProcesses(const HostProcesses&) = delete;
+  HostProcesses& operator=(const HostProcesses&) = delete;
+
+  // Starts host i's process (spec's stdio fds are set here); stdin_data is written to its
+  // stdin, which stays open while it runs when keep_stdin_open. Throws LaunchError.
+  void start(size_t i, os::SpawnSpec spec, const std::string& stdin_data, bool keep_stdin_open);
+
+  // Until every started process ended. on_end(i, status, in_stop) is called at each end.
+  // stop_deadline_s: after a stop began, how long before the rest are SIGKILLed.
+  HostProcessesOutcome run(StopBy stop_by, double stop_deadline_s,
+                           const std::function<void(size_t, const os::ExitStatus&, bool)>& on_end);
+
+  // Begins the stop from outside a signal, after delay_s (e.g. once one host's agent
+  // failed: the others get that long to end on their own, with the job's root cause).
+  void request_stop(double delay_s);
+
+ private:
+  struct Child;
+  std::vector<std::string> hosts_;
+  std::vector<Child> children_;
+  HostOutput out_, err_;
+  std::optional<std::chrono::steady_clock::time_point> stop_at_;
+};
+
+}  // namespace ddp::launch::remote

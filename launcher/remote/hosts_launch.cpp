@@ -1,0 +1,171 @@
+#include "launcher/remote/hosts_launch.hpp"
+
+#include <limits.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
+#include "launcher/hosts/agent_plan.hpp"
+#include "launcher/hosts/env_forward.hpp"
+#include "launcher/os/ports.hpp"
+#include "launcher/remote/host_list.hpp"
+#include "launcher/remote/host_processes.hpp"
+#include "launcher/remote/ssh_connections.hpp"
+#include "launcher/worker/output.hpp"
+
+namespace ddp::launch::remote {
+namespace {
+
+[[noreturn]] void usage(const std::string& message) { throw LaunchError(exit_code::kUsage, message); }
+
+void check_flags(const cli::LaunchOptions& o) {
+  if (o.nnodes_min != 1 || o.nnodes_max != 1)
+    usage("--hostfile/--hosts set the node count (one node per host); drop --nnodes");
+  if (o.node_rank_given) usage("--hostfile/--hosts give each host its node rank (list order); drop --node-rank");
+  if (o.dry_run) usage("--dry-run shows one node; run it without --hostfile/--hosts, or on a host");
+  if (o.standalone) usage("--standalone runs a single node; drop it with --hostfile/--hosts");
+}
+
+std::string current_dir() {
+  char buf[PATH_MAX];
+  return getcwd(buf, sizeof buf) ? std::string(buf) : std::string();
+}
+
+std::string describe_plan(const std::vector<hosts::AgentPlacement>& plan) {
+  std::vector<std::string> items;
+  for (const auto& p : plan)
+    items.push_back(fmt::format(
+        "{} (node {}{}{}{})", p.host, p.node_rank, p.nproc ? fmt::format(", {} worker(s)", *p.nproc) : "",
+        p.slots.empty() ? "" : fmt::format(", slots {}", fmt::join(p.slots, ",")), p.local ? ", this machine" : ""));
+  return fmt::format("{}", fmt::join(items, ", "));
+}
+
+std::string describe_forwarded(const std::map<std::string, std::string>& env,
+                               const std::vector<std::string>& prefixes) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : env) names.push_back(name);
+  return fmt::format("forwarding {} variable(s) to the hosts: {} (prefixes {}; --env-forward, --env-file add)",
+                     names.size(), names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, " ")),
+                     prefixes.empty() ? std::string("none") : fmt::format("{}", fmt::join(prefixes, " ")));
+}
+
+// The shell line an ssh session runs: the agent, or a line that says it is missing there.
+std::string remote_agent_command(const std::string& launcher) {
+  const std::string q = shell_quote(launcher);
+  return fmt::format("if [ -x {0} ]; then exec {0} __agent; fi; echo {1} >&2; exit {2}", q,
+                     shell_quote(fmt::format("ddp-launch: no ddp-launch at {} on this host; install the same version "
+                                             "there, or give its path there with --remote-launcher PATH",
+                                             launcher)),
+                     exit_code::kProgramNotFound);
+}
+
+// Seconds the other agents get to end on their own after one failed (the root cause
+// reaches them through the job's store within a few heartbeats).
+constexpr double kOthersGrace_s = 15;
+
+}  // namespace
+
+std::string this_executable() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw LaunchError(exit_code::kInternalError, "cannot read /proc/self/exe");
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+bool is_this_machine(const std::string& host) {
+  if (host == "localhost" || os::is_loopback_address(host) || host == os::host_name()) return true;
+  return os::is_local_address(host);
+}
+
+int run_hosts_launch(const cli::LaunchOptions& o, const std::vector<std::string>& args, const cli::Environment& env) {
+  check_flags(o);
+  const cli::HostsOptions& h = o.hosts;
+  const auto selected = read_host_list(h.hostfile, h.hosts, h.include, h.exclude);
+  hosts::PlanInputs in;
+  in.nproc_given = o.nproc_given;
+  in.master_addr_given = o.master_addr != "127.0.0.1";
+  in.rdzv_endpoint_given = !o.rdzv_endpoint.empty();
+  in.master_port = o.master_port;
+  in.is_local = is_this_machine;
+  std::optional<int> nproc_count;
+  if (o.nproc.kind == cli::NprocSpec::Kind::kCount) nproc_count = o.nproc.count;
+  const std::vector<hosts::AgentPlacement> plan = hosts::plan_agents(selected, in, nproc_count);
+
+  const std::vector<std::string> prefixes = hosts::forward_prefixes(h.env_forward);
+  std::vector<std::pair<std::string, std::string>> env_file;
+  if (!h.env_file.empty()) env_file = hosts::parse_env_file(read_text_file(h.env_file, "--env-file"), h.env_file);
+  const auto forwarded = hosts::forwarded_environment(env, prefixes, env_file);
+  const std::string launcher = h.remote_launcher.empty() ? this_executable() : h.remote_launcher;
+
+  std::vector<std::string> names, remote_hosts;
+  for (const auto& p : plan) {
+    names.push_back(p.host);
+    if (!p.local) remote_hosts.push_back(p.host);
+  }
+  worker::launcher_notice(fmt::format("{} host(s): {}", plan.size(), describe_plan(plan)));
+  worker::launcher_notice(describe_forwarded(forwarded, prefixes));
+
+  SshSettings ssh;
+  ssh.port = h.ssh_port;
+  ssh.options = h.ssh_options;
+  ssh.fanout = h.ssh_fanout;
+  const std::string path_env = cli::lookup(env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
+  const std::vector<std::string> env_entries = cli::environment_entries(env);
+  std::optional<SshConnections> connections;
+  if (!remote_hosts.empty()) {
+    connections.emplace(ssh, env_entries, path_env);
+    connections->open(remote_hosts);
+    worker::launcher_notice(
+        fmt::format("ssh: connected to {} host(s) in {:.2f} s", remote_hosts.size(), connections->connect_seconds()));
+  }
+
+  HostProcesses processes(names);
+  const std::string self = this_executable();
+  for (size_t i = 0; i < plan.size(); ++i) {
+    hosts::AgentConfig config{args, forwarded, current_dir(), plan[i]};
+    os::SpawnSpec spec = plan[i].local ? os::SpawnSpec{self, {self, "__agent"}, env_entries}
+                                       : connections->session(plan[i].host, remote_agent_command(launcher));
+    processes.start(i, std::move(spec), hosts::encode_agent_config(config), true);
+  }
+
+  std::optional<size_t> lost;
+  const HostProcessesOutcome outcome = processes.run(
+      StopBy::kCloseStdin, o.shutdown_timeout_s + 30, [&](size_t i, const os::ExitStatus& st, bool in_stop) {
+        // Killed, or (over ssh) ssh's own failure 255: not an exit the agent chose.
+        const bool session_died = st.signaled || (!plan[i].local && st.code == 255);
+        if (in_stop || st.success()) return;
+        processes.request_stop(kOthersGrace_s);
+        if (!session_died) return;
+        worker::launcher_notice(fmt::format("host {} (node rank {}) lost: its {} ended ({})", plan[i].host, i,
+                                            plan[i].local ? "agent" : "ssh session", st.describe()));
+        if (!lost) lost = i;
+      });
+  if (outcome.stop_signal != 0) return exit_code::kSignalBase + outcome.stop_signal;
+  std::vector<std::string> failed;
+  std::optional<int> code;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const os::ExitStatus& st = outcome.status[i];
+    if (st.success()) continue;
+    failed.push_back(fmt::format("{} (node rank {}): {}", plan[i].host, i, st.describe()));
+    if (!code && !outcome.ended_in_stop[i]) code = st.launcher_exit_code();  // not one we stopped
+  }
+  if (!code && !failed.empty()) code = exit_code::kRendezvousFailed;  // every failed host was stopped by us
+  if (lost) {
+    worker::launcher_notice(fmt::format("the job failed: host {} (node rank {}) was lost first; hosts: {}",
+                                        plan[*lost].host, *lost, fmt::join(failed, "; ")));
+    return exit_code::kRendezvousFailed;
+  }
+  if (code) {
+    worker::launcher_notice(
+        fmt::format("the job failed (exit code {}); the failure report above names the rank; "
+                    "hosts that failed: {}",
+                    *code, fmt::join(failed, "; ")));
+    return *code;
+  }
+  worker::launcher_notice(fmt::format("all {} host(s) finished", plan.size()));
+  return exit_code::kSuccess;
+}
+
+}  // namespace ddp::launch::remote

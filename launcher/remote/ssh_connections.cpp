@@ -1,0 +1,137 @@
+#include "launcher/remote/ssh_connections.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
+#include "launcher/base/text.hpp"
+
+namespace ddp::launch::remote {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string read_available(int fd) {
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  return text;
+}
+
+// ssh's last non-empty line, or a fallback.
+std::string last_line(const std::string& text, const std::string& fallback) {
+  std::string last;
+  for (const auto& line : split(text, '\n'))
+    if (!trim(line).empty()) last = trim(line);
+  return last.empty() ? fallback : last;
+}
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+SshConnections::SshConnections(SshSettings settings, std::vector<std::string> env, const std::string& path_env)
+    : settings_(std::move(settings)), env_(std::move(env)) {
+  ssh_path_ = os::resolve_program(settings_.program, path_env);
+  char tmpl[] = "/tmp/ddp-ssh-XXXXXX";  // short: a socket path must fit in 108 bytes
+  if (!mkdtemp(tmpl)) throw LaunchError(exit_code::kIoError, "cannot create a folder in /tmp for the ssh sockets");
+  dir_ = tmpl;
+}
+
+SshConnections::~SshConnections() {
+  for (const auto& m : masters_)
+    if (m.pid > 0) os::signal_group(m.pid, SIGTERM);
+  for (const auto& m : masters_)
+    if (m.pid > 0) {
+      os::wait_for(m.pid);
+      unlink(m.control_path.c_str());
+    }
+  rmdir(dir_.c_str());
+}
+
+void SshConnections::open(const std::vector<std::string>& hosts) {
+  const auto started = Clock::now();
+  struct Pending {
+    size_t index;
+    os::UniqueFd err;
+    Clock::time_point since;
+  };
+  std::vector<Pending> pending;
+  std::vector<std::string> failures;
+  size_t next = 0;
+  const auto limit = std::chrono::milliseconds(static_cast<long long>((settings_.connect_timeout_s + 5) * 1000));
+  while (next < hosts.size() || !pending.empty()) {
+    while (next < hosts.size() && static_cast<int>(pending.size()) < settings_.fanout) {
+      Master m{hosts[next], fmt::format("{}/{}", dir_, next), -1};
+      os::Pipe err = os::make_pipe();
+      fcntl(err.read_end.get(), F_SETFL, O_NONBLOCK);
+      os::SpawnSpec spec{ssh_path_,
+                         ssh_master_argv(settings_, m.host, m.control_path),
+                         env_,
+                         err.write_end.get(),
+                         err.write_end.get(),
+                         -1,
+                         -1};
+      m.pid = os::spawn_worker(spec);
+      masters_.push_back(m);
+      pending.push_back({masters_.size() - 1, std::move(err.read_end), Clock::now()});
+      ++next;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    for (auto it = pending.begin(); it != pending.end();) {
+      Master& m = masters_[it->index];
+      if (exists(m.control_path)) {
+        it = pending.erase(it);
+        continue;
+      }
+      std::optional<os::ExitStatus> st = os::try_reap(m.pid);
+      const bool late = Clock::now() - it->since > limit;
+      if (!st && !late) {
+        ++it;
+        continue;
+      }
+      if (!st) {
+        os::signal_group(m.pid, SIGKILL);
+        os::wait_for(m.pid);
+      }
+      m.pid = -1;
+      failures.push_back(fmt::format(
+          "{}: {}", m.host,
+          last_line(read_available(it->err.get()), st ? "ssh ended with " + st->describe() : "no answer in time")));
+      it = pending.erase(it);
+    }
+  }
+  connect_seconds_ = std::chrono::duration<double>(Clock::now() - started).count();
+  if (!failures.empty())
+    throw LaunchError(exit_code::kRendezvousFailed,
+                      fmt::format("cannot reach {} of {} host(s) over ssh: {}; check the name, that sshd runs "
+                                  "there and that a key logs in without a password (ssh -o BatchMode=yes HOST "
+                                  "true), or leave the host out with --exclude",
+                                  failures.size(), hosts.size(), fmt::join(failures, "; ")));
+}
+
+const SshConnections::Master& SshConnections::master(const std::string& host) const {
+  for (const auto& m : masters_)
+    if (m.host == host && m.pid > 0) return m;
+  throw LaunchError(exit_code::kInternalError, "no ssh connection to " + host);
+}
+
+os::SpawnSpec SshConnections::session(const std::string& host, const std::string& remote_command) const {
+  const Master& m = master(host);
+  return os::SpawnSpec{ssh_path_, ssh_session_argv(settings_, host, m.control_path, remote_command), env_};
+}
+
+}  // namespace ddp::launch::remote

@@ -1,0 +1,47 @@
+// One multiplexed OpenSSH connection per remote host, opened in parallel (at most
+// SshSettings::fanout at once) before anything starts, and closed (the masters stopped,
+// their socket folder removed) on destruction. An unreachable host, or one where the
+// probe command fails, is an error naming every such host with ssh's own words.
+// Blocks in open(); single-threaded.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "launcher/os/process.hpp"
+#include "launcher/remote/ssh_command.hpp"
+
+namespace ddp::launch::remote {
+
+class SshConnections {
+ public:
+  // env: the environment ssh runs with ("K=V" entries); ssh is found on its PATH.
+  SshConnections(SshSettings settings, std::vector<std::string> env, const std::string& path_env);
+  ~SshConnections();
+  SshConnections(const SshConnections&) = delete;
+  SshConnections& operator=(const SshConnections&) = delete;
+
+  // Connects to each host. Throws LaunchError(kRendezvousFailed) naming the unreachable ones.
+  void open(const std::vector<std::string>& hosts);
+
+  // The session that runs remote_command on host, over its connection.
+  os::SpawnSpec session(const std::string& host, const std::string& remote_command) const;
+
+  double connect_seconds() const { return connect_seconds_; }  // the whole open(), wall time
+
+ private:
+  struct Master {
+    std::string host, control_path;
+    pid_t pid = -1;
+  };
+  const Master& master(const std::string& host) const;
+
+  SshSettings settings_;
+  std::vector<std::string> env_;
+  std::string ssh_path_, dir_;
+  std::vector<Master> masters_;
+  double connect_seconds_ = 0;
+};
+
+}  // namespace ddp::launch::remote

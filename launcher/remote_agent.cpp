@@ -1,0 +1,103 @@
+#include "launcher/remote_agent.hpp"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "launcher/agent.hpp"
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
+#include "launcher/base/text.hpp"
+#include "launcher/cli/options.hpp"
+#include "launcher/hosts/agent_plan.hpp"
+#include "launcher/worker/output.hpp"
+
+extern char** environ;
+
+namespace ddp::launch {
+namespace {
+
+constexpr size_t kMaxConfigBytes = 16u << 20;
+
+std::string read_config_line() {
+  std::string line;
+  char c;
+  for (;;) {
+    const ssize_t n = read(STDIN_FILENO, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || line.size() > kMaxConfigBytes)
+      throw LaunchError(exit_code::kUsage,
+                        "no agent configuration on stdin: `ddp-launch __agent` is started by `ddp-launch "
+                        "--hostfile FILE` (or --hosts) on the launching machine");
+    if (c == '\n') return line;
+    line += c;
+  }
+}
+
+// The slots a filter selected, as CUDA_VISIBLE_DEVICES: positions in this host's own list
+// when it has one, else the slot numbers themselves (DeepSpeed's rule).
+void select_slots(const std::vector<int>& slots) {
+  if (slots.empty()) return;
+  std::vector<std::string> visible;
+  if (const char* v = getenv("CUDA_VISIBLE_DEVICES")) visible = split(v, ',', EmptyItems::kSkip);
+  std::vector<std::string> chosen;
+  for (int s : slots)
+    chosen.push_back(visible.empty()                           ? std::to_string(s)
+                     : static_cast<size_t>(s) < visible.size() ? visible[static_cast<size_t>(s)]
+                                                               : std::to_string(s));
+  setenv("CUDA_VISIBLE_DEVICES", fmt::format("{}", fmt::join(chosen, ",")).c_str(), 1);
+}
+
+bool loopback_name(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0; }
+
+// The end of stdin stops the agent like a SIGTERM would (the launching side is gone).
+void watch_stdin() {
+  std::thread([] {
+    char buf[256];
+    for (;;) {
+      const ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
+      if (n > 0 || (n < 0 && errno == EINTR)) continue;
+      break;
+    }
+    worker::launcher_notice("the launching machine's session ended: stopping (as on SIGTERM)");
+    kill(getpid(), SIGTERM);
+  }).detach();
+}
+
+}  // namespace
+
+int run_remote_agent() {
+  const hosts::AgentConfig config = hosts::decode_agent_config(read_config_line());
+  const hosts::AgentPlacement& p = config.placement;
+  if (!config.cwd.empty() && chdir(config.cwd.c_str()) != 0)
+    worker::launcher_notice(fmt::format("warning: {} has no folder {} (the launching shell's); starting in {}", p.host,
+                                        config.cwd, getenv("HOME") ? getenv("HOME") : "/"));
+  for (const auto& [name, value] : config.env) setenv(name.c_str(), value.c_str(), 1);
+  select_slots(p.slots);
+  const cli::Environment env = cli::environment_from(environ);
+  cli::ParsedCommandLine parsed = cli::parse_command_line(config.args, env);
+  if (!parsed.options)
+    throw LaunchError(exit_code::kUsage, "the agent configuration asks for help or the version, not a launch");
+  cli::LaunchOptions o = std::move(*parsed.options);
+  o.hosts = {};
+  o.nnodes_min = o.nnodes_max = p.nnodes;
+  o.node_rank = p.node_rank;
+  o.node_rank_given = true;
+  if (p.nproc) o.nproc = cli::NprocSpec{cli::NprocSpec::Kind::kCount, *p.nproc};
+  if (!p.master_addr.empty()) o.master_addr = p.master_addr;
+  if (p.master_port) o.master_port = *p.master_port;
+  if (o.local_addr.empty() && p.nnodes > 1 && !loopback_name(p.host)) o.local_addr = p.host;
+  o.stdin_rank_auto = false;  // stdin is the launching machine's channel, no worker's
+  o.stdin_rank.reset();
+  for (const auto& warning : o.warnings) worker::launcher_notice("warning: " + warning);
+  watch_stdin();
+  return run_agent(o, env);
+}
+
+}  // namespace ddp::launch

@@ -1,0 +1,12 @@
+// `ddp-launch __agent`: one host's agent of a many-host launch, started by the launching
+// machine (over ssh, or directly on that machine). Reads its configuration (one JSON line,
+// hosts/agent_plan) from stdin, applies the forwarded environment and its placement, then
+// runs the usual agent. The end of stdin (the ssh session, or the launching process, gone)
+// is a stop: SIGTERM to itself, so the workers stop as on any stop signal. Blocks.
+#pragma once
+
+namespace ddp::launch {
+
+int run_remote_agent();
+
+}  // namespace ddp::launch

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# A many-host launch over real ssh: three "hosts" as network namespaces on one bridge, two
+# running Debian's sshd with keys made here (the third has none: unreachable). The same
+# filesystem is seen from each, so the build's binaries are at the same path everywhere.
+# Cases: every hostfile format and a bad line; a 2 x 2 `train` run that ends with the same
+# weights as a single-node run of 4; environment forwarding (forwarded, not forwarded, the
+# env file); --exclude of a host and of a slot; a failing worker's exit code; Ctrl-C, and the
+# launching process SIGKILLed, leave no process on any host; a killed ssh session (the client
+# here, or the host's sshd process) is that host lost; an unreachable host and a host without ddp-launch; the launching machine in the list;
+# `ddp-launch exec`. Needs root, iproute2, openssh-server; exits 77 (skip) otherwise.
+# Usage: hosts_test.sh DDP_LAUNCH [TRAIN]
+# shellcheck disable=SC2016,SC2317  # the workers' lines expand on the hosts; helpers run indirectly
+set -uo pipefail
+set -m  # background jobs keep SIGINT (a non-interactive shell would ignore it in them)
+launch=$(realpath "$1")
+train=${2:+$(realpath "$2")}
+tag="ddph$$"
+work=$(mktemp -d)
+namespaces=()
+# shellcheck source=SCRIPTDIR/../../scripts/lib.sh
+source "$(dirname "$0")/../../scripts/lib.sh"
+# shellcheck source=SCRIPTDIR/../multinode/netns_lib.sh
+source "$(dirname "$0")/../multinode/netns_lib.sh"
+# shellcheck source=SCRIPTDIR/hosts_lib.sh
+source "$(dirname "$0")/hosts_lib.sh"
+trap hosts_cleanup EXIT
+
+hosts_up 3 2
+a=$(host_ip 0) b=$(host_ip 1) c=$(host_ip 2)
+cd "$work" || exit 1
+export OMP_NUM_THREADS=1
+
+run() {  # run LOG ARGS...: ddp-launch ARGS (ssh options added) in the foreground; sets rc
+  local log=$1; shift
+  timeout 120 "$launch" "$@" >"$log" 2>&1; rc=$?
+}
+has() { grep -q -- "$2" "$1"; }
+count() { grep -c -- "$2" "$1"; }
+worker='echo "rank=$RANK world=$WORLD_SIZE local=$LOCAL_RANK host=$(hostname -I | tr -d " ") cvd=${CUDA_VISIBLE_DEVICES:-none}"'
+# Nothing of the job left in the namespaces: only each sshd's listener (within 10 s).
+only_sshd_left() {
+  local i pids main
+  for _ in $(seq 100); do
+    pids=""
+    for i in 0 1; do
+      main=$(cat "$work/sshd_$i.pid" 2>/dev/null)
+      pids+=$(ip netns pids "${tag}h$i" | grep -vx "${main:-none}" | tr '\n' ' ')
+    done
+    [[ -z ${pids// /} ]] && return 0
+    sleep 0.1
+  done
+  echo "left: $(for p in $pids; do tr '\0' ' ' </proc/"$p"/cmdline; echo; done)"
+  return 1
+}
+wait_lines() {  # wait_lines FILE PATTERN N: N lines within 60 s
+  for _ in $(seq 600); do (( $(grep -c -- "$2" "$1" 2>/dev/null) >= $3 )) && return 0; sleep 0.1; done
+  return 1
+}
+
+# 1. The three hostfile formats (a comment, a blank line each), and --hosts.
+printf '# DeepSpeed\n%s slots=2\n\n%s slots=2\n' "$a" "$b" >ds.hosts
+printf '%s slots=2 max_slots=8\n%s slots=2 max_slots=4  # MPI\n' "$a" "$b" >mpi.hosts
+printf '%s:2\n\n%s:2\n' "$a" "$b" >horovod.hosts
+for f in ds mpi horovod; do
+  run "$f.log" --hostfile "$f.hosts" "${ssh_opts[@]}" --no-python sh -c "$worker"
+  check "hostfile ($f): exit 0, four ranks, two on each host (rc $rc)" \
+    test "$rc" = 0 -a "$(count "$f.log" 'world=4')" = 4 -a "$(count "$f.log" "^\[$b\] .*host=$b")" = 2
+done
+run hosts.log --hosts "$a:1,$b:3" "${ssh_opts[@]}" --no-python sh -c "$worker"
+check "--hosts $a:1,$b:3: ranks 1-3 on the second host" test "$rc" = 0 -a "$(count hosts.log "host=$b")" = 3
+check "the prefix names the host, then the rank" has hosts.log "^\[$b\] *\[rank3\]: rank=3 world=4"
+printf '%s slots=2\n%s gpus=2\n' "$a" "$b" >bad.hosts
+run bad.log --hostfile bad.hosts "${ssh_opts[@]}" --no-python true
+check "a bad hostfile line: exit 121, file and line, what to write (rc $rc)" \
+  test "$rc" = 121 -a -n "$(grep "hostfile bad.hosts:2: '$b gpus=2': unknown key 'gpus'.*'host slots=N' (DeepSpeed)" bad.log)"
+
+# 2. train, 2 hosts x 2 workers over gloo, against a single node of 4: the same weights.
+if [[ -n $train ]]; then
+  targs=(--epochs 2 --train-samples 4096 --val-samples 1024 --progress plain --log-every 1000)
+  timeout 120 "$launch" --nproc-per-node 4 "$train" "${targs[@]}" --checkpoint-dir "$work/ck1" >single.log 2>&1
+  rc_single=$?
+  printf '%s slots=2\n%s slots=2\n' "$a" "$b" >train.hosts
+  GLOO_SOCKET_IFNAME=ddpv run train.log --hostfile train.hosts --env-forward GLOO_ "${ssh_opts[@]}" \
+    "$train" "${targs[@]}" --checkpoint-dir "$work/ck2"
+  digest() { sed -n 's/.*train: final weights digest \([0-9a-f]*\).*/\1/p' "$1"; }
+  check "train across 2 hosts x 2 workers: exit 0 (rc $rc, single node $rc_single)" test "$rc" = 0 -a "$rc_single" = 0
+  check "train across hosts: 4 workers, its final line" has train.log "train: done: val_accuracy .* on 4 worker"
+  check "train across hosts ends with the single node's weights ($(digest single.log) vs $(digest train.log))" \
+    test -n "$(digest train.log)" -a "$(digest single.log)" = "$(digest train.log)"
+else
+  echo "SKIP: train across hosts (no train binary: a launcher-only build)"
+fi
+
+# 3. Environment forwarding: a default prefix, an added one, the env file; not the rest.
+printf '# for every host\nFROM_FILE="from file"\nNCCL_TEST_FWD=file-wins\n' >job.env
+NCCL_TEST_FWD=yes NCCL_OTHER=1 MY_APP_X=1 UNFORWARDED_X=1 MASTER_TEST_X=1 \
+  run env.log --hosts "$a:1,$b:1" --env-forward MY_APP_ --env-file job.env "${ssh_opts[@]}" --no-python sh -c \
+  'echo "env nccl=${NCCL_TEST_FWD:-unset} my=${MY_APP_X:-unset} file=${FROM_FILE:-unset} unf=${UNFORWARDED_X:-unset} master=${MASTER_TEST_X:-unset}"'
+check "env: forwarded, env file wins, others not (rc $rc)" \
+  has env.log "^\[$b\] .*env nccl=file-wins my=1 file=from file unf=unset master=unset"
+check "env: one start line names what is forwarded, without values" \
+  has env.log "ddp-launch: forwarding .*FROM_FILE MY_APP_X NCCL_OTHER NCCL_TEST_FWD "
+check "env: no value on the start line" test -z "$(grep 'ddp-launch: forwarding' env.log | grep 'file-wins')"
+
+# 4. --exclude: a whole host; one slot (its workers get the other slots as GPUs).
+run ex1.log --hosts "$a:2,$b:2" --exclude "$b" "${ssh_opts[@]}" --no-python sh -c "$worker"
+check "--exclude HOST: only the first host runs, world 2 (rc $rc)" \
+  test "$rc" = 0 -a "$(count ex1.log 'world=2')" = 2 -a "$(count ex1.log "host=$b")" = 0
+run ex2.log --hosts "$a:2,$b:2" --exclude "$a:0" "${ssh_opts[@]}" --no-python sh -c "$worker"
+check "--exclude HOST:SLOT: that host runs one worker on slot 1 (rc $rc)" \
+  test "$rc" = 0 -a "$(count ex2.log 'world=3')" = 3 -a -n "$(grep "rank=0 .*host=$a cvd=1" ex2.log)"
+
+# 5. A failing worker on the second host: its exit code, the report names host and rank.
+run fail.log --hosts "$a:1,$b:1" "${ssh_opts[@]}" --no-python sh -c '[ "$RANK" = 1 ] && exit 3; sleep 30'
+check "a worker failing on the second host: exit 3 (rc $rc)" test "$rc" = 3
+check "the failure report comes with the host's prefix and names the rank" has fail.log "^\[$b\] .*rank 1"
+check "the launcher's last line names the host" has fail.log "ddp-launch: the job failed (exit code 3).*$b (node rank 1)"
+check "after a failure: no process left on any host" only_sshd_left
+
+# 6. Ctrl-C on the launching side stops every host.
+"$launch" --hosts "$a:2,$b:2" "${ssh_opts[@]}" --no-python sh -c 'echo started; exec sleep 300' >int.log 2>&1 &
+pid=$!
+wait_lines int.log started 4
+kill -INT "$pid"; wait_rc "$pid" 60
+check "Ctrl-C: exit 130 (rc $rc)" test "$rc" = 130
+check "Ctrl-C: no process left on any host" only_sshd_left
+
+# 7. The launching process SIGKILLed: its ssh sessions end, every agent stops.
+"$launch" --hosts "$a:1,$b:1" "${ssh_opts[@]}" --no-python sh -c 'echo started; exec sleep 300' >kill.log 2>&1 &
+pid=$!
+wait_lines kill.log started 2
+kill -KILL "$pid"; wait "$pid" 2>/dev/null
+check "launcher SIGKILLed: no process left on any host" only_sshd_left
+
+# 8. One host's ssh session killed: that host is lost, named; the job stops (exit 124).
+"$launch" --hosts "$a:1,$b:1" "${ssh_opts[@]}" --no-python sh -c 'echo started; exec sleep 300' >lost.log 2>&1 &
+pid=$!
+wait_lines lost.log started 2
+session=$(pgrep -f -- "-T -- $b if \\[ -x" | head -1)
+if [[ -n $session ]]; then kill -KILL "$session"; fi
+wait_rc "$pid" 60
+if [[ $rc == timeout ]]; then kill -KILL "$pid"; fi
+check "a killed ssh session: exit 124 (rc $rc)" test "$rc" = 124
+check "a killed ssh session: that host is reported lost" has lost.log "ddp-launch: host $b (node rank 1) lost: its ssh session ended"
+check "a killed ssh session: no process left on any host" only_sshd_left
+
+# 8b. The same from the host's side: its sshd's process for the connection killed.
+"$launch" --hosts "$a:1,$b:1" "${ssh_opts[@]}" --no-python sh -c 'echo started; exec sleep 300' >lost2.log 2>&1 &
+pid=$!
+wait_lines lost2.log started 2
+conn=$(pgrep -P "$(cat "$work/sshd_1.pid")" sshd | head -1)
+if [[ -n $conn ]]; then kill -KILL "$conn"; fi
+wait_rc "$pid" 60
+if [[ $rc == timeout ]]; then kill -KILL "$pid"; fi
+check "the host's sshd connection killed: exit 124, that host reported lost (rc $rc)" \
+  test "$rc" = 124 -a -n "$(grep "ddp-launch: host $b (node rank 1) lost: its ssh session ended" lost2.log)"
+check "the host's sshd connection killed: no process left on any host" only_sshd_left
+
+# 9. An unreachable host, and a host without ddp-launch: clear errors naming it; nothing starts.
+run unreach.log --hosts "$a:1,$c:1" "${ssh_opts[@]}" --no-python true
+check "an unreachable host: exit 124 naming it (rc $rc)" \
+  test "$rc" = 124 -a -n "$(grep "cannot reach 1 of 2 host(s) over ssh: $c: .*refused" unreach.log)"
+run nolaunch.log --hosts "$a:1,$b:1" --remote-launcher /nonexistent/ddp-launch "${ssh_opts[@]}" --no-python true
+check "no ddp-launch on the host: exit 127, the host's line says so (rc $rc)" \
+  test "$rc" = 127 -a -n "$(grep "^\[$b\] *ddp-launch: no ddp-launch at /nonexistent/ddp-launch on this host" nolaunch.log)"
+check "after those errors: no process left on any host" only_sshd_left
+
+# 10. The launching machine in the list: its agent starts without ssh.
+ip netns exec "${tag}h0" timeout 120 "$launch" --hosts "$a:1,$b:1" "${ssh_opts[@]}" --no-python sh -c "$worker" \
+  >local.log 2>&1; rc=$?
+check "the launching machine in the list: exit 0, one ssh connection (rc $rc)" \
+  test "$rc" = 0 -a -n "$(grep "$a (node 0, 1 worker(s), this machine)" local.log)" -a -n "$(grep 'connected to 1 host(s)' local.log)"
+
+# 11. exec: every host, prefixed; the first non-zero exit code in host order; unreachable named.
+timeout 60 "$launch" exec --hosts "$a,$b" "${ssh_opts[@]}" -- 'echo "on $(hostname -I)"' >exec1.log 2>&1; rc=$?
+check "exec: exit 0, each host's line with its prefix (rc $rc)" \
+  test "$rc" = 0 -a -n "$(grep "^\[$a\] *on $a" exec1.log)" -a -n "$(grep "^\[$b\] *on $b" exec1.log)"
+timeout 60 "$launch" exec --hosts "$a,$b" "${ssh_opts[@]}" -- 'hostname -I | grep -q' "$b" '&& exit 5; exit 4' \
+  >exec2.log 2>&1; rc=$?
+check "exec: the first non-zero code in host order (rc $rc)" test "$rc" = 4
+timeout 60 "$launch" exec --hosts "$a,$c" "${ssh_opts[@]}" -- true >exec3.log 2>&1; rc=$?
+check "exec: an unreachable host named (rc $rc)" test "$rc" = 124 -a -n "$(grep "over ssh: $c:" exec3.log)"
+
+netns_report

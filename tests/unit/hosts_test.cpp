@@ -1,0 +1,267 @@
+// A many-host launch's pure parts: the hostfile formats (DeepSpeed, MPI, Horovod), --hosts,
+// bad lines named by file and line, --include/--exclude in DeepSpeed's syntax, environment
+// forwarding and --env-file, the agent plan and its JSON line, ssh command lines, and the
+// host-prefixed output with partial lines.
+#include <catch2/catch.hpp>
+
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
+#include "launcher/cli/options.hpp"
+#include "launcher/hosts/agent_plan.hpp"
+#include "launcher/hosts/env_forward.hpp"
+#include "launcher/hosts/hostfile.hpp"
+#include "launcher/hosts/resource_filter.hpp"
+#include "launcher/remote/host_output.hpp"
+#include "launcher/remote/ssh_command.hpp"
+
+using namespace ddp::launch;
+using Catch::Matchers::Contains;
+
+namespace {
+
+template <typename F>
+std::string usage_error_of(F&& f) {
+  try {
+    f();
+  } catch (const LaunchError& e) {
+    CHECK(e.exit_code() == exit_code::kUsage);
+    return e.what();
+  }
+  FAIL("expected a usage error");
+  return "";
+}
+
+std::string names_and_slots(const std::vector<hosts::HostEntry>& list) {
+  std::string out;
+  for (const auto& h : list) out += h.name + "=" + std::to_string(h.slots) + " ";
+  return out;
+}
+
+std::string selection(const std::vector<hosts::SelectedHost>& list) {
+  std::string out;
+  for (const auto& h : list) {
+    out += h.name + ":";
+    for (int s : h.selected) out += std::to_string(s);
+    out += h.filtered ? "* " : " ";
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("hostfile: DeepSpeed, MPI and Horovod lines, comments and blank lines") {
+  const auto list = hosts::parse_hostfile(
+      "# the cluster\n"
+      "worker-1 slots=4\n"
+      "\n"
+      "worker-2 slots=2 max_slots=8   # MPI\n"
+      "  10.0.0.3:3\r\n"
+      "worker-4\n"
+      "worker-5 max_slots=2\n"
+      "\tworker-6\tslots=1\n",
+      "hf");
+  CHECK(names_and_slots(list) == "worker-1=4 worker-2=2 10.0.0.3=3 worker-4=1 worker-5=2 worker-6=1 ");
+  CHECK(list[0].line == 2);
+  CHECK(list[2].line == 5);
+}
+
+TEST_CASE("hostfile: a bad line names the file, the line, and what to write") {
+  auto err = [](const std::string& text) { return usage_error_of([&] { hosts::parse_hostfile(text, "my.hosts"); }); };
+  CHECK_THAT(err("a slots=2\nb slots=x\n"),
+             Contains("hostfile my.hosts:2: 'b slots=x'") && Contains("slots must be a whole number") &&
+                 Contains("'host slots=N' (DeepSpeed)") && Contains("'host:N' (Horovod)"));
+  CHECK_THAT(err("a slots=0"), Contains("my.hosts:1") && Contains("from 1 to"));
+  CHECK_THAT(err("a gpus=2"), Contains("unknown key 'gpus' (known: slots, max_slots)"));
+  CHECK_THAT(err("a slots"), Contains("'slots' is not KEY=VALUE"));
+  CHECK_THAT(err("a:2 slots=2"), Contains("'host:N' takes nothing after it"));
+  CHECK_THAT(err("a:"), Contains("the slot count after ':'"));
+  CHECK_THAT(err("a slots=4 max_slots=2"), Contains("max_slots=2 is less than slots=4"));
+  CHECK_THAT(err("a\n# c\nb\na slots=2\n"), Contains("my.hosts:4: host 'a' is already listed on line 1"));
+  CHECK_THAT(err("# nothing\n\n"), Contains("hostfile my.hosts lists no host"));
+}
+
+TEST_CASE("host list: --hosts HOST[:SLOTS],...") {
+  CHECK(names_and_slots(hosts::parse_host_list("h1:4,h2,h3:2")) == "h1=4 h2=1 h3=2 ");
+  CHECK_THAT(usage_error_of([] { hosts::parse_host_list("h1:4,,h2"); }), Contains("an empty item"));
+  CHECK_THAT(usage_error_of([] { hosts::parse_host_list("h1,h1:2"); }), Contains("host 'h1' is listed twice"));
+  CHECK_THAT(usage_error_of([] { hosts::parse_host_list("h1:four"); }), Contains("the slot count"));
+}
+
+TEST_CASE("resource filter: --include and --exclude, hosts and slots, DeepSpeed's syntax") {
+  const auto list = hosts::parse_host_list("h1:4,h2:2,h3:1");
+  CHECK(selection(hosts::select_hosts(list, "", "")) == "h1:0123 h2:01 h3:0 ");
+  CHECK(selection(hosts::select_hosts(list, "h1:0,2@h3", "")) == "h1:02* h3:0 ");
+  CHECK(selection(hosts::select_hosts(list, "h2", "")) == "h2:01 ");
+  CHECK(selection(hosts::select_hosts(list, "", "h2")) == "h1:0123 h3:0 ");
+  CHECK(selection(hosts::select_hosts(list, "", "h1:1@h3")) == "h1:023* h2:01 ");
+  CHECK(selection(hosts::select_hosts(list, "", "h2:0,1")) == "h1:0123 h3:0 ");
+  CHECK_THAT(usage_error_of([&] { hosts::select_hosts(list, "h1", "h2"); }),
+             Contains("--include and --exclude contradict each other"));
+  CHECK_THAT(usage_error_of([&] { hosts::select_hosts(list, "h9", ""); }),
+             Contains("--include 'h9': host 'h9' is not in the host list (h1, h2, h3)") && Contains("h1:0,2@h2"));
+  CHECK_THAT(usage_error_of([&] { hosts::select_hosts(list, "", "h2:2"); }),
+             Contains("host 'h2' has slots 0-1, not 2"));
+  CHECK_THAT(usage_error_of([&] { hosts::select_hosts(list, "", "h1@h2@h3"); }), Contains("leaves no host"));
+  CHECK_THAT(usage_error_of([&] { hosts::select_hosts(list, "h1:x", ""); }), Contains("'x' is not a slot index"));
+}
+
+TEST_CASE("env forwarding: default prefixes, additions, never MASTER_/PET_, the env file wins") {
+  const std::map<std::string, std::string> env{
+      {"NCCL_DEBUG", "INFO"},        {"WANDB_PROJECT", "p"}, {"MASTER_ADDR", "x"}, {"PET_NNODES", "2"},
+      {"CUDA_VISIBLE_DEVICES", "1"}, {"CUDA_HOME", "/c"},    {"MY_SETTING", "1"},  {"HOME", "/root"},
+      {"PYTHONPATH", "/p"}};
+  auto names = [](const std::map<std::string, std::string>& m) {
+    std::string out;
+    for (const auto& [k, v] : m) out += k + "=" + v + " ";
+    return out;
+  };
+  CHECK(names(hosts::forwarded_environment(env, hosts::forward_prefixes(""), {})) ==
+        "CUDA_HOME=/c NCCL_DEBUG=INFO PYTHONPATH=/p WANDB_PROJECT=p ");
+  CHECK(names(hosts::forwarded_environment(env, hosts::forward_prefixes("MY_"), {{"NCCL_DEBUG", "WARN"}})) ==
+        "CUDA_HOME=/c MY_SETTING=1 NCCL_DEBUG=WARN PYTHONPATH=/p WANDB_PROJECT=p ");
+  CHECK(names(hosts::forwarded_environment(env, hosts::forward_prefixes("none,HOME"), {})) == "HOME=/root ");
+  CHECK(hosts::forward_prefixes("none").empty());
+  CHECK_THAT(usage_error_of([] { hosts::forward_prefixes("MASTER_"); }), Contains("MASTER_ is never forwarded"));
+  CHECK_THAT(usage_error_of([] { hosts::forward_prefixes("PET_NNODES"); }), Contains("never forwarded"));
+  CHECK_THAT(usage_error_of([] { hosts::forward_prefixes("A-B"); }), Contains("'A-B' is not a variable name"));
+}
+
+TEST_CASE("env file: KEY=VALUE lines, comments, export, quotes, and bad lines by number") {
+  const auto pairs =
+      hosts::parse_env_file("# settings\nA=1\n\nexport B=\"two words\"\nC='x#y'\nD=\nE=a=b\r\n", "job.env");
+  REQUIRE(pairs.size() == 5);
+  CHECK(pairs[1] == std::make_pair(std::string("B"), std::string("two words")));
+  CHECK(pairs[2].second == "x#y");
+  CHECK(pairs[3].second.empty());
+  CHECK(pairs[4].second == "a=b");
+  CHECK_THAT(usage_error_of([] { hosts::parse_env_file("A=1\nnot a pair\n", "job.env"); }),
+             Contains("--env-file job.env:2: 'not a pair' is not KEY=VALUE"));
+  CHECK_THAT(usage_error_of([] { hosts::parse_env_file("MASTER_PORT=1\n", "job.env"); }),
+             Contains("job.env:1: MASTER_PORT cannot be set this way"));
+}
+
+TEST_CASE("agent plan: node ranks in list order, workers from slots, the first host hosts the store") {
+  const auto selected = hosts::select_hosts(hosts::parse_host_list("a:4,b:2,c:2"), "", "b:1");
+  hosts::PlanInputs in;
+  in.is_local = [](const std::string& h) { return h == "b"; };
+  const auto plan = hosts::plan_agents(selected, in, std::nullopt);
+  REQUIRE(plan.size() == 3);
+  CHECK(plan[0].node_rank == 0);
+  CHECK(plan[2].node_rank == 2);
+  CHECK(plan[1].nnodes == 3);
+  CHECK(*plan[0].nproc == 4);
+  CHECK(*plan[1].nproc == 1);
+  CHECK(plan[1].slots == std::vector<int>{0});
+  CHECK(plan[0].slots.empty());
+  CHECK(plan[2].master_addr == "a");
+  CHECK(*plan[2].master_port == hosts::kDefaultMasterPort);
+  CHECK(plan[1].local);
+  CHECK_FALSE(plan[0].local);
+
+  in.nproc_given = true;
+  in.master_addr_given = true;
+  in.master_port = 29999;
+  const auto given = hosts::plan_agents(selected, in, 1);
+  CHECK_FALSE(given[0].nproc);
+  CHECK(given[0].master_addr.empty());
+  CHECK(*given[0].master_port == 29999);
+  CHECK_THAT(usage_error_of([&] { hosts::plan_agents(selected, in, 2); }),
+             Contains("--nproc-per-node 2 asks for more workers than the 1 slot(s) selected on host 'b'"));
+
+  hosts::PlanInputs plain;
+  CHECK_THAT(usage_error_of([&] {
+               hosts::plan_agents(hosts::select_hosts(hosts::parse_host_list("localhost:2,b:2"), "", ""), plain,
+                                  std::nullopt);
+             }),
+             Contains("the first host, 'localhost', hosts the job's store"));
+  // One host alone: a single-node job there, no store address to set.
+  const auto one =
+      hosts::plan_agents(hosts::select_hosts(hosts::parse_host_list("localhost:2"), "", ""), plain, std::nullopt);
+  CHECK(one[0].master_addr.empty());
+  CHECK_FALSE(one[0].master_port);
+}
+
+TEST_CASE("agent configuration: one JSON line there and back; a foreign one is a clear error") {
+  hosts::AgentConfig c;
+  c.args = {"--nproc-per-node", "2", "train", "--steps", "3 4", "'quoted'"};
+  c.env = {{"NCCL_DEBUG", "INFO"}, {"X", "a\nb"}};
+  c.cwd = "/work dir";
+  c.placement.host = "h2";
+  c.placement.node_rank = 1;
+  c.placement.nnodes = 2;
+  c.placement.nproc = 2;
+  c.placement.slots = {0, 2};
+  c.placement.master_addr = "h1";
+  c.placement.master_port = 29500;
+  const std::string line = hosts::encode_agent_config(c);
+  CHECK(line.back() == '\n');
+  CHECK(line.find('\n') == line.size() - 1);
+  const hosts::AgentConfig d = hosts::decode_agent_config(line);
+  CHECK(d.args == c.args);
+  CHECK(d.env == c.env);
+  CHECK(d.cwd == c.cwd);
+  CHECK(d.placement.host == "h2");
+  CHECK(d.placement.slots == c.placement.slots);
+  CHECK(*d.placement.nproc == 2);
+  CHECK(*d.placement.master_port == 29500);
+  CHECK_THAT(usage_error_of([] { hosts::decode_agent_config("{\"version\": 99}"); }),
+             Contains("version 99") && Contains("same ddp-launch version on every host"));
+  CHECK_THAT(usage_error_of([] { hosts::decode_agent_config("hello"); }), Contains("is not one this ddp-launch reads"));
+}
+
+TEST_CASE("ssh command lines: ours that the launch needs first, the user's kept, a multiplexed session") {
+  remote::SshSettings s;
+  s.port = 2222;
+  s.options = {"IdentityFile=/k", "ControlPersist=30"};
+  const auto master = remote::ssh_master_argv(s, "h1", "/tmp/c/0");
+  const std::string m = [&] {
+    std::string out;
+    for (const auto& a : master) out += a + " ";
+    return out;
+  }();
+  CHECK(m.rfind("ssh -o BatchMode=yes -o ControlPath=/tmp/c/0 -o ControlMaster=yes -p 2222 -o IdentityFile=/k -o "
+                "ControlPersist=30 -o ControlPersist=no ",
+                0) == 0);  // theirs before our soft defaults: their ControlPersist=30 wins
+  CHECK(master.back() == "h1");
+  CHECK(master[master.size() - 3] == "-N");
+  CHECK_THAT(m, !Contains(" -M "));  // -M with ControlMaster=yes means "ask", which BatchMode refuses
+  const auto session = remote::ssh_session_argv(s, "h1", "/tmp/c/0", "exec '/x y/ddp-launch' __agent");
+  CHECK(session.back() == "exec '/x y/ddp-launch' __agent");
+  CHECK(session[session.size() - 2] == "h1");
+  CHECK(remote::shell_quote("it's") == "'it'\\''s'");
+}
+
+TEST_CASE("host output: prefixes per line, partial lines at once, another host ends an open line") {
+  remote::HostOutput out(remote::host_prefixes({"a", "bb"}));
+  CHECK(remote::host_prefixes({"a", "bb"})[0] == "[a]  ");
+  CHECK(out.add(0, "one\ntwo") == "[a]  one\n[a]  two");
+  CHECK(out.add(0, " more\n") == " more\n");
+  CHECK(out.add(1, "10%\r20%") == "[bb] 10%\r[bb] 20%");
+  CHECK(out.add(0, "x\n") == "\n[a]  x\n");  // bb's bar was open: a newline first
+  CHECK(out.add(1, "\r30%\n") == "[bb] \r[bb] 30%\n");
+  CHECK(out.add(1, "dos\r\n") == "[bb] dos\r\n");
+  CHECK(out.add(0, "tail") == "[a]  tail");
+  CHECK(out.finish(0) == "\n");
+  CHECK(out.finish(1).empty());
+}
+
+TEST_CASE("host flags: parsed raw, --ssh-option repeatable with one value each, PROGRAM kept") {
+  auto parsed = cli::parse_command_line(
+      {"--hostfile", "h.txt", "--include", "a:0@b", "--ssh-option", "A=1", "--ssh-option", "B=2", "--ssh-port", "2222",
+       "--env-forward", "MY_", "--env-file", "e.env", "train", "--epochs", "1"},
+      {});
+  REQUIRE(parsed.options);
+  const cli::LaunchOptions& o = *parsed.options;
+  CHECK(o.hosts.any());
+  CHECK(o.hosts.hostfile == "h.txt");
+  CHECK(o.hosts.include == "a:0@b");
+  CHECK(o.hosts.ssh_options == std::vector<std::string>{"A=1", "B=2"});
+  CHECK(*o.hosts.ssh_port == 2222);
+  CHECK(o.hosts.env_forward == "MY_");
+  CHECK(o.hosts.env_file == "e.env");
+  CHECK(o.program == "train");
+  CHECK(o.program_args == std::vector<std::string>{"--epochs", "1"});
+  CHECK_FALSE(o.nproc_given);
+  CHECK(cli::parse_command_line({"--nproc-per-node", "2", "x"}, {}).options->nproc_given);
+  CHECK_FALSE(cli::parse_command_line({"x"}, {}).options->hosts.any());
+}
