@@ -119,6 +119,34 @@ def check_basic():
     print(f"ok: one DDP step on {n} ranks left identical parameters (checksum {sums[0]})")
 
 
+def check_port():
+    """trainers/port.cpp: SyncBatchNorm + DDP + ZeroRedundancyOptimizer + DistributedSampler +
+    async all_reduce + reduce_scatter, a typical torch.distributed script in C++."""
+    n = ARGS.nproc
+    rc, out = launch(n, "port", "--epochs", "3")
+    expect_rc(rc, out)
+    pattern = (rf"port: rank (\d+)/{n} loss (\S+) -> (\S+), class counts (\d+)\+(\d+), all (\d+) of (\d+), "
+               r"params checksum=(\S+) identical_across_ranks=yes")
+    rows = {}
+    for line in out.splitlines():
+        m = re.search(pattern, line)
+        if m:
+            rows[int(m.group(1))] = m.groups()
+    if sorted(rows) != list(range(n)):
+        fail(f"expected a final line from each of ranks 0..{n - 1}, got {sorted(rows)}", out)
+    first, last = float(rows[0][1]), float(rows[0][2])
+    if not last < 0.8 * first:
+        fail(f"the group's mean loss did not fall: {first} -> {last}", out)
+    counts = sum(int(r[3]) + int(r[4]) for r in rows.values())
+    expected = int(rows[0][6])
+    if counts != expected or any(int(r[5]) != expected for r in rows.values()):
+        fail(f"reduce_scatter'ed class counts sum to {counts}, expected {expected}", out)
+    if len({r[7] for r in rows.values()}) != 1 or len({(r[1], r[2]) for r in rows.values()}) != 1:
+        fail("ranks disagree on the parameters or the averaged loss", out)
+    print(f"ok: the port trains on {n} ranks (loss {first} -> {last}), identical parameters, "
+          f"class counts {counts} of {expected}")
+
+
 def check_checkpoint():
     n = ARGS.nproc
     with tempfile.TemporaryDirectory() as tmp:
