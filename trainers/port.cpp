@@ -43,9 +43,8 @@ int train(int epochs) {
   const Data data = make_data(classes);
 
   torch::manual_seed(0);  // the same initial weights on every rank (DDP also broadcasts rank 0's)
-  torch::nn::Sequential net(torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 8, 3).padding(1)),
-                            torch::nn::BatchNorm2d(8), torch::nn::ReLU(), torch::nn::Flatten(),
-                            torch::nn::Linear(8 * kSide * kSide, classes));
+  torch::nn::Sequential net(torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 8, 3).padding(1)), torch::nn::BatchNorm2d(8),
+                            torch::nn::ReLU(), torch::nn::Flatten(), torch::nn::Linear(8 * kSide * kSide, classes));
   ddp::convert_sync_batchnorm(net.ptr());  // Sequential children are swapped in place
   ddp::DistributedDataParallel model(net);
   ddp::ZeroRedundancyOptimizer optimizer(model.parameters(),
@@ -103,11 +102,12 @@ int train(int epochs) {
   const auto sums = ddp::all_gather(torch::tensor({sum}, torch::kDouble));
   bool identical = true;
   for (const auto& s : sums) identical = identical && s.item<double>() == sum;
-  std::printf("port: rank %d/%d loss %.4f -> %.4f, class counts %lld+%lld, all %lld of %lld, params checksum=%.10g "
-              "identical_across_ranks=%s\n",
-              rank, world, first_loss, last_loss, static_cast<long long>(shard[0].item<int64_t>()),
-              static_cast<long long>(shard[1].item<int64_t>()), static_cast<long long>(total.item<int64_t>()),
-              static_cast<long long>(expected), sum, identical ? "yes" : "no");
+  std::printf(
+      "port: rank %d/%d loss %.4f -> %.4f, class counts %lld+%lld, all %lld of %lld, params checksum=%.10g "
+      "identical_across_ranks=%s\n",
+      rank, world, first_loss, last_loss, static_cast<long long>(shard[0].item<int64_t>()),
+      static_cast<long long>(shard[1].item<int64_t>()), static_cast<long long>(total.item<int64_t>()),
+      static_cast<long long>(expected), sum, identical ? "yes" : "no");
   return identical && total.item<int64_t>() == expected ? 0 : 1;
 }
 
