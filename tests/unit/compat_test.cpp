@@ -70,7 +70,7 @@ TEST_CASE("expand_flag_prefixes stops at PROGRAM and skips flag values") {
   CHECK(expand_flag_prefixes(flags, {"--zzz", "p"}) == std::vector<std::string>{"--zzz", "p"});
 }
 
-TEST_CASE("--rdzv-conf with the quotes a Kubernetes args list keeps") {
+TEST_CASE("rdzv-conf: the quotes a Kubernetes args list keeps are dropped") {
   auto o = parse({"--rdzv-conf='join_timeout=5,last_call_timeout=1,timeout=5'", "prog"});
   CHECK(o.rdzv.join_timeout_s == 5);
   CHECK(o.rdzv.last_call_timeout_s == 1);
@@ -85,7 +85,7 @@ TEST_CASE("--rdzv-conf with the quotes a Kubernetes args list keeps") {
   CHECK(parse_rdzv_conf("'join_timeout=5", {}).ignored_keys == std::vector<std::string>{"'join_timeout"});
 }
 
-TEST_CASE("--logs-specs: the default layout, or a clear error for a plug-in") {
+TEST_CASE("logs-specs: the default layout, or a clear error for a plug-in") {
   CHECK(parse({"--logs-specs=default", "prog"}).program == "prog");
   CHECK(parse({"--logs_specs", "default", "prog"}).program == "prog");
   CHECK_THAT(usage_error_of({"--logs_specs=DOESNOT_EXIST", "prog"}),
