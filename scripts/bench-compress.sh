@@ -15,7 +15,8 @@
 #      powersgd:2") and UNSHAPED_PY ("allreduce"), FLOOR (1: the no-communication run),
 #      TRAIN/VAL (4096/2048 samples), EPOCHS (3), BATCH (32 per worker), WARMUP (10 steps),
 #      LR (0.01), PSGD_START (2: plain steps before PowerSGD compresses), HIDDEN (1024),
-#      LAYERS (4), IN_DIM (784), CLASSES (10), RUN_TIMEOUT (300 s),
+#      LAYERS (4), IN_DIM (784), CLASSES (10), RUN_TIMEOUT (180 s: a job
+#      still running then is stopped and reported; PyTorch 1.13's PowerSGD on gloo sometimes hangs),
 #      NS_PREFIX (ddpc<pid>: the namespaces' names), RESULTS (a file to keep the result lines),
 #      ACC_EPOCHS (0: off; N: afterwards, once, ACC_HOOKS ("allreduce powersgd:1 powersgd:2
 #      powersgd:4") by libddp for N epochs on the unshaped link, as link=unshaped-Nep: the
@@ -127,7 +128,7 @@ run_pair() {
     local ns=$a dev=$va ip=$ip_a
     ((node == 1)) && ns=$b dev=$vb ip=$ip_b
     ip netns exec "$ns" env OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME="$dev" PYTHON_EXEC="$python" \
-      timeout -k 5 "${RUN_TIMEOUT:-300}" "$launcher" --nnodes=2 --node-rank="$node" --nproc-per-node=1 \
+      timeout -k 5 "${RUN_TIMEOUT:-180}" "$launcher" --nnodes=2 --node-rank="$node" --nproc-per-node=1 \
       --master-addr="$ip_a" --master-port="$port" --local-addr="$ip" --rdzv-conf=join_timeout=60 \
       "$prog" "${args[@]}" >"$([[ $node == 0 ]] && echo "$log_a" || echo "$log_b")" 2>&1 &
     ((node == 0)) && pa=$! || pb=$!
@@ -143,7 +144,7 @@ run_pair() {
     # the innermost cause: gloo's enforce message where there is one, else the first error
     why=$({ grep -ho 'enforce fail[^"]*' "$log_a" "$log_b" || grep -hoE '([A-Za-z]+Error: [^"]*|error: .*)' "$log_a" "$log_b"; } |
       head -1 | sed 's/^\(RuntimeError: Got the following error when running the callback: \)*//' | cut -c1-140 || true)
-    [[ $rc_a == 124 || $rc_b == 124 ]] && why="timed out after RUN_TIMEOUT=${RUN_TIMEOUT:-300} s${why:+: $why}"
+    [[ $rc_a == 124 || $rc_b == 124 ]] && why="timed out after RUN_TIMEOUT=${RUN_TIMEOUT:-180} s${why:+: $why}"
     line="# failed: ${head#case=compress } exit=$rc_a/$rc_b reason=${why:-no result line}"
   fi
   echo "$line" | tee -a "$results"

@@ -71,16 +71,23 @@ if ((print_data)); then
   exit 0
 fi
 columns=$(head -1 "$data" | wc -w)
+# Many bars (bench-compress.sh's hooks): a wider chart, the legend beside it, more colours.
+size="1000,480" key="top left"
+((columns - 1 > 4)) && size="1250,480" key="outside right top"
 
 gnuplot <<EOF || { echo "plot-bench.sh: gnuplot failed" >&2; exit 1; }
-set terminal pngcairo size 1000,480 font 'DejaVu Sans,10'
+set terminal pngcairo size $size font 'DejaVu Sans,10'
 set output '${out//\'/\'\'}'
 set title '${title//\'/\'\'}' noenhanced
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.85 border -1
 set boxwidth 0.9
-set key noenhanced top left
+set key noenhanced $key
+set linetype 9 lc rgb '#8c564b'
+set linetype 10 lc rgb '#7f7f7f'
+set linetype 11 lc rgb '#bcbd22'
+set linetype 12 lc rgb '#17becf'
 set grid ytics
 set yrange [0:*]
 set ylabel 'samples/s (median)'

@@ -45,10 +45,12 @@ ip netns del "${prefix}probe"
 
 tiny=(TRAIN=256 VAL=64 EPOCHS=2 WARMUP=2 HIDDEN=32 REPEATS=1 RUN_TIMEOUT=120)
 
-# 1. The smoke run: floor, 1 Gbit/s (libddp plain and PowerSGD rank 2, Python plain), unshaped.
+# 1. The smoke run: floor, 1 Gbit/s (libddp plain and PowerSGD rank 2, Python plain), unshaped,
+# and the longer-schedule accuracy run (ACC_EPOCHS).
 rc=0
 env "${tiny[@]}" NS_PREFIX="${prefix}s" RESULTS="$tmp/results.txt" LINKS="1gbit unshaped" \
   HOOKS_CPP="allreduce powersgd:2" HOOKS_PY="allreduce" UNSHAPED_CPP="allreduce" UNSHAPED_PY="" \
+  ACC_EPOCHS=3 ACC_HOOKS="allreduce" \
   "$bench" >"$tmp/out" 2>&1 || rc=$?
 ((rc == 0)) || fail "the smoke run exited $rc: $(cat "$tmp/out")"
 number='[0-9]+(\.[0-9]+)?'
@@ -59,7 +61,10 @@ for head in "link=no-comm peer=cpp-ddp hook=none" "link=1gbit peer=cpp-ddp hook=
   grep -qE "^case=compress $head world=2 steps=6 batch=32 params=[0-9]+ samples_per_s=$number step_ms=$number accuracy=0\.[0-9]{4}$" \
     "$tmp/results.txt" || fail "no result line for '$head': $(cat "$tmp/out")"
 done
-(($(grep -c '^case=compress ' "$tmp/results.txt") == 5)) || fail "expected 5 result lines: $(cat "$tmp/results.txt")"
+# ACC_EPOCHS=3: 4 steps an epoch, 3 epochs, 2 of warm-up: 10 timed.
+grep -qE "^case=compress link=unshaped-3ep peer=cpp-ddp hook=allreduce world=2 steps=10 .* accuracy=0\.[0-9]{4}$" \
+  "$tmp/results.txt" || fail "no ACC_EPOCHS result line: $(cat "$tmp/out")"
+(($(grep -c '^case=compress ' "$tmp/results.txt") == 6)) || fail "expected 6 result lines: $(cat "$tmp/results.txt")"
 ! grep -q '^# failed:' "$tmp/out" || fail "a configuration failed: $(cat "$tmp/out")"
 rate=$(sed -n 's/^# link 1gbit: gbit_per_s=\([0-9.]*\) rtt_ms=[0-9.]*$/\1/p' "$tmp/out")
 [[ -n $rate ]] || fail "no probe line for the 1gbit link: $(cat "$tmp/out")"
@@ -98,4 +103,4 @@ wait "$pid" || rc=$?
 ((rc == 143)) || fail "the stopped run exited $rc, expected 143: $(cat "$tmp/out")"
 for _ in $(seq 50); do [[ -z $(leftovers) ]] && break; sleep 0.1; done
 [[ -z $(leftovers) ]] || fail "left behind after SIGTERM: $(leftovers)"
-echo "ok: 5 configurations ran over a $rate Gbit/s link; a bad hook reported; SIGTERM cleaned up"
+echo "ok: 6 configurations ran over a $rate Gbit/s link; a bad hook reported; SIGTERM cleaned up"
