@@ -43,6 +43,14 @@ links=${LINKS-1gbit 10gbit unshaped}
 delay=${DELAY-0.25ms}
 hooks_cpp=${HOOKS_CPP-allreduce fp16 bf16 powersgd:1 powersgd:2 powersgd:4}
 hooks_py=${HOOKS_PY-allreduce fp16 powersgd:2}
+[[ $repeats =~ ^[1-9][0-9]*$ ]] || die "REPEATS=$repeats: expected a count of 1 or more"
+for link in $links; do
+  [[ $link == unshaped || $link =~ ^[0-9]+(\.[0-9]+)?[kmg]bit$ ]] ||
+    die "LINKS: '$link' is not a rate tc knows (e.g. 100mbit, 1gbit, 10gbit) or 'unshaped'"
+done
+for n in "${TRAIN:-4096}" "${VAL:-2048}" "${EPOCHS:-3}" "${BATCH:-32}" "${HIDDEN:-1024}" "${ACC_EPOCHS:-0}"; do
+  [[ $n =~ ^[0-9]+$ ]] || die "'$n' in TRAIN/VAL/EPOCHS/BATCH/HIDDEN/ACC_EPOCHS is not a whole number"
+done
 python=/usr/bin/python3
 helper=$repo_root/scripts/bench_compress.py
 peer_py=$repo_root/bench/peers/python_ddp_bench.py

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/bench-compress.sh: --help and a stray argument, then one smoke run with tiny sizes
+# scripts/bench-compress.sh: --help, a stray argument and bad settings, then one smoke run with tiny sizes
 # (real namespaces, a veth shaped to 1 Gbit/s by tc, two ddp-launch nodes, libddp and Python
 # DDP): a result line with steps, samples/s and accuracy per configuration, the probe under the
 # shaped rate, the summary's targets line, and the namespaces and their processes gone. Then
@@ -37,6 +37,15 @@ err=$("$bench" --bogus 2>&1 >/dev/null) || rc=$?
 
 [[ $(id -u) == 0 ]] || skip "needs root (network namespaces, tc)"
 need 77 ip tc
+bad_env() {  # bad_env EXPECTED VAR=VALUE: exit 2, one error line naming the setting
+  local expected=$1 rc=0 err
+  err=$(env "$2" "$bench" 2>&1 >/dev/null) || rc=$?
+  [[ $rc == 2 && $(wc -l <<<"$err") == 1 && $err == "bench-compress.sh: error: "*"$expected"* ]] ||
+    fail "$2: exit $rc, '$err'"
+}
+bad_env "LINKS: '1gbps' is not a rate tc knows" LINKS=1gbps
+bad_env "REPEATS=0: expected a count of 1 or more" REPEATS=0
+bad_env "'many' in TRAIN/VAL/EPOCHS" EPOCHS=many
 /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || skip "/usr/bin/python3 has no torch (Debian's python3-torch)"
 [[ -x $build_dir/launcher/ddp-launch && -x $build_dir/tests/runtime/ddp_bench ]] ||
   skip "build ddp-launch and ddp_bench into $build_dir first (cmake --build $build_dir --target ddp-launch ddp_bench)"
