@@ -61,7 +61,7 @@ debian_package() {
     ninja) echo ninja-build ;;
     c++ | g++ | gcc | make) echo build-essential ;;
     pkg-config) echo pkg-config ;;
-    ip | ss) echo iproute2 ;;
+    ip | ss | tc) echo iproute2 ;;
     ping) echo iputils-ping ;;
     ps | pgrep | pkill) echo procps ;;
     time) echo time ;;

@@ -82,4 +82,29 @@ rc=0
 err=$("$bench" "$tmp/nobench.txt" 2>&1 > /dev/null) || rc=$?
 [[ $rc == 2 && $err == "plot-bench.sh: error: $tmp/nobench.txt: no 'case=... peer=... samples_per_s=...' lines"* ]] ||
   fail "plot-bench.sh on a file without results: exit $rc, '$err'"
-echo "ok: PNG ${width}x${height}, $bytes bytes; 10 bad inputs rejected with exit 2; bench chart drawn"
+
+# scripts/bench-compress.sh's lines: grouped by link (its label), one column per peer, hook and
+# PowerSGD rank, medians; '# failed:' lines and the summary ignored.
+{
+  echo "# link 1gbit: gbit_per_s=0.94 rtt_ms=0.097"
+  echo "case=compress link=no-comm peer=cpp-ddp hook=none world=2 steps=182 batch=32 params=2913290 samples_per_s=1253.6 step_ms=51.05 accuracy=0.9180"
+  for s in 400 430 380; do
+    echo "case=compress link=1gbit peer=cpp-ddp hook=allreduce world=2 steps=182 batch=32 params=2913290 samples_per_s=$s step_ms=150 accuracy=0.9404"
+    echo "case=compress link=1gbit peer=cpp-ddp hook=powersgd rank=2 world=2 steps=182 batch=32 params=2913290 samples_per_s=$((s * 2)) step_ms=75 accuracy=0.9233"
+  done
+  echo "case=compress link=10gbit peer=python-ddp hook=allreduce world=2 steps=182 batch=32 params=2913290 samples_per_s=900.5 step_ms=70 accuracy=0.9404"
+  echo "# failed: link=1gbit peer=python-ddp hook=bf16 exit=1/1 reason=RuntimeError: unsupported"
+  echo "1gbit      cpp-ddp     allreduce         430.8    94.04%     1.00"
+} > "$tmp/compress.txt"
+table=$("$bench" --print-data "$tmp/compress.txt")
+expected='group "cpp-ddp+none" "cpp-ddp+allreduce" "cpp-ddp+powersgd r2" "python-ddp+allreduce"
+"no communication (floor)" 1253.6 NaN NaN NaN
+"1 Gbit/s" NaN 400.0 800.0 NaN
+"10 Gbit/s" NaN NaN NaN 900.5'
+[[ $table == "$expected" ]] || fail "compress medians table: got
+$table
+expected
+$expected"
+"$bench" -o "$tmp/compress.png" "$tmp/compress.txt" > /dev/null || fail "plot-bench.sh failed on compress lines"
+(($(stat -c %s "$tmp/compress.png") > 10000)) || fail "compress chart implausibly small"
+echo "ok: PNG ${width}x${height}, $bytes bytes; 10 bad inputs rejected with exit 2; bench and compress charts drawn"
