@@ -67,7 +67,7 @@ number='[0-9]+(\.[0-9]+)?'
 for head in "link=no-comm peer=cpp-ddp hook=none" "link=1gbit peer=cpp-ddp hook=allreduce" \
   "link=1gbit peer=cpp-ddp hook=powersgd rank=2" "link=1gbit peer=python-ddp hook=allreduce" \
   "link=unshaped peer=cpp-ddp hook=allreduce"; do
-  grep -qE "^case=compress $head world=2 steps=6 batch=32 params=[0-9]+ samples_per_s=$number step_ms=$number accuracy=0\.[0-9]{4}$" \
+  grep -qE "^case=compress $head world=2 steps=6 batch=32 params=[0-9]+ samples_per_s=$number step_ms=$number( optimizer=sgd zero=0 state_bytes=[0-9]+ state_bytes_max=[0-9]+)? accuracy=0\.[0-9]{4}$" \
     "$tmp/results.txt" || fail "no result line for '$head': $(cat "$tmp/out")"
 done
 # ACC_EPOCHS=3: 4 steps an epoch, 3 epochs, 2 of warm-up: 10 timed.
