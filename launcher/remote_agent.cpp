@@ -80,7 +80,10 @@ int run_remote_agent() {
                                         config.cwd, getenv("HOME") ? getenv("HOME") : "/"));
   for (const auto& [name, value] : config.env) setenv(name.c_str(), value.c_str(), 1);
   select_slots(p.slots);
-  const cli::Environment env = cli::environment_from(environ);
+  cli::Environment env = cli::environment_from(environ);
+  for (auto it = env.begin(); it != env.end();)  // the launching machine's PET_* replace this host's
+    it = it->first.rfind("PET_", 0) == 0 ? env.erase(it) : std::next(it);
+  for (const auto& [name, value] : config.settings) env[name] = value;
   cli::ParsedCommandLine parsed = cli::parse_command_line(config.args, env);
   if (!parsed.options)
     throw LaunchError(exit_code::kUsage, "the agent configuration asks for help or the version, not a launch");

@@ -55,6 +55,7 @@ std::string encode_agent_config(const AgentConfig& c) {
   j["version"] = kAgentConfigVersion;
   j["args"] = c.args;
   j["env"] = c.env;
+  j["settings"] = c.settings;
   j["cwd"] = c.cwd;
   const AgentPlacement& p = c.placement;
   nlohmann::json pj{{"host", p.host},   {"node_rank", p.node_rank},     {"nnodes", p.nnodes},
@@ -76,6 +77,7 @@ AgentConfig decode_agent_config(const std::string& line) {
     AgentConfig c;
     c.args = j.at("args").get<std::vector<std::string>>();
     c.env = j.at("env").get<std::map<std::string, std::string>>();
+    c.settings = j.at("settings").get<std::map<std::string, std::string>>();
     c.cwd = j.at("cwd").get<std::string>();
     const auto& pj = j.at("placement");
     AgentPlacement& p = c.placement;

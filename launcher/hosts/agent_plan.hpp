@@ -1,7 +1,8 @@
 // What each host's agent of a many-host launch is told: the launching machine's parsed
 // arguments (the user's own tokens, which the agent parses with the same parser: no flag
 // is rebuilt or dropped), the forwarded environment, and its placement (node rank, node
-// count, workers, slots, the rendezvous address when the launcher picks it). One JSON line
+// count, workers, slots, the rendezvous address when the launcher picks it), and the launching
+// machine's PET_* flag defaults, which the agent parses with. One JSON line
 // on the agent's stdin (`encode_agent_config`). Pure; decoding throws LaunchError(kUsage).
 #pragma once
 
@@ -31,7 +32,10 @@ struct AgentPlacement {
 struct AgentConfig {
   std::vector<std::string> args;           // the launcher's arguments (argv without argv[0])
   std::map<std::string, std::string> env;  // forwarded variables
-  std::string cwd;                         // the launching shell's folder: the agent starts there
+  // The launching machine's PET_* (its flag defaults, never a worker's variables): the agent
+  // parses `args` with these in place of its own host's PET_*.
+  std::map<std::string, std::string> settings;
+  std::string cwd;  // the launching shell's folder: the agent starts there
   AgentPlacement placement;
 };
 

@@ -97,6 +97,9 @@ int run_hosts_launch(const cli::LaunchOptions& o, const std::vector<std::string>
   std::vector<std::pair<std::string, std::string>> env_file;
   if (!h.env_file.empty()) env_file = hosts::parse_env_file(read_text_file(h.env_file, "--env-file"), h.env_file);
   const auto forwarded = hosts::forwarded_environment(env, prefixes, env_file);
+  std::map<std::string, std::string> settings;  // PET_*: this machine's flag defaults, for every agent
+  for (const auto& [name, value] : env)
+    if (name.rfind("PET_", 0) == 0 && !value.empty()) settings[name] = value;
   const std::string launcher = h.remote_launcher.empty() ? this_executable() : h.remote_launcher;
 
   std::vector<std::string> names, remote_hosts;
@@ -106,6 +109,11 @@ int run_hosts_launch(const cli::LaunchOptions& o, const std::vector<std::string>
   }
   worker::launcher_notice(fmt::format("{} host(s): {}", plan.size(), describe_plan(plan)));
   worker::launcher_notice(describe_forwarded(forwarded, prefixes));
+  if (!settings.empty()) {
+    std::string names_of_settings;
+    for (const auto& entry : settings) names_of_settings += " " + entry.first;
+    worker::launcher_notice("every host parses the arguments with this machine's" + names_of_settings);
+  }
 
   SshSettings ssh;
   ssh.port = h.ssh_port;
@@ -124,7 +132,7 @@ int run_hosts_launch(const cli::LaunchOptions& o, const std::vector<std::string>
   HostProcesses processes(names);
   const std::string self = this_executable();
   for (size_t i = 0; i < plan.size(); ++i) {
-    hosts::AgentConfig config{args, forwarded, current_dir(), plan[i]};
+    hosts::AgentConfig config{args, forwarded, settings, current_dir(), plan[i]};
     os::SpawnSpec spec = plan[i].local ? os::SpawnSpec{self, {self, "__agent"}, env_entries}
                                        : connections->session(plan[i].host, remote_agent_command(launcher));
     processes.start(i, std::move(spec), hosts::encode_agent_config(config), true);

@@ -7,19 +7,13 @@
 #include "broadcast_coalesced.hpp"
 #include "group_impl.hpp"
 #include "reducer.hpp"
+#include "parameter_signature.hpp"
 #include "shape_check.hpp"
 
 namespace ddp {
 namespace {
 
-constexpr int64_t kSignatureWidth = 8;  // per parameter: ndim, dtype, sizes[0..5]
 constexpr size_t kBroadcastBucketBytes = 250u * 1024 * 1024;
-
-std::string shape_text(const int64_t* sig) {
-  std::string s = "[";
-  for (int64_t d = 0; d < std::min<int64_t>(sig[0], 6); ++d) s += (d ? ", " : "") + std::to_string(sig[2 + d]);
-  return s + "] " + c10::toString(static_cast<c10::ScalarType>(sig[1]));
-}
 
 // Every rank must hold the same parameters (count, shapes, dtypes); names the first mismatch.
 void verify_same_model(const std::vector<torch::Tensor>& params, const std::vector<std::string>& names,
@@ -35,26 +29,10 @@ void verify_same_model(const std::vector<torch::Tensor>& params, const std::vect
                      std::to_string(counts[r].item<int64_t>()) + "; build the model identically on all ranks");
     }
   }
-  auto sig = torch::full({static_cast<int64_t>(params.size()) * kSignatureWidth}, -1, torch::kLong);
-  auto* s = sig.data_ptr<int64_t>();
-  for (size_t i = 0; i < params.size(); ++i) {
-    int64_t* row = s + i * kSignatureWidth;
-    row[0] = params[i].dim();
-    row[1] = static_cast<int64_t>(params[i].scalar_type());
-    for (int64_t d = 0; d < std::min<int64_t>(params[i].dim(), 6); ++d) row[2 + d] = params[i].size(d);
-  }
-  auto sigs = all_gather(sig, group);
-  for (size_t r = 1; r < sigs.size(); ++r) {
-    const int64_t* a = sigs[0].data_ptr<int64_t>();
-    const int64_t* b = sigs[r].data_ptr<int64_t>();
-    for (size_t i = 0; i < params.size(); ++i) {
-      if (!std::equal(a + i * kSignatureWidth, a + (i + 1) * kSignatureWidth, b + i * kSignatureWidth)) {
-        throw DdpError("DistributedDataParallel expects the same model on every rank, but parameter " +
-                       std::to_string(i) + " '" + names[i] + "' is " + shape_text(a + i * kSignatureWidth) +
-                       " on rank " + std::to_string(ranks[0]) + " and " + shape_text(b + i * kSignatureWidth) +
-                       " on rank " + std::to_string(ranks[r]));
-      }
-    }
+  if (const auto m = detail::first_parameter_mismatch(params, group)) {
+    throw DdpError("DistributedDataParallel expects the same model on every rank, but parameter " +
+                   std::to_string(m->index) + " '" + names[m->index] + "' is " + m->mine + " on rank " +
+                   std::to_string(m->rank) + " and " + m->theirs + " on rank " + std::to_string(m->other));
   }
 }
 

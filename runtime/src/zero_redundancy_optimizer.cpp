@@ -11,24 +11,14 @@
 #include <string>
 #include <typeinfo>
 
+#include "parameter_signature.hpp"
 #include "shape_check.hpp"
 namespace ddp {
 namespace {
 
-constexpr int64_t kSignatureWidth = 8;  // dim, dtype, up to 6 sizes
-
 std::string state_key(const torch::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
-std::string signature_text(const int64_t* row) {
-  std::ostringstream out;
-  out << static_cast<c10::ScalarType>(row[1]) << "[";
-  for (int64_t d = 0; d < std::min<int64_t>(row[0], 6); ++d) out << (d ? ", " : "") << row[2 + d];
-  if (row[0] > 6) out << ", ...";
-  out << "]";
-  return out.str();
-}
 
 // Same parameter count, shapes and dtypes, and the same bucket cap on every member; else the
 // same DdpError on every member (the check itself is two all_gathers, so nobody hangs).
@@ -49,26 +39,10 @@ void check_same_parameters(const std::vector<torch::Tensor>& params, int64_t buc
                      std::to_string(h[1]));
     }
   }
-  auto sig = torch::zeros({static_cast<int64_t>(params.size()), kSignatureWidth}, torch::kLong);
-  int64_t* s = sig.data_ptr<int64_t>();
-  for (size_t i = 0; i < params.size(); ++i) {
-    int64_t* row = s + i * kSignatureWidth;
-    row[0] = params[i].dim();
-    row[1] = static_cast<int64_t>(params[i].scalar_type());
-    for (int64_t d = 0; d < std::min<int64_t>(params[i].dim(), 6); ++d) row[2 + d] = params[i].size(d);
-  }
-  auto sigs = all_gather(sig, group);
-  for (size_t r = 1; r < sigs.size(); ++r) {
-    const int64_t* a = sigs[0].data_ptr<int64_t>();
-    const int64_t* b = sigs[r].data_ptr<int64_t>();
-    for (size_t i = 0; i < params.size(); ++i) {
-      if (!std::equal(a + i * kSignatureWidth, a + (i + 1) * kSignatureWidth, b + i * kSignatureWidth)) {
-        throw DdpError("ZeroRedundancyOptimizer needs the same parameter list on every rank, but parameter " +
-                       std::to_string(i) + " is " + signature_text(a + i * kSignatureWidth) + " on rank " +
-                       std::to_string(ranks[0]) + " and " + signature_text(b + i * kSignatureWidth) + " on rank " +
-                       std::to_string(ranks[r]));
-      }
-    }
+  if (const auto m = detail::first_parameter_mismatch(params, group)) {
+    throw DdpError("ZeroRedundancyOptimizer needs the same parameter list on every rank, but parameter " +
+                   std::to_string(m->index) + " is " + m->mine + " on rank " + std::to_string(m->rank) + " and " +
+                   m->theirs + " on rank " + std::to_string(m->other));
   }
 }
 

@@ -101,6 +101,12 @@ check "env: forwarded, env file wins, others not (rc $rc)" \
 check "env: one start line names what is forwarded, without values" \
   has env.log "ddp-launch: forwarding .*FROM_FILE MY_APP_X NCCL_OTHER NCCL_TEST_FWD "
 check "env: no value on the start line" test -z "$(grep 'ddp-launch: forwarding' env.log | grep 'file-wins')"
+# The launching machine's PET_* are its flag defaults on every host (a host's own are not read).
+PET_MAX_RESTARTS=2 run pet.log --hosts "$a:1,$b:1" "${ssh_opts[@]}" --no-python sh -c \
+  'echo "pet max=$TORCHELASTIC_MAX_RESTARTS"'
+check "env: this machine's PET_MAX_RESTARTS applies on every host (rc $rc)" \
+  has pet.log "^\[$b\] .*pet max=2"
+check "env: one line names the PET_ settings sent" has pet.log "every host parses the arguments with this machine's PET_MAX_RESTARTS"
 
 # 4. --exclude: a whole host; one slot (its workers get the other slots as GPUs).
 run ex1.log --hosts "$a:2,$b:2" --exclude "$b" "${ssh_opts[@]}" --no-python sh -c "$worker"

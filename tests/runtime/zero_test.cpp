@@ -202,7 +202,7 @@ int zero_misuse() {
         if (rank == 1) p[2] = torch::zeros({3, 3, 4}, torch::requires_grad());
         ZeroRedundancyOptimizer z(p, factory);
       },
-      "parameter 2 is Float[3, 3, 3] on rank 0 and Float[3, 3, 4] on rank 1", "parameter shape differs");
+      "parameter 2 is [3, 3, 3] Float on rank 0 and [3, 3, 4] Float on rank 1", "parameter shape differs");
 
   auto a = make_params(11);
   ZeroRedundancyOptimizer zero(a, factory);

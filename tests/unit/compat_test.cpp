@@ -11,28 +11,14 @@
 #include "launcher/cli/rendezvous_conf.hpp"
 #include "launcher/multinode/dns_wait.hpp"
 #include "launcher/worker/script_local_rank.hpp"
+#include "parse_helpers.hpp"
 
 using namespace ddp::launch;
 using namespace ddp::launch::cli;
+using ddp::launch::cli::test::parse;
+using ddp::launch::cli::test::usage_error_of;
 
 namespace {
-
-LaunchOptions parse(const std::vector<std::string>& args, const Environment& env = {}) {
-  auto parsed = parse_command_line(args, env);
-  REQUIRE(parsed.options);
-  return *parsed.options;
-}
-
-std::string usage_error_of(const std::vector<std::string>& args, const Environment& env = {}) {
-  try {
-    parse_command_line(args, env);
-  } catch (const LaunchError& e) {
-    CHECK(e.exit_code() == exit_code::kUsage);
-    return e.what();
-  }
-  FAIL("expected a usage error");
-  return "";
-}
 
 bool has_notice(const LaunchOptions& o, const std::string& part) {
   for (const auto& n : o.notices)

@@ -185,6 +185,7 @@ TEST_CASE("agent configuration: one JSON line there and back; a foreign one is a
   hosts::AgentConfig c;
   c.args = {"--nproc-per-node", "2", "train", "--steps", "3 4", "'quoted'"};
   c.env = {{"NCCL_DEBUG", "INFO"}, {"X", "a\nb"}};
+  c.settings = {{"PET_MAX_RESTARTS", "2"}};
   c.cwd = "/work dir";
   c.placement.host = "h2";
   c.placement.node_rank = 1;
@@ -199,6 +200,7 @@ TEST_CASE("agent configuration: one JSON line there and back; a foreign one is a
   const hosts::AgentConfig d = hosts::decode_agent_config(line);
   CHECK(d.args == c.args);
   CHECK(d.env == c.env);
+  CHECK(d.settings == c.settings);
   CHECK(d.cwd == c.cwd);
   CHECK(d.placement.host == "h2");
   CHECK(d.placement.slots == c.placement.slots);

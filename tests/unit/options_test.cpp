@@ -6,30 +6,12 @@
 #include "launcher/cli/option_parsers.hpp"
 #include "launcher/cli/options.hpp"
 #include "launcher/cli/rendezvous_conf.hpp"
+#include "parse_helpers.hpp"
 
 using namespace ddp::launch;
 using namespace ddp::launch::cli;
-
-namespace {
-
-LaunchOptions parse(const std::vector<std::string>& args, const Environment& env = {}) {
-  auto parsed = parse_command_line(args, env);
-  REQUIRE(parsed.options);
-  return *parsed.options;
-}
-
-std::string usage_error_of(const std::vector<std::string>& args, const Environment& env = {}) {
-  try {
-    parse_command_line(args, env);
-  } catch (const LaunchError& e) {
-    CHECK(e.exit_code() == exit_code::kUsage);
-    return e.what();
-  }
-  FAIL("expected a usage error");
-  return "";
-}
-
-}  // namespace
+using ddp::launch::cli::test::parse;
+using ddp::launch::cli::test::usage_error_of;
 
 TEST_CASE("both spellings of every torchrun flag are accepted") {
   auto a = parse({"--nproc_per_node=4", "--max_restarts", "2", "--master_port=1234", "--node_rank=0", "--log_dir",

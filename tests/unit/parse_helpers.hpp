@@ -1,0 +1,33 @@
+// Helpers of the option-parsing unit tests: parse a command line that must be valid, or get the
+// message of the usage error (exit 121) it must raise.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
+#include "launcher/cli/options.hpp"
+
+namespace ddp::launch::cli::test {
+
+inline LaunchOptions parse(const std::vector<std::string>& args, const Environment& env = {}) {
+  auto parsed = parse_command_line(args, env);
+  REQUIRE(parsed.options);
+  return *parsed.options;
+}
+
+inline std::string usage_error_of(const std::vector<std::string>& args, const Environment& env = {}) {
+  try {
+    parse_command_line(args, env);
+  } catch (const LaunchError& e) {
+    CHECK(e.exit_code() == exit_code::kUsage);
+    return e.what();
+  }
+  FAIL("expected a usage error");
+  return "";
+}
+
+}  // namespace ddp::launch::cli::test
