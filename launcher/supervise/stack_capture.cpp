@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -89,7 +90,10 @@ bool capture_stacks(const std::vector<StackTarget>& targets, const std::string& 
   bool python = false;
   for (const StackTarget& t : targets)
     if (t.python) {
-      ::kill(static_cast<pid_t>(t.pid), SIGABRT);  // faulthandler appends the Python tracebacks
+      // faulthandler appends the Python tracebacks. To the main thread itself (tgkill): sent to
+      // the process, another thread (gloo's, say) may take it after the SIGCONT while the main
+      // thread runs on, and a stopped rank's traceback would show the line after its stop.
+      ::syscall(SYS_tgkill, static_cast<pid_t>(t.pid), static_cast<pid_t>(t.pid), SIGABRT);
       ::kill(static_cast<pid_t>(t.pid), SIGCONT);
       python = true;
     }
