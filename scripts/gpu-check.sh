@@ -38,6 +38,11 @@ gpu-check plan (each line is one check with its own timeout; results in OUTDIR/g
   collectives     NCCL world 1 and gloo world 2 on CUDA tensors (ddp_gpu_check collectives)
   ddp             DDP on cuda == single process on the combined batch: NCCL world 1, gloo world 2
   checkpoint      saved from cuda:0, loaded mapped to CPU, saved, loaded back on cuda:0
+  snapshot-staging ddp::Snapshot on cuda:0 (NCCL world 1), with and without DDP: the copies into
+                  pinned memory on a side stream hold the state of save() time while the next step
+                  changes every tensor (BatchNorm buffers, parameters, Adam state); save()'s
+                  blocked time; `ddp-launch ... ddp_gpu_check snapshot-staging --device cpu
+                  --backend gloo` is the same on CPU (a DDP_BUILD_GPU_CHECK=ON build)
   launcher        --nproc-per-node=gpu, CUDA_VISIBLE_DEVICES pass-through (index, UUID, empty),
                   --devices, --virtual-local-rank: what each worker sees (count, PCI bus id, UUID)
   python-nccl     tests/gpu/nccl_allreduce.py (plain PyTorch NCCL) under ddp-launch, world 1

@@ -284,7 +284,7 @@ void Reducer::launch_ready_buckets() {
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
     // No rank completes this step before this rank's snapshot write in flight (ddp::Snapshot)
     // is in its region: the write overlaps the backward up to here.
-    if (next_bucket_ + 1 == buckets_.size()) snapshot_fence::wait();
+    if (next_bucket_ + 1 == buckets_.size()) snapshot_fence::wait_in_backward();
     buckets_[next_bucket_].future = launch(buckets_[next_bucket_], next_bucket_);
     ++next_bucket_;
   }

@@ -1,6 +1,7 @@
 // snapshot_fence.hpp: a count of writes in flight under one mutex and a condition variable.
 #include "snapshot_fence.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -13,6 +14,7 @@ struct State {
   std::condition_variable idle;
   int in_flight = 0;
   double waited = 0;
+  std::atomic<bool> backward_fenced{false};
 };
 
 State& state() {
@@ -46,6 +48,13 @@ double wait() {
   s.waited += blocked;
   return blocked;
 }
+
+double wait_in_backward() {
+  state().backward_fenced = true;
+  return wait();
+}
+
+bool backward_fenced() { return state().backward_fenced; }
 
 double waited_seconds() {
   std::lock_guard<std::mutex> lock(state().mutex);

@@ -13,6 +13,11 @@ void release();  // it ended (written or failed)
 // Blocks until no write is in flight; the seconds it blocked (0 when none was).
 double wait();
 
+// wait() from a DDP backward, before its last all-reduce: from then on this process's
+// optimizer steps follow a fence, and a snapshot's device copies may overlap the next step.
+double wait_in_backward();
+bool backward_fenced();
+
 // The seconds wait() blocked in this process, all calls together.
 double waited_seconds();
 

@@ -2,6 +2,7 @@
 #include "snapshot_writer.hpp"
 
 #include <chrono>
+#include <exception>
 #include <utility>
 
 #include "snapshot_fence.hpp"
@@ -19,7 +20,15 @@ SnapshotWriter::~SnapshotWriter() {
   thread_.join();
 }
 
-void SnapshotWriter::start(int fd, uint64_t step, std::string payload) {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+void SnapshotWriter::start(int fd, uint64_t step, std::string payload, Serializer serialize) {
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   snapshot_fence::hold();
   {
@@ -28,6 +37,7 @@ void SnapshotWriter::start(int fd, uint64_t step, std::string payload) {
     done_ = Done{};
     done_.step = step;
     done_.payload = std::move(payload);
+    serialize_ = std::move(serialize);
     queued_ = true;
     finished_ = false;
   }
@@ -41,6 +51,7 @@ std::optional<SnapshotWriter::Done> SnapshotWriter::wait() {
   cv_.wait(lock, [&] { return finished_; });
   finished_ = false;
   pending_ = false;
+  serialize_ = nullptr;  // what it held (a staged archive) goes here, not on the thread
   return std::move(done_);
 }
 
@@ -53,8 +64,17 @@ void SnapshotWriter::run() {
     Done& job = done_;  // the owner touches done_ only after finished_
     lock.unlock();
     const auto start = std::chrono::steady_clock::now();
-    job.result = snapshot::write_snapshot(fd_, job.step, job.payload.data(), job.payload.size());
-    job.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (serialize_) {
+      try {
+        serialize_(job.payload);
+      } catch (const std::exception& e) {
+        job.failure = e.what();
+      }
+      job.serialize_seconds = seconds_since(start);
+    }
+    if (job.failure.empty())
+      job.result = snapshot::write_snapshot(fd_, job.step, job.payload.data(), job.payload.size());
+    job.seconds = seconds_since(start);
     snapshot_fence::release();
     lock.lock();
     finished_ = true;

@@ -23,6 +23,9 @@ void collectives(const Args& args);
 void ddp_matches_single(const Args& args);
 // Checkpoint saved from the device, loaded mapped to CPU, saved again and loaded back.
 void checkpoint_round_trip(const Args& args);
+// ddp::Snapshot on the device: what each save() holds is the state of save() time although
+// the next training step (with and without DDP) changes every tensor while its copies run.
+void snapshot_staging(const Args& args);
 // Step time of an MLP or a small conv net, without DDP and then wrapped in DDP.
 void bench(const Args& args);
 

@@ -26,6 +26,7 @@ void run_check(const Args& args) {
       {"collectives", collectives},
       {"ddp-matches-single", ddp_matches_single},
       {"checkpoint", checkpoint_round_trip},
+      {"snapshot-staging", snapshot_staging},
       {"bench", bench}};
   auto it = kChecks.find(args.at("check"));
   if (it == kChecks.end()) throw ConfigError("unknown check '" + args.at("check") + "'");

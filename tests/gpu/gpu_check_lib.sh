@@ -145,6 +145,7 @@ check_libddp() {
   run_check ddp-nccl-w1 90 '^ok ddp-matches-single' launch 1 "$check_bin" ddp-matches-single --backend nccl
   run_check ddp-gloo-cuda-w2 90 '^ok ddp-matches-single' launch 2 "$check_bin" ddp-matches-single --backend gloo
   run_check checkpoint-cuda-cpu 90 '^ok checkpoint' launch 1 "$check_bin" checkpoint --backend nccl --dir "$dir"
+  run_check snapshot-staging-cuda 90 '^ok snapshot-staging' launch 1 "$check_bin" snapshot-staging --backend nccl
 }
 
 # probe NAME EXPECTATIONS -- LAUNCHER-ARGS...: the device probe under ddp-launch, judged by check_probe.py.

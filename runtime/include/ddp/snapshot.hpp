@@ -2,11 +2,12 @@
 // state and the trainer's position copied into the region the launcher keeps for this local
 // rank (DDP_LAUNCH_SNAPSHOT_FILE, in /dev/shm), which outlives the worker and every restart.
 // Two slots, checksum last: a snapshot torn by a crash is never restored. The payload is a
-// ddp::save_checkpoint archive, byte for byte. Not thread-safe. save() blocks only to serialise
-// the state into host memory; checksum and copy run on a background thread while training goes
-// on (the next save(), restore(), wait() and the destructor wait for it; so does this rank's
-// next gradient all-reduce, so ranks never drift two snapshots apart). restore() heals ranks
-// without a snapshot from one that has it (runtime/src/snapshot_restore.cpp).
+// ddp::save_checkpoint archive. Not thread-safe. save() blocks only to copy the tensors into
+// host buffers (on a GPU it only queues copies into pinned memory on a side stream); the
+// serialisation, checksum and copy into the region run on a background thread while training
+// goes on (the next save(), restore(), wait() and the destructor wait for it; so does this
+// rank's next gradient all-reduce, so ranks never drift two snapshots apart). restore() heals
+// ranks without a snapshot from one that has it (runtime/src/snapshot_restore.cpp).
 #pragma once
 
 #include <cstdint>
@@ -22,8 +23,9 @@
 namespace ddp {
 
 namespace detail {
+class ArchiveStaging;
 class SnapshotWriter;
-}
+}  // namespace detail
 
 class Snapshot {
  public:
@@ -36,14 +38,21 @@ class Snapshot {
 
   bool enabled() const { return fd_ >= 0; }
 
-  // Serialises model, optimizer (may be null) and extra into host memory, waits for the
-  // previous write if it still runs, and starts writing this one into the older slot as
-  // `step` in the background. Local (not collective). The snapshot counts once written: a
+  // Waits for the previous write if it still runs, copies the tensors of model, optimizer (may
+  // be null) and extra into host buffers, and starts serialising and writing them into the
+  // older slot as `step` in the background. Local (not collective). On a GPU the copies run
+  // on a side stream: the model's buffers (which the next forward writes) first, the current
+  // stream waiting for them; parameters and optimizer state overlap the next forward and
+  // backward, and the DDP backward's fence (its last all-reduce waits for the write) holds the
+  // optimizer step back until they landed; without a DDP model the current stream waits for
+  // them all (still without blocking this thread). Values that cannot be staged (sparse or
+  // quantized tensors, custom class objects in extra) make this save serialise on the caller's
+  // thread. The snapshot counts once written: a
   // kill before that leaves the slot torn and the previous snapshot in use (one step more to
   // redo). False when off; the first time the region cannot hold a snapshot (/dev/shm full or
   // too small: found by the background write) one warning names the size needed, the next
-  // save() (or wait()) returns false, and snapshots stay off for this process. Tensors on a GPU are copied to host
-  // memory while serialising (synchronously).
+  // save() (or wait()) returns false, and snapshots stay off for this process; so does a
+  // serialisation that fails in the background (its message is printed).
   bool save(int64_t step, const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
             const CheckpointExtra& extra = {});
 
@@ -72,17 +81,21 @@ class Snapshot {
   std::optional<Restored> restore(torch::nn::Module& model, torch::optim::Optimizer* optimizer,
                                   std::optional<torch::Device> device = std::nullopt);
 
-  // Timings in seconds. The caller's thread: serialising in the last save(); waiting for the
-  // previous write in the last save() or wait(); all waits for writes, those of save(),
-  // wait(), restore() and of this process's collectives (the fence) together; and all the
-  // time training was blocked by snapshots (every serialisation and every wait). The
-  // background thread: checksum + copy of the last write collected.
+  // Timings in seconds. The caller's thread: building the archive and staging its tensors in
+  // the last save() (serialising too when it could not be staged); waiting for the previous
+  // write in the last save() or wait(); all waits for writes, those of save(), wait(),
+  // restore() and of this process's collectives (the fence) together; and all the time
+  // training was blocked by snapshots (every save() and every wait). The background thread:
+  // serialisation + checksum + copy of the last write collected, and its serialisation alone.
+  // Bytes: the payload of the last write collected; the tensors the last save() staged.
   double last_serialize_seconds() const { return serialize_s_; }
   double last_wait_seconds() const { return wait_s_; }
   double total_wait_seconds() const;
   double total_blocked_seconds() const { return serialize_total_s_ + total_wait_seconds(); }
   double last_copy_seconds() const { return copy_s_; }
+  double last_background_serialize_seconds() const { return background_serialize_s_; }
   uint64_t last_bytes() const { return bytes_; }
+  uint64_t last_staged_bytes() const { return staged_bytes_; }
 
   template <typename T>
   bool save(int64_t step, const torch::nn::ModuleHolder<T>& model, const torch::optim::Optimizer* optimizer,
@@ -98,13 +111,16 @@ class Snapshot {
  private:
   bool collect();  // waits for the write in flight; false (warned, off) if it failed
   void turn_off(uint64_t bytes, uint64_t bytes_needed, int error);  // the warning; snapshots off
+  void close_region();                                              // snapshots off
 
   int fd_ = -1;
   std::string path_;
-  std::string buffer_;  // the next save's archive; it and the one being written are reused
+  std::string buffer_;                               // the payload buffer, back from the last write
+  std::unique_ptr<detail::ArchiveStaging> staging_;  // host copies of the tensors, reused
   std::unique_ptr<detail::SnapshotWriter> writer_;
   double serialize_s_ = 0, serialize_total_s_ = 0, wait_s_ = 0, waits_s_ = 0, copy_s_ = 0;
-  uint64_t bytes_ = 0;
+  double background_serialize_s_ = 0;
+  uint64_t bytes_ = 0, staged_bytes_ = 0;
 };
 
 }  // namespace ddp
