@@ -99,4 +99,12 @@ AgentConfig decode_agent_config(const std::string& line) {
   }
 }
 
+std::string encode_stop_message(const std::string& reason) { return nlohmann::json{{"stop", reason}}.dump() + "\n"; }
+
+std::optional<std::string> decode_stop_message(const std::string& line) {
+  const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  if (!j.is_object() || !j.contains("stop") || !j["stop"].is_string()) return std::nullopt;
+  return j["stop"].get<std::string>();
+}
+
 }  // namespace ddp::launch::hosts

@@ -58,4 +58,11 @@ std::vector<AgentPlacement> plan_agents(const std::vector<SelectedHost>& hosts, 
 std::string encode_agent_config(const AgentConfig& config);  // one line, '\n' included
 AgentConfig decode_agent_config(const std::string& line);
 
+// After the configuration, the launching machine may write one more line before it ends
+// the agent's stdin (the end is the stop, with or without it): why the agent is stopped
+// ("host gpu2 (node rank 1) was lost: ..."). Decoding a line that is no stop message gives
+// nothing (a newer launching machine may say more); never throws.
+std::string encode_stop_message(const std::string& reason);  // one line, '\n' included
+std::optional<std::string> decode_stop_message(const std::string& line);
+
 }  // namespace ddp::launch::hosts

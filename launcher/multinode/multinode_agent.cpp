@@ -9,6 +9,7 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/host_port.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/base/stop_note.hpp"
 #include "launcher/multinode/dns_wait.hpp"
 #include "launcher/multinode/job_store_link.hpp"
 #include "launcher/multinode/round_check.hpp"
@@ -341,8 +342,9 @@ Settled MultiNodeAgent::after_failure(const Round& r, const supervise::AttemptRe
 // between rounds or in the next one). The leader waits for the others to read either
 // before the store goes.
 int MultiNodeAgent::after_interrupt(const Round& r, int signal) {
-  worker::launcher_notice(fmt::format("stopped by {}", signal_name(signal)));
-  const AbortRecord stop = AbortRecord::stopped_by_signal(r.rank(), os::host_name(), signal);
+  worker::launcher_notice("stopped" + stopped_how(signal));
+  const AbortRecord stop = AbortRecord::stopped_by_signal(r.rank(), os::host_name(), signal, stop_reason());
+  if (stop_reason()) log_abort(*events_, stop);  // the launching machine said why (a many-host agent)
   try {
     publish_abort(*store_.job, r.number(), stop);
     publish_job_stop(stop);
@@ -361,9 +363,10 @@ void MultiNodeAgent::publish_job_stop(const AbortRecord& stop) {
 // A stop signal during a rendezvous (between rounds, or before the first): publish the
 // job's stop record; the leader waits for the nodes of the last round to read it.
 int MultiNodeAgent::stopped_between_rounds(const std::optional<Round>& last, int signal) {
-  worker::launcher_notice(fmt::format("stopped by {}", signal_name(signal)));
+  worker::launcher_notice("stopped" + stopped_how(signal));
   const AbortRecord stop =
-      AbortRecord::stopped_by_signal(last ? last->rank() : spec_.node_rank, os::host_name(), signal);
+      AbortRecord::stopped_by_signal(last ? last->rank() : spec_.node_rank, os::host_name(), signal, stop_reason());
+  if (events_ && stop_reason()) log_abort(*events_, stop);
   try {
     publish_job_stop(stop);
     if (store_.leader && last) wait_for_others_to_leave(*last);
@@ -477,7 +480,7 @@ int MultiNodeAgent::run_rounds() {
         spec_.rdzv_backend == "static" ? spec_.master_addr : parse_host_port(spec_.rdzv_endpoint, 1).host;
     if (const int signal = wait_for_dns(host, spec_.rdzv.join_timeout_s,
                                         [this] { return rendezvous_signal_ = supervisor_.poll_signals(); })) {
-      worker::launcher_notice(fmt::format("stopped by {} while waiting for DNS of {}", signal_name(signal), host));
+      worker::launcher_notice(fmt::format("stopped{} while waiting for DNS of {}", stopped_how(signal), host));
       return AbortRecord::stopped_by_signal(spec_.node_rank, os::host_name(), signal).exit_code;
     }
   }

@@ -144,10 +144,16 @@ int run_hosts_launch(const cli::LaunchOptions& o, const std::vector<std::string>
         // Killed, or (over ssh) ssh's own failure 255: not an exit the agent chose.
         const bool session_died = st.signaled || (!plan[i].local && st.code == 255);
         if (in_stop || st.success()) return;
-        processes.request_stop(kOthersGrace_s);
-        if (!session_died) return;
-        worker::launcher_notice(fmt::format("host {} (node rank {}) lost: its {} ended ({})", plan[i].host, i,
-                                            plan[i].local ? "agent" : "ssh session", st.describe()));
+        if (!session_died) {  // the agent's own failure: the root cause reaches the others through the store
+          processes.request_stop(kOthersGrace_s,
+                                 fmt::format("host {} (node rank {}) failed ({})", plan[i].host, i, st.describe()));
+          return;
+        }
+        const std::string who = fmt::format("host {} (node rank {})", plan[i].host, i);
+        const std::string how =
+            fmt::format("its {} ended ({})", plan[i].local ? "agent" : "ssh session", st.describe());
+        worker::launcher_notice(who + " lost: " + how);
+        processes.request_stop(0, who + " was lost: " + how);  // the others learn nothing more by waiting
         if (!lost) lost = i;
       });
   if (outcome.stop_signal != 0) return exit_code::kSignalBase + outcome.stop_signal;

@@ -5,8 +5,9 @@
 # Cases: every hostfile format and a bad line; a 2 x 2 `train` run that ends with the same
 # weights as a single-node run of 4; environment forwarding (forwarded, not forwarded, the
 # env file); --exclude of a host and of a slot; a failing worker's exit code; Ctrl-C, and the
-# launching process SIGKILLed, leave no process on any host; a killed ssh session (the client
-# here, or the host's sshd process) is that host lost; an unreachable host and a host without ddp-launch; the launching machine in the list;
+# launching process SIGKILLed, leave no process on any host, and the agents tell why they stop; a
+# killed ssh session (the client here, or the host's sshd process) is that host lost, and the
+# surviving agent says so; an unreachable host and a host without ddp-launch; the launching machine in the list;
 # `ddp-launch exec`. Needs root, iproute2, openssh-server; exits 77 (skip) otherwise.
 # Usage: hosts_test.sh DDP_LAUNCH [TRAIN]
 # shellcheck disable=SC2016,SC2317  # the workers' lines expand on the hosts; helpers run indirectly
@@ -121,6 +122,7 @@ run fail.log --hosts "$a:1,$b:1" "${ssh_opts[@]}" --no-python sh -c '[ "$RANK" =
 check "a worker failing on the second host: exit 3 (rc $rc)" test "$rc" = 3
 check "the failure report comes with the host's prefix and names the rank" has fail.log "^\[$b\] .*rank 1"
 check "the launcher's last line names the host" has fail.log "ddp-launch: the job failed (exit code 3).*$b (node rank 1)"
+check "after a failure: no agent says it was stopped by a SIGTERM" test "$(count fail.log 'stopped by SIGTERM')" = 0
 check "after a failure: no process left on any host" only_sshd_left
 
 # 6. Ctrl-C on the launching side stops every host.
@@ -129,6 +131,9 @@ pid=$!
 wait_lines int.log started 4
 kill -INT "$pid"; wait_rc "$pid" 60
 check "Ctrl-C: exit 130 (rc $rc)" test "$rc" = 130
+check "Ctrl-C: each agent says it was stopped because the launch got SIGINT, not by a SIGTERM of its own" \
+  test "$(count int.log 'ddp-launch: stopped: the launch was stopped by SIGINT on the launching machine')" = 2 \
+  -a "$(count int.log 'stopped by SIGTERM')" = 0
 check "Ctrl-C: no process left on any host" only_sshd_left
 
 # 7. The launching process SIGKILLed: its ssh sessions end, every agent stops.
@@ -148,6 +153,13 @@ wait_rc "$pid" 60
 if [[ $rc == timeout ]]; then kill -KILL "$pid"; fi
 check "a killed ssh session: exit 124 (rc $rc)" test "$rc" = 124
 check "a killed ssh session: that host is reported lost" has lost.log "ddp-launch: host $b (node rank 1) lost: its ssh session ended"
+# The first host's agent tells the lost host as its stop's reason: the launching machine's word
+# (`was lost`), or, if the lost host's agent published its own stop first, that one's.
+survivor_says_lost() {  # survivor_says_lost LOG
+  grep -Eq "^\[$a\] .*stopped: host $b \(node rank 1\) (was lost: its ssh session ended|lost its session with)" "$1" &&
+    ! grep -q "^\[$a\] .*stopped by SIGTERM" "$1"
+}
+check "a killed ssh session: the surviving agent says it stopped because that host was lost" survivor_says_lost lost.log
 check "a killed ssh session: no process left on any host" only_sshd_left
 
 # 8b. The same from the host's side: its sshd's process for the connection killed.
@@ -160,6 +172,8 @@ wait_rc "$pid" 60
 if [[ $rc == timeout ]]; then kill -KILL "$pid"; fi
 check "the host's sshd connection killed: exit 124, that host reported lost (rc $rc)" \
   test "$rc" = 124 -a -n "$(grep "ddp-launch: host $b (node rank 1) lost: its ssh session ended" lost2.log)"
+check "the host's sshd connection killed: the surviving agent says it stopped because that host was lost" \
+  survivor_says_lost lost2.log
 check "the host's sshd connection killed: no process left on any host" only_sshd_left
 
 # 9. An unreachable host, and a host without ddp-launch: clear errors naming it; nothing starts.

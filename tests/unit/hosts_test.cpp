@@ -1,11 +1,12 @@
 // A many-host launch's pure parts: the hostfile formats (DeepSpeed, MPI, Horovod), --hosts,
 // bad lines named by file and line, --include/--exclude in DeepSpeed's syntax, environment
-// forwarding and --env-file, the agent plan and its JSON line, ssh command lines, and the
-// host-prefixed output with partial lines.
+// forwarding and --env-file, the agent plan and its JSON line, the stop message and how a
+// stop is told, ssh command lines, and the host-prefixed output with partial lines.
 #include <catch2/catch.hpp>
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/base/stop_note.hpp"
 #include "launcher/cli/options.hpp"
 #include "launcher/hosts/agent_plan.hpp"
 #include "launcher/hosts/env_forward.hpp"
@@ -209,6 +210,23 @@ TEST_CASE("agent configuration: one JSON line there and back; a foreign one is a
   CHECK_THAT(usage_error_of([] { hosts::decode_agent_config("{\"version\": 99}"); }),
              Contains("version 99") && Contains("same ddp-launch version on every host"));
   CHECK_THAT(usage_error_of([] { hosts::decode_agent_config("hello"); }), Contains("is not one this ddp-launch reads"));
+}
+
+TEST_CASE("stop message: the reason in one line after the configuration; anything else is no stop message") {
+  const std::string line = hosts::encode_stop_message("host h2 (node rank 1) was lost: its ssh session ended\n(x)");
+  CHECK(line.find('\n') == line.size() - 1);
+  CHECK(hosts::decode_stop_message(line.substr(0, line.size() - 1)) ==
+        "host h2 (node rank 1) was lost: its ssh session ended\n(x)");
+  CHECK_FALSE(hosts::decode_stop_message(""));
+  CHECK_FALSE(hosts::decode_stop_message("stop"));
+  CHECK_FALSE(hosts::decode_stop_message("{\"stop\": 3}"));
+  CHECK_FALSE(hosts::decode_stop_message("{\"later\": \"x\"}"));
+}
+
+TEST_CASE("stop note: a stop is told by its reason when one was given, else by its signal") {
+  // The process-wide note itself is left alone here (other tests in this binary report stops).
+  CHECK(stopped_how(15, std::nullopt) == " by SIGTERM");
+  CHECK(stopped_how(15, std::string("host h2 (node rank 1) was lost")) == ": host h2 (node rank 1) was lost");
 }
 
 TEST_CASE("ssh command lines: ours that the launch needs first, the user's kept, a multiplexed session") {
