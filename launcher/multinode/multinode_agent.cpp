@@ -226,10 +226,11 @@ supervise::AttemptResult MultiNodeAgent::run_round(const Round& r) {
   }
   std::tie(where.role_base_rank, where.role_world_size) = role_ranks(plan, r.rank());
   const worker::GroupPlan group = group_plan(job_, where);
-  worker::launcher_notice(fmt::format(
-      "round {}: node {} of {}, ranks {}-{} of {}, workers' store at {}:{}{}", r.number(), r.rank(), group.nnodes,
-      r.me.base_rank, r.me.base_rank + group.local_world_size - 1, plan.world_size, plan.master_addr, plan.master_port,
-      plan.restart_count ? fmt::format(" (restart {})", plan.restart_count) : ""));
+  worker::launcher_notice(fmt::format("round {}: node {} of {}, ranks {}-{} of {}, workers' store at {}{}", r.number(),
+                                      r.rank(), group.nnodes, r.me.base_rank,
+                                      r.me.base_rank + group.local_world_size - 1, plan.world_size,
+                                      format_host_port(plan.master_addr, plan.master_port),
+                                      plan.restart_count ? fmt::format(" (restart {})", plan.restart_count) : ""));
   events_->set_node(r.rank());
   events_->set_attempt(plan.restart_count);
   board_.job.node_rank = r.rank();

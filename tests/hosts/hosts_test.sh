@@ -2,7 +2,8 @@
 # A many-host launch over real ssh: three "hosts" as network namespaces on one bridge, two
 # running Debian's sshd with keys made here (the third has none: unreachable). The same
 # filesystem is seen from each, so the build's binaries are at the same path everywhere.
-# Cases: every hostfile format and a bad line; a 2 x 2 `train` run that ends with the same
+# Cases: every hostfile format and a bad line; IPv6 addresses (every spelling, --exclude, torch
+# workers over IPv6, bad spellings); a 2 x 2 `train` run that ends with the same
 # weights as a single-node run of 4; environment forwarding (forwarded, not forwarded, the
 # env file); --exclude of a host and of a slot; a failing worker's exit code; Ctrl-C, and the
 # launching process SIGKILLed, leave no process on any host, and the agents tell why they stop; a
@@ -37,7 +38,7 @@ run() {  # run LOG ARGS...: ddp-launch ARGS (ssh options added) in the foregroun
 }
 has() { grep -q -- "$2" "$1"; }
 count() { grep -c -- "$2" "$1"; }
-worker='echo "rank=$RANK world=$WORLD_SIZE local=$LOCAL_RANK host=$(hostname -I | tr -d " ") cvd=${CUDA_VISIBLE_DEVICES:-none}"'
+worker='echo "rank=$RANK world=$WORLD_SIZE local=$LOCAL_RANK host=$(hostname -I | tr " " "\n" | grep -v : | tr -d "\n") cvd=${CUDA_VISIBLE_DEVICES:-none}"'
 # Nothing of the job left in the namespaces: only each sshd's listener (within 10 s).
 only_sshd_left() {
   local i pids main
@@ -74,6 +75,45 @@ printf '%s slots=2\n%s gpus=2\n' "$a" "$b" >bad.hosts
 run bad.log --hostfile bad.hosts "${ssh_opts[@]}" --no-python true
 check "a bad hostfile line: exit 121, file and line, what to write (rc $rc)" \
   test "$rc" = 121 -a -n "$(grep "hostfile bad.hosts:2: '$b gpus=2': unknown key 'gpus'.*'host slots=N' (DeepSpeed)" bad.log)"
+
+# 1b. IPv6: the hosts by their ULA addresses, in every spelling; the first hosts the store.
+a6=$(host_ip6 0) b6=$(host_ip6 1)
+if ip -n "${tag}h1" -6 addr show dev ddpv | grep -q "$b6/" && grep -q "ListenAddress $b6" "$work/sshd_1.conf"; then
+  worker6='echo "v6 rank=$RANK world=$WORLD_SIZE master=$MASTER_ADDR cvd=${CUDA_VISIBLE_DEVICES:-none} on=$(hostname -I | tr " " "\n" | grep : | tr -d "\n")"'
+  printf '%s slots=1\n[%s]:1\n' "$a6" "$b6" >v6.hosts
+  run v6.log --hostfile v6.hosts "${ssh_opts[@]}" --no-python sh -c "$worker6"
+  check "IPv6 hostfile ('ADDR slots=1', '[ADDR]:1'): exit 0, a rank on each host, the first hosts the store (rc $rc)" \
+    test "$rc" = 0 -a "$(count v6.log "v6 rank=.* world=2 master=$a6 ")" = 2 -a -n "$(grep "^\[$b6\] .*v6 rank=1 .*on=$b6" v6.log)"
+  printf '[%s] slots=2\n[%s] slots=2\n' "$a6" "$b6" >v6b.hosts
+  run v6b.log --hostfile v6b.hosts --exclude "[$b6]:0" "${ssh_opts[@]}" --no-python sh -c "$worker6"
+  check "IPv6 '[ADDR] slots=2' with --exclude '[ADDR]:0': world 3, that host's worker on slot 1 (rc $rc)" \
+    test "$rc" = 0 -a "$(count v6b.log 'world=3')" = 3 -a -n "$(grep "^\[$b6\] .*rank=2 .*cvd=1 on=$b6" v6b.log)"
+  if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then  # torch's own store client and gloo over IPv6
+    cat >v6_allreduce.py <<'PY'
+import os, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.tensor([float(dist.get_rank() + 1)])
+dist.all_reduce(t)
+print(f"allreduce rank={dist.get_rank()} sum={t.item():g} master={os.environ['MASTER_ADDR']}", flush=True)
+dist.destroy_process_group()
+PY
+    GLOO_SOCKET_IFNAME=ddpv run v6py.log --hosts "[$a6]:1,[$b6]:1" --env-forward GLOO_ "${ssh_opts[@]}" \
+      /usr/bin/python3 "$work/v6_allreduce.py"
+    check "IPv6 --hosts '[ADDR]:1,[ADDR]:1': torch workers reach the store at MASTER_ADDR=$a6 and all-reduce (rc $rc)" \
+      test "$rc" = 0 -a "$(count v6py.log "allreduce rank=. sum=3 master=$a6")" = 2
+  else
+    echo "SKIP: torch workers over IPv6 (no torch in /usr/bin/python3)"
+  fi
+else
+  echo "SKIP: IPv6 hosts (no IPv6 address on the namespaces' link)"
+fi
+run v6bad.log --hosts "$a:1,::1:4" "${ssh_opts[@]}" --no-python true
+check "an unbracketed IPv6 address with slots: exit 121, says to write [ADDR]:SLOTS (rc $rc)" \
+  test "$rc" = 121 -a -n "$(grep "'::1:4' has more than one ':'.*\[ADDR\]:SLOTS" v6bad.log)"
+printf '%s slots=1\n[%s slots=1\n' "$a" "$b6" >v6bad.hosts
+run v6bad2.log --hostfile v6bad.hosts "${ssh_opts[@]}" --no-python true
+check "an unclosed '[' in a hostfile: exit 121, file and line (rc $rc)" \
+  test "$rc" = 121 -a -n "$(grep "hostfile v6bad.hosts:2: .*has no closing ']'" v6bad2.log)"
 
 # 2. train, 2 hosts x 2 workers over gloo, against a single node of 4: the same weights.
 if [[ -n $train ]]; then

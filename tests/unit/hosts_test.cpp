@@ -10,6 +10,7 @@
 #include "launcher/cli/options.hpp"
 #include "launcher/hosts/agent_plan.hpp"
 #include "launcher/hosts/env_forward.hpp"
+#include "launcher/hosts/host_item.hpp"
 #include "launcher/hosts/hostfile.hpp"
 #include "launcher/hosts/resource_filter.hpp"
 #include "launcher/remote/host_output.hpp"
@@ -86,6 +87,45 @@ TEST_CASE("host list: --hosts HOST[:SLOTS],...") {
   CHECK_THAT(usage_error_of([] { hosts::parse_host_list("h1:4,,h2"); }), Contains("an empty item"));
   CHECK_THAT(usage_error_of([] { hosts::parse_host_list("h1,h1:2"); }), Contains("host 'h1' is listed twice"));
   CHECK_THAT(usage_error_of([] { hosts::parse_host_list("h1:four"); }), Contains("the slot count"));
+}
+
+TEST_CASE("IPv6 hosts: in brackets with slots, bare before key=value words; ambiguous or unclosed is refused") {
+  CHECK(names_and_slots(hosts::parse_host_list("[::1]:2,[fd00::2]:2,[fd00::3],h4:1")) ==
+        "::1=2 fd00::2=2 fd00::3=1 h4=1 ");
+  CHECK(names_and_slots(hosts::parse_hostfile("fd00::2 slots=2\n"
+                                              "[fd00::3] slots=3 max_slots=4\n"
+                                              "[fd00::4]:4\n"
+                                              "[fe80::1%ddpv]\n"
+                                              "fd00::5 max_slots=2  # MPI\n",
+                                              "hf")) == "fd00::2=2 fd00::3=3 fd00::4=4 fe80::1%ddpv=1 fd00::5=2 ");
+  auto list_err = [](const std::string& text) { return usage_error_of([&] { hosts::parse_host_list(text); }); };
+  CHECK_THAT(list_err("[::1:4"), Contains("'[::1:4' has no closing ']'") && Contains("[ADDR]:SLOTS"));
+  CHECK_THAT(list_err("::1:4"), Contains("'::1:4' has more than one ':'") && Contains("ambiguous") &&
+                                    Contains("[ADDR]:SLOTS (e.g. [fd00::2]:4)"));
+  CHECK_THAT(list_err("fd00::2"), Contains("ambiguous") && Contains("[ADDR]"));
+  CHECK_THAT(list_err("[gpu1]:2"), Contains("'gpu1' in brackets is not an IPv6 address"));
+  CHECK_THAT(list_err("[::1]4"), Contains("after '[::1]' comes ':'"));
+  CHECK_THAT(list_err("[::1]:x"), Contains("the slot count"));
+  CHECK_THAT(list_err("[::1]:2,[::1]"), Contains("host '[::1]' is listed twice"));
+  auto file_err = [](const std::string& text) { return usage_error_of([&] { hosts::parse_hostfile(text, "f"); }); };
+  CHECK_THAT(file_err("fd00::1:4\n"), Contains("hostfile f:1: 'fd00::1:4'") && Contains("[ADDR]:SLOTS"));
+  CHECK_THAT(file_err("[fd00::1 slots=2\n"), Contains("has no closing ']'"));
+  CHECK_THAT(file_err("gpu::1 slots=2\n"), Contains("ambiguous"));
+  CHECK_THAT(file_err("[fd00::1]:2 slots=2\n"), Contains("'host:N' takes nothing after it"));
+
+  const auto v6 = hosts::parse_host_list("[fd00::1]:4,[fd00::2]:2,h3:1");
+  CHECK(selection(hosts::select_hosts(v6, "[fd00::1]:0,2@h3", "")) == "fd00::1:02* h3:0 ");
+  CHECK(selection(hosts::select_hosts(v6, "", "[fd00::2]")) == "fd00::1:0123 h3:0 ");
+  CHECK(selection(hosts::select_hosts(v6, "", "fd00::2")) == "fd00::1:0123 h3:0 ");  // a listed host, whole
+  CHECK_THAT(usage_error_of([&] { hosts::select_hosts(v6, "", "fd00::2:1"); }),
+             Contains("ambiguous") && Contains("[fd00::2]:0,1"));
+  CHECK_THAT(usage_error_of([&] { hosts::select_hosts(v6, "[fd00::9]", ""); }),
+             Contains("host '[fd00::9]' is not in the host list ([fd00::1], [fd00::2], h3)"));
+  CHECK(hosts::bracketed("fd00::1") == "[fd00::1]");
+  CHECK(hosts::bracketed("10.0.0.1") == "10.0.0.1");
+  CHECK(hosts::is_ipv6_address("fe80::1%eth0"));
+  CHECK_FALSE(hosts::is_ipv6_address("fe80::1%"));
+  CHECK_FALSE(hosts::is_ipv6_address("gpu1"));
 }
 
 TEST_CASE("resource filter: --include and --exclude, hosts and slots, DeepSpeed's syntax") {
