@@ -56,7 +56,9 @@ void select_slots(const std::vector<int>& slots) {
   setenv("CUDA_VISIBLE_DEVICES", fmt::format("{}", fmt::join(chosen, ",")).c_str(), 1);
 }
 
-bool loopback_name(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0; }
+bool loopback_name(const std::string& host) {
+  return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
+}
 
 // The end of stdin stops the agent like a SIGTERM would (the launching side is gone, or
 // ends the job). A stop message before it (hosts/agent_plan) says why; without one, this

@@ -11,6 +11,7 @@
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/stop_note.hpp"
 #include "launcher/multinode/dns_wait.hpp"
+#include "launcher/multinode/etcd_link.hpp"
 #include "launcher/multinode/job_store_link.hpp"
 #include "launcher/multinode/round_check.hpp"
 #include "launcher/multinode/rendezvous.hpp"
@@ -474,16 +475,19 @@ void MultiNodeAgent::persist_after(const supervise::AttemptResult& result) {
 }
 
 int MultiNodeAgent::run_rounds() {
-  // The store's host name may not resolve yet (a pod's DNS record); each connection
-  // resolves it again, so no answer is kept across rounds.
-  if (spec_.rdzv_backend != "etcd") {
-    const std::string host =
-        spec_.rdzv_backend == "static" ? spec_.master_addr : parse_host_port(spec_.rdzv_endpoint, 1).host;
-    if (const int signal = wait_for_dns(host, spec_.rdzv.join_timeout_s,
-                                        [this] { return rendezvous_signal_ = supervisor_.poll_signals(); })) {
-      worker::launcher_notice(fmt::format("stopped{} while waiting for DNS of {}", stopped_how(signal), host));
-      return AbortRecord::stopped_by_signal(spec_.node_rank, os::host_name(), signal).exit_code;
-    }
+  // The store's host name (etcd: any member's) may not resolve yet (a pod's or a service's
+  // DNS record); each connection resolves it again, so no answer is kept across rounds.
+  std::vector<std::string> hosts;
+  if (spec_.rdzv_backend == "static") hosts = {spec_.master_addr};
+  else if (spec_.rdzv_backend != "etcd") hosts = {parse_host_port(spec_.rdzv_endpoint, 1).host};
+  else
+    for (const HttpEndpoint& e : parse_http_endpoint_list(spec_.rdzv_endpoint, kDefaultEtcdPort))
+      hosts.push_back(e.address.host);
+  if (const int signal = wait_for_dns(hosts, spec_.rdzv.join_timeout_s,
+                                      [this] { return rendezvous_signal_ = supervisor_.poll_signals(); })) {
+    worker::launcher_notice(
+        fmt::format("stopped{} while waiting for DNS of {}", stopped_how(signal), fmt::join(hosts, ", ")));
+    return AbortRecord::stopped_by_signal(spec_.node_rank, os::host_name(), signal, stop_reason()).exit_code;
   }
   store_ = connect_job_store(spec_, job_.run_id);
   abort_thread_ = std::make_unique<AbortWaitThread>(store_.open_waiter(), [this] { supervisor_.wake(); });
