@@ -66,7 +66,8 @@ bool loopback_name(const std::string& host) {
 // stop is reported by it rather than by the signal.
 void watch_stdin(const hosts::AgentPlacement& p) {
   std::thread([lost = fmt::format("host {} (node rank {}) lost its session with the launching machine", p.host,
-                                  p.node_rank)] {
+                                  p.node_rank),
+               elastic = p.nnodes_min > 0] {
     std::string pending;
     std::optional<std::string> reason;
     char buf[256];
@@ -78,6 +79,10 @@ void watch_stdin(const hosts::AgentPlacement& p) {
       for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1))
         if (auto said = hosts::decode_stop_message(pending.substr(0, nl)); said && !reason) reason = said;
       if (pending.size() > kMaxConfigBytes) pending.clear();
+    }
+    if (!reason && elastic) {  // gone from the job as a lost node is: the others go on without it
+      worker::launcher_notice(lost + ": leaving the elastic job as a lost node (its workers killed)");
+      kill(getpid(), SIGKILL);  // the workers die with it (PR_SET_PDEATHSIG)
     }
     note_stop_reason(reason.value_or(lost));
     worker::launcher_notice(fmt::format("stopping (as on SIGTERM): {}", reason.value_or(lost)));
@@ -104,9 +109,18 @@ int run_remote_agent() {
     throw LaunchError(exit_code::kUsage, "the agent configuration asks for help or the version, not a launch");
   cli::LaunchOptions o = std::move(*parsed.options);
   o.hosts = {};
-  o.nnodes_min = o.nnodes_max = p.nnodes;
-  o.node_rank = p.node_rank;
-  o.node_rank_given = true;
+  if (p.nnodes_min > 0) {  // elastic: the rendezvous numbers the nodes
+    o.nnodes_min = p.nnodes_min;
+    o.nnodes_max = p.nnodes_max;
+    if (!p.rdzv_endpoint.empty()) {
+      o.rdzv_backend = "c10d";
+      o.rdzv_endpoint = p.rdzv_endpoint;
+    }
+  } else {
+    o.nnodes_min = o.nnodes_max = p.nnodes;
+    o.node_rank = p.node_rank;
+    o.node_rank_given = true;
+  }
   if (p.nproc) o.nproc = cli::NprocSpec{cli::NprocSpec::Kind::kCount, *p.nproc};
   if (!p.master_addr.empty()) o.master_addr = p.master_addr;
   if (p.master_port) o.master_port = *p.master_port;

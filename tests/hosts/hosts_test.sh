@@ -8,7 +8,8 @@
 # env file); --exclude of a host and of a slot; a failing worker's exit code; Ctrl-C, and the
 # launching process SIGKILLed, leave no process on any host, and the agents tell why they stop; a
 # killed ssh session (the client here, or the host's sshd process) is that host lost, and the
-# surviving agent says so; an unreachable host and a host without ddp-launch; the launching machine in the list;
+# surviving agent says so; elastic --nnodes 1:2 going on without a lost or an unreachable
+# host; an unreachable host and a host without ddp-launch; the launching machine in the list;
 # `ddp-launch exec`. Needs root, iproute2, openssh-server; exits 77 (skip) otherwise.
 # Usage: hosts_test.sh DDP_LAUNCH [TRAIN]
 # shellcheck disable=SC2016,SC2317  # the workers' lines expand on the hosts; helpers run indirectly
@@ -215,6 +216,34 @@ check "the host's sshd connection killed: exit 124, that host reported lost (rc 
 check "the host's sshd connection killed: the surviving agent says it stopped because that host was lost" \
   survivor_says_lost lost2.log
 check "the host's sshd connection killed: no process left on any host" only_sshd_left
+
+# 8c. Elastic (--nnodes 1:2 --max-restarts 1): the second host's ssh session killed, the
+# first host's agent restarts alone and the job succeeds; an unreachable host at the start is
+# left out while MIN hosts are left; a MAX above the host count is refused.
+elastic_worker='if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then echo "started world=$WORLD_SIZE"; exec sleep 300; fi; echo "again world=$WORLD_SIZE"'
+"$launch" --hosts "$a:1,$b:1" --nnodes 1:2 --max-restarts 1 "${ssh_opts[@]}" --no-python sh -c "$elastic_worker" \
+  >elastic.log 2>&1 &
+pid=$!
+wait_lines elastic.log 'started world=2' 2
+session=$(pgrep -f -- "-T -- $b if \\[ -x" | head -1)
+if [[ -n $session ]]; then kill -KILL "$session"; fi
+wait_rc "$pid" 90
+if [[ $rc == timeout ]]; then kill -KILL "$pid"; fi
+check "elastic: a lost host, the other restarts alone in a round of 1 and the job succeeds (rc $rc)" \
+  test "$rc" = 0 -a -n "$(grep "^\[$a\] .*again world=1" elastic.log)" \
+  -a -n "$(grep 'the elastic job goes on with 1 host(s) (--nnodes 1:2)' elastic.log)"
+check "elastic: the last line counts the lost host" has elastic.log "the elastic job finished on 1 host(s); 1 host(s) lost"
+check "elastic: no process left on any host" only_sshd_left
+run elastic2.log --hosts "$a:1,$c:1" --nnodes 1:2 "${ssh_opts[@]}" --no-python sh -c "$worker"
+check "elastic: an unreachable host at the start is left out, the job runs on the other (rc $rc)" \
+  test "$rc" = 0 -a -n "$(grep "cannot reach 1 host(s) over ssh ($c: .*); the elastic job goes on with 1 host(s)" elastic2.log)" \
+  -a "$(count elastic2.log 'world=1 ')" = 1
+run elastic3.log --hosts "$a:1,$c:1" --nnodes 2:2 "${ssh_opts[@]}" --no-python true
+check "a fixed --nnodes with a host list: exit 121, says to drop it or give MIN:MAX (rc $rc)" \
+  test "$rc" = 121 -a -n "$(grep 'drop --nnodes, or give --nnodes MIN:MAX' elastic3.log)"
+run elastic4.log --hosts "$a:1,$b:1" --nnodes 1:3 "${ssh_opts[@]}" --no-python true
+check "elastic: MAX above the host count: exit 121 naming both (rc $rc)" \
+  test "$rc" = 121 -a -n "$(grep 'asks for up to 3 node(s), and the host list has 2' elastic4.log)"
 
 # 9. An unreachable host, and a host without ddp-launch: clear errors naming it; nothing starts.
 run unreach.log --hosts "$a:1,$c:1" "${ssh_opts[@]}" --no-python true

@@ -1,6 +1,6 @@
 // A many-host launch's pure parts: the hostfile formats (DeepSpeed, MPI, Horovod), --hosts,
 // bad lines named by file and line, --include/--exclude in DeepSpeed's syntax, environment
-// forwarding and --env-file, the agent plan and its JSON line, the stop message and how a
+// forwarding and --env-file, the agent plan (fixed and elastic) and its JSON line, the stop message and how a
 // stop is told, ssh command lines, and the host-prefixed output with partial lines.
 #include <catch2/catch.hpp>
 
@@ -220,6 +220,37 @@ TEST_CASE("agent plan: node ranks in list order, workers from slots, the first h
       hosts::plan_agents(hosts::select_hosts(hosts::parse_host_list("localhost:2"), "", ""), plain, std::nullopt);
   CHECK(one[0].master_addr.empty());
   CHECK_FALSE(one[0].master_port);
+}
+
+TEST_CASE("agent plan, elastic (--nnodes MIN:MAX): a c10d rendezvous at the first host unless one is given") {
+  const auto selected = hosts::select_hosts(hosts::parse_host_list("[fd00::1]:2,b:2,c:2"), "", "");
+  hosts::PlanInputs in;
+  in.nnodes_min = 2;
+  in.nnodes_max = 3;
+  const auto plan = hosts::plan_agents(selected, in, std::nullopt);
+  for (const auto& p : plan) {
+    CHECK(p.nnodes_min == 2);
+    CHECK(p.nnodes_max == 3);
+    CHECK(p.rdzv_endpoint == "[fd00::1]:29500");
+    CHECK(p.master_addr.empty());  // not a static rendezvous
+    CHECK_FALSE(p.master_port);
+  }
+  in.master_port = 29400;
+  in.master_addr_given = true;
+  in.master_addr = "store-host";
+  CHECK(hosts::plan_agents(selected, in, std::nullopt)[1].rdzv_endpoint == "store-host:29400");
+  in.rdzv_endpoint_given = true;  // the user's own c10d or etcd endpoint: passed through in the arguments
+  CHECK(hosts::plan_agents(selected, in, std::nullopt)[1].rdzv_endpoint.empty());
+
+  hosts::AgentConfig c;
+  c.placement = plan[1];
+  const hosts::AgentConfig d = hosts::decode_agent_config(hosts::encode_agent_config(c));
+  CHECK(d.placement.nnodes_min == 2);
+  CHECK(d.placement.nnodes_max == 3);
+  CHECK(d.placement.rdzv_endpoint == "[fd00::1]:29500");
+  c.placement = hosts::AgentPlacement{};  // fixed: no range, no endpoint on the line
+  CHECK(hosts::encode_agent_config(c).find("nnodes_range") == std::string::npos);
+  CHECK(hosts::decode_agent_config(hosts::encode_agent_config(c)).placement.nnodes_min == 0);
 }
 
 TEST_CASE("agent configuration: one JSON line there and back; a foreign one is a clear error") {
