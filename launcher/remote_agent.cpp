@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -13,6 +14,7 @@
 #include "launcher/agent.hpp"
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/base/stop_note.hpp"
 #include "launcher/base/text.hpp"
 #include "launcher/cli/options.hpp"
 #include "launcher/hosts/agent_plan.hpp"
@@ -54,18 +56,36 @@ void select_slots(const std::vector<int>& slots) {
   setenv("CUDA_VISIBLE_DEVICES", fmt::format("{}", fmt::join(chosen, ",")).c_str(), 1);
 }
 
-bool loopback_name(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0; }
+bool loopback_name(const std::string& host) {
+  return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
+}
 
-// The end of stdin stops the agent like a SIGTERM would (the launching side is gone).
-void watch_stdin() {
-  std::thread([] {
+// The end of stdin stops the agent like a SIGTERM would (the launching side is gone, or
+// ends the job). A stop message before it (hosts/agent_plan) says why; without one, this
+// host lost its session with the launching machine. Either way the reason is noted, so the
+// stop is reported by it rather than by the signal.
+void watch_stdin(const hosts::AgentPlacement& p) {
+  std::thread([lost = fmt::format("host {} (node rank {}) lost its session with the launching machine", p.host,
+                                  p.node_rank),
+               elastic = p.nnodes_min > 0] {
+    std::string pending;
+    std::optional<std::string> reason;
     char buf[256];
     for (;;) {
       const ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
-      if (n > 0 || (n < 0 && errno == EINTR)) continue;
-      break;
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      pending.append(buf, static_cast<size_t>(n));
+      for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1))
+        if (auto said = hosts::decode_stop_message(pending.substr(0, nl)); said && !reason) reason = said;
+      if (pending.size() > kMaxConfigBytes) pending.clear();
     }
-    worker::launcher_notice("the launching machine's session ended: stopping (as on SIGTERM)");
+    if (!reason && elastic) {  // gone from the job as a lost node is: the others go on without it
+      worker::launcher_notice(lost + ": leaving the elastic job as a lost node (its workers killed)");
+      kill(getpid(), SIGKILL);  // the workers die with it (PR_SET_PDEATHSIG)
+    }
+    note_stop_reason(reason.value_or(lost));
+    worker::launcher_notice(fmt::format("stopping (as on SIGTERM): {}", reason.value_or(lost)));
     kill(getpid(), SIGTERM);
   }).detach();
 }
@@ -89,9 +109,18 @@ int run_remote_agent() {
     throw LaunchError(exit_code::kUsage, "the agent configuration asks for help or the version, not a launch");
   cli::LaunchOptions o = std::move(*parsed.options);
   o.hosts = {};
-  o.nnodes_min = o.nnodes_max = p.nnodes;
-  o.node_rank = p.node_rank;
-  o.node_rank_given = true;
+  if (p.nnodes_min > 0) {  // elastic: the rendezvous numbers the nodes
+    o.nnodes_min = p.nnodes_min;
+    o.nnodes_max = p.nnodes_max;
+    if (!p.rdzv_endpoint.empty()) {
+      o.rdzv_backend = "c10d";
+      o.rdzv_endpoint = p.rdzv_endpoint;
+    }
+  } else {
+    o.nnodes_min = o.nnodes_max = p.nnodes;
+    o.node_rank = p.node_rank;
+    o.node_rank_given = true;
+  }
   if (p.nproc) o.nproc = cli::NprocSpec{cli::NprocSpec::Kind::kCount, *p.nproc};
   if (!p.master_addr.empty()) o.master_addr = p.master_addr;
   if (p.master_port) o.master_port = *p.master_port;
@@ -99,7 +128,7 @@ int run_remote_agent() {
   o.stdin_rank_auto = false;  // stdin is the launching machine's channel, no worker's
   o.stdin_rank.reset();
   for (const auto& warning : o.warnings) worker::launcher_notice("warning: " + warning);
-  watch_stdin();
+  watch_stdin(p);
   return run_agent(o, env);
 }
 

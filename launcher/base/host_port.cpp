@@ -71,6 +71,11 @@ HostPort parse_host_port(std::string_view text, int default_port) {
   return parse_item(item, item, default_port);
 }
 
+std::string format_host_port(const std::string& host, int port) {
+  const std::string name = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  return name + ":" + std::to_string(port);
+}
+
 std::vector<HostPort> parse_host_port_list(std::string_view text, int default_port) {
   std::vector<HostPort> out;
   for (const std::string& item : list_items(text)) out.push_back(parse_item(item, item, default_port));

@@ -29,6 +29,9 @@ class HostPortError : public LaunchError {
 // default_port when absent. A list ("a,b") is an error here.
 HostPort parse_host_port(std::string_view text, int default_port);
 
+// How messages write an endpoint: "host:port", "[v6]:port" (the form parse_host_port reads).
+std::string format_host_port(const std::string& host, int port);
+
 // "a[:p],b[:p],...": one HostPort per item, in order; blanks around items ignored, empty
 // items skipped; at least one.
 std::vector<HostPort> parse_host_port_list(std::string_view text, int default_port);

@@ -411,7 +411,7 @@ void check_contradictions(const GivenFlags& given, const LaunchOptions& o) {
     usage_error(fmt::format("--rdzv-backend '{}' is not supported; use static, c10d or etcd", o.rdzv_backend));
   if (!o.rdzv_endpoint.empty()) check_rdzv_endpoint(o.rdzv_backend, o.rdzv_endpoint);
   if (o.standalone && o.nnodes_max > 1) usage_error("--standalone runs a single node; drop --nnodes or --standalone");
-  if (is_multi_node(o)) {
+  if (is_multi_node(o) && !o.hosts.any()) {  // a host list places its nodes itself (remote/hosts_launch)
     if (o.rdzv_backend == "static") {
       if (o.nnodes_min != o.nnodes_max)
         usage_error(

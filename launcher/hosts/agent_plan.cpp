@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "launcher/base/exit_status.hpp"
+#include "launcher/base/host_port.hpp"
 #include "launcher/base/launch_error.hpp"
 
 namespace ddp::launch::hosts {
@@ -19,7 +20,7 @@ std::vector<AgentPlacement> plan_agents(const std::vector<SelectedHost>& hosts, 
                                         std::optional<int> nproc_count) {
   std::vector<AgentPlacement> out;
   const int n = static_cast<int>(hosts.size());
-  const bool launcher_picks_store = !in.master_addr_given && !in.rdzv_endpoint_given && n > 1;
+  const bool launcher_picks_store = !in.master_addr_given && !in.rdzv_endpoint_given && (n > 1 || in.nnodes_min > 0);
   if (launcher_picks_store && loopback_name(hosts[0].name))
     throw LaunchError(exit_code::kUsage,
                       fmt::format("the first host, '{}', hosts the job's store, and the other hosts cannot reach "
@@ -42,8 +43,16 @@ std::vector<AgentPlacement> plan_agents(const std::vector<SelectedHost>& hosts, 
                                     "host '{}'; select more slots or ask for fewer workers",
                                     *nproc_count, selected, h.name));
     }
-    if (launcher_picks_store) p.master_addr = hosts[0].name;
-    if (!in.rdzv_endpoint_given && n > 1) p.master_port = in.master_port.value_or(kDefaultMasterPort);
+    if (in.nnodes_min > 0) {  // elastic: a c10d rendezvous (or the user's)
+      p.nnodes_min = in.nnodes_min;
+      p.nnodes_max = in.nnodes_max;
+      if (!in.rdzv_endpoint_given)
+        p.rdzv_endpoint = format_host_port(in.master_addr_given ? in.master_addr : hosts[0].name,
+                                           in.master_port.value_or(kDefaultMasterPort));
+    } else {
+      if (launcher_picks_store) p.master_addr = hosts[0].name;
+      if (!in.rdzv_endpoint_given && n > 1) p.master_port = in.master_port.value_or(kDefaultMasterPort);
+    }
     p.local = in.is_local && in.is_local(h.name);
     out.push_back(std::move(p));
   }
@@ -62,6 +71,8 @@ std::string encode_agent_config(const AgentConfig& c) {
                     {"slots", p.slots}, {"master_addr", p.master_addr}, {"local", p.local}};
   if (p.nproc) pj["nproc"] = *p.nproc;
   if (p.master_port) pj["master_port"] = *p.master_port;
+  if (p.nnodes_min > 0) pj["nnodes_range"] = {p.nnodes_min, p.nnodes_max};
+  if (!p.rdzv_endpoint.empty()) pj["rdzv_endpoint"] = p.rdzv_endpoint;
   j["placement"] = pj;
   return j.dump() + "\n";
 }
@@ -89,6 +100,11 @@ AgentConfig decode_agent_config(const std::string& line) {
     p.local = pj.at("local").get<bool>();
     if (pj.contains("nproc")) p.nproc = pj.at("nproc").get<int>();
     if (pj.contains("master_port")) p.master_port = pj.at("master_port").get<int>();
+    if (pj.contains("nnodes_range")) {
+      p.nnodes_min = pj.at("nnodes_range").at(0).get<int>();
+      p.nnodes_max = pj.at("nnodes_range").at(1).get<int>();
+    }
+    if (pj.contains("rdzv_endpoint")) p.rdzv_endpoint = pj.at("rdzv_endpoint").get<std::string>();
     return c;
   } catch (const nlohmann::json::exception& e) {
     throw LaunchError(exit_code::kUsage,
@@ -97,6 +113,14 @@ AgentConfig decode_agent_config(const std::string& line) {
                                   "same ddp-launch version on every host",
                                   e.what()));
   }
+}
+
+std::string encode_stop_message(const std::string& reason) { return nlohmann::json{{"stop", reason}}.dump() + "\n"; }
+
+std::optional<std::string> decode_stop_message(const std::string& line) {
+  const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  if (!j.is_object() || !j.contains("stop") || !j["stop"].is_string()) return std::nullopt;
+  return j["stop"].get<std::string>();
 }
 
 }  // namespace ddp::launch::hosts

@@ -5,6 +5,7 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/text.hpp"
+#include "launcher/hosts/host_item.hpp"
 
 namespace ddp::launch::hosts {
 namespace {
@@ -28,17 +29,21 @@ int slot_count(const std::string& where, std::string_view text, const std::strin
 bool valid_host_name(std::string_view name) {
   if (name.empty()) return false;
   for (char c : name)
-    if (c == '=' || c == ',' || c == '@' || c == ' ' || c == '\t' || c == '"' || c == '\'') return false;
+    if (c == '=' || c == ',' || c == '@' || c == ' ' || c == '\t' || c == '"' || c == '\'' || c == '[' || c == ']')
+      return false;
   return true;
 }
 
-// "host" or "host:N" (Horovod); N must be there after a ':'.
-HostEntry horovod_item(const std::string& where, std::string_view text, std::string_view item) {
+// "host" or "host:N" (Horovod), "[v6]" or "[v6]:N"; N must be there after a ':'. A bare
+// IPv6 address is the whole host only where key=value words follow it (bare_address_whole).
+HostEntry horovod_item(const std::string& where, std::string_view text, std::string_view word, bool bare_address_whole,
+                       bool* slots_after = nullptr) {
+  const HostItem item = parse_host_item(word, bare_address_whole);
+  if (!item.problem.empty()) bad(where, text, item.problem);
   HostEntry e;
-  const auto colon = item.rfind(':');
-  e.name = std::string(item.substr(0, colon));
-  if (colon != std::string_view::npos)
-    e.slots = slot_count(where, text, "the slot count after ':'", item.substr(colon + 1));
+  e.name = item.host;
+  if (item.after) e.slots = slot_count(where, text, "the slot count after ':'", *item.after);
+  if (slots_after) *slots_after = item.after.has_value();
   if (!valid_host_name(e.name)) bad(where, text, fmt::format("'{}' is not a host name", e.name));
   return e;
 }
@@ -50,8 +55,8 @@ HostEntry parse_line(const std::string& where, std::string_view line) {
       if (c == '\t') c = ' ';
     return split(flat, ' ', EmptyItems::kSkip);
   }();
-  HostEntry e = horovod_item(where, line, words[0]);
-  const bool horovod = words[0].find(':') != std::string::npos;
+  bool horovod = false;  // `host:N`
+  HostEntry e = horovod_item(where, line, words[0], words.size() > 1, &horovod);
   int max_slots = 0;
   bool slots_given = false;
   for (size_t i = 1; i < words.size(); ++i) {
@@ -76,13 +81,13 @@ HostEntry parse_line(const std::string& where, std::string_view line) {
 void check_unique(const std::vector<HostEntry>& hosts, const HostEntry& e, const std::string& where) {
   for (const auto& h : hosts)
     if (h.name == e.name)
-      throw LaunchError(
-          exit_code::kUsage,
-          h.line > 0
-              ? fmt::format("{}: host '{}' is already listed on line {}; list each host once "
-                            "with all its slots",
-                            where, e.name, h.line)
-              : fmt::format("{}: host '{}' is listed twice; list each host once with all its slots", where, e.name));
+      throw LaunchError(exit_code::kUsage,
+                        h.line > 0
+                            ? fmt::format("{}: host '{}' is already listed on line {}; list each host once "
+                                          "with all its slots",
+                                          where, bracketed(e.name), h.line)
+                            : fmt::format("{}: host '{}' is listed twice; list each host once with all its slots",
+                                          where, bracketed(e.name)));
 }
 
 }  // namespace
@@ -116,7 +121,7 @@ std::vector<HostEntry> parse_host_list(std::string_view text) {
     if (t.empty())
       throw LaunchError(exit_code::kUsage,
                         fmt::format("--hosts '{}': an empty item; give HOST[:SLOTS],... such as h1:4,h2:4", text));
-    HostEntry e = horovod_item(where, text, t);
+    HostEntry e = horovod_item(where, text, t, false);
     check_unique(hosts, e, where);
     hosts.push_back(std::move(e));
   }

@@ -10,13 +10,17 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/text.hpp"
+#include "launcher/hosts/host_item.hpp"
 
 namespace ddp::launch::hosts {
 namespace {
 
 [[noreturn]] void bad(const std::string& flag, const std::string& value, const std::string& problem) {
-  throw LaunchError(exit_code::kUsage, fmt::format("{} '{}': {}; write HOST[:SLOT,SLOT...]@HOST... such as h1:0,2@h2",
-                                                   flag, value, problem));
+  throw LaunchError(
+      exit_code::kUsage,
+      fmt::format(
+          "{} '{}': {}; write HOST[:SLOT,SLOT...]@HOST... such as h1:0,2@h2 (an IPv6 address in brackets: [fd00::2]:0,1)",
+          flag, value, problem));
 }
 
 // host -> the slots named (nullopt: the whole host).
@@ -27,25 +31,30 @@ Filter parse_filter(const std::string& flag, const std::string& value, const std
   for (const std::string& raw : split(value, '@')) {
     const std::string item = trim(raw);
     if (item.empty()) bad(flag, value, "an empty item");
-    const auto colon = item.find(':');
-    const std::string host = item.substr(0, colon);
-    auto known = std::find_if(hosts.begin(), hosts.end(), [&](const HostEntry& h) { return h.name == host; });
+    auto listed = [&](const std::string& name) {
+      return std::find_if(hosts.begin(), hosts.end(), [&](const HostEntry& h) { return h.name == name; });
+    };
+    // A bare IPv6 address that is a listed host as a whole means that host (no slots).
+    const HostItem parsed = parse_host_item(item, listed(item) != hosts.end());
+    if (!parsed.problem.empty()) bad(flag, value, parsed.problem);
+    const std::string& host = parsed.host;
+    auto known = listed(host);
     if (known == hosts.end()) {
       std::vector<std::string> names;
-      for (const auto& h : hosts) names.push_back(h.name);
-      bad(flag, value, fmt::format("host '{}' is not in the host list ({})", host, fmt::join(names, ", ")));
+      for (const auto& h : hosts) names.push_back(bracketed(h.name));
+      bad(flag, value, fmt::format("host '{}' is not in the host list ({})", bracketed(host), fmt::join(names, ", ")));
     }
-    if (filter.count(host)) bad(flag, value, fmt::format("host '{}' is named twice", host));
-    if (colon == std::string::npos) {
+    if (filter.count(host)) bad(flag, value, fmt::format("host '{}' is named twice", bracketed(host)));
+    if (!parsed.after) {
       filter[host] = std::nullopt;
       continue;
     }
     std::set<int> slots;
-    for (const std::string& s : split(item.substr(colon + 1), ',')) {
+    for (const std::string& s : split(*parsed.after, ',')) {
       auto n = parse_natural(trim(s));
       if (!n) bad(flag, value, fmt::format("'{}' is not a slot index", s));
       if (*n >= known->slots)
-        bad(flag, value, fmt::format("host '{}' has slots 0-{}, not {}", host, known->slots - 1, *n));
+        bad(flag, value, fmt::format("host '{}' has slots 0-{}, not {}", bracketed(host), known->slots - 1, *n));
       slots.insert(static_cast<int>(*n));
     }
     filter[host] = slots;

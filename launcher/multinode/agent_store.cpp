@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "launcher/base/host_port.hpp"
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/os/ports.hpp"
@@ -90,7 +91,7 @@ JobStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& r
   const std::string job_prefix = "ddp-launch/" + run_id;
   link.job = std::make_unique<store::PrefixStore>(job_prefix, *client);
   link.root = client.get();
-  link.address = fmt::format("{}:{}", link.endpoint.host, link.endpoint.port);
+  link.address = format_host_port(link.endpoint.host, link.endpoint.port);
   link.close = [c = client.get()] { c->close_gracefully(); };
   link.open_waiter = [host, port = static_cast<uint16_t>(link.endpoint.port), options, job_prefix] {
     store::ClientOptions nameless = options;
@@ -99,10 +100,9 @@ JobStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& r
         std::make_unique<StoreKeyWaiter>(std::make_unique<store::TcpStoreClient>(host, port, nameless), job_prefix));
   };
   link.connection = std::move(client);
-  worker::launcher_notice(fmt::format("{} the agent store at {}:{}{} ({} rendezvous, run id {})",
-                                      link.leader ? "hosting" : "joined", link.endpoint.host, link.endpoint.port,
-                                      link.leader ? ", listening on " + link.server->listen_address() : "",
-                                      spec.rdzv_backend, run_id));
+  worker::launcher_notice(fmt::format(
+      "{} the agent store at {}{} ({} rendezvous, run id {})", link.leader ? "hosting" : "joined", link.address,
+      link.leader ? ", listening on " + link.server->listen_address() : "", spec.rdzv_backend, run_id));
   return link;
 }
 

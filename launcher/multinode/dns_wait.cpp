@@ -6,6 +6,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
@@ -27,25 +28,39 @@ bool dns_notice_due(double elapsed_s, double last_s) {
 }
 
 int wait_for_dns(const std::string& host, double timeout_s, const std::function<int()>& poll_signals) {
-  if (host.empty() || os::is_ip_address(host)) return 0;
+  return wait_for_dns(std::vector<std::string>{host}, timeout_s, poll_signals);
+}
+
+int wait_for_dns(const std::vector<std::string>& hosts, double timeout_s, const std::function<int()>& poll_signals) {
+  for (const auto& host : hosts)
+    if (host.empty() || os::is_ip_address(host)) return 0;
+  if (hosts.empty()) return 0;
+  const std::string names = fmt::format("{}", fmt::join(hosts, ", "));
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   double last_notice = -1;
   for (;;) {
-    const std::string why = os::resolve_error(host);
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    if (why.empty()) {
+    std::vector<std::string> why;
+    for (const auto& host : hosts) {
+      const std::string error = os::resolve_error(host);
+      if (!error.empty()) {
+        why.push_back(hosts.size() > 1 ? host + ": " + error : error);
+        continue;
+      }
+      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
       if (last_notice >= 0) worker::launcher_notice(fmt::format("DNS of {} resolved after {:.0f} s", host, elapsed));
       return 0;
     }
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     if (elapsed >= timeout_s)
-      throw LaunchError(exit_code::kRendezvousFailed,
-                        fmt::format("the rendezvous host {} did not resolve within {:.0f} s ({}); check the name "
-                                    "(--master-addr / --rdzv-endpoint, PET_MASTER_ADDR) and that its service or pod "
-                                    "exists, or raise --rdzv-conf join_timeout",
-                                    host, timeout_s, why));
+      throw LaunchError(
+          exit_code::kRendezvousFailed,
+          fmt::format("the rendezvous host{0} {1} did not resolve within {2:.0f} s ({3}); check the name{0} "
+                      "(--master-addr / --rdzv-endpoint, PET_MASTER_ADDR / PET_RDZV_ENDPOINT) and that "
+                      "its service or pod exists, or raise --rdzv-conf join_timeout",
+                      hosts.size() > 1 ? "s" : "", names, timeout_s, fmt::join(why, "; ")));
     if (dns_notice_due(elapsed, last_notice)) {
-      worker::launcher_notice(fmt::format("waiting for DNS of {} ({:.0f} s)", host, std::floor(elapsed)));
+      worker::launcher_notice(fmt::format("waiting for DNS of {} ({:.0f} s)", names, std::floor(elapsed)));
       last_notice = elapsed;
     }
     if (const int signal = poll_signals ? poll_signals() : 0) return signal;

@@ -9,7 +9,9 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/host_port.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/base/stop_note.hpp"
 #include "launcher/multinode/dns_wait.hpp"
+#include "launcher/multinode/etcd_link.hpp"
 #include "launcher/multinode/job_store_link.hpp"
 #include "launcher/multinode/round_check.hpp"
 #include "launcher/multinode/rendezvous.hpp"
@@ -225,10 +227,11 @@ supervise::AttemptResult MultiNodeAgent::run_round(const Round& r) {
   }
   std::tie(where.role_base_rank, where.role_world_size) = role_ranks(plan, r.rank());
   const worker::GroupPlan group = group_plan(job_, where);
-  worker::launcher_notice(fmt::format(
-      "round {}: node {} of {}, ranks {}-{} of {}, workers' store at {}:{}{}", r.number(), r.rank(), group.nnodes,
-      r.me.base_rank, r.me.base_rank + group.local_world_size - 1, plan.world_size, plan.master_addr, plan.master_port,
-      plan.restart_count ? fmt::format(" (restart {})", plan.restart_count) : ""));
+  worker::launcher_notice(fmt::format("round {}: node {} of {}, ranks {}-{} of {}, workers' store at {}{}", r.number(),
+                                      r.rank(), group.nnodes, r.me.base_rank,
+                                      r.me.base_rank + group.local_world_size - 1, plan.world_size,
+                                      format_host_port(plan.master_addr, plan.master_port),
+                                      plan.restart_count ? fmt::format(" (restart {})", plan.restart_count) : ""));
   events_->set_node(r.rank());
   events_->set_attempt(plan.restart_count);
   board_.job.node_rank = r.rank();
@@ -341,8 +344,9 @@ Settled MultiNodeAgent::after_failure(const Round& r, const supervise::AttemptRe
 // between rounds or in the next one). The leader waits for the others to read either
 // before the store goes.
 int MultiNodeAgent::after_interrupt(const Round& r, int signal) {
-  worker::launcher_notice(fmt::format("stopped by {}", signal_name(signal)));
-  const AbortRecord stop = AbortRecord::stopped_by_signal(r.rank(), os::host_name(), signal);
+  worker::launcher_notice("stopped" + stopped_how(signal));
+  const AbortRecord stop = AbortRecord::stopped_by_signal(r.rank(), os::host_name(), signal, stop_reason());
+  if (stop_reason()) log_abort(*events_, stop);  // the launching machine said why (a many-host agent)
   try {
     publish_abort(*store_.job, r.number(), stop);
     publish_job_stop(stop);
@@ -361,9 +365,10 @@ void MultiNodeAgent::publish_job_stop(const AbortRecord& stop) {
 // A stop signal during a rendezvous (between rounds, or before the first): publish the
 // job's stop record; the leader waits for the nodes of the last round to read it.
 int MultiNodeAgent::stopped_between_rounds(const std::optional<Round>& last, int signal) {
-  worker::launcher_notice(fmt::format("stopped by {}", signal_name(signal)));
+  worker::launcher_notice("stopped" + stopped_how(signal));
   const AbortRecord stop =
-      AbortRecord::stopped_by_signal(last ? last->rank() : spec_.node_rank, os::host_name(), signal);
+      AbortRecord::stopped_by_signal(last ? last->rank() : spec_.node_rank, os::host_name(), signal, stop_reason());
+  if (events_ && stop_reason()) log_abort(*events_, stop);
   try {
     publish_job_stop(stop);
     if (store_.leader && last) wait_for_others_to_leave(*last);
@@ -470,16 +475,19 @@ void MultiNodeAgent::persist_after(const supervise::AttemptResult& result) {
 }
 
 int MultiNodeAgent::run_rounds() {
-  // The store's host name may not resolve yet (a pod's DNS record); each connection
-  // resolves it again, so no answer is kept across rounds.
-  if (spec_.rdzv_backend != "etcd") {
-    const std::string host =
-        spec_.rdzv_backend == "static" ? spec_.master_addr : parse_host_port(spec_.rdzv_endpoint, 1).host;
-    if (const int signal = wait_for_dns(host, spec_.rdzv.join_timeout_s,
-                                        [this] { return rendezvous_signal_ = supervisor_.poll_signals(); })) {
-      worker::launcher_notice(fmt::format("stopped by {} while waiting for DNS of {}", signal_name(signal), host));
-      return AbortRecord::stopped_by_signal(spec_.node_rank, os::host_name(), signal).exit_code;
-    }
+  // The store's host name (etcd: any member's) may not resolve yet (a pod's or a service's
+  // DNS record); each connection resolves it again, so no answer is kept across rounds.
+  std::vector<std::string> hosts;
+  if (spec_.rdzv_backend == "static") hosts = {spec_.master_addr};
+  else if (spec_.rdzv_backend != "etcd") hosts = {parse_host_port(spec_.rdzv_endpoint, 1).host};
+  else
+    for (const HttpEndpoint& e : parse_http_endpoint_list(spec_.rdzv_endpoint, kDefaultEtcdPort))
+      hosts.push_back(e.address.host);
+  if (const int signal = wait_for_dns(hosts, spec_.rdzv.join_timeout_s,
+                                      [this] { return rendezvous_signal_ = supervisor_.poll_signals(); })) {
+    worker::launcher_notice(
+        fmt::format("stopped{} while waiting for DNS of {}", stopped_how(signal), fmt::join(hosts, ", ")));
+    return AbortRecord::stopped_by_signal(spec_.node_rank, os::host_name(), signal, stop_reason()).exit_code;
   }
   store_ = connect_job_store(spec_, job_.run_id);
   abort_thread_ = std::make_unique<AbortWaitThread>(store_.open_waiter(), [this] { supervisor_.wake(); });

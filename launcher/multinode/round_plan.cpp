@@ -244,10 +244,12 @@ AbortRecord AbortRecord::membership_change(int node_rank, const std::string& hos
   return r;
 }
 
-AbortRecord AbortRecord::stopped_by_signal(int node_rank, const std::string& host, int signal) {
+AbortRecord AbortRecord::stopped_by_signal(int node_rank, const std::string& host, int signal,
+                                           const std::optional<std::string>& why) {
   AbortRecord r;
   r.failure = FailureKind::kStopped;
-  r.reason = fmt::format("node {} ({}) was stopped by {}", node_rank, host, signal_name(signal));
+  r.reason = why ? fmt::format("node {} ({}) was stopped: {}", node_rank, host, *why)
+                 : fmt::format("node {} ({}) was stopped by {}", node_rank, host, signal_name(signal));
   r.node_rank = node_rank;
   r.host = host;
   r.exit_code = exit_code::from_signal(signal);

@@ -72,7 +72,9 @@ struct AbortRecord {
   // A new node waits to join: every node restarts in a new round (not counted as a restart).
   static AbortRecord membership_change(int node_rank, const std::string& host);
   // Node `node_rank` got a stop signal: every node exits with 128+signal.
-  static AbortRecord stopped_by_signal(int node_rank, const std::string& host, int signal);
+  // why: what the stop's asker said (base/stop_note), told instead of the signal's name.
+  static AbortRecord stopped_by_signal(int node_rank, const std::string& host, int signal,
+                                       const std::optional<std::string>& why = std::nullopt);
 
   // The root cause as the other nodes report it.
   supervise::RemoteFailure remote_failure() const;

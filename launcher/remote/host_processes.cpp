@@ -9,6 +9,7 @@
 #include <chrono>
 #include <optional>
 
+#include "launcher/hosts/agent_plan.hpp"
 #include "launcher/os/signal_fd.hpp"
 #include "launcher/worker/output.hpp"
 
@@ -74,9 +75,11 @@ void HostProcesses::start(size_t i, os::SpawnSpec spec, const std::string& stdin
   if (!keep_stdin_open) c.stdin_w.reset();
 }
 
-void HostProcesses::request_stop(double delay_s) {
+void HostProcesses::request_stop(double delay_s, std::string reason) {
   const auto at = Clock::now() + std::chrono::milliseconds(static_cast<long long>(delay_s * 1000));
-  if (!stop_at_ || at < *stop_at_) stop_at_ = at;
+  if (stop_at_ && at >= *stop_at_) return;
+  stop_at_ = at;
+  stop_reason_ = std::move(reason);
 }
 
 HostProcessesOutcome HostProcesses::run(StopBy stop_by, double stop_deadline_s,
@@ -87,13 +90,20 @@ HostProcessesOutcome HostProcesses::run(StopBy stop_by, double stop_deadline_s,
   outcome.ended_in_stop.resize(children_.size());
   bool stopping = false, killed = false;
   Clock::time_point deadline{};
-  auto begin_stop = [&] {
+  auto begin_stop = [&](const std::string& reason) {
     stopping = true;
     deadline = Clock::now() + std::chrono::milliseconds(static_cast<long long>(stop_deadline_s * 1000));
+    const std::string message = hosts::encode_stop_message(reason);
     for (auto& c : children_) {
       if (!c.running) continue;
-      if (stop_by == StopBy::kCloseStdin) c.stdin_w.reset();
-      else os::signal_group(c.pid, SIGTERM);
+      if (stop_by == StopBy::kTerminate) {
+        os::signal_group(c.pid, SIGTERM);
+        continue;
+      }
+      // Never blocks: a session that reads nothing gets the plain end of its stdin.
+      if (c.stdin_w.valid() && fcntl(c.stdin_w.get(), F_SETFL, fcntl(c.stdin_w.get(), F_GETFL) | O_NONBLOCK) == 0)
+        (void)!write(c.stdin_w.get(), message.data(), message.size());
+      c.stdin_w.reset();
     }
   };
   auto kill_all = [&] {
@@ -103,8 +113,8 @@ HostProcessesOutcome HostProcesses::run(StopBy stop_by, double stop_deadline_s,
   };
   for (;;) {
     if (stop_at_ && !stopping && Clock::now() >= *stop_at_) {
-      worker::launcher_notice("stopping the other hosts");
-      begin_stop();
+      worker::launcher_notice("stopping the other hosts: " + stop_reason_);
+      begin_stop(stop_reason_);
     }
     bool any_running = false;
     for (auto& c : children_) any_running = any_running || c.running || c.out_r.valid() || c.err_r.valid();
@@ -128,7 +138,7 @@ HostProcessesOutcome HostProcesses::run(StopBy stop_by, double stop_deadline_s,
       if (outcome.stop_signal == 0) outcome.stop_signal = s;
       if (!stopping) {
         worker::launcher_notice("stopping every host (" + signal_name(s) + "); again to kill at once");
-        begin_stop();
+        begin_stop("the launch was stopped by " + signal_name(s) + " on the launching machine");
       } else if (!killed) {
         worker::launcher_notice("killing the hosts' sessions (" + signal_name(s) + " again)");
         kill_all();

@@ -2,8 +2,9 @@
 // stdout and stderr reach the launcher's with the host's prefix (HostOutput), a stop
 // signal (SIGINT, SIGTERM, SIGHUP) stops them all, and each end is reported as it happens.
 // How a stop is asked depends on what runs: kCloseStdin (agents stop when their stdin, the
-// ssh session, ends) or kTerminate (SIGTERM to each process group); a second signal, or
-// the stop deadline, SIGKILLs them. Blocks in run(); single-threaded.
+// ssh session, ends; the stop's reason goes first, as one line, hosts::encode_stop_message)
+// or kTerminate (SIGTERM to each process group); a second signal, or the stop deadline,
+// SIGKILLs them. Blocks in run(); single-threaded.
 #pragma once
 
 #include <chrono>
@@ -42,8 +43,10 @@ class HostProcesses {
                            const std::function<void(size_t, const os::ExitStatus&, bool)>& on_end);
 
   // Begins the stop from outside a signal, after delay_s (e.g. once one host's agent
-  // failed: the others get that long to end on their own, with the job's root cause).
-  void request_stop(double delay_s);
+  // failed: the others get that long to end on their own, with the job's root cause);
+  // reason: why, as the agents are told it ("host gpu2 (node rank 1) was lost: ..."). The
+  // earliest stop wins, with its reason.
+  void request_stop(double delay_s, std::string reason);
 
  private:
   struct Child;
@@ -51,6 +54,7 @@ class HostProcesses {
   std::vector<Child> children_;
   HostOutput out_, err_;
   std::optional<std::chrono::steady_clock::time_point> stop_at_;
+  std::string stop_reason_;
 };
 
 }  // namespace ddp::launch::remote

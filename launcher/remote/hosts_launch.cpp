@@ -3,6 +3,8 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
@@ -20,9 +22,15 @@ namespace {
 
 [[noreturn]] void usage(const std::string& message) { throw LaunchError(exit_code::kUsage, message); }
 
+bool elastic(const cli::LaunchOptions& o) { return o.nnodes_min != o.nnodes_max; }
+
 void check_flags(const cli::LaunchOptions& o) {
-  if (o.nnodes_min != 1 || o.nnodes_max != 1)
-    usage("--hostfile/--hosts set the node count (one node per host); drop --nnodes");
+  if (!elastic(o) && (o.nnodes_min != 1 || o.nnodes_max != 1))
+    usage(
+        "--hostfile/--hosts set the node count (one node per host); drop --nnodes, or give --nnodes MIN:MAX for "
+        "an elastic job on at least MIN of the hosts");
+  if (o.rdzv_backend == "etcd" && o.rdzv_endpoint.empty())
+    usage("--rdzv-backend=etcd needs --rdzv-endpoint=HOST[:PORT][,HOST[:PORT]...]: etcd's client addresses");
   if (o.node_rank_given) usage("--hostfile/--hosts give each host its node rank (list order); drop --node-rank");
   if (o.dry_run) usage("--dry-run shows one node; run it without --hostfile/--hosts, or on a host");
   if (o.standalone) usage("--standalone runs a single node; drop it with --hostfile/--hosts");
@@ -65,6 +73,14 @@ std::string remote_agent_command(const std::string& launcher) {
 // reaches them through the job's store within a few heartbeats).
 constexpr double kOthersGrace_s = 15;
 
+void check_elastic(const cli::LaunchOptions& o, size_t hosts) {
+  if (o.nnodes_max > static_cast<int>(hosts))
+    usage(
+        fmt::format("--nnodes {}:{} asks for up to {} node(s), and the host list has {} (one node per host); give "
+                    "MIN:MAX at most {}",
+                    o.nnodes_min, o.nnodes_max, o.nnodes_max, hosts, hosts));
+}
+
 }  // namespace
 
 std::string this_executable() {
@@ -82,16 +98,23 @@ bool is_this_machine(const std::string& host) {
 int run_hosts_launch(const cli::LaunchOptions& o, const std::vector<std::string>& args, const cli::Environment& env) {
   check_flags(o);
   const cli::HostsOptions& h = o.hosts;
-  const auto selected = read_host_list(h.hostfile, h.hosts, h.include, h.exclude);
+  auto selected = read_host_list(h.hostfile, h.hosts, h.include, h.exclude);
+  const bool is_elastic = elastic(o);
+  if (is_elastic) check_elastic(o, selected.size());
   hosts::PlanInputs in;
   in.nproc_given = o.nproc_given;
   in.master_addr_given = o.master_addr != "127.0.0.1";
+  in.master_addr = o.master_addr;
   in.rdzv_endpoint_given = !o.rdzv_endpoint.empty();
   in.master_port = o.master_port;
   in.is_local = is_this_machine;
+  if (is_elastic) {
+    in.nnodes_min = o.nnodes_min;
+    in.nnodes_max = o.nnodes_max;
+  }
   std::optional<int> nproc_count;
   if (o.nproc.kind == cli::NprocSpec::Kind::kCount) nproc_count = o.nproc.count;
-  const std::vector<hosts::AgentPlacement> plan = hosts::plan_agents(selected, in, nproc_count);
+  std::vector<hosts::AgentPlacement> plan = hosts::plan_agents(selected, in, nproc_count);
 
   const std::vector<std::string> prefixes = hosts::forward_prefixes(h.env_forward);
   std::vector<std::pair<std::string, std::string>> env_file;
@@ -102,12 +125,12 @@ int run_hosts_launch(const cli::LaunchOptions& o, const std::vector<std::string>
     if (name.rfind("PET_", 0) == 0 && !value.empty()) settings[name] = value;
   const std::string launcher = h.remote_launcher.empty() ? this_executable() : h.remote_launcher;
 
-  std::vector<std::string> names, remote_hosts;
-  for (const auto& p : plan) {
-    names.push_back(p.host);
+  std::vector<std::string> remote_hosts;
+  for (const auto& p : plan)
     if (!p.local) remote_hosts.push_back(p.host);
-  }
-  worker::launcher_notice(fmt::format("{} host(s): {}", plan.size(), describe_plan(plan)));
+  worker::launcher_notice(
+      fmt::format("{} host(s): {}{}", plan.size(), describe_plan(plan),
+                  is_elastic ? fmt::format(" (elastic: --nnodes {}:{})", o.nnodes_min, o.nnodes_max) : ""));
   worker::launcher_notice(describe_forwarded(forwarded, prefixes));
   if (!settings.empty()) {
     std::string names_of_settings;
@@ -124,10 +147,34 @@ int run_hosts_launch(const cli::LaunchOptions& o, const std::vector<std::string>
   std::optional<SshConnections> connections;
   if (!remote_hosts.empty()) {
     connections.emplace(ssh, env_entries, path_env);
-    connections->open(remote_hosts);
-    worker::launcher_notice(
-        fmt::format("ssh: connected to {} host(s) in {:.2f} s", remote_hosts.size(), connections->connect_seconds()));
+    const auto unreachable = connections->open(remote_hosts, is_elastic);
+    worker::launcher_notice(fmt::format("ssh: connected to {} host(s) in {:.2f} s",
+                                        remote_hosts.size() - unreachable.size(), connections->connect_seconds()));
+    if (!unreachable.empty()) {  // elastic: the job goes on without them while MIN hosts are left
+      std::vector<std::string> words;
+      for (const auto& [host, why] : unreachable) {
+        words.push_back(host + ": " + why);
+        const std::string name = host;
+        selected.erase(std::find_if(selected.begin(), selected.end(),
+                                    [&](const hosts::SelectedHost& s) { return s.name == name; }));
+      }
+      if (static_cast<int>(selected.size()) < o.nnodes_min)
+        throw LaunchError(exit_code::kRendezvousFailed,
+                          fmt::format("cannot reach {} of {} host(s) over ssh ({}), which leaves {}, fewer than "
+                                      "--nnodes {}:{} needs; check those hosts, or leave them out with --exclude",
+                                      unreachable.size(), plan.size(), fmt::join(words, "; "), selected.size(),
+                                      o.nnodes_min, o.nnodes_max));
+      // Nobody else will come: a round of them all closes at once (no last_call wait).
+      in.nnodes_max = std::min(in.nnodes_max, static_cast<int>(selected.size()));
+      plan = hosts::plan_agents(selected, in, nproc_count);
+      worker::launcher_notice(
+          fmt::format("cannot reach {} host(s) over ssh ({}); the elastic job goes on with {} "
+                      "host(s): {}",
+                      unreachable.size(), fmt::join(words, "; "), plan.size(), describe_plan(plan)));
+    }
   }
+  std::vector<std::string> names;
+  for (const auto& p : plan) names.push_back(p.host);
 
   HostProcesses processes(names);
   const std::string self = this_executable();
@@ -139,15 +186,30 @@ int run_hosts_launch(const cli::LaunchOptions& o, const std::vector<std::string>
   }
 
   std::optional<size_t> lost;
+  std::vector<bool> left_out(plan.size());  // elastic: lost, and the job went on without it
+  int alive = static_cast<int>(plan.size());
+  const bool store_on_first = !plan.front().rdzv_endpoint.empty() || !plan.front().master_addr.empty();
   const HostProcessesOutcome outcome = processes.run(
       StopBy::kCloseStdin, o.shutdown_timeout_s + 30, [&](size_t i, const os::ExitStatus& st, bool in_stop) {
         // Killed, or (over ssh) ssh's own failure 255: not an exit the agent chose.
         const bool session_died = st.signaled || (!plan[i].local && st.code == 255);
         if (in_stop || st.success()) return;
-        processes.request_stop(kOthersGrace_s);
-        if (!session_died) return;
-        worker::launcher_notice(fmt::format("host {} (node rank {}) lost: its {} ended ({})", plan[i].host, i,
-                                            plan[i].local ? "agent" : "ssh session", st.describe()));
+        if (!session_died) {  // the agent's own failure: the root cause reaches the others through the store
+          processes.request_stop(kOthersGrace_s,
+                                 fmt::format("host {} (node rank {}) failed ({})", plan[i].host, i, st.describe()));
+          return;
+        }
+        const std::string who = fmt::format("host {} (node rank {})", plan[i].host, i);
+        const std::string how =
+            fmt::format("its {} ended ({})", plan[i].local ? "agent" : "ssh session", st.describe());
+        worker::launcher_notice(who + " lost: " + how);
+        if (is_elastic && --alive >= o.nnodes_min && !(store_on_first && i == 0)) {
+          left_out[i] = true;  // its agent left as a lost node: the others' rendezvous goes on
+          worker::launcher_notice(fmt::format("the elastic job goes on with {} host(s) (--nnodes {}:{})", alive,
+                                              o.nnodes_min, o.nnodes_max));
+          return;
+        }
+        processes.request_stop(0, who + " was lost: " + how);  // the others learn nothing more by waiting
         if (!lost) lost = i;
       });
   if (outcome.stop_signal != 0) return exit_code::kSignalBase + outcome.stop_signal;
@@ -155,7 +217,7 @@ int run_hosts_launch(const cli::LaunchOptions& o, const std::vector<std::string>
   std::optional<int> code;
   for (size_t i = 0; i < plan.size(); ++i) {
     const os::ExitStatus& st = outcome.status[i];
-    if (st.success()) continue;
+    if (st.success() || left_out[i]) continue;
     failed.push_back(fmt::format("{} (node rank {}): {}", plan[i].host, i, st.describe()));
     if (!code && !outcome.ended_in_stop[i]) code = st.launcher_exit_code();  // not one we stopped
   }
@@ -172,7 +234,11 @@ int run_hosts_launch(const cli::LaunchOptions& o, const std::vector<std::string>
                     *code, fmt::join(failed, "; ")));
     return *code;
   }
-  worker::launcher_notice(fmt::format("all {} host(s) finished", plan.size()));
+  const auto gone = std::count(left_out.begin(), left_out.end(), true);
+  if (gone)
+    worker::launcher_notice(fmt::format("the elastic job finished on {} host(s); {} host(s) lost on the way",
+                                        plan.size() - static_cast<size_t>(gone), gone));
+  else worker::launcher_notice(fmt::format("all {} host(s) finished", plan.size()));
   return exit_code::kSuccess;
 }
 

@@ -62,7 +62,8 @@ SshConnections::~SshConnections() {
   rmdir(dir_.c_str());
 }
 
-void SshConnections::open(const std::vector<std::string>& hosts) {
+std::vector<std::pair<std::string, std::string>> SshConnections::open(const std::vector<std::string>& hosts,
+                                                                      bool keep_going) {
   const auto started = Clock::now();
   struct Pending {
     size_t index;
@@ -71,6 +72,7 @@ void SshConnections::open(const std::vector<std::string>& hosts) {
   };
   std::vector<Pending> pending;
   std::vector<std::string> failures;
+  std::vector<std::pair<std::string, std::string>> unreachable;
   size_t next = 0;
   const auto limit = std::chrono::milliseconds(static_cast<long long>((settings_.connect_timeout_s + 5) * 1000));
   while (next < hosts.size() || !pending.empty()) {
@@ -108,19 +110,20 @@ void SshConnections::open(const std::vector<std::string>& hosts) {
         os::wait_for(m.pid);
       }
       m.pid = -1;
-      failures.push_back(fmt::format(
-          "{}: {}", m.host,
-          last_line(read_available(it->err.get()), st ? "ssh ended with " + st->describe() : "no answer in time")));
+      unreachable.emplace_back(m.host, last_line(read_available(it->err.get()),
+                                                 st ? "ssh ended with " + st->describe() : "no answer in time"));
+      failures.push_back(fmt::format("{}: {}", unreachable.back().first, unreachable.back().second));
       it = pending.erase(it);
     }
   }
   connect_seconds_ = std::chrono::duration<double>(Clock::now() - started).count();
-  if (!failures.empty())
+  if (!failures.empty() && !keep_going)
     throw LaunchError(exit_code::kRendezvousFailed,
                       fmt::format("cannot reach {} of {} host(s) over ssh: {}; check the name, that sshd runs "
                                   "there and that a key logs in without a password (ssh -o BatchMode=yes HOST "
                                   "true), or leave the host out with --exclude",
                                   failures.size(), hosts.size(), fmt::join(failures, "; ")));
+  return unreachable;
 }
 
 const SshConnections::Master& SshConnections::master(const std::string& host) const {

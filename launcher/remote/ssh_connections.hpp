@@ -1,12 +1,14 @@
 // One multiplexed OpenSSH connection per remote host, opened in parallel (at most
 // SshSettings::fanout at once) before anything starts, and closed (the masters stopped,
 // their socket folder removed) on destruction. An unreachable host, or one where the
-// probe command fails, is an error naming every such host with ssh's own words.
+// probe command fails, is an error naming every such host with ssh's own words (or, for an
+// elastic job, a host left out).
 // Blocks in open(); single-threaded.
 #pragma once
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "launcher/os/process.hpp"
@@ -22,8 +24,9 @@ class SshConnections {
   SshConnections(const SshConnections&) = delete;
   SshConnections& operator=(const SshConnections&) = delete;
 
-  // Connects to each host. Throws LaunchError(kRendezvousFailed) naming the unreachable ones.
-  void open(const std::vector<std::string>& hosts);
+  // Connects to each host. Throws LaunchError(kRendezvousFailed) naming the unreachable
+  // ones, or (keep_going: an elastic job) returns them, each as (host, ssh's words).
+  std::vector<std::pair<std::string, std::string>> open(const std::vector<std::string>& hosts, bool keep_going = false);
 
   // The session that runs remote_command on host, over its connection.
   os::SpawnSpec session(const std::string& host, const std::string& remote_command) const;

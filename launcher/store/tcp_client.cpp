@@ -55,7 +55,8 @@ class TcpStoreClient::Connection {
       : host_(std::move(host)),
         port_(port),
         options_(std::move(options)),
-        endpoint_(fmt::format("{}:{}", host_, port_)) {
+        endpoint_(host_.find(':') != std::string::npos ? fmt::format("[{}]:{}", host_, port_)
+                                                       : fmt::format("{}:{}", host_, port_)) {
     if (options_.name.size() > kMaxNameBytes)
       throw StoreError(fmt::format("store client name of {} bytes is longer than the {} allowed", options_.name.size(),
                                    kMaxNameBytes));

@@ -9,6 +9,7 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/signal_names.hpp"
+#include "launcher/base/stop_note.hpp"
 #include "launcher/os/ports.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/supervise/event_log.hpp"
@@ -125,9 +126,10 @@ int run_attempts(const JobConfig& job, const SingleNodeSpec& node, const cli::En
     }
     if (result.kind == AttemptResult::Kind::kInterrupted) {
       snapshots.persist(PersistReason::kStop);
-      worker::launcher_notice(fmt::format("stopped by {}", signal_name(result.signal)));
+      worker::launcher_notice("stopped" + stopped_how(result.signal));
       events.write("finish", {{"outcome", "interrupted"},
                               {"signal", signal_name(result.signal)},
+                              {"reason", stop_reason().value_or("")},
                               {"exit_code", exit_code::from_signal(result.signal)}});
       return exit_code::from_signal(result.signal);
     }

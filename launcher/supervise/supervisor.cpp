@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "launcher/base/launch_error.hpp"
+#include "launcher/base/stop_note.hpp"
 #include "launcher/os/watchdog.hpp"
 #include "launcher/supervise/event_log.hpp"
 #include "launcher/supervise/first_step_watch.hpp"
@@ -132,10 +133,11 @@ struct Supervisor::Impl {
     }
     interrupt_signal = signo;
     if (!attempt_running) return;
+    const std::optional<std::string> asked = ddp::launch::stop_reason();  // what the stop's asker said
     worker::launcher_notice(
-        fmt::format("received {}: forwarding it to the workers, SIGKILL after {} s (send it "
+        fmt::format("received {}{}: forwarding it to the workers, SIGKILL after {} s (send it "
                     "again to kill them now)",
-                    signal_name(signo), config.shutdown_timeout_s));
+                    signal_name(signo), asked ? " (" + *asked + ")" : "", config.shutdown_timeout_s));
     begin_stop(signo);
   }
 

@@ -9,6 +9,8 @@ CASE:
   trainjob            TrainJob / JobSet: JOB_COMPLETION_INDEX as the node rank, PET_STANDALONE=""
   late_dns            the rendezvous host name resolves only after ~3 s (root: a private mount
                       namespace with its own /etc/hosts, edited by the test)
+  late_dns_etcd       the same for an etcd endpoint's name (a real etcd on loopback; the backend
+                      spelled etcd and etcd-v2)
   mpirun              mpirun --allow-run-as-root -np 2 --oversubscribe ddp-launch ... (Open MPI)
   local_rank          a script that declares --local_rank gets it; --use-env turns that off
 Prints what it checked; exits 1 on the first mismatch, 77 when the case cannot run here.
@@ -149,21 +151,20 @@ def case_trainjob(args):
     print("ok: JOB_COMPLETION_INDEX placed each launcher (said so), PET_STANDALONE=\"\" counted as unset")
 
 
-def case_late_dns(args):
+def late_dns(args, host, flags, what):
+    """Two launchers, each in a private mount namespace whose /etc/hosts lacks host until both
+    said they wait for it and 3 s passed; then the job runs."""
     if os.geteuid() != 0:
         skip("needs root for a private mount namespace (unshare -m)")
     if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
         skip("cannot create a mount namespace here (unshare -m)")
-    host = "late-rendezvous.ddp.test"
     with tempfile.TemporaryDirectory() as tmp:
         hosts = os.path.join(tmp, "hosts")
         shutil.copy("/etc/hosts", hosts)
-        port = free_port()
         procs = []
         for r in range(2):
             inner = (f'mount --bind "$1" /etc/hosts && shift && exec "$@"')
-            cmd = ["unshare", "-m", "sh", "-c", inner, "sh", hosts, args.launcher, "--nnodes=2", f"--node-rank={r}",
-                   f"--master-addr={host}", f"--master-port={port}", *WORKER]
+            cmd = ["unshare", "-m", "sh", "-c", inner, "sh", hosts, args.launcher, "--nnodes=2", *flags(r), *WORKER]
             procs.append(start(cmd, base_env({})))
         began = time.monotonic()
         readers = [Reader(p) for p in procs]
@@ -180,11 +181,60 @@ def case_late_dns(args):
         with open(hosts, "a") as f:  # the same inode: the bind mounts see it
             f.write(f"127.0.0.1 {host}\n")
         outs = [(p.wait(timeout=TIMEOUT), r.join()) for p, r in zip(procs, readers)]
-    text = check_world(outs, 2, "late DNS")
+    text = check_world(outs, 2, what)
     for _, out in outs:
         if f"DNS of {host} resolved after" not in out:
             fail("a launcher did not say when the name resolved", text)
+    return text
+
+
+def case_late_dns(args):
+    host = "late-rendezvous.ddp.test"
+    port = free_port()
+    late_dns(args, host, lambda r: [f"--node-rank={r}", f"--master-addr={host}", f"--master-port={port}"], "late DNS")
     print(f"ok: both launchers waited for DNS of {host}, said so, then ran the job once it resolved")
+
+
+def start_etcd(tmp):
+    """A one-member etcd on loopback (free ports); returns (process, client port)."""
+    exe = shutil.which("etcd")
+    if not exe:
+        message = "etcd not found (Debian package etcd-server, scripts/install-deps.sh)"
+        if os.environ.get("CI"):
+            fail(message)
+        skip(message)
+    client, peer = free_port(), free_port()
+    proc = subprocess.Popen(
+        [exe, "--name=m0", f"--data-dir={tmp}/etcd", f"--listen-client-urls=http://127.0.0.1:{client}",
+         f"--advertise-client-urls=http://127.0.0.1:{client}", f"--listen-peer-urls=http://127.0.0.1:{peer}",
+         f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}", f"--initial-cluster=m0=http://127.0.0.1:{peer}",
+         "--log-level=warn"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", client), timeout=1).close()
+            return proc, client
+        except OSError:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.2)
+    proc.kill()
+    fail("etcd did not come up on loopback")
+
+
+def case_late_dns_etcd(args):
+    host = "late-etcd.ddp.test"
+    with tempfile.TemporaryDirectory() as tmp:
+        etcd, client = start_etcd(tmp)
+        try:
+            # One launcher spells the backend etcd-v2 (torchrun's name), the other etcd.
+            late_dns(args, host, lambda r: [f"--rdzv-backend={'etcd' if r == 0 else 'etcd-v2'}",
+                                            f"--rdzv-endpoint={host}:{client}", "--rdzv-id=late-etcd"],
+                     "late DNS of etcd")
+        finally:
+            etcd.terminate()
+            etcd.wait()
+    print(f"ok: both launchers waited for DNS of the etcd endpoint {host}, said so, then ran the job once it resolved")
 
 
 def case_mpirun(args):

@@ -2,12 +2,15 @@
 # tests/multinode/netns_lib.sh): network namespaces on one bridge in the root namespace,
 # each running Debian's sshd on its own address with keys made here. The caller sets
 # `tag`, `work`, `namespaces` (empty: hosts_up fills it). Every namespace names its link
-# `ddpv`, so GLOO_SOCKET_IFNAME=ddpv is right on every host.
+# `ddpv`, so GLOO_SOCKET_IFNAME=ddpv is right on every host. Each host has an IPv4 and a
+# ULA IPv6 address (`nodad`: usable at once), and its sshd listens on both.
 # shellcheck shell=bash disable=SC2034,SC2154
 sshd=/usr/sbin/sshd
 net=10.232.$(( $$ % 200 ))
 
-host_ip() { echo "$net.$(( $1 + 1 ))"; }  # host_ip INDEX (0-based)
+net6=fd00:ddb:$(( $$ % 200 ))
+host_ip() { echo "$net.$(( $1 + 1 ))"; }   # host_ip INDEX (0-based)
+host_ip6() { echo "$net6::$(( $1 + 1 ))"; }  # host_ip6 INDEX: its IPv6 address
 
 hosts_up() {  # hosts_up N [NOSSHD_INDEX]: N namespaces, sshd in each except NOSSHD_INDEX
   local n=$1 nosshd=${2:--1} i ns
@@ -15,6 +18,7 @@ hosts_up() {  # hosts_up N [NOSSHD_INDEX]: N namespaces, sshd in each except NOS
   need 77 ip ssh ssh-keygen "$sshd"
   ip link add "${tag}br" type bridge 2>/dev/null || skip "cannot create a bridge here"
   ip addr add "$net.254/24" dev "${tag}br" && ip link set "${tag}br" up
+  ip addr add "$net6::fe/64" dev "${tag}br" nodad 2>/dev/null || true
   ssh-keygen -q -t ed25519 -N '' -f "$work/host_key" && ssh-keygen -q -t ed25519 -N '' -f "$work/id"
   cp "$work/id.pub" "$work/authorized_keys"
   mkdir -p /run/sshd
@@ -26,11 +30,13 @@ hosts_up() {  # hosts_up N [NOSSHD_INDEX]: N namespaces, sshd in each except NOS
     ip link set "${tag}p$i" netns "$ns"
     ip -n "$ns" link set "${tag}p$i" name ddpv
     ip -n "$ns" addr add "$(host_ip "$i")/24" dev ddpv
+    ip -n "$ns" addr add "$(host_ip6 "$i")/64" dev ddpv nodad 2>/dev/null || true
     ip -n "$ns" link set lo up && ip -n "$ns" link set ddpv up
     ip link set "${tag}v$i" master "${tag}br" && ip link set "${tag}v$i" up
     (( i == nosshd )) && continue
     cat >"$work/sshd_$i.conf" <<CONF
 ListenAddress $(host_ip "$i")
+$(ip -n "$ns" -6 addr show dev ddpv | grep -q "$(host_ip6 "$i")/" && echo "ListenAddress $(host_ip6 "$i")")
 HostKey $work/host_key
 AuthorizedKeysFile $work/authorized_keys
 PermitRootLogin prohibit-password

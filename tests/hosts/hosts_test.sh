@@ -2,11 +2,14 @@
 # A many-host launch over real ssh: three "hosts" as network namespaces on one bridge, two
 # running Debian's sshd with keys made here (the third has none: unreachable). The same
 # filesystem is seen from each, so the build's binaries are at the same path everywhere.
-# Cases: every hostfile format and a bad line; a 2 x 2 `train` run that ends with the same
+# Cases: every hostfile format and a bad line; IPv6 addresses (every spelling, --exclude, torch
+# workers over IPv6, bad spellings); a 2 x 2 `train` run that ends with the same
 # weights as a single-node run of 4; environment forwarding (forwarded, not forwarded, the
 # env file); --exclude of a host and of a slot; a failing worker's exit code; Ctrl-C, and the
-# launching process SIGKILLed, leave no process on any host; a killed ssh session (the client
-# here, or the host's sshd process) is that host lost; an unreachable host and a host without ddp-launch; the launching machine in the list;
+# launching process SIGKILLed, leave no process on any host, and the agents tell why they stop; a
+# killed ssh session (the client here, or the host's sshd process) is that host lost, and the
+# surviving agent says so; elastic --nnodes 1:2 going on without a lost or an unreachable
+# host; an unreachable host and a host without ddp-launch; the launching machine in the list;
 # `ddp-launch exec`. Needs root, iproute2, openssh-server; exits 77 (skip) otherwise.
 # Usage: hosts_test.sh DDP_LAUNCH [TRAIN]
 # shellcheck disable=SC2016,SC2317  # the workers' lines expand on the hosts; helpers run indirectly
@@ -36,7 +39,7 @@ run() {  # run LOG ARGS...: ddp-launch ARGS (ssh options added) in the foregroun
 }
 has() { grep -q -- "$2" "$1"; }
 count() { grep -c -- "$2" "$1"; }
-worker='echo "rank=$RANK world=$WORLD_SIZE local=$LOCAL_RANK host=$(hostname -I | tr -d " ") cvd=${CUDA_VISIBLE_DEVICES:-none}"'
+worker='echo "rank=$RANK world=$WORLD_SIZE local=$LOCAL_RANK host=$(hostname -I | tr " " "\n" | grep -v : | tr -d "\n") cvd=${CUDA_VISIBLE_DEVICES:-none}"'
 # Nothing of the job left in the namespaces: only each sshd's listener (within 10 s).
 only_sshd_left() {
   local i pids main
@@ -73,6 +76,45 @@ printf '%s slots=2\n%s gpus=2\n' "$a" "$b" >bad.hosts
 run bad.log --hostfile bad.hosts "${ssh_opts[@]}" --no-python true
 check "a bad hostfile line: exit 121, file and line, what to write (rc $rc)" \
   test "$rc" = 121 -a -n "$(grep "hostfile bad.hosts:2: '$b gpus=2': unknown key 'gpus'.*'host slots=N' (DeepSpeed)" bad.log)"
+
+# 1b. IPv6: the hosts by their ULA addresses, in every spelling; the first hosts the store.
+a6=$(host_ip6 0) b6=$(host_ip6 1)
+if ip -n "${tag}h1" -6 addr show dev ddpv | grep -q "$b6/" && grep -q "ListenAddress $b6" "$work/sshd_1.conf"; then
+  worker6='echo "v6 rank=$RANK world=$WORLD_SIZE master=$MASTER_ADDR cvd=${CUDA_VISIBLE_DEVICES:-none} on=$(hostname -I | tr " " "\n" | grep : | tr -d "\n")"'
+  printf '%s slots=1\n[%s]:1\n' "$a6" "$b6" >v6.hosts
+  run v6.log --hostfile v6.hosts "${ssh_opts[@]}" --no-python sh -c "$worker6"
+  check "IPv6 hostfile ('ADDR slots=1', '[ADDR]:1'): exit 0, a rank on each host, the first hosts the store (rc $rc)" \
+    test "$rc" = 0 -a "$(count v6.log "v6 rank=.* world=2 master=$a6 ")" = 2 -a -n "$(grep "^\[$b6\] .*v6 rank=1 .*on=$b6" v6.log)"
+  printf '[%s] slots=2\n[%s] slots=2\n' "$a6" "$b6" >v6b.hosts
+  run v6b.log --hostfile v6b.hosts --exclude "[$b6]:0" "${ssh_opts[@]}" --no-python sh -c "$worker6"
+  check "IPv6 '[ADDR] slots=2' with --exclude '[ADDR]:0': world 3, that host's worker on slot 1 (rc $rc)" \
+    test "$rc" = 0 -a "$(count v6b.log 'world=3')" = 3 -a -n "$(grep "^\[$b6\] .*rank=2 .*cvd=1 on=$b6" v6b.log)"
+  if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then  # torch's own store client and gloo over IPv6
+    cat >v6_allreduce.py <<'PY'
+import os, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.tensor([float(dist.get_rank() + 1)])
+dist.all_reduce(t)
+print(f"allreduce rank={dist.get_rank()} sum={t.item():g} master={os.environ['MASTER_ADDR']}", flush=True)
+dist.destroy_process_group()
+PY
+    GLOO_SOCKET_IFNAME=ddpv run v6py.log --hosts "[$a6]:1,[$b6]:1" --env-forward GLOO_ "${ssh_opts[@]}" \
+      /usr/bin/python3 "$work/v6_allreduce.py"
+    check "IPv6 --hosts '[ADDR]:1,[ADDR]:1': torch workers reach the store at MASTER_ADDR=$a6 and all-reduce (rc $rc)" \
+      test "$rc" = 0 -a "$(count v6py.log "allreduce rank=. sum=3 master=$a6")" = 2
+  else
+    echo "SKIP: torch workers over IPv6 (no torch in /usr/bin/python3)"
+  fi
+else
+  echo "SKIP: IPv6 hosts (no IPv6 address on the namespaces' link)"
+fi
+run v6bad.log --hosts "$a:1,::1:4" "${ssh_opts[@]}" --no-python true
+check "an unbracketed IPv6 address with slots: exit 121, says to write [ADDR]:SLOTS (rc $rc)" \
+  test "$rc" = 121 -a -n "$(grep "'::1:4' has more than one ':'.*\[ADDR\]:SLOTS" v6bad.log)"
+printf '%s slots=1\n[%s slots=1\n' "$a" "$b6" >v6bad.hosts
+run v6bad2.log --hostfile v6bad.hosts "${ssh_opts[@]}" --no-python true
+check "an unclosed '[' in a hostfile: exit 121, file and line (rc $rc)" \
+  test "$rc" = 121 -a -n "$(grep "hostfile v6bad.hosts:2: .*has no closing ']'" v6bad2.log)"
 
 # 2. train, 2 hosts x 2 workers over gloo, against a single node of 4: the same weights.
 if [[ -n $train ]]; then
@@ -121,6 +163,7 @@ run fail.log --hosts "$a:1,$b:1" "${ssh_opts[@]}" --no-python sh -c '[ "$RANK" =
 check "a worker failing on the second host: exit 3 (rc $rc)" test "$rc" = 3
 check "the failure report comes with the host's prefix and names the rank" has fail.log "^\[$b\] .*rank 1"
 check "the launcher's last line names the host" has fail.log "ddp-launch: the job failed (exit code 3).*$b (node rank 1)"
+check "after a failure: no agent says it was stopped by a SIGTERM" test "$(count fail.log 'stopped by SIGTERM')" = 0
 check "after a failure: no process left on any host" only_sshd_left
 
 # 6. Ctrl-C on the launching side stops every host.
@@ -129,6 +172,9 @@ pid=$!
 wait_lines int.log started 4
 kill -INT "$pid"; wait_rc "$pid" 60
 check "Ctrl-C: exit 130 (rc $rc)" test "$rc" = 130
+check "Ctrl-C: each agent says it was stopped because the launch got SIGINT, not by a SIGTERM of its own" \
+  test "$(count int.log 'ddp-launch: stopped: the launch was stopped by SIGINT on the launching machine')" = 2 \
+  -a "$(count int.log 'stopped by SIGTERM')" = 0
 check "Ctrl-C: no process left on any host" only_sshd_left
 
 # 7. The launching process SIGKILLed: its ssh sessions end, every agent stops.
@@ -148,6 +194,13 @@ wait_rc "$pid" 60
 if [[ $rc == timeout ]]; then kill -KILL "$pid"; fi
 check "a killed ssh session: exit 124 (rc $rc)" test "$rc" = 124
 check "a killed ssh session: that host is reported lost" has lost.log "ddp-launch: host $b (node rank 1) lost: its ssh session ended"
+# The first host's agent tells the lost host as its stop's reason: the launching machine's word
+# (`was lost`), or, if the lost host's agent published its own stop first, that one's.
+survivor_says_lost() {  # survivor_says_lost LOG
+  grep -Eq "^\[$a\] .*stopped: host $b \(node rank 1\) (was lost: its ssh session ended|lost its session with)" "$1" &&
+    ! grep -q "^\[$a\] .*stopped by SIGTERM" "$1"
+}
+check "a killed ssh session: the surviving agent says it stopped because that host was lost" survivor_says_lost lost.log
 check "a killed ssh session: no process left on any host" only_sshd_left
 
 # 8b. The same from the host's side: its sshd's process for the connection killed.
@@ -160,7 +213,37 @@ wait_rc "$pid" 60
 if [[ $rc == timeout ]]; then kill -KILL "$pid"; fi
 check "the host's sshd connection killed: exit 124, that host reported lost (rc $rc)" \
   test "$rc" = 124 -a -n "$(grep "ddp-launch: host $b (node rank 1) lost: its ssh session ended" lost2.log)"
+check "the host's sshd connection killed: the surviving agent says it stopped because that host was lost" \
+  survivor_says_lost lost2.log
 check "the host's sshd connection killed: no process left on any host" only_sshd_left
+
+# 8c. Elastic (--nnodes 1:2 --max-restarts 1): the second host's ssh session killed, the
+# first host's agent restarts alone and the job succeeds; an unreachable host at the start is
+# left out while MIN hosts are left; a MAX above the host count is refused.
+elastic_worker='if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then echo "started world=$WORLD_SIZE"; exec sleep 300; fi; echo "again world=$WORLD_SIZE"'
+"$launch" --hosts "$a:1,$b:1" --nnodes 1:2 --max-restarts 1 "${ssh_opts[@]}" --no-python sh -c "$elastic_worker" \
+  >elastic.log 2>&1 &
+pid=$!
+wait_lines elastic.log 'started world=2' 2
+session=$(pgrep -f -- "-T -- $b if \\[ -x" | head -1)
+if [[ -n $session ]]; then kill -KILL "$session"; fi
+wait_rc "$pid" 90
+if [[ $rc == timeout ]]; then kill -KILL "$pid"; fi
+check "elastic: a lost host, the other restarts alone in a round of 1 and the job succeeds (rc $rc)" \
+  test "$rc" = 0 -a -n "$(grep "^\[$a\] .*again world=1" elastic.log)" \
+  -a -n "$(grep 'the elastic job goes on with 1 host(s) (--nnodes 1:2)' elastic.log)"
+check "elastic: the last line counts the lost host" has elastic.log "the elastic job finished on 1 host(s); 1 host(s) lost"
+check "elastic: no process left on any host" only_sshd_left
+run elastic2.log --hosts "$a:1,$c:1" --nnodes 1:2 "${ssh_opts[@]}" --no-python sh -c "$worker"
+check "elastic: an unreachable host at the start is left out, the job runs on the other (rc $rc)" \
+  test "$rc" = 0 -a -n "$(grep "cannot reach 1 host(s) over ssh ($c: .*); the elastic job goes on with 1 host(s)" elastic2.log)" \
+  -a "$(count elastic2.log 'world=1 ')" = 1
+run elastic3.log --hosts "$a:1,$c:1" --nnodes 2:2 "${ssh_opts[@]}" --no-python true
+check "a fixed --nnodes with a host list: exit 121, says to drop it or give MIN:MAX (rc $rc)" \
+  test "$rc" = 121 -a -n "$(grep 'drop --nnodes, or give --nnodes MIN:MAX' elastic3.log)"
+run elastic4.log --hosts "$a:1,$b:1" --nnodes 1:3 "${ssh_opts[@]}" --no-python true
+check "elastic: MAX above the host count: exit 121 naming both (rc $rc)" \
+  test "$rc" = 121 -a -n "$(grep 'asks for up to 3 node(s), and the host list has 2' elastic4.log)"
 
 # 9. An unreachable host, and a host without ddp-launch: clear errors naming it; nothing starts.
 run unreach.log --hosts "$a:1,$c:1" "${ssh_opts[@]}" --no-python true

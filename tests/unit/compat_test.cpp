@@ -1,6 +1,6 @@
 // torchrun and cluster compatibility: flag prefixes, quoted --rdzv-conf, --logs-specs,
 // PET_* as Kubernetes operators set them, JOB_COMPLETION_INDEX, mpirun/PMI placement, the
-// --local_rank a script declares, and the `waiting for DNS` schedule.
+// --local_rank a script declares, the `waiting for DNS` schedule and the wait for several names.
 #include <catch2/catch.hpp>
 
 #include "launcher/base/exit_status.hpp"
@@ -209,4 +209,18 @@ TEST_CASE("`waiting for DNS` lines: after 1 s, then every 5 s") {
   CHECK(dns_notice_due(1.0, -1));
   CHECK_FALSE(dns_notice_due(5.9, 1.0));
   CHECK(dns_notice_due(6.0, 1.0));
+}
+
+TEST_CASE("DNS wait for several names (etcd's members): done when one is an address or resolves; else all named") {
+  using multinode::wait_for_dns;
+  CHECK(wait_for_dns(std::vector<std::string>{"no-such-member.invalid", "127.0.0.1"}, 0, nullptr) == 0);
+  CHECK(wait_for_dns(std::vector<std::string>{"no-such-member.invalid", "localhost"}, 5, nullptr) == 0);
+  try {
+    wait_for_dns(std::vector<std::string>{"a.invalid", "b.invalid"}, 0, nullptr);
+    FAIL("expected the wait to give up");
+  } catch (const LaunchError& e) {
+    CHECK(e.exit_code() == exit_code::kRendezvousFailed);
+    CHECK_THAT(e.what(), Catch::Contains("the rendezvous hosts a.invalid, b.invalid did not resolve within 0 s") &&
+                             Catch::Contains("a.invalid: ") && Catch::Contains("PET_RDZV_ENDPOINT"));
+  }
 }

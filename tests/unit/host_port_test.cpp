@@ -90,3 +90,10 @@ TEST_CASE("host_port: URL lists take http:// and https:// items, a trailing '/' 
                     Catch::Contains("'ftp://a:1'") && Catch::Contains("http:// or https://"));
   CHECK_THROWS_WITH(parse_http_endpoint_list("http://a:1/v3", 2379), Catch::Contains("'http://a:1/v3'"));
 }
+
+TEST_CASE("format_host_port: an IPv6 address in brackets, as parse_host_port reads it back") {
+  CHECK(format_host_port("fd00::2", 29500) == "[fd00::2]:29500");
+  CHECK(format_host_port("10.0.0.1", 29500) == "10.0.0.1:29500");
+  CHECK(format_host_port("gpu1", 1) == "gpu1:1");
+  CHECK(text_of(parse_host_port(format_host_port("fd00::2", 29500), 1)) == "fd00::2 29500");
+}

@@ -1,14 +1,16 @@
 // A many-host launch's pure parts: the hostfile formats (DeepSpeed, MPI, Horovod), --hosts,
 // bad lines named by file and line, --include/--exclude in DeepSpeed's syntax, environment
-// forwarding and --env-file, the agent plan and its JSON line, ssh command lines, and the
-// host-prefixed output with partial lines.
+// forwarding and --env-file, the agent plan (fixed and elastic) and its JSON line, the stop message and how a
+// stop is told, ssh command lines, and the host-prefixed output with partial lines.
 #include <catch2/catch.hpp>
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/base/stop_note.hpp"
 #include "launcher/cli/options.hpp"
 #include "launcher/hosts/agent_plan.hpp"
 #include "launcher/hosts/env_forward.hpp"
+#include "launcher/hosts/host_item.hpp"
 #include "launcher/hosts/hostfile.hpp"
 #include "launcher/hosts/resource_filter.hpp"
 #include "launcher/remote/host_output.hpp"
@@ -85,6 +87,45 @@ TEST_CASE("host list: --hosts HOST[:SLOTS],...") {
   CHECK_THAT(usage_error_of([] { hosts::parse_host_list("h1:4,,h2"); }), Contains("an empty item"));
   CHECK_THAT(usage_error_of([] { hosts::parse_host_list("h1,h1:2"); }), Contains("host 'h1' is listed twice"));
   CHECK_THAT(usage_error_of([] { hosts::parse_host_list("h1:four"); }), Contains("the slot count"));
+}
+
+TEST_CASE("IPv6 hosts: in brackets with slots, bare before key=value words; ambiguous or unclosed is refused") {
+  CHECK(names_and_slots(hosts::parse_host_list("[::1]:2,[fd00::2]:2,[fd00::3],h4:1")) ==
+        "::1=2 fd00::2=2 fd00::3=1 h4=1 ");
+  CHECK(names_and_slots(hosts::parse_hostfile("fd00::2 slots=2\n"
+                                              "[fd00::3] slots=3 max_slots=4\n"
+                                              "[fd00::4]:4\n"
+                                              "[fe80::1%ddpv]\n"
+                                              "fd00::5 max_slots=2  # MPI\n",
+                                              "hf")) == "fd00::2=2 fd00::3=3 fd00::4=4 fe80::1%ddpv=1 fd00::5=2 ");
+  auto list_err = [](const std::string& text) { return usage_error_of([&] { hosts::parse_host_list(text); }); };
+  CHECK_THAT(list_err("[::1:4"), Contains("'[::1:4' has no closing ']'") && Contains("[ADDR]:SLOTS"));
+  CHECK_THAT(list_err("::1:4"), Contains("'::1:4' has more than one ':'") && Contains("ambiguous") &&
+                                    Contains("[ADDR]:SLOTS (e.g. [fd00::2]:4)"));
+  CHECK_THAT(list_err("fd00::2"), Contains("ambiguous") && Contains("[ADDR]"));
+  CHECK_THAT(list_err("[gpu1]:2"), Contains("'gpu1' in brackets is not an IPv6 address"));
+  CHECK_THAT(list_err("[::1]4"), Contains("after '[::1]' comes ':'"));
+  CHECK_THAT(list_err("[::1]:x"), Contains("the slot count"));
+  CHECK_THAT(list_err("[::1]:2,[::1]"), Contains("host '[::1]' is listed twice"));
+  auto file_err = [](const std::string& text) { return usage_error_of([&] { hosts::parse_hostfile(text, "f"); }); };
+  CHECK_THAT(file_err("fd00::1:4\n"), Contains("hostfile f:1: 'fd00::1:4'") && Contains("[ADDR]:SLOTS"));
+  CHECK_THAT(file_err("[fd00::1 slots=2\n"), Contains("has no closing ']'"));
+  CHECK_THAT(file_err("gpu::1 slots=2\n"), Contains("ambiguous"));
+  CHECK_THAT(file_err("[fd00::1]:2 slots=2\n"), Contains("'host:N' takes nothing after it"));
+
+  const auto v6 = hosts::parse_host_list("[fd00::1]:4,[fd00::2]:2,h3:1");
+  CHECK(selection(hosts::select_hosts(v6, "[fd00::1]:0,2@h3", "")) == "fd00::1:02* h3:0 ");
+  CHECK(selection(hosts::select_hosts(v6, "", "[fd00::2]")) == "fd00::1:0123 h3:0 ");
+  CHECK(selection(hosts::select_hosts(v6, "", "fd00::2")) == "fd00::1:0123 h3:0 ");  // a listed host, whole
+  CHECK_THAT(usage_error_of([&] { hosts::select_hosts(v6, "", "fd00::2:1"); }),
+             Contains("ambiguous") && Contains("[fd00::2]:0,1"));
+  CHECK_THAT(usage_error_of([&] { hosts::select_hosts(v6, "[fd00::9]", ""); }),
+             Contains("host '[fd00::9]' is not in the host list ([fd00::1], [fd00::2], h3)"));
+  CHECK(hosts::bracketed("fd00::1") == "[fd00::1]");
+  CHECK(hosts::bracketed("10.0.0.1") == "10.0.0.1");
+  CHECK(hosts::is_ipv6_address("fe80::1%eth0"));
+  CHECK_FALSE(hosts::is_ipv6_address("fe80::1%"));
+  CHECK_FALSE(hosts::is_ipv6_address("gpu1"));
 }
 
 TEST_CASE("resource filter: --include and --exclude, hosts and slots, DeepSpeed's syntax") {
@@ -181,6 +222,37 @@ TEST_CASE("agent plan: node ranks in list order, workers from slots, the first h
   CHECK_FALSE(one[0].master_port);
 }
 
+TEST_CASE("agent plan, elastic (--nnodes MIN:MAX): a c10d rendezvous at the first host unless one is given") {
+  const auto selected = hosts::select_hosts(hosts::parse_host_list("[fd00::1]:2,b:2,c:2"), "", "");
+  hosts::PlanInputs in;
+  in.nnodes_min = 2;
+  in.nnodes_max = 3;
+  const auto plan = hosts::plan_agents(selected, in, std::nullopt);
+  for (const auto& p : plan) {
+    CHECK(p.nnodes_min == 2);
+    CHECK(p.nnodes_max == 3);
+    CHECK(p.rdzv_endpoint == "[fd00::1]:29500");
+    CHECK(p.master_addr.empty());  // not a static rendezvous
+    CHECK_FALSE(p.master_port);
+  }
+  in.master_port = 29400;
+  in.master_addr_given = true;
+  in.master_addr = "store-host";
+  CHECK(hosts::plan_agents(selected, in, std::nullopt)[1].rdzv_endpoint == "store-host:29400");
+  in.rdzv_endpoint_given = true;  // the user's own c10d or etcd endpoint: passed through in the arguments
+  CHECK(hosts::plan_agents(selected, in, std::nullopt)[1].rdzv_endpoint.empty());
+
+  hosts::AgentConfig c;
+  c.placement = plan[1];
+  const hosts::AgentConfig d = hosts::decode_agent_config(hosts::encode_agent_config(c));
+  CHECK(d.placement.nnodes_min == 2);
+  CHECK(d.placement.nnodes_max == 3);
+  CHECK(d.placement.rdzv_endpoint == "[fd00::1]:29500");
+  c.placement = hosts::AgentPlacement{};  // fixed: no range, no endpoint on the line
+  CHECK(hosts::encode_agent_config(c).find("nnodes_range") == std::string::npos);
+  CHECK(hosts::decode_agent_config(hosts::encode_agent_config(c)).placement.nnodes_min == 0);
+}
+
 TEST_CASE("agent configuration: one JSON line there and back; a foreign one is a clear error") {
   hosts::AgentConfig c;
   c.args = {"--nproc-per-node", "2", "train", "--steps", "3 4", "'quoted'"};
@@ -209,6 +281,23 @@ TEST_CASE("agent configuration: one JSON line there and back; a foreign one is a
   CHECK_THAT(usage_error_of([] { hosts::decode_agent_config("{\"version\": 99}"); }),
              Contains("version 99") && Contains("same ddp-launch version on every host"));
   CHECK_THAT(usage_error_of([] { hosts::decode_agent_config("hello"); }), Contains("is not one this ddp-launch reads"));
+}
+
+TEST_CASE("stop message: the reason in one line after the configuration; anything else is no stop message") {
+  const std::string line = hosts::encode_stop_message("host h2 (node rank 1) was lost: its ssh session ended\n(x)");
+  CHECK(line.find('\n') == line.size() - 1);
+  CHECK(hosts::decode_stop_message(line.substr(0, line.size() - 1)) ==
+        "host h2 (node rank 1) was lost: its ssh session ended\n(x)");
+  CHECK_FALSE(hosts::decode_stop_message(""));
+  CHECK_FALSE(hosts::decode_stop_message("stop"));
+  CHECK_FALSE(hosts::decode_stop_message("{\"stop\": 3}"));
+  CHECK_FALSE(hosts::decode_stop_message("{\"later\": \"x\"}"));
+}
+
+TEST_CASE("stop note: a stop is told by its reason when one was given, else by its signal") {
+  // The process-wide note itself is left alone here (other tests in this binary report stops).
+  CHECK(stopped_how(15, std::nullopt) == " by SIGTERM");
+  CHECK(stopped_how(15, std::string("host h2 (node rank 1) was lost")) == ": host h2 (node rank 1) was lost");
 }
 
 TEST_CASE("ssh command lines: ours that the launch needs first, the user's kept, a multiplexed session") {

@@ -158,6 +158,10 @@ TEST_CASE("abort records come from named factories") {
   CHECK(stop.final);
   CHECK(abort_from_json(to_json(stop)).status == stop.reason);
   CHECK(abort_from_json(to_json(stop)).failure == FailureKind::kStopped);
+  // A many-host agent's launching machine said why: told instead of the signal.
+  auto told = AbortRecord::stopped_by_signal(0, "h0", SIGTERM, std::string("host h2 (node rank 1) was lost"));
+  CHECK(told.reason == "node 0 (h0) was stopped: host h2 (node rank 1) was lost");
+  CHECK(told.exit_code == 128 + SIGTERM);
 }
 
 TEST_CASE("every failure kind survives the abort record; older records without it get theirs from the rest") {
