@@ -2,7 +2,8 @@
 // objects' slots hold the caller's tensors (write(key, tensor) registers the tensor itself,
 // write(key, nested) the nested archive's module). Torch offers no accessor, so the one line
 // below names the member through an explicit template instantiation (which access checking
-// does not cover) — torch 1.13 and 2.x both call it `module_`; another name fails to compile.
+// does not cover) — torch 1.13 and 2.x both call it `module_`; runtime/CMakeLists.txt checks
+// the header and builds without staging (stage() returns false) for a LibTorch without it.
 // The device copies use c10's device-generic guard, streams and events: this file compiles
 // against a CPU-only LibTorch and takes the CUDA path only for CUDA tensors.
 #include "archive_staging.hpp"
@@ -18,6 +19,7 @@
 namespace ddp::detail {
 namespace {
 
+#if DDP_ARCHIVE_MODULE  // runtime/CMakeLists.txt found the member in this LibTorch's header
 // OutputArchive::module_, reached by `archive.*archive_module_member()`.
 using ArchiveModule = torch::jit::Module torch::serialize::OutputArchive::*;
 ArchiveModule archive_module_member();
@@ -26,6 +28,13 @@ struct ArchiveModuleAccess {
   friend ArchiveModule archive_module_member() { return Member; }
 };
 template struct ArchiveModuleAccess<&torch::serialize::OutputArchive::module_>;
+
+c10::intrusive_ptr<c10::ivalue::Object> archive_object(torch::serialize::OutputArchive& archive) {
+  return (archive.*archive_module_member())._ivalue();
+}
+#else
+c10::intrusive_ptr<c10::ivalue::Object> archive_object(torch::serialize::OutputArchive&) { return {}; }
+#endif
 
 bool is_immutable(const c10::IValue& v) { return v.isNone() || v.isScalar() || v.isString() || v.isDevice(); }
 
@@ -55,9 +64,11 @@ bool ArchiveStaging::stage(torch::serialize::OutputArchive& archive,
   seen_.clear();
   copies_.clear();
   held_.clear();
+  const auto root = archive_object(archive);
+  if (!root) return false;  // an archive this build cannot reach into: serialise it where it is
   {
     torch::NoGradGuard no_grad;
-    stage_object((archive.*archive_module_member())._ivalue());
+    stage_object(root);
   }
   seen_.clear();
   buffers_.resize(next_);  // a smaller state than last time: the rest goes

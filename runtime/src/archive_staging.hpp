@@ -28,8 +28,9 @@ class ArchiveStaging {
   ArchiveStaging& operator=(const ArchiveStaging&) = delete;
 
   // False when some value cannot be staged (a sparse, quantized or non-CUDA device tensor, a
-  // custom class object): it stays in the archive as it was, and the archive must be serialised
-  // on the caller's thread, after wait_copies(). Throws what torch throws (e.g. pinned memory
+  // custom class object; every value, with a LibTorch whose archive this build cannot reach
+  // into): it stays in the archive as it was, and the archive must be serialised on the
+  // caller's thread, after wait_copies(). Throws what torch throws (e.g. pinned memory
   // exhausted); the archive then holds a mix and must be dropped.
   bool stage(torch::serialize::OutputArchive& archive,
              const std::unordered_set<const c10::TensorImpl*>& forward_written, bool order_after);
