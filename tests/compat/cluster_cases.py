@@ -163,7 +163,7 @@ def late_dns(args, host, flags, what):
         shutil.copy("/etc/hosts", hosts)
         procs = []
         for r in range(2):
-            inner = (f'mount --bind "$1" /etc/hosts && shift && exec "$@"')
+            inner = 'mount --bind "$1" /etc/hosts && shift && exec "$@"'
             cmd = ["unshare", "-m", "sh", "-c", inner, "sh", hosts, args.launcher, "--nnodes=2", *flags(r), *WORKER]
             procs.append(start(cmd, base_env({})))
         began = time.monotonic()
@@ -195,14 +195,19 @@ def case_late_dns(args):
     print(f"ok: both launchers waited for DNS of {host}, said so, then ran the job once it resolved")
 
 
+def require_tool(name, missing):
+    """The tool's path; without it a failure under CI (the set-up installs it), else a skip."""
+    exe = shutil.which(name)
+    if not exe:
+        if os.environ.get("CI"):
+            fail(missing)
+        skip(missing)
+    return exe
+
+
 def start_etcd(tmp):
     """A one-member etcd on loopback (free ports); returns (process, client port)."""
-    exe = shutil.which("etcd")
-    if not exe:
-        message = "etcd not found (Debian package etcd-server, scripts/install-deps.sh)"
-        if os.environ.get("CI"):
-            fail(message)
-        skip(message)
+    exe = require_tool("etcd", "etcd not found (Debian package etcd-server, scripts/install-deps.sh)")
     client, peer = free_port(), free_port()
     proc = subprocess.Popen(
         [exe, "--name=m0", f"--data-dir={tmp}/etcd", f"--listen-client-urls=http://127.0.0.1:{client}",
@@ -238,12 +243,8 @@ def case_late_dns_etcd(args):
 
 
 def case_mpirun(args):
-    mpirun = shutil.which("mpirun")
-    if not mpirun:
-        message = "mpirun not found; install it with scripts/install-deps.sh (Debian package openmpi-bin)"
-        if os.environ.get("CI"):
-            fail(message)
-        skip(message)
+    mpirun = require_tool("mpirun",
+                          "mpirun not found; install it with scripts/install-deps.sh (Debian package openmpi-bin)")
     port = free_port()
     cmd = [mpirun, "--allow-run-as-root", "-np", "2", "--oversubscribe", args.launcher, "--master-addr=127.0.0.1",
            f"--master-port={port}", "--nproc-per-node=2", *WORKER]
