@@ -108,8 +108,18 @@ bool Snapshot::save(int64_t step, const torch::nn::Module& model, const torch::o
   auto archive = std::make_shared<torch::serialize::OutputArchive>(detail::checkpoint_archive(model, optimizer, extra));
   // Without a fence in backward (no DDP model) nothing holds the optimizer step back until the
   // write landed: the current stream then waits for the device copies too.
-  const bool staged = background_pays(model) &&
-                      staging_->stage(*archive, forward_written(model), !detail::snapshot_fence::backward_fenced());
+  bool staged = false;
+  if (staging_ok_ && background_pays(model)) {
+    try {
+      staged = staging_->stage(*archive, forward_written(model), !detail::snapshot_fence::backward_fenced());
+    } catch (const c10::Error& e) {  // e.g. no pinned memory left: staging off, this archive rebuilt
+      std::cerr << "ddp::Snapshot: staging the snapshot's tensors failed: " << first_line(e.what_without_backtrace())
+                << "; snapshots serialise on the training thread from now on" << std::endl;
+      staging_ok_ = false;
+      staging_->wait_copies();
+      archive = std::make_shared<torch::serialize::OutputArchive>(detail::checkpoint_archive(model, optimizer, extra));
+    }
+  }
   detail::SnapshotWriter::Serializer serialize;
   if (staged) {
     serialize = [archive, staging = staging_.get()](std::string& out) {

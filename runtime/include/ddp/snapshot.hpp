@@ -47,7 +47,8 @@ class Snapshot {
   // optimizer step back until they landed; without a DDP model the current stream waits for
   // them all (still without blocking this thread). Values that cannot be staged (sparse or
   // quantized tensors, custom class objects in extra) make this save serialise on the caller's
-  // thread. The snapshot counts once written: a
+  // thread; after staging failed once (no pinned memory left) one warning, and every save does.
+  // The snapshot counts once written: a
   // kill before that leaves the slot torn and the previous snapshot in use (one step more to
   // redo). False when off; the first time the region cannot hold a snapshot (/dev/shm full or
   // too small: found by the background write) one warning names the size needed, the next
@@ -117,6 +118,7 @@ class Snapshot {
   std::string path_;
   std::string buffer_;                               // the payload buffer, back from the last write
   std::unique_ptr<detail::ArchiveStaging> staging_;  // host copies of the tensors, reused
+  bool staging_ok_ = true;                           // off after staging failed once (warned)
   std::unique_ptr<detail::SnapshotWriter> writer_;
   double serialize_s_ = 0, serialize_total_s_ = 0, wait_s_ = 0, waits_s_ = 0, copy_s_ = 0;
   double background_serialize_s_ = 0;
