@@ -61,16 +61,14 @@ bool spare_core() {
   return cores > workers * at::get_num_threads();
 }
 
-// Serialising on the background thread pays when the state lives on a device (the caller's
-// thread would wait for every tensor's synchronous copy) or when a core is spare; where the
-// workers' threads fill every core it only adds a copy and takes the core from training
-// (docs/snapshots.md, "Written in the background").
-bool background_pays(const torch::nn::Module& model) {
+// The state lives on a device: the caller's thread would wait for every tensor's synchronous
+// copy, so staging always pays there.
+bool on_device(const torch::nn::Module& model) {
   for (const auto& p : model.parameters())
     if (!p.is_cpu()) return true;
   for (const auto& b : model.buffers())
     if (!b.is_cpu()) return true;
-  return spare_core();
+  return false;
 }
 
 std::string directory_of(const std::string& path) {
@@ -100,6 +98,7 @@ bool Snapshot::save(int64_t step, const torch::nn::Module& model, const torch::o
                     const CheckpointExtra& extra) {
   if (fd_ < 0) return false;
   if (!collect()) return false;  // the previous write failed: warned, off
+  judge_cpu_staging();
   const auto start = Clock::now();
   // The buffer is kept between saves: no fresh pages to fault in each time.
   std::string buffer = std::move(buffer_);
@@ -108,8 +107,12 @@ bool Snapshot::save(int64_t step, const torch::nn::Module& model, const torch::o
   auto archive = std::make_shared<torch::serialize::OutputArchive>(detail::checkpoint_archive(model, optimizer, extra));
   // Without a fence in backward (no DDP model) nothing holds the optimizer step back until the
   // write landed: the current stream then waits for the device copies too.
+  // On a CPU staging pays only with a core to spare (where the workers' threads fill every core
+  // it adds a copy and takes a core from training) and while its writes land before training
+  // waits for them (docs/snapshots.md, "Written in the background").
+  const bool device = on_device(model);
   bool staged = false;
-  if (staging_ok_ && background_pays(model)) {
+  if (staging_ok_ && (device || (cpu_staging_pays_ && spare_core()))) {
     try {
       staged = staging_->stage(*archive, forward_written(model), !detail::snapshot_fence::backward_fenced());
     } catch (const c10::Error& e) {  // e.g. no pinned memory left: staging off, this archive rebuilt
@@ -133,12 +136,24 @@ bool Snapshot::save(int64_t step, const torch::nn::Module& model, const torch::o
   serialize_s_ = seconds_since(start);
   serialize_total_s_ += serialize_s_;
   staged_bytes_ = staging_->bytes();
+  cpu_staged_saves_ = staged && !device ? cpu_staged_saves_ + 1 : 0;
+  fence_mark_ = detail::snapshot_fence::waited_seconds();
   if (!writer_) writer_ = std::make_unique<detail::SnapshotWriter>();
   writer_->start(fd_, static_cast<uint64_t>(step), std::move(buffer), std::move(serialize));
   return true;
 }
 
 bool Snapshot::wait() { return collect() && fd_ >= 0; }
+
+// Called with the previous write collected. Staging took that write's serialisation off the
+// training thread (the background serialise time less the staging time); if training then
+// waited longer for the write (at the fence and in collect()), serialising on the training
+// thread costs less: it does from now on. The first staged write (fresh buffers) is not judged.
+void Snapshot::judge_cpu_staging() {
+  if (cpu_staged_saves_ < 2) return;
+  const double waited = detail::snapshot_fence::waited_seconds() - fence_mark_ + wait_s_;
+  if (waited > background_serialize_s_ - serialize_s_) cpu_staging_pays_ = false;
+}
 
 bool Snapshot::collect() {
   const auto start = Clock::now();

@@ -48,6 +48,8 @@ class Snapshot {
   // them all (still without blocking this thread). Values that cannot be staged (sparse or
   // quantized tensors, custom class objects in extra) make this save serialise on the caller's
   // thread; after staging failed once (no pinned memory left) one warning, and every save does.
+  // On a CPU staging runs only with a core to spare and stops once a staged write made training
+  // wait longer than it saved (docs/snapshots.md).
   // The snapshot counts once written: a
   // kill before that leaves the slot torn and the previous snapshot in use (one step more to
   // redo). False when off; the first time the region cannot hold a snapshot (/dev/shm full or
@@ -113,12 +115,16 @@ class Snapshot {
   bool collect();  // waits for the write in flight; false (warned, off) if it failed
   void turn_off(uint64_t bytes, uint64_t bytes_needed, int error);  // the warning; snapshots off
   void close_region();                                              // snapshots off
+  void judge_cpu_staging();                                         // cpu_staging_pays_ from the last write
 
   int fd_ = -1;
   std::string path_;
   std::string buffer_;                               // the payload buffer, back from the last write
   std::unique_ptr<detail::ArchiveStaging> staging_;  // host copies of the tensors, reused
   bool staging_ok_ = true;                           // off after staging failed once (warned)
+  bool cpu_staging_pays_ = true;                     // off once a staged CPU write cost more than it saved
+  int cpu_staged_saves_ = 0;                         // CPU saves staged in a row
+  double fence_mark_ = 0;                            // the fence's waited seconds at the last write's start
   std::unique_ptr<detail::SnapshotWriter> writer_;
   double serialize_s_ = 0, serialize_total_s_ = 0, wait_s_ = 0, waits_s_ = 0, copy_s_ = 0;
   double background_serialize_s_ = 0;
