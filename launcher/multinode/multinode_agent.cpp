@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <csignal>
 #include <memory>
 
 #include <fmt/format.h>
@@ -413,6 +414,16 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
                       fmt::format("this node's workers were stopped: {}", state_.store_lost));
   }
   const AbortRecord& abort = *settled.abort;
+  if (abort.failure == FailureKind::kStopped && !abort.stop_note.empty() && abort.final) {
+    // The launching machine stops every host for this: this node's stop, told as it was asked,
+    // whether its own word came first or another node's record did.
+    note_stop_reason(abort.stop_note);
+    worker::launcher_notice("stopped" + stopped_how(SIGTERM));
+    const AbortRecord mine = AbortRecord::stopped_by_signal(r.rank(), os::host_name(), SIGTERM, stop_reason());
+    log_abort(*events_, mine);
+    leave(r);
+    return abort.exit_code;
+  }
   log_abort(*events_, abort);
   if (abort.final) {
     if (is_hang(abort.failure) && layout_->temporary()) {  // this node's stacks were captured there

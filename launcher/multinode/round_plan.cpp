@@ -254,6 +254,7 @@ AbortRecord AbortRecord::stopped_by_signal(int node_rank, const std::string& hos
   r.host = host;
   r.exit_code = exit_code::from_signal(signal);
   r.status = r.reason;
+  r.stop_note = why.value_or("");
   r.final = true;
   return r;
 }
@@ -294,6 +295,7 @@ std::string to_json(const AbortRecord& r) {
               {"traceback", r.traceback},
               {"hang", r.hang},
               {"stacks_file", r.stacks_file},
+              {"stop_note", r.stop_note},
               {"final", r.final}}
       .dump();
 }
@@ -341,6 +343,7 @@ AbortRecord abort_from_json(const std::string& text) {
     r.traceback = j.at("traceback").get<std::string>();
     r.hang = j.value("hang", std::string());  // older launchers write none
     r.stacks_file = j.value("stacks_file", std::string());
+    r.stop_note = j.value("stop_note", std::string());
     r.final = j.at("final").get<bool>();
     r.failure = failure_of(j, r);
     return r;

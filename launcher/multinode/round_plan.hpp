@@ -95,7 +95,10 @@ struct AbortRecord {
   std::string traceback;
   std::string hang;         // a hang's verdict line ("": not a hang); absent in older records
   std::string stacks_file;  // the culprit's stacks file on node `host` (a hang); likewise
-  bool final = false;       // no restarts left: everyone exits with exit_code
+  // A stop the stop's asker explained (a many-host launch's launching machine, which stops
+  // every host for it): what it said. Every node then reports it as its own stop.
+  std::string stop_note;
+  bool final = false;  // no restarts left: everyone exits with exit_code
 };
 
 std::string to_json(const NodeInfo& info);
