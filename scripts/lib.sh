@@ -26,6 +26,19 @@ repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${BUILD_DIR:-build}
 [[ $build_dir == /* ]] || build_dir=$repo_root/$build_dir
 
+# The torch the project builds, tests and benchmarks against (the one place its version is
+# written): PyPI's torch wheel, in a virtual environment of Debian's python3 that
+# scripts/install-deps.sh makes. DDP_TORCH_VENV moves it. torch_python is its interpreter; the
+# legacy leg's is Debian's /usr/bin/python3 with python3-torch 1.13 (legacy_python).
+# shellcheck disable=SC2034
+torch_version=2.15.0
+# shellcheck disable=SC2034
+torch_venv=${DDP_TORCH_VENV:-/opt/ddp-launch/torch-$torch_version}
+# shellcheck disable=SC2034
+torch_python=$torch_venv/bin/python
+# shellcheck disable=SC2034
+legacy_python=/usr/bin/python3
+
 # die [STATUS] MESSAGE: MESSAGE on stderr after $die_prefix (default "SCRIPT: ", the
 # script's file name), then exit STATUS (default 2). Quote the message: a first word of
 # digits among several is taken as the status.
