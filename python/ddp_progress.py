@@ -28,6 +28,15 @@ VERSION = 1
 RECORD_SIZE = 128
 OPS = {"all_reduce": 1, "broadcast": 2, "all_gather": 3, "reduce_scatter": 4, "barrier": 5,
        "reduce": 6, "gather": 7, "scatter": 8, "all_to_all": 9, "send": 10, "recv": 11}
+# torch.distributed's functions that wrap_torch_distributed feeds, and the op each records: torch
+# 1.13's names and the ones 2.x scripts call (the tensor forms, the object forms, point to point).
+WRAPPED = {name: name for name in ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier",
+                                   "reduce", "gather", "scatter", "all_to_all", "send", "recv")}
+WRAPPED.update({"all_gather_into_tensor": "all_gather", "_all_gather_base": "all_gather",
+                "all_gather_object": "all_gather", "reduce_scatter_tensor": "reduce_scatter",
+                "_reduce_scatter_base": "reduce_scatter", "all_to_all_single": "all_to_all",
+                "broadcast_object_list": "broadcast", "gather_object": "gather",
+                "scatter_object_list": "scatter", "batch_isend_irecv": "send"})
 DTYPES = {"float32": 1, "float64": 2, "float16": 3, "bfloat16": 4, "int8": 5, "uint8": 6,
           "int32": 7, "int64": 8, "bool": 9}
 
@@ -130,7 +139,7 @@ def wrap_torch_distributed():
     """Wraps torch.distributed's synchronous collectives so that each one is fed."""
     import torch.distributed as dist
 
-    def wrap(name):
+    def wrap(name, op):
         inner = getattr(dist, name, None)
         if inner is None or getattr(inner, "_ddp_progress", False):
             return
@@ -139,7 +148,7 @@ def wrap_torch_distributed():
             tensor = args[0] if args else kwargs.get("tensor")
             numel = getattr(tensor, "numel", lambda: 0)()
             dtype = str(getattr(tensor, "dtype", "")).replace("torch.", "")
-            collective_enter(name, numel, dtype)
+            collective_enter(op, numel, dtype)
             try:
                 return inner(*args, **kwargs)
             finally:
@@ -147,9 +156,8 @@ def wrap_torch_distributed():
         fed._ddp_progress = True
         setattr(dist, name, fed)
 
-    for name in ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier", "reduce",
-                 "gather", "scatter", "all_to_all"):
-        wrap(name)
+    for name, op in WRAPPED.items():
+        wrap(name, op)
 
 
 def _enable_faulthandler():

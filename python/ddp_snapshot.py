@@ -232,6 +232,14 @@ def allreduce_hook(process_group, bucket):
     return default_hooks.allreduce_hook(process_group, bucket)
 
 
+def _torch_load(torch, source, map_location):
+    """torch.load of the job's own bytes, whatever they hold: torch 2.6+ defaults to
+    weights_only=True, which refuses anything but tensors, containers and primitives (a numpy
+    array, a user's class). A snapshot is this job's own save() (a 0600 region, or the persist
+    folder the user named), not a file from elsewhere, so it is loaded as it was saved."""
+    return torch.load(source, map_location=map_location, weights_only=False)
+
+
 def load(map_location=None, step=None):
     """(step, state) of the newest complete snapshot (torch.load'ed), or None. With `step`:
     that step's snapshot from either slot (a rank one snapshot ahead of the others still holds
@@ -241,7 +249,7 @@ def load(map_location=None, step=None):
         return None
     import torch
     step, payload = found
-    return step, torch.load(io.BytesIO(payload), map_location=map_location)
+    return step, _torch_load(torch, io.BytesIO(payload), map_location)
 
 
 def _global_rank(dist, group, group_rank):
@@ -311,7 +319,7 @@ def restore(map_location=None, group=None):
 
     error = None
     try:
-        state = torch.load(io.BytesIO(payload), map_location=map_location)
+        state = _torch_load(torch, io.BytesIO(payload), map_location)
     except Exception as e:  # noqa: BLE001 - every rank must learn it, then all raise
         error = f"the in-memory snapshot of step {step} does not load on rank {rank}: {e}"
     failed = torch.tensor([world if error is None else rank], dtype=torch.int64, device=device)
@@ -348,4 +356,4 @@ def load_persisted(directory, map_location=None):
         return None
     step, name = max(found)
     import torch
-    return step, torch.load(os.path.join(directory, name), map_location=map_location)
+    return step, _torch_load(torch, os.path.join(directory, name), map_location)

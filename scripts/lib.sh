@@ -38,6 +38,10 @@ torch_venv=${DDP_TORCH_VENV:-/opt/ddp-launch/torch-$torch_version}
 torch_python=$torch_venv/bin/python
 # shellcheck disable=SC2034
 legacy_python=/usr/bin/python3
+# The tests the legacy leg runs (scripts/test.sh): the workers' store with 1.13's clients, Python
+# 1.13 workers under the launcher, libddp and its runtime tests against LibTorch 1.13.
+# shellcheck disable=SC2034
+legacy_tests='^(c10d-compatible store|worker store|python\.|runtime)'
 
 # die [STATUS] MESSAGE: MESSAGE on stderr after $die_prefix (default "SCRIPT: ", the
 # script's file name), then exit STATUS (default 2). Quote the message: a first word of

@@ -33,6 +33,7 @@ class GroupImpl {
   const std::vector<int>& ranks() const { return ranks_; }
   const std::string& backend_name() const { return backend_name_; }
   compat::Backend& backend() const;
+  const compat::BackendPtr& backend_ptr() const { return backend_; }  // null for non-members
   const compat::StorePtr& store() const { return store_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   // 0 for the world, then 1, 2, ... in new_group() order (the progress record's group).

@@ -141,7 +141,7 @@ void init_process_group(const ProcessGroupOptions& options) {
     device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
   }
   detail::Rendezvous rv = detail::connect_store(options, env);
-  auto pg_store = c10::make_intrusive<c10d::PrefixStore>("pg0", rv.store);
+  auto pg_store = compat::group_store(rv.store, 0, backend == "nccl" ? "cuda" : "cpu");
   compat::BackendPtr pg;
   std::vector<int> ranks(static_cast<size_t>(env.world_size));
   for (int r = 0; r < env.world_size; ++r) ranks[static_cast<size_t>(r)] = r;
@@ -165,6 +165,7 @@ bool is_initialized() { return registry().world != nullptr; }
 
 void destroy_process_group() {
   auto& reg = registry();
+  if (reg.world) compat::shutdown_backend(reg.world->backend_ptr());
   reg.world.reset();
   reg.store.reset();
   reg.next_group_id = 0;
@@ -195,7 +196,7 @@ Group new_group(std::vector<int> ranks) {
   const int my_rank = it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
   compat::BackendPtr pg;
   if (my_rank >= 0) {
-    auto store = c10::make_intrusive<c10d::PrefixStore>("pg" + std::to_string(id), reg.store);
+    auto store = compat::group_store(reg.store, id, world->backend_name() == "nccl" ? "cuda" : "cpu");
     try {
       pg = world->backend_name() == "nccl"
                ? compat::make_nccl(store, my_rank, static_cast<int>(ranks.size()), world->timeout())

@@ -87,4 +87,25 @@ inline void set_cuda_device([[maybe_unused]] int index) {
 
 inline c10::intrusive_ptr<c10::ivalue::Future> work_future(const WorkPtr& work) { return work->getFuture(); }
 
+// The store namespace of group `id` (0: the world) on `device` ("cpu" or "cuda"), laid out as
+// this torch's Python lays a group's: then a Python rank can join a libddp group
+// (docs/runtime.md "Python ranks in a libddp group"). 1.13: the group_name the caller passes
+// ("pg<id>"); 2.x ignores group_name: its generated name ("<id>") and a per-device level.
+inline StorePtr group_store(const StorePtr& base, int id, [[maybe_unused]] const std::string& device) {
+#if TORCH_VERSION_MAJOR >= 2
+  auto group = c10::make_intrusive<c10d::PrefixStore>(std::to_string(id) + "/", base);
+  return c10::make_intrusive<c10d::PrefixStore>(device + "/", group);
+#else
+  return c10::make_intrusive<c10d::PrefixStore>("pg" + std::to_string(id), base);
+#endif
+}
+
+// Ends an NCCL group's communicators before it is dropped, as torch 2.4+ wants (destroying it
+// without shutdown() warns and can hang at exit); other backends and older torch: nothing.
+inline void shutdown_backend([[maybe_unused]] const BackendPtr& backend) {
+#if DDP_HAVE_NCCL && (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4))
+  if (auto* nccl = dynamic_cast<c10d::ProcessGroupNCCL*>(backend.get())) nccl->shutdown();
+#endif
+}
+
 }  // namespace ddp::compat

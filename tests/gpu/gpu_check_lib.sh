@@ -106,6 +106,12 @@ configure_and_build() {
   prefix=$(torch_prefix)
   [[ -d $deps_dir ]] && prefix="$deps_dir;$prefix"
   [[ -d /usr/local/cuda ]] && extra+=(-DCUDAToolkit_ROOT=/usr/local/cuda)
+  # The LibTorch of $python's torch (cmake/torch.cmake), unless Torch_DIR/CMAKE_PREFIX_PATH name one.
+  if [[ -z ${Torch_DIR:-}${CMAKE_PREFIX_PATH:-} ]]; then
+    extra+=("-DDDP_TORCH_PYTHON=$(command -v "$python")")
+  else
+    extra+=(-DDDP_TORCH_PYTHON=)
+  fi
   if ((${#missing_deps[@]} > 0)); then  # libddp + ddp_gpu_check alone, in a build dir of their own
     source=tests/gpu targets=(ddp_gpu_check) build=$build-standalone
     build_mode=standalone launcher="" check_bin=$build/ddp_gpu_check

@@ -192,11 +192,15 @@ def join_libddp_group(rank, world):
     base = dist.PrefixStore("ddp/restart" + os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"), store)
     base.set(f"join/{rank}", "1")
     base.wait([f"join/{r}" for r in range(world)])
-    # init_process_group ends in a store barrier the libddp ranks do not join: the lowest
-    # Python rank (rank 0: it also publishes gloo's sequence number) counts them in.
-    if rank == 0:
+    # torch 1.13: the group's keys under the group_name given, and init_process_group ends in a
+    # store barrier the libddp ranks do not join: the lowest Python rank (rank 0: it also
+    # publishes gloo's sequence number) counts them in. torch 2.x names the world group "0"
+    # itself (libddp lays its keys out the same way) and has no such barrier unless
+    # TORCH_DIST_INIT_BARRIER=1.
+    legacy = int(torch.__version__.split(".")[0]) < 2
+    if rank == 0 and (legacy or os.environ.get("TORCH_DIST_INIT_BARRIER") == "1"):
         base.add("store_based_barrier_key:0", world - (world + 1) // 2)
-    dist.init_process_group("gloo", store=base, rank=rank, world_size=world, group_name="pg0",
+    dist.init_process_group("gloo", store=base, rank=rank, world_size=world, group_name="pg0" if legacy else None,
                             timeout=timedelta(seconds=120))
 
 

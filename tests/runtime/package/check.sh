@@ -10,6 +10,10 @@ source_dir=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d /tmp/ddp-package-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" --component ddp >/dev/null
-cmake -S "$source_dir" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+# The LibTorch the build under test used (a user points find_package at theirs the same way).
+torch_dir=$(sed -n 's/^Torch_DIR:PATH=//p' "$build/CMakeCache.txt")
+cuda_root=$(sed -n 's/^CUDAToolkit_ROOT:[A-Z]*=//p' "$build/CMakeCache.txt")
+cmake -S "$source_dir" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$work/prefix" \
+  ${torch_dir:+-DTorch_DIR="$torch_dir"} ${cuda_root:+-DCUDAToolkit_ROOT="$cuda_root"} >/dev/null
 cmake --build "$work/build" >"$work/build.log" 2>&1 || fail "the consumer project does not build: $(cat "$work/build.log")"
 cd "$work" && ./build/consumer
