@@ -19,8 +19,10 @@ Under DDP every rank must resume from the same step: call restore() instead of l
 every rank after init_process_group (tests/python/snapshot_resume.py). It agrees on the
 smallest newest step among the ranks that hold a snapshot; ranks without it (a replacement
 node, a lost region) receive it from the lowest rank that has it and keep it in their own
-region; it returns None only when no rank holds one (then read your disk checkpoint).
-last_restore tells how the last restore() went (healed, from which rank).
+region. restore(checkpoint_dir=DIR) resumes from whichever is newer, that snapshot or the
+newest DIR/ckpt_<step>.pt (a job that checkpoints more often than it snapshots, a cold start),
+and says which and why; it returns None only when there is neither. last_restore tells how
+the last restore() went (which source and why, healed, from which rank).
 
 save(step, state, background=True) leaves the checksum and copy to a thread while the next
 step runs (see save(); wait() blocks until it landed).
@@ -55,9 +57,11 @@ _fd = None
 _off = False  # snapshots disabled for this process (said once)
 
 # How a restore() went: the step, whether this rank received it (healed), the rank that sent it
-# (-1: nobody needed it) and the ranks that received it (group ranks). None before a restore()
-# and after one that found nothing.
-Restored = collections.namedtuple("Restored", "step healed source_rank healed_ranks")
+# (-1: nobody needed it), the ranks that received it (group ranks), where it came from
+# ("snapshot", or the checkpoint file's path) and why that one (one line). None before a
+# restore() and after one that found nothing.
+Restored = collections.namedtuple("Restored", "step healed source_rank healed_ranks source why",
+                                  defaults=("snapshot", ""))
 last_restore = None
 _NONE = 2 ** 63 - 1  # "no snapshot" in the agreement's all_reduce MIN
 
@@ -275,9 +279,41 @@ def _broadcast_payload(torch, dist, payload, source, group, device):
     return None if sending else (data.cpu().numpy().tobytes() if n else b"")
 
 
-def restore(map_location=None, group=None):
+def newest_checkpoint(directory):
+    """(step, path) of the newest ckpt_<step>.pt in `directory` (the name `train` and ddp-launch
+    --snapshot-persist-dir write), or None. Files of other names are ignored."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return None
+    found = []
+    for name in names:
+        digits = name[len("ckpt_"):-len(".pt")] if name.startswith("ckpt_") and name.endswith(".pt") else ""
+        if digits.isdigit() and os.path.isfile(os.path.join(directory, name)):
+            found.append((int(digits), os.path.join(directory, name)))
+    return max(found) if found else None
+
+
+def _checkpoint_step(torch, dist, directory, group, device):
+    """Group rank 0's newest checkpoint step in `directory`, on every rank (-1: none)."""
+    newest = newest_checkpoint(directory) if dist.get_rank(group) == 0 else None
+    step = torch.tensor([newest[0] if newest else -1], dtype=torch.int64, device=device)
+    dist.broadcast(step, src=_global_rank(dist, group, 0), group=group)
+    return int(step.item())
+
+
+def restore(map_location=None, group=None, checkpoint_dir=None):
     """Collective (every rank of `group`, default the world, after init_process_group): (step,
-    state) of the snapshot the ranks agree on, or None when no rank holds one. The step is the
+    state) of the newest complete state there is, or None when there is none.
+
+    With `checkpoint_dir`, the newest ckpt_<step>.pt there (group rank 0's listing; every rank
+    loads that file, so it must see the same folder) competes with the in-memory snapshot: a
+    checkpoint newer than the snapshot the ranks agree on wins (a job that checkpoints more
+    often than it snapshots, or a cold start), and so does any checkpoint when no rank holds a
+    snapshot. The checkpoint's state is what torch.load gives for that file. last_restore.source
+    and .why say which was used and why (one line on stderr too, from group rank 0).
+
+    The snapshot: the step the ranks agree on, or None when no rank holds one. The step is the
     smallest newest step among the ranks that hold a snapshot (a rank one ahead loads it from its
     older slot); ranks without it receive it from the lowest rank that has it (a broadcast of its
     bytes: on the current CUDA device for NCCL, else the CPU) and write it into their own region.
@@ -288,10 +324,19 @@ def restore(map_location=None, group=None):
     import torch
     import torch.distributed as dist
     if not (dist.is_available() and dist.is_initialized()):
-        found = load(map_location)
-        if found is not None:
-            last_restore = Restored(found[0], False, -1, [])
-        return found
+        newest = load_bytes()
+        on_disk = newest_checkpoint(checkpoint_dir) if checkpoint_dir is not None else None
+        if on_disk and (newest is None or on_disk[0] > newest[0]):
+            why = ("there is no in-memory snapshot" if newest is None else
+                   f"it is newer than the in-memory snapshot of step {newest[0]}")
+            _warn(f"resuming from {on_disk[1]} (step {on_disk[0]}): {why}")
+            last_restore = Restored(on_disk[0], False, -1, [], on_disk[1], why)
+            return on_disk[0], _torch_load(torch, on_disk[1], map_location)
+        if newest is None:
+            return None
+        last_restore = Restored(newest[0], False, -1, [])
+        return newest[0], _torch_load(torch, io.BytesIO(newest[1]), map_location)
+    why = ""
     device = torch.device("cpu")
     if dist.get_backend(group) == "nccl":
         device = torch.device("cuda", torch.cuda.current_device())
@@ -301,8 +346,24 @@ def restore(map_location=None, group=None):
     agreed = torch.tensor([newest[0] if newest else _NONE], dtype=torch.int64, device=device)
     dist.all_reduce(agreed, op=dist.ReduceOp.MIN, group=group)
     step = int(agreed.item())
+    if checkpoint_dir is not None:
+        on_disk = _checkpoint_step(torch, dist, checkpoint_dir, group, device)
+        if on_disk >= 0 and (step == _NONE or on_disk > step):
+            path = os.path.join(checkpoint_dir, f"ckpt_{on_disk}.pt")
+            why = ("no rank holds an in-memory snapshot" if step == _NONE else
+                   f"it is newer than the in-memory snapshot of step {step}")
+            state = _torch_load(torch, path, map_location)
+            last_restore = Restored(on_disk, False, -1, [], path, why)
+            if rank == 0:
+                _warn(f"resuming from {path} (step {on_disk}): {why}")
+            return on_disk, state
+        if step != _NONE:
+            why = (f"the newest checkpoint in {checkpoint_dir} is of step {on_disk}" if on_disk >= 0 else
+                   f"{checkpoint_dir} holds no checkpoint")
+            if rank == 0:
+                _warn(f"resuming from the in-memory snapshot of step {step}: {why}")
     if step == _NONE:
-        return None  # no rank holds a snapshot: the caller reads its disk checkpoint
+        return None  # no rank holds a snapshot (nor a checkpoint in checkpoint_dir)
     held = newest if newest and newest[0] == step else load_bytes(step)
     flags = [torch.zeros(1, dtype=torch.int32, device=device) for _ in range(world)]
     dist.all_gather(flags, torch.tensor([1 if held else 0], dtype=torch.int32, device=device), group=group)
@@ -331,7 +392,7 @@ def restore(map_location=None, group=None):
         if os.environ.get(ENV_VAR):
             save_bytes(step, payload)  # kept: this rank holds it at the next failure
         _warn(f"rank {rank} received the snapshot of step {step} from rank {source}")
-    last_restore = Restored(step, not held, source, healed_ranks)
+    last_restore = Restored(step, not held, source, healed_ranks, "snapshot", why)
     return step, state
 
 
@@ -343,17 +404,9 @@ def load_persisted(directory, map_location=None):
     stop and every --snapshot-persist-interval seconds: a cold start elsewhere (no in-memory
     snapshot) resumes from it. Files that are not ckpt_<digits>.pt are ignored.
     """
-    try:
-        names = os.listdir(directory)
-    except OSError:
+    newest = newest_checkpoint(directory)
+    if newest is None:
         return None
-    found = []
-    for name in names:
-        digits = name[len("ckpt_"):-len(".pt")] if name.startswith("ckpt_") and name.endswith(".pt") else ""
-        if digits.isdigit() and os.path.isfile(os.path.join(directory, name)):
-            found.append((int(digits), name))
-    if not found:
-        return None
-    step, name = max(found)
     import torch
-    return step, _torch_load(torch, os.path.join(directory, name), map_location)
+    step, path = newest
+    return step, _torch_load(torch, path, map_location)

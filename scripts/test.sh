@@ -13,13 +13,8 @@ source "$(dirname "$0")/lib.sh"
 cd "$repo_root"
 scripts/install-deps.sh
 build=${build_dir#"$repo_root/"}
-launcher=()
-if command -v ccache >/dev/null; then  # two legs and reruns share the objects that do not see torch
-  export CCACHE_BASEDIR=$repo_root CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
-  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-fi
 configure() {  # DIR TORCH_PYTHON
-  cmake -S . -B "$1" -G Ninja "${launcher[@]}" -DDDP_TORCH_PYTHON="$2" \
+  cmake -S . -B "$1" -G Ninja -DDDP_TORCH_PYTHON="$2" \
     -DDDP_WARNINGS_AS_ERRORS="${DDP_WARNINGS_AS_ERRORS:-OFF}" -DDDP_SANITIZE="${DDP_SANITIZE:-}"
 }
 configure "$build" "$torch_python"

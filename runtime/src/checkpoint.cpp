@@ -119,6 +119,12 @@ void check_tensors(torch::serialize::InputArchive& archive, const torch::nn::Mod
 
 }  // namespace
 
+const torch::optim::OptimizerParamState* optimizer_param_state(const torch::optim::Optimizer& optimizer,
+                                                               const torch::Tensor& param) {
+  const auto it = optimizer.state().find(compat::optimizer_state_key(param));
+  return it == optimizer.state().end() ? nullptr : it->second.get();
+}
+
 void save_checkpoint(const std::string& path, const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
                      const CheckpointExtra& extra) {
   const PauseProgress pause(pause_limit());

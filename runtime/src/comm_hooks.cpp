@@ -52,7 +52,7 @@ CommHook compress_hook(torch::ScalarType dtype, const Group& group) {
     torch::Tensor compressed = buffer.to(dtype).div_(bucket.group().size());
     auto future = all_reduce_async(compressed, bucket.group());
     return future->then(
-        [buffer](c10::ivalue::Future& done) mutable {
+        [buffer](c10::ivalue::Future& done) {
           buffer.copy_(first_tensor(done.value()));
           return c10::IValue(buffer);
         },

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <memory>
+#include <sstream>
 #include <string>
+#include <type_traits>
 
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
@@ -86,6 +88,20 @@ inline void set_cuda_device([[maybe_unused]] int index) {
 }
 
 inline c10::intrusive_ptr<c10::ivalue::Future> work_future(const WorkPtr& work) { return work->getFuture(); }
+
+// The key of a parameter's entry in an optimizer's state(): its TensorImpl's address, written
+// as a string in 1.13, the pointer itself in 2.x.
+using OptimizerStateKey = std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
+template <typename Key = OptimizerStateKey>  // a template, so that the other branch is discarded
+Key optimizer_state_key(const torch::Tensor& p) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream key;
+    key << p.unsafeGetTensorImpl();
+    return key.str();
+  } else {
+    return p.unsafeGetTensorImpl();
+  }
+}
 
 // The store namespace of group `id` (0: the world) on `device` ("cpu" or "cuda"), laid out as
 // this torch's Python lays a group's: then a Python rank can join a libddp group

@@ -13,10 +13,9 @@
 
 #include "parameter_signature.hpp"
 #include "shape_check.hpp"
+#include "torch_compat.hpp"
 namespace ddp {
 namespace {
-
-std::string state_key(const torch::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
@@ -285,7 +284,7 @@ void ZeroRedundancyOptimizer::load(torch::serialize::InputArchive& archive) {
                           " over the same parameters; nothing was loaded");
   }
   for (size_t i = 0; i < params_.size(); ++i) {
-    auto it = full->state().find(state_key(params_[i]));
+    auto it = full->state().find(compat::optimizer_state_key(params_[i]));
     if (it == full->state().end()) continue;
     const auto tensors = state_tensors(*it->second);
     if (!tensors) continue;
@@ -301,7 +300,7 @@ void ZeroRedundancyOptimizer::load(torch::serialize::InputArchive& archive) {
   }
   local_->state().clear();
   for (size_t i : local_indices()) {
-    auto it = full->state().find(state_key(params_[i]));
+    auto it = full->state().find(compat::optimizer_state_key(params_[i]));
     if (it != full->state().end()) local_->state()[it->first] = std::move(it->second);
   }
 }

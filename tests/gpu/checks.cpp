@@ -121,9 +121,9 @@ StateCopy copy_state(torch::nn::Module& net, torch::optim::Adam& opt) {
   for (const auto& p : net.parameters()) c.params.push_back(p.detach().clone());
   for (const auto& b : net.buffers()) c.buffers.push_back(b.clone());
   for (const auto& p : net.parameters()) {
-    const auto it = opt.state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
-    if (it == opt.state().end()) continue;
-    const auto& s = static_cast<const torch::optim::AdamParamState&>(*it->second);
+    const auto* state = ddp::optimizer_param_state(opt, p);
+    if (!state) continue;
+    const auto& s = static_cast<const torch::optim::AdamParamState&>(*state);
     c.adam.push_back(s.exp_avg().clone());
     c.adam.push_back(s.exp_avg_sq().clone());
   }

@@ -17,6 +17,7 @@ set -uo pipefail
 set -m  # background jobs keep SIGINT (a non-interactive shell would ignore it in them)
 launch=$(realpath "$1")
 train=${2:+$(realpath "$2")}
+python=${DDP_TEST_PYTHON:-/usr/bin/python3}  # CTest passes the build's (cmake/torch.cmake)
 tag="ddph$$"
 work=$(mktemp -d)
 namespaces=()
@@ -89,7 +90,7 @@ if ip -n "${tag}h1" -6 addr show dev ddpv | grep -q "$b6/" && grep -q "ListenAdd
   run v6b.log --hostfile v6b.hosts --exclude "[$b6]:0" "${ssh_opts[@]}" --no-python sh -c "$worker6"
   check "IPv6 '[ADDR] slots=2' with --exclude '[ADDR]:0': world 3, that host's worker on slot 1 (rc $rc)" \
     test "$rc" = 0 -a "$(count v6b.log 'world=3')" = 3 -a -n "$(grep "^\[$b6\] .*rank=2 .*cvd=1 on=$b6" v6b.log)"
-  if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then  # torch's own store client and gloo over IPv6
+  if "$python" -c 'import torch.distributed' 2>/dev/null; then  # torch's own store client and gloo over IPv6
     cat >v6_allreduce.py <<'PY'
 import os, torch, torch.distributed as dist
 dist.init_process_group("gloo")
@@ -99,11 +100,11 @@ print(f"allreduce rank={dist.get_rank()} sum={t.item():g} master={os.environ['MA
 dist.destroy_process_group()
 PY
     GLOO_SOCKET_IFNAME=ddpv run v6py.log --hosts "[$a6]:1,[$b6]:1" --env-forward GLOO_ "${ssh_opts[@]}" \
-      /usr/bin/python3 "$work/v6_allreduce.py"
+      "$python" "$work/v6_allreduce.py"
     check "IPv6 --hosts '[ADDR]:1,[ADDR]:1': torch workers reach the store at MASTER_ADDR=$a6 and all-reduce (rc $rc)" \
       test "$rc" = 0 -a "$(count v6py.log "allreduce rank=. sum=3 master=$a6")" = 2
   else
-    echo "SKIP: torch workers over IPv6 (no torch in /usr/bin/python3)"
+    echo "SKIP: torch workers over IPv6 (no torch in $python)"
   fi
 else
   echo "SKIP: IPv6 hosts (no IPv6 address on the namespaces' link)"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Two "hosts" as network namespaces joined by a veth pair, one ddp-launch in each, running
-# a real gloo allreduce across them (Debian's python3-torch), also with a rendezvous token
+# a real gloo allreduce across them (DDP_TEST_PYTHON's torch), also with a rendezvous token
 # (the workers' store refuses a peer that is not a node of the round). Then node failures: the
 # follower's launcher SIGKILLed, and the link taken down; the survivor must stop its
 # workers and exit (not hang). Last, a 1 s link flap: nothing is lost or restarted.
@@ -9,7 +9,7 @@
 set -uo pipefail
 launch=$1
 script=$2
-python=/usr/bin/python3
+python=${DDP_TEST_PYTHON:-/usr/bin/python3}  # CTest passes the build's (cmake/torch.cmake)
 tag="ddpt$$"
 a="${tag}a" b="${tag}b"
 ip_a=10.231.$(( $$ % 200 )).1 ip_b=10.231.$(( $$ % 200 )).2 ip_c=10.231.$(( $$ % 200 )).3

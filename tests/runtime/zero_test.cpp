@@ -303,7 +303,7 @@ int zero_python() {
     std::ofstream state(out_path("cpp_state.bin"), std::ios::binary);
     for (size_t i = 0; i < a.size(); ++i) {
       write_floats(params, a[i]);
-      auto& s = *plain->state().at(c10::guts::to_string(c[i].unsafeGetTensorImpl()));
+      const auto& s = *ddp::optimizer_param_state(*plain, c[i]);
       if (name == "adam") {
         const auto& adam = dynamic_cast<const torch::optim::AdamParamState&>(s);
         write_floats(state, adam.exp_avg());

@@ -122,9 +122,9 @@ uint64_t weights_digest(torch::nn::Sequential& net, torch::optim::SGD& optimizer
   };
   for (const auto& p : net->parameters()) {
     mix(p);
-    const auto it = optimizer.state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
-    if (it == optimizer.state().end()) continue;
-    const auto& buffer = static_cast<torch::optim::SGDParamState&>(*it->second).momentum_buffer();
+    const auto* state = ddp::optimizer_param_state(optimizer, p);
+    if (!state) continue;
+    const auto& buffer = static_cast<const torch::optim::SGDParamState&>(*state).momentum_buffer();
     if (buffer.defined()) mix(buffer);
   }
   return h;
