@@ -11,8 +11,8 @@ CASE:
              the peer, while a real client connected throughout keeps working
   restrict   with --restrict (a rendezvous token) a loopback client is still served
   torch2_raw the torch 2.x dialect as main's client sends it, byte for byte from a raw socket
-             (VALIDATE, PING, every request type, a WAIT cancelled after its timeout), for
-             machines without torch 2.x
+             (VALIDATE, PING, every request type, a WAIT cancelled after its timeout, LIST_KEYS,
+             BARRIER), for machines without torch 2.x
 Starts c10d_store_helper, prints what it checked, exits 1 on the first mismatch.
 """
 import argparse
@@ -174,7 +174,7 @@ class Raw:
     """A torch 2.x client's bytes: opcode, then uint64-length strings / raw integers."""
     OPS = dict(VALIDATE=0, SET=1, COMPARE_SET=2, GET=3, ADD=4, CHECK=5, WAIT=6, GETNUMKEYS=7, DELETE_KEY=8,
                APPEND=9, MULTI_GET=10, MULTI_SET=11, CANCEL_WAIT=12, PING=13, QUEUE_PUSH=14, QUEUE_POP=15,
-               QUEUE_LEN=16)
+               QUEUE_LEN=16, LIST_KEYS=17, BARRIER=18)
 
     def __init__(self, port):
         self.s = socket.create_connection(("127.0.0.1", port))
@@ -240,6 +240,20 @@ def case_torch2_raw(args):
     expect.append((c.i64() == 1, "QUEUE_PUSH, QUEUE_LEN"))
     c.send("QUEUE_POP", S("q"))
     expect.append((c.i64() == 1 and c.value() == b"item", "QUEUE_POP"))
+    c.send("LIST_KEYS")
+    expect.append((sorted(c.value() for _ in range(c.i64())) == [b"b", b"k", b"n"], "LIST_KEYS (no queues)"))
+    other = Raw(helper.port)
+    other.send("VALIDATE", struct.pack("<I", 0x3C85F7CE))
+    other.send("BARRIER", S("bar"), struct.pack("<q", 2))  # parked: 1 of 2
+    time.sleep(0.2)
+    c.send("BARRIER", S("bar"), struct.pack("<q", 2))
+    expect.append((c.u8() == 0, "BARRIER, the second of two: STOP_WAITING at once"))
+    expect.append((other.u8() == 0, "BARRIER, the first of two: STOP_WAITING when the second arrives"))
+    c.send("BARRIER", S("bar2"), struct.pack("<q", 2))
+    c.send("CANCEL_WAIT")
+    expect.append((c.u8() == 1, "BARRIER cancelled after its timeout: WAIT_CANCELED"))
+    c.send("GET", S("bar2"))
+    expect.append((c.value() == b"1", "the cancelled arrival stays counted"))
     log = helper.stop()
     for ok, what in expect:
         if not ok:
