@@ -1,7 +1,9 @@
 // c10d_store_helper: the launcher's workers' store (launcher/c10d) on its own, for the
-// conformance tests. Prints "port N" once it listens, serves until its stdin closes, logs
-// each refused or dropped client on stderr. Usage: c10d_store_helper [--restrict [HOST...]]
-// (--restrict: only loopback, this host and the HOSTs may connect, as with a rendezvous token).
+// conformance tests. Prints "port N on ADDRESS" once it listens (ADDRESS: what it bound),
+// serves until its stdin closes, logs each refused or dropped client on stderr.
+// Usage: c10d_store_helper [--host ADDRESS] [--restrict [HOST...]]
+//   --host: where to listen (default 0.0.0.0: every interface, IPv6 too where the host has it)
+//   --restrict: only loopback, this host and the HOSTs may connect, as with a rendezvous token
 // c10d_store_helper --requests: prints "CODE NAME" for each torch 2.x request the store
 // serves (its decoder's opcode table), then exits.
 #include <cstdio>
@@ -24,14 +26,15 @@ int main(int argc, char** argv) {
         std::cout << static_cast<int>(code) << ' ' << c10d::op_name(*op) << '\n';
       return 0;
     }
-    if (arg == "--restrict") options.restrict_peers = true;
+    if (arg == "--host" && i + 1 < argc) options.host = argv[++i];
+    else if (arg == "--restrict") options.restrict_peers = true;
     else allowed.push_back(arg);
   }
   options.log = [](const std::string& line) { std::cerr << "c10d_store_helper: " << line << std::endl; };
   options.request_timeout = std::chrono::milliseconds(2000);
   c10d::Server server(options);
   server.serve(allowed);
-  std::cout << "port " << server.port() << std::endl;
+  std::cout << "port " << server.port() << " on " << server.listen_address() << std::endl;
   for (int c = std::getchar(); c != EOF; c = std::getchar()) {
   }
   server.stop();
