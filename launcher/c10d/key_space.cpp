@@ -38,7 +38,7 @@ void KeySpace::notify(uint8_t type, const std::string& key, const std::string& o
   for (ConnId id : it->second) out.push_back({id, encode_watch_event(type, key, old_value, new_value)});
 }
 
-void KeySpace::store(const std::string& key, std::string value, std::vector<Outgoing>& out) {
+void KeySpace::store(const std::string& key, std::string value, std::vector<Outgoing>& out, bool wake_waiters) {
   auto it = data_.find(key);
   if (it == data_.end()) {
     auto& slot = data_[key];
@@ -49,7 +49,12 @@ void KeySpace::store(const std::string& key, std::string value, std::vector<Outg
     it->second = std::move(value);
     notify(kKeyUpdated, key, old, it->second, out);
   }
-  wake(key, out, false);
+  if (wake_waiters) wake(key, out, false);
+}
+
+void KeySpace::park(ConnId id, const std::string& key) {
+  waiting_[key].push_back(id);
+  waits_[id] = 1;
 }
 
 void KeySpace::wake(const std::string& key, std::vector<Outgoing>& out, bool just_one) {
@@ -179,6 +184,30 @@ std::optional<std::string> KeySpace::apply(ConnId from, const Request& r, std::v
       cancel_wait(from);
       reply(encode_u8(kWaitCanceled));
       break;
+    case Op::kBarrier: {
+      // As c10d: the key's value is a decimal counter; each arrival adds one. Below the world
+      // size the caller is parked on the key like a WAIT (so CANCEL_WAIT, a SET of the key,
+      // or its disconnect ends it) and nobody is woken; the arrival that reaches it is told
+      // at once and wakes every connection parked on the key. The counter stays.
+      const std::string& key = r.keys[0];
+      int64_t count = 1;
+      if (const std::string* old = find(key)) {
+        const auto n = parse_counter(*old);
+        if (!n) return fmt::format("BARRIER on key '{}', whose value ({} bytes) is not an integer", key, old->size());
+        count = static_cast<int64_t>(static_cast<uint64_t>(*n) + 1);
+      }
+      const bool complete = count >= r.world_size;
+      if (complete) reply(encode_u8(kStopWaiting));
+      store(key, std::to_string(count), out, complete);
+      if (!complete) park(from, key);
+      break;
+    }
+    case Op::kListKeys: {
+      std::string bytes = encode_i64(static_cast<int64_t>(data_.size()));
+      for (const auto& [key, value] : data_) bytes += encode_bytes(key);
+      reply(std::move(bytes));
+      break;
+    }
     case Op::kNumKeys: reply(encode_i64(static_cast<int64_t>(data_.size()))); break;
     case Op::kDeleteKey: {
       auto it = data_.find(r.keys[0]);

@@ -25,7 +25,7 @@ struct Outgoing {
 class KeySpace {
  public:
   // Serves `r` from connection `from`, appending the replies to `out`. Returns an error line
-  // when the request cannot be served (ADD on a value that is not an integer): the caller
+  // when the request cannot be served (ADD or BARRIER on a value that is not an integer): the caller
   // closes `from`, as c10d's own server does. A new request from a connection still parked
   // in WAIT means its client gave up waiting (1.13 has no CANCEL_WAIT): the old wait is dropped.
   std::optional<std::string> apply(ConnId from, const Request& r, std::vector<Outgoing>& out);
@@ -37,7 +37,10 @@ class KeySpace {
 
  private:
   bool present(const std::string& key) const;
-  void store(const std::string& key, std::string value, std::vector<Outgoing>& out);
+  // Sets key and tells its 1.13 watchers; wakes the connections parked on it unless
+  // wake_waiters is false (a BARRIER's count below its world size wakes nobody).
+  void store(const std::string& key, std::string value, std::vector<Outgoing>& out, bool wake_waiters = true);
+  void park(ConnId id, const std::string& key);
   void wake(const std::string& key, std::vector<Outgoing>& out, bool just_one);
   void notify(uint8_t type, const std::string& key, const std::string& old_value, const std::string& new_value,
               std::vector<Outgoing>& out);

@@ -7,6 +7,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
@@ -270,6 +271,7 @@ struct Server::Impl {
   tcp::acceptor acceptor;
   asio::steady_timer retry{io};
   uint16_t port = 0;
+  std::string address;  // what listen() bound: "::" (dual-stack), "0.0.0.0", or the host asked for
   bool listening = false;
   std::thread thread;
 };
@@ -278,6 +280,22 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
 
 Server::~Server() { stop(); }
 
+namespace {
+// Opens, binds and listens on `endpoint`; dual_stack: an IPv6 socket that takes IPv4 too
+// (IPV6_V6ONLY off). On failure the acceptor is closed again and ec says why.
+void open_listener(tcp::acceptor& acc, const tcp::endpoint& endpoint, bool dual_stack, boost::system::error_code& ec) {
+  acc.open(endpoint.protocol(), ec);
+  if (!ec && dual_stack) acc.set_option(asio::ip::v6_only(false), ec);
+  if (!ec) acc.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acc.bind(endpoint, ec);
+  if (!ec) acc.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    boost::system::error_code ignored;
+    acc.close(ignored);
+  }
+}
+}  // namespace
+
 void Server::listen() {
   if (impl_->listening) return;
   const auto& o = impl_->shared.options;
@@ -285,15 +303,18 @@ void Server::listen() {
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(o.host, ec);
   if (ec) throw ListenError(fmt::format("cannot listen for the workers' store on {}: not an IP address", where), false);
-  const tcp::endpoint endpoint(address, o.port);
   auto& acc = impl_->acceptor;
-  acc.open(endpoint.protocol(), ec);
-  if (!ec) acc.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) acc.bind(endpoint, ec);
-  if (!ec) acc.listen(asio::socket_base::max_listen_connections, ec);
+  if (address.is_unspecified()) {
+    // Every interface, as c10d's own server: "::" with IPv4 mapped in, so clients reach it
+    // over either family; "0.0.0.0" where this host has no IPv6 (the socket or the option
+    // is refused). A taken port is taken for both: no fallback then.
+    open_listener(acc, tcp::endpoint(tcp::v6(), o.port), true, ec);
+    if (ec && ec != asio::error::address_in_use && ec != asio::error::access_denied)
+      open_listener(acc, tcp::endpoint(tcp::v4(), o.port), false, ec);
+  } else {
+    open_listener(acc, tcp::endpoint(address, o.port), false, ec);
+  }
   if (ec) {
-    boost::system::error_code ignored;
-    acc.close(ignored);
     const bool in_use = ec == asio::error::address_in_use;
     throw ListenError(fmt::format("cannot listen for the workers' store on {}: {}", where,
                                   in_use ? "address already in use; another program holds the port: stop it "
@@ -301,7 +322,9 @@ void Server::listen() {
                                          : ec.message()),
                       in_use);
   }
-  impl_->port = acc.local_endpoint().port();
+  const tcp::endpoint bound = acc.local_endpoint();
+  impl_->port = bound.port();
+  impl_->address = bound.address().to_string();
   impl_->listening = true;
 }
 
@@ -324,6 +347,8 @@ void Server::serve(const std::vector<std::string>& allowed_hosts) {
 }
 
 uint16_t Server::port() const { return impl_->port; }
+
+std::string Server::listen_address() const { return impl_->address; }
 
 size_t Server::connections_refused() const { return impl_->shared.refused.load(); }
 

@@ -21,7 +21,10 @@ namespace ddp::launch::c10d {
 using Duration = std::chrono::milliseconds;
 
 struct ServerOptions {
-  std::string host = "0.0.0.0";     // address to listen on
+  // Address to listen on. An IP literal is taken as it is, except the wildcards "0.0.0.0"
+  // and "::": every interface, over IPv6 and IPv4 alike (one "::" socket with IPV6_V6ONLY
+  // off, as c10d's own server), or IPv4 alone where this host has no IPv6.
+  std::string host = "0.0.0.0";
   uint16_t port = 0;                // 0: the OS picks one (port() after listen())
   Limits limits;                    // keys, values, keys per request
   size_t max_connections = 4096;    // more are refused (and logged)
@@ -62,7 +65,10 @@ class Server {
   // round's nodes (names or addresses); a name that does not resolve is logged and skipped.
   void serve(const std::vector<std::string>& allowed_hosts = {});
   uint16_t port() const;  // after listen()
-  void stop();            // idempotent
+  // After listen(): the address bound ("::" when every interface is served dual-stack,
+  // "0.0.0.0" when IPv6 was unavailable, else the host asked for).
+  std::string listen_address() const;
+  void stop();  // idempotent
 
   // Counters for tests, read on any thread after stop() or while idle.
   size_t connections_refused() const;

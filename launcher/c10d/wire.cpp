@@ -9,22 +9,9 @@ namespace {
 
 constexpr size_t kCompactAt = 64 * 1024;  // drop consumed bytes once this many pile up
 
-// Opcode numbers -> Op, per dialect.
-std::optional<Op> op_of(Dialect d, uint8_t code) {
-  static constexpr Op k113[] = {Op::kSet,  Op::kCompareSet, Op::kGet,      Op::kAdd,      Op::kCheck,
-                                Op::kWait, Op::kNumKeys,    Op::kWatchKey, Op::kDeleteKey};
-  static constexpr Op k2[] = {Op::kValidate, Op::kSet,      Op::kCompareSet, Op::kGet,       Op::kAdd,
-                              Op::kCheck,    Op::kWait,     Op::kNumKeys,    Op::kDeleteKey, Op::kAppend,
-                              Op::kMultiGet, Op::kMultiSet, Op::kCancelWait, Op::kPing,      Op::kQueuePush,
-                              Op::kQueuePop, Op::kQueueLen};
-  if (d == Dialect::kTorch113 && code < std::size(k113)) return k113[code];
-  if (d == Dialect::kTorch2 && code < std::size(k2)) return k2[code];
-  return std::nullopt;
-}
-
 uint8_t code_of(Dialect d, Op op) {
   for (uint8_t c = 0; c < 32; ++c)
-    if (op_of(d, c) == op) return c;
+    if (op_of_code(d, c) == op) return c;
   throw std::logic_error(fmt::format("{} has no {} request", dialect_name(d), op_name(op)));
 }
 
@@ -56,6 +43,19 @@ enum class Read { kOk, kNeedMore, kError };
 
 }  // namespace
 
+// Opcode numbers -> Op, per dialect. 2.x's is c10d's QueryType, in its order.
+std::optional<Op> op_of_code(Dialect d, uint8_t code) {
+  static constexpr Op k113[] = {Op::kSet,  Op::kCompareSet, Op::kGet,      Op::kAdd,      Op::kCheck,
+                                Op::kWait, Op::kNumKeys,    Op::kWatchKey, Op::kDeleteKey};
+  static constexpr Op k2[] = {Op::kValidate, Op::kSet,      Op::kCompareSet, Op::kGet,       Op::kAdd,
+                              Op::kCheck,    Op::kWait,     Op::kNumKeys,    Op::kDeleteKey, Op::kAppend,
+                              Op::kMultiGet, Op::kMultiSet, Op::kCancelWait, Op::kPing,      Op::kQueuePush,
+                              Op::kQueuePop, Op::kQueueLen, Op::kListKeys,   Op::kBarrier};
+  if (d == Dialect::kTorch113 && code < std::size(k113)) return k113[code];
+  if (d == Dialect::kTorch2 && code < std::size(k2)) return k2[code];
+  return std::nullopt;
+}
+
 const char* dialect_name(Dialect d) {
   switch (d) {
     case Dialect::kTorch113: return "torch 1.13";
@@ -69,7 +69,7 @@ const char* op_name(Op op) {
   static constexpr const char* kNames[] = {"VALIDATE",   "SET",       "COMPARE_SET", "GET",         "ADD",
                                            "CHECK",      "WAIT",      "GETNUMKEYS",  "WATCH_KEY",   "DELETE_KEY",
                                            "APPEND",     "MULTI_GET", "MULTI_SET",   "CANCEL_WAIT", "PING",
-                                           "QUEUE_PUSH", "QUEUE_POP", "QUEUE_LEN"};
+                                           "QUEUE_PUSH", "QUEUE_POP", "QUEUE_LEN",   "LIST_KEYS",   "BARRIER"};
   return kNames[static_cast<size_t>(op)];
 }
 
@@ -80,7 +80,8 @@ Decoder::Status Decoder::fail(std::string why) {
 
 // The first bytes name the dialect: 2.x opens with VALIDATE (opcode 0, then the magic);
 // 1.13's first request is any of its opcodes 0..8, and its opcode 0 (SET) is followed by a
-// key length, never the magic (that length would be ~1 GB, far over any key limit).
+// key length, never the magic (that length would be ~1 GB, far over any key limit). 9..18
+// are 2.x requests without VALIDATE.
 Decoder::Status Decoder::detect() {
   const auto b0 = static_cast<uint8_t>(buffer_[pos_]);
   if (b0 == 0) {
@@ -94,7 +95,7 @@ Decoder::Status Decoder::detect() {
     dialect_ = Dialect::kTorch113;
     return Status::kRequest;
   }
-  if (b0 <= 16)
+  if (op_of_code(Dialect::kTorch2, b0))
     return fail(
         fmt::format("first byte {} is a torch 2.x opcode, but a 2.x client starts with VALIDATE "
                     "(opcode 0 and the magic number)",
@@ -113,7 +114,7 @@ Decoder::Status Decoder::next(Request& out) {
   Cursor in(buffer_, pos_);
   uint8_t code = 0;
   in.value(code);
-  const std::optional<Op> op = op_of(dialect_, code);
+  const std::optional<Op> op = op_of_code(dialect_, code);
   if (!op) return fail(fmt::format("unknown opcode {} for a {} client", code, dialect_name(dialect_)));
   if (dialect_ == Dialect::kTorch2 && validated_ == (*op == Op::kValidate))
     return fail(validated_ ? "a second VALIDATE" : fmt::format("{} before VALIDATE", op_name(*op)));
@@ -164,7 +165,8 @@ Decoder::Status Decoder::next(Request& out) {
       case Op::kValidate:
       case Op::kPing: return in.value(r.nonce) ? Read::kOk : Read::kNeedMore;
       case Op::kNumKeys:
-      case Op::kCancelWait: return Read::kOk;
+      case Op::kCancelWait:
+      case Op::kListKeys: return Read::kOk;
       case Op::kGet:
       case Op::kWatchKey:
       case Op::kDeleteKey:
@@ -179,8 +181,9 @@ Decoder::Status Decoder::next(Request& out) {
         if ((s = one_key()) != Read::kOk || (s = one_value()) != Read::kOk) return s;
         return one_value();
       case Op::kAdd:
+      case Op::kBarrier:
         if ((s = one_key()) != Read::kOk) return s;
-        return in.value(r.delta) ? Read::kOk : Read::kNeedMore;
+        return in.value(r.op == Op::kAdd ? r.delta : r.world_size) ? Read::kOk : Read::kNeedMore;
       case Op::kCheck:
       case Op::kWait:
       case Op::kMultiGet:
@@ -263,8 +266,9 @@ std::string encode_request(Dialect dialect, const Request& r) {
     case Op::kValidate:
     case Op::kPing: put(out, r.nonce); break;
     case Op::kAdd:
+    case Op::kBarrier:
       put_bytes(out, r.keys.at(0));
-      put(out, r.delta);
+      put(out, r.op == Op::kAdd ? r.delta : r.world_size);
       break;
     case Op::kCheck:
     case Op::kWait:

@@ -2,7 +2,7 @@
 // incremental decoder (bytes in -> a complete request, need more, or a protocol error) and
 // the reply encoders. Two dialects, told apart by a connection's first bytes: torch 1.13
 // (opcodes SET=0 .. DELETE_KEY=8, WATCH_KEY on a second connection) and torch 2.x (VALIDATE
-// with a magic number first, then SET=1 .. QUEUE_LEN=16). Integers are the host's byte
+// with a magic number first, then SET=1 .. BARRIER=18). Integers are the host's byte
 // order, as c10d sends them (little-endian on every platform it runs on). No threads, no I/O.
 #pragma once
 
@@ -37,6 +37,8 @@ enum class Op : uint8_t {
   kQueuePush,   // key, value; no reply
   kQueuePop,    // key -> int64 length before the pop, then the value if there was one
   kQueueLen,    // key -> int64
+  kListKeys,    // -> int64 n, then n keys (the data keys, not the queues)
+  kBarrier,     // key, world size -> STOP_WAITING (0) once the key's counter reaches it
 };
 const char* op_name(Op op);
 
@@ -54,6 +56,7 @@ struct Request {
   std::vector<std::string> keys;    // in order
   std::vector<std::string> values;  // SET/APPEND/QUEUE_PUSH: 1; COMPARE_SET: expected, desired; MULTI_SET: one per key
   int64_t delta = 0;                // ADD
+  int64_t world_size = 0;           // BARRIER
   uint32_t nonce = 0;               // PING, VALIDATE (the magic)
 };
 
@@ -83,6 +86,10 @@ class Decoder {
   bool validated_ = false;  // 2.x: VALIDATE seen
   std::string error_;
 };
+
+// The request a dialect's opcode `code` names; nullopt when the dialect has none (the
+// decoder then closes the connection). The whole table: codes 0.. until the first nullopt.
+std::optional<Op> op_of_code(Dialect d, uint8_t code);
 
 // Replies, as both dialects' clients read them.
 std::string encode_u8(uint8_t v);

@@ -19,7 +19,8 @@ bool is_local_address(const std::string& host);
 // Where the agent store listens when the job reaches it at host: host itself when it is an
 // IP address of this machine, 127.0.0.1 for "localhost", else every interface ("0.0.0.0"):
 // a name may resolve differently here (Debian maps the host name to 127.0.1.1) than on
-// the nodes that connect.
+// the nodes that connect. The workers' store (c10d::Server) serves that wildcard over IPv6
+// and IPv4 alike.
 std::string store_listen_host(const std::string& host);
 bool is_loopback_address(const std::string& ip);  // 127.0.0.0/8 or ::1; false for a name
 

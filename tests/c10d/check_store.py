@@ -11,8 +11,13 @@ CASE:
              the peer, while a real client connected throughout keeps working
   restrict   with --restrict (a rendezvous token) a loopback client is still served
   torch2_raw the torch 2.x dialect as main's client sends it, byte for byte from a raw socket
-             (VALIDATE, PING, every request type, a WAIT cancelled after its timeout), for
-             machines without torch 2.x
+             (VALIDATE, PING, every request type, a WAIT cancelled after its timeout, LIST_KEYS,
+             BARRIER), for machines without torch 2.x
+  dual_stack listening on every interface (the default, 0.0.0.0) the store takes clients over
+             IPv6 (::1) and IPv4 (127.0.0.1): raw sockets and torch's Python client; an IPv4
+             literal listens on IPv4 only, an IPv6 literal on IPv6 only; with --no-ipv6-shim
+             (an LD_PRELOAD library refusing IPv6 sockets) it falls back to 0.0.0.0. Skipped
+             (77) on a host without IPv6 loopback
 Starts c10d_store_helper, prints what it checked, exits 1 on the first mismatch.
 """
 import argparse
@@ -33,7 +38,8 @@ PYTHON_CLIENT = textwrap.dedent(
     import sys, datetime
     from torch.distributed import TCPStore
     port = int(sys.argv[1])
-    s = TCPStore("127.0.0.1", port, None, False, datetime.timedelta(seconds=20))
+    host = sys.argv[2] if len(sys.argv) > 2 else "127.0.0.1"
+    s = TCPStore(host, port, None, False, datetime.timedelta(seconds=20))
     def check(ok, what):
         print(("ok: " if ok else "FAILED: ") + what, flush=True)
         if not ok:
@@ -71,13 +77,14 @@ PYTHON_CLIENT = textwrap.dedent(
 
 
 class Helper:
-    def __init__(self, path, extra=()):
+    def __init__(self, path, extra=(), env=None):
         self.proc = subprocess.Popen([path, *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=subprocess.PIPE, text=True, env=env)
         line = self.proc.stdout.readline()
         if not line.startswith("port "):
-            fail(f"c10d_store_helper printed {line!r}, expected 'port N'", self.proc.stderr.read())
+            fail(f"c10d_store_helper printed {line!r}, expected 'port N on ADDRESS'", self.proc.stderr.read())
         self.port = int(line.split()[1])
+        self.address = line.split()[3]
 
     def stop(self):
         self.proc.stdin.close()
@@ -85,8 +92,8 @@ class Helper:
         return self.proc.stderr.read()
 
 
-def run_python_client(args, port):
-    proc = subprocess.run([args.python, "-c", PYTHON_CLIENT, str(port)], stdout=subprocess.PIPE,
+def run_python_client(args, port, host="127.0.0.1"):
+    proc = subprocess.run([args.python, "-c", PYTHON_CLIENT, str(port), host], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=120)
     if proc.returncode != 0 or "all requests served" not in proc.stdout:
         fail(f"the Python TCPStore client failed (exit {proc.returncode})", proc.stdout)
@@ -174,7 +181,7 @@ class Raw:
     """A torch 2.x client's bytes: opcode, then uint64-length strings / raw integers."""
     OPS = dict(VALIDATE=0, SET=1, COMPARE_SET=2, GET=3, ADD=4, CHECK=5, WAIT=6, GETNUMKEYS=7, DELETE_KEY=8,
                APPEND=9, MULTI_GET=10, MULTI_SET=11, CANCEL_WAIT=12, PING=13, QUEUE_PUSH=14, QUEUE_POP=15,
-               QUEUE_LEN=16)
+               QUEUE_LEN=16, LIST_KEYS=17, BARRIER=18)
 
     def __init__(self, port):
         self.s = socket.create_connection(("127.0.0.1", port))
@@ -240,6 +247,20 @@ def case_torch2_raw(args):
     expect.append((c.i64() == 1, "QUEUE_PUSH, QUEUE_LEN"))
     c.send("QUEUE_POP", S("q"))
     expect.append((c.i64() == 1 and c.value() == b"item", "QUEUE_POP"))
+    c.send("LIST_KEYS")
+    expect.append((sorted(c.value() for _ in range(c.i64())) == [b"b", b"k", b"n"], "LIST_KEYS (no queues)"))
+    other = Raw(helper.port)
+    other.send("VALIDATE", struct.pack("<I", 0x3C85F7CE))
+    other.send("BARRIER", S("bar"), struct.pack("<q", 2))  # parked: 1 of 2
+    time.sleep(0.2)
+    c.send("BARRIER", S("bar"), struct.pack("<q", 2))
+    expect.append((c.u8() == 0, "BARRIER, the second of two: STOP_WAITING at once"))
+    expect.append((other.u8() == 0, "BARRIER, the first of two: STOP_WAITING when the second arrives"))
+    c.send("BARRIER", S("bar2"), struct.pack("<q", 2))
+    c.send("CANCEL_WAIT")
+    expect.append((c.u8() == 1, "BARRIER cancelled after its timeout: WAIT_CANCELED"))
+    c.send("GET", S("bar2"))
+    expect.append((c.value() == b"1", "the cancelled arrival stays counted"))
     log = helper.stop()
     for ok, what in expect:
         if not ok:
@@ -250,12 +271,65 @@ def case_torch2_raw(args):
     print("ok: every torch 2.x request type was served as main's client expects")
 
 
+def reaches(host, port):
+    """A raw 1.13 ADD over a connection to host: does the store answer it?"""
+    try:
+        s = socket.create_connection((host, port), timeout=5)
+    except OSError:
+        return False
+    with s:
+        s.settimeout(10)
+        s.sendall(bytes([3]) + struct.pack("<Q", 2) + b"v6" + struct.pack("<q", 1))
+        return len(s.recv(8)) == 8
+
+
+def case_dual_stack(args):
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError as e:
+        print(f"SKIP: this host has no IPv6 loopback ({e})")
+        sys.exit(77)
+    for host in ("::1", "127.0.0.1"):
+        helper = Helper(args.helper)  # a fresh one each: the client's keys must be new
+        if helper.address != "::":
+            fail(f"listening on every interface, the store bound {helper.address}, not :: (dual-stack)",
+                 helper.stop())
+        if not reaches(host, helper.port):
+            fail(f"a raw client could not use the store over {host}", helper.stop())
+        print(f"ok: the store listens on [::]:{helper.port} and serves a raw client over {host}")
+        run_python_client(args, helper.port, host)
+        log = helper.stop()
+        if "closed the connection" in log:
+            fail("the store logged a protocol error for a real client", log)
+        print(f"ok: torch.distributed.TCPStore(\"{host}\", ...) of {args.python} was served for every request")
+    for listen, yes, no in (("127.0.0.1", "127.0.0.1", "::1"), ("::1", "::1", "127.0.0.1")):
+        helper = Helper(args.helper, ["--host", listen])
+        ok = helper.address == listen and reaches(yes, helper.port) and not reaches(no, helper.port)
+        log = helper.stop()
+        if not ok:
+            fail(f"listening on {listen} (bound {helper.address}) the store should serve {yes} and not {no}", log)
+        print(f"ok: listening on the literal {listen}, the store serves {yes} and not {no}")
+    if not args.no_ipv6_shim:
+        print("note: no --no-ipv6-shim (a sanitizer build): the IPv4 fallback was not tried")
+        return
+    env = dict(os.environ, LD_PRELOAD=args.no_ipv6_shim)
+    helper = Helper(args.helper, env=env)
+    ok = helper.address == "0.0.0.0" and reaches("127.0.0.1", helper.port)
+    log = helper.stop()
+    if not ok:
+        fail(f"without IPv6 sockets the store should fall back to 0.0.0.0 and serve 127.0.0.1; it bound "
+             f"{helper.address}", log)
+    print("ok: where IPv6 sockets are refused, the store listens on 0.0.0.0 and serves 127.0.0.1")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--helper", required=True)
     p.add_argument("--python", default="/usr/bin/python3")
     p.add_argument("--libtorch-client")
-    p.add_argument("case", choices=["python", "libtorch", "garbage", "restrict", "torch2_raw"])
+    p.add_argument("--no-ipv6-shim", help="an LD_PRELOAD library that refuses AF_INET6 sockets")
+    p.add_argument("case", choices=["python", "libtorch", "garbage", "restrict", "torch2_raw", "dual_stack"])
     args = p.parse_args()
     globals()["case_" + args.case](args)
 

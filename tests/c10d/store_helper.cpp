@@ -1,27 +1,40 @@
 // c10d_store_helper: the launcher's workers' store (launcher/c10d) on its own, for the
-// conformance tests. Prints "port N" once it listens, serves until its stdin closes, logs
-// each refused or dropped client on stderr. Usage: c10d_store_helper [--restrict [HOST...]]
-// (--restrict: only loopback, this host and the HOSTs may connect, as with a rendezvous token).
+// conformance tests. Prints "port N on ADDRESS" once it listens (ADDRESS: what it bound),
+// serves until its stdin closes, logs each refused or dropped client on stderr.
+// Usage: c10d_store_helper [--host ADDRESS] [--restrict [HOST...]]
+//   --host: where to listen (default 0.0.0.0: every interface, IPv6 too where the host has it)
+//   --restrict: only loopback, this host and the HOSTs may connect, as with a rendezvous token
+// c10d_store_helper --requests: prints "CODE NAME" for each torch 2.x request the store
+// serves (its decoder's opcode table), then exits.
 #include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "launcher/c10d/server.hpp"
+#include "launcher/c10d/wire.hpp"
+
+namespace c10d = ddp::launch::c10d;
 
 int main(int argc, char** argv) {
-  ddp::launch::c10d::ServerOptions options;
+  c10d::ServerOptions options;
   std::vector<std::string> allowed;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--restrict") options.restrict_peers = true;
+    if (arg == "--requests") {
+      for (uint8_t code = 0; auto op = c10d::op_of_code(c10d::Dialect::kTorch2, code); ++code)
+        std::cout << static_cast<int>(code) << ' ' << c10d::op_name(*op) << '\n';
+      return 0;
+    }
+    if (arg == "--host" && i + 1 < argc) options.host = argv[++i];
+    else if (arg == "--restrict") options.restrict_peers = true;
     else allowed.push_back(arg);
   }
   options.log = [](const std::string& line) { std::cerr << "c10d_store_helper: " << line << std::endl; };
   options.request_timeout = std::chrono::milliseconds(2000);
-  ddp::launch::c10d::Server server(options);
+  c10d::Server server(options);
   server.serve(allowed);
-  std::cout << "port " << server.port() << std::endl;
+  std::cout << "port " << server.port() << " on " << server.listen_address() << std::endl;
   for (int c = std::getchar(); c != EOF; c = std::getchar()) {
   }
   server.stop();

@@ -21,6 +21,12 @@ Request req(Op op, std::vector<std::string> keys = {}, std::vector<std::string> 
   return r;
 }
 
+Request barrier(const std::string& key, int64_t world_size) {
+  Request r = req(Op::kBarrier, {key});
+  r.world_size = world_size;
+  return r;
+}
+
 std::string validate() {
   Request r = req(Op::kValidate);
   r.nonce = kValidationMagic;
@@ -52,7 +58,8 @@ std::vector<Request> every_request(Dialect d) {
     ping.nonce = 4242;
     all.insert(all.end(), {req(Op::kAppend, {"k"}, {"more"}), req(Op::kMultiGet, {"a", "b"}),
                            req(Op::kMultiSet, {"a", "b"}, {"1", "2"}), req(Op::kCancelWait), ping,
-                           req(Op::kQueuePush, {"q"}, {"item"}), req(Op::kQueuePop, {"q"}), req(Op::kQueueLen, {"q"})});
+                           req(Op::kQueuePush, {"q"}, {"item"}), req(Op::kQueuePop, {"q"}), req(Op::kQueueLen, {"q"}),
+                           req(Op::kListKeys), barrier("/b", 4)});
   }
   return all;
 }
@@ -63,6 +70,7 @@ void check_same(const Request& a, const Request& b) {
   CHECK(a.values == b.values);
   CHECK(a.delta == b.delta);
   CHECK(a.nonce == b.nonce);
+  CHECK(a.world_size == b.world_size);
 }
 
 Decoder::Status decode_all(const std::string& bytes, Decoder& d, Request& r) {
@@ -97,6 +105,40 @@ TEST_CASE("c10d wire: a torch 2.x client opens with VALIDATE, then every type de
   }
 }
 
+TEST_CASE("c10d wire: the torch 2.x opcodes are c10d's QueryType, in its order (torch 2.15)") {
+  // tests/c10d/check_requests.py compares the same table with the installed wheel's header.
+  const std::vector<std::string> torch = {"VALIDATE",  "SET",       "COMPARE_SET", "GET",        "ADD",
+                                          "CHECK",     "WAIT",      "GETNUMKEYS",  "DELETE_KEY", "APPEND",
+                                          "MULTI_GET", "MULTI_SET", "CANCEL_WAIT", "PING",       "QUEUE_PUSH",
+                                          "QUEUE_POP", "QUEUE_LEN", "LIST_KEYS",   "BARRIER"};
+  std::vector<std::string> ours;
+  for (uint8_t code = 0; auto op = op_of_code(Dialect::kTorch2, code); ++code) ours.emplace_back(op_name(*op));
+  CHECK(ours == torch);
+  CHECK_FALSE(op_of_code(Dialect::kTorch113, 9));
+}
+
+TEST_CASE("c10d wire: LIST_KEYS and BARRIER byte for byte, as torch 2.x's client sends them") {
+  Decoder d;
+  Request r;
+  REQUIRE(decode_all(validate(), d, r) == Decoder::Status::kRequest);
+  // BARRIER: opcode 18, the key (uint64 length + bytes), the world size (int64).
+  int64_t world = 3;
+  std::string ws(8, '\0');
+  std::memcpy(ws.data(), &world, 8);
+  const std::string barrier_bytes = std::string(1, '\x12') + raw_u64(3) + "/b1" + ws;
+  CHECK(encode_request(Dialect::kTorch2, barrier("/b1", 3)) == barrier_bytes);
+  check_same(decode_bytewise(d, barrier_bytes), barrier("/b1", 3));
+  // LIST_KEYS: the opcode alone.
+  CHECK(encode_request(Dialect::kTorch2, req(Op::kListKeys)) == std::string(1, '\x11'));
+  check_same(decode_bytewise(d, std::string(1, '\x11')), req(Op::kListKeys));
+  // Its reply: int64 count, then each key as uint64 length + bytes.
+  KeySpace s;
+  std::vector<Outgoing> out;
+  s.apply(1, req(Op::kSet, {"/k"}, {"v"}), out);
+  s.apply(1, req(Op::kListKeys), out);
+  CHECK(out.at(0).bytes == std::string("\x01\0\0\0\0\0\0\0", 8) + raw_u64(2) + "/k");
+}
+
 TEST_CASE("c10d wire: a 1.13 SET (opcode 0) is not mistaken for VALIDATE") {
   Decoder d;
   Request r;
@@ -127,9 +169,14 @@ TEST_CASE("c10d wire: garbage, unknown opcodes and oversized lengths are errors 
     CHECK(d.next(r) == Decoder::Status::kError);  // stays failed
   }
   SECTION("a 2.x opcode without VALIDATE") {
-    Decoder d;
-    CHECK(decode_all(std::string(1, '\x0d') + "abcd", d, r) == Decoder::Status::kError);
-    CHECK_THAT(d.error(), Catch::Contains("VALIDATE"));
+    for (char first : {'\x0d', '\x12'}) {
+      Decoder d;
+      CHECK(decode_all(std::string(1, first) + "abcd", d, r) == Decoder::Status::kError);
+      CHECK_THAT(d.error(), Catch::Contains("VALIDATE"));
+    }
+    Decoder d;  // past the last opcode: not c10d at all
+    CHECK(decode_all(std::string(1, '\x13') + "abcd", d, r) == Decoder::Status::kError);
+    CHECK_THAT(d.error(), Catch::Contains("not a c10d TCPStore client: first byte 0x13"));
   }
   SECTION("an unknown opcode after VALIDATE") {
     Decoder d;
@@ -309,4 +356,94 @@ TEST_CASE("c10d server: with a rendezvous token only loopback, this host and the
   CHECK_FALSE(peer_allowed("10.0.0.9", "10.0.0.1", nodes));
   CHECK_FALSE(peer_allowed("10.0.0.9", "10.0.0.1", {}));
   CHECK_FALSE(peer_allowed("not an address", "10.0.0.1", nodes));
+}
+
+TEST_CASE("c10d key space: BARRIER counts arrivals in the key and parks them until the world size is reached") {
+  KeySpace s;
+  std::vector<Outgoing> out;
+  s.apply(9, req(Op::kWait, {"/b"}), out);  // a WAIT on the barrier's key
+  s.apply(1, barrier("/b", 3), out);
+  CHECK(out.empty());  // parked; the first arrival creates the key but wakes nobody (c10d)
+  CHECK(*s.find("/b") == "1");
+  s.apply(2, barrier("/b", 3), out);
+  CHECK(out.empty());
+  CHECK(s.parked() == 3);
+  s.apply(3, barrier("/b", 3), out);  // the last arrival: told first, then everyone parked on the key
+  REQUIRE(out.size() == 4);
+  CHECK(out[0].to == 3);
+  CHECK(out_for(out, 1) == encode_u8(kStopWaiting));
+  CHECK(out_for(out, 2) == encode_u8(kStopWaiting));
+  CHECK(out_for(out, 3) == encode_u8(kStopWaiting));
+  CHECK(out_for(out, 9) == encode_u8(kStopWaiting));
+  CHECK(s.parked() == 0);
+  CHECK(*s.find("/b") == "3");  // the counter stays: a reused key passes at once
+  out.clear();
+  s.apply(1, barrier("/b", 3), out);
+  CHECK(out_for(out, 1) == encode_u8(kStopWaiting));
+  CHECK(*s.find("/b") == "4");
+
+  SECTION("a world size of 1, 0 or below passes at once") {
+    for (int64_t world : {1, 0, -1}) {
+      out.clear();
+      s.apply(1, barrier("/w" + std::to_string(world), world), out);
+      CHECK(out_for(out, 1) == encode_u8(kStopWaiting));
+    }
+  }
+  SECTION("a parked arrival is ended by CANCEL_WAIT (its client's timeout) and keeps its count") {
+    out.clear();
+    s.apply(1, barrier("/t", 2), out);
+    s.apply(1, req(Op::kCancelWait), out);
+    CHECK(out_for(out, 1) == encode_u8(kWaitCanceled));
+    CHECK(*s.find("/t") == "1");
+    out.clear();
+    s.apply(2, barrier("/t", 2), out);  // counts the cancelled arrival
+    CHECK(out_for(out, 2) == encode_u8(kStopWaiting));
+    CHECK(out_for(out, 1).empty());
+  }
+  SECTION("a SET of the key wakes the parked arrivals (c10d does the same)") {
+    out.clear();
+    s.apply(1, barrier("/s", 5), out);
+    s.apply(2, req(Op::kSet, {"/s"}, {"7"}), out);
+    CHECK(out_for(out, 1) == encode_u8(kStopWaiting));
+  }
+  SECTION("a value that is not a counter is refused, as ADD's") {
+    s.apply(1, req(Op::kSet, {"/text"}, {"abc"}), out);
+    const auto error = s.apply(1, barrier("/text", 2), out);
+    REQUIRE(error);
+    CHECK_THAT(*error, Catch::Contains("BARRIER on key '/text'") && Catch::Contains("not an integer"));
+  }
+  SECTION("a disconnected arrival is forgotten") {
+    out.clear();
+    s.apply(1, barrier("/d", 3), out);
+    s.disconnect(1);
+    CHECK(s.parked() == 0);
+    s.apply(2, barrier("/d", 3), out);
+    s.apply(3, barrier("/d", 3), out);
+    CHECK(out_for(out, 3) == encode_u8(kStopWaiting));
+    CHECK(out_for(out, 2) == encode_u8(kStopWaiting));
+  }
+}
+
+TEST_CASE("c10d key space: LIST_KEYS names every data key, not the queues") {
+  KeySpace s;
+  std::vector<Outgoing> out;
+  s.apply(1, req(Op::kSet, {"/a"}, {"1"}), out);
+  s.apply(1, req(Op::kAdd, {"/n"}, {}, 2), out);
+  s.apply(1, req(Op::kQueuePush, {"/q"}, {"item"}), out);
+  out.clear();
+  s.apply(1, req(Op::kListKeys), out);
+  REQUIRE(out.size() == 1);
+  const std::string& bytes = out[0].bytes;
+  int64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  CHECK(n == 2);
+  const bool a_then_n = bytes.substr(8) == encode_bytes("/a") + encode_bytes("/n");
+  const bool n_then_a = bytes.substr(8) == encode_bytes("/n") + encode_bytes("/a");
+  CHECK((a_then_n || n_then_a));  // any order, as c10d's hash map
+  out.clear();
+  s.apply(1, req(Op::kDeleteKey, {"/a"}), out);
+  s.apply(1, req(Op::kDeleteKey, {"/n"}), out);
+  out.clear();
+  s.apply(1, req(Op::kListKeys), out);
+  CHECK(out_for(out, 1) == encode_i64(0));
 }
