@@ -15,16 +15,38 @@
 #include "launcher/os/ports.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/os/standby_channel.hpp"
+#include "launcher/worker/numa_binding.hpp"
 #include "launcher/worker/output.hpp"
 #include "launcher/worker/script_local_rank.hpp"
 
 namespace ddp::launch {
 namespace {
 
-// A random hex id (for --standalone run ids).
-std::string random_id() {
+// A random (version 4) UUID, as torchrun's run id for --standalone and a plain single-node job.
+std::string random_uuid() {
   std::random_device rd;
-  return fmt::format("{:08x}", rd());
+  std::mt19937_64 gen((static_cast<uint64_t>(rd()) << 32) ^ rd());
+  const uint64_t hi = (gen() & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;
+  const uint64_t lo = (gen() & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;
+  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", hi >> 32, (hi >> 16) & 0xffff, hi & 0xffff, lo >> 48,
+                     lo & 0xffffffffffffULL);
+}
+
+// --numa-binding: the CPUs of each local rank, its GPU being CUDA device --devices[r] (else r).
+std::vector<std::vector<int>> numa_binding(const cli::LaunchOptions& o, const worker::DevicePlan& devices) {
+  if (o.numa_binding.empty()) return {};
+  if (!devices.uses_gpus)
+    cli::usage_error(
+        fmt::format("--numa-binding={} binds each worker near its GPU, but the workers use no GPUs "
+                    "(--nproc-per-node=cpu, or no NVIDIA GPU here); drop --numa-binding",
+                    o.numa_binding));
+  std::vector<int> ordinals;
+  for (int r = 0; r < devices.nproc; ++r) ordinals.push_back(o.devices ? (*o.devices)[r] : r);
+  auto cpus = worker::plan_numa_binding(o.numa_binding, ordinals);
+  for (size_t r = 0; r < cpus.size(); ++r)
+    worker::launcher_notice(fmt::format("--numa-binding={}: local rank {} runs on CPUs {}", o.numa_binding, r,
+                                        worker::format_cpu_list(cpus[r])));
+  return cpus;
 }
 
 bool any_stream(const cli::StreamSelection& s) {
@@ -135,14 +157,22 @@ ResolvedJob resolve_job(const cli::LaunchOptions& o, const cli::Environment& env
     if (!notice.empty()) worker::launcher_notice(notice);
   }
   job.program = o.program;
-  job.run_id = o.standalone ? random_id() : o.rdzv_id;
+  job.run_id = o.fresh_run_id ? random_uuid() : o.rdzv_id;
   job.role = o.role;
   job.max_restarts = o.max_restarts;
   job.launcher_worker_store = o.launcher_worker_store;
   job.restrict_worker_store_peers = !o.rdzv.token.empty();
   job.layout = worker::RunLayoutSpec{o.log_dir, job.run_id, any_stream(o.redirects) || any_stream(o.tee)};
-  job.output =
-      supervise::OutputSpec{o.redirects, o.tee, o.local_ranks_filter, o.log_line_prefix_template, stdin_rank(o)};
+  job.output = supervise::OutputSpec{o.redirects,
+                                     o.tee,
+                                     o.local_ranks_filter,
+                                     o.log_line_prefix_template,
+                                     stdin_rank(o),
+                                     o.duplicate_stdout_filters,
+                                     o.duplicate_stderr_filters};
+  job.signals_to_handle = o.signals_to_handle_text;
+  job.events_to_console = o.events_to_console;
+  job.worker_cpus = numa_binding(o, job.devices);
   job.supervisor = supervisor_config(o);
   job.supervisor.tool_path = cli::lookup(env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
   job.warm_restarts = o.warm_restarts;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "launcher/base/host_port.hpp"
 #include "launcher/base/signal_names.hpp"
@@ -56,6 +57,11 @@ NprocSpec parse_nproc(const std::string& value) {
   if (v == "gpu") return {NprocSpec::Kind::kGpu, 0};
   if (v == "cpu") return {NprocSpec::Kind::kCpu, 0};
   if (v == "auto") return {NprocSpec::Kind::kAuto, 0};
+  if (v == "xpu" || v == "privateuseone")  // torchrun counts Intel GPUs and a PrivateUse1 backend's devices
+    usage_error(
+        fmt::format("--nproc-per-node={}: ddp-launch counts NVIDIA GPUs (gpu, auto) and CPUs (cpu), not {} "
+                    "devices; give the number of workers, --nproc-per-node=N",
+                    v, v == "xpu" ? "Intel XPU" : "PrivateUse1 backend"));
   auto n = parse_natural(v);
   if (!n || *n < 1 || *n > 4096)
     usage_error(
@@ -63,6 +69,27 @@ NprocSpec parse_nproc(const std::string& value) {
                     "or auto; got '{}'",
                     value));
   return {NprocSpec::Kind::kCount, static_cast<int>(*n)};
+}
+
+std::vector<std::string> parse_duplicate_filters(const std::string& value) {
+  // torchrun's comma_separated_list: ",," stands for a comma inside a filter.
+  static const std::string kPlaceholder = std::string(1, '\0');
+  std::string v = value;
+  for (size_t pos = v.find(",,"); pos != std::string::npos; pos = v.find(",,", pos + 1))
+    v.replace(pos, 2, kPlaceholder);
+  std::vector<std::string> out;
+  for (std::string item : split(v, ',')) {
+    for (size_t pos = item.find(kPlaceholder); pos != std::string::npos; pos = item.find(kPlaceholder, pos + 1))
+      item.replace(pos, 1, ",");
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+void check_choice(const std::string& flag, const std::string& value, const std::vector<std::string>& choices,
+                  const std::string& what) {
+  if (std::find(choices.begin(), choices.end(), value) != choices.end()) return;
+  usage_error(fmt::format("{} '{}' is not one of {} ({})", flag, value, fmt::join(choices, ", "), what));
 }
 
 std::pair<int, int> parse_nnodes(const std::string& value) {

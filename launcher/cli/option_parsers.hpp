@@ -35,6 +35,14 @@ std::vector<int> parse_signal_list(const std::string& value);  // names or numbe
 // --preload: comma-separated Python module names (dotted identifiers), in order.
 std::vector<std::string> parse_module_list(const std::string& flag, const std::string& value);
 
+// --duplicate-stdout-filters / --duplicate-stderr-filters: torchrun's comma-separated list,
+// ",," standing for a comma inside a filter ("a,,b,c" is {"a,b", "c"}; "" is {""}, which
+// matches every line, as in torchrun).
+std::vector<std::string> parse_duplicate_filters(const std::string& value);
+// A flag with a fixed set of values: "FLAG 'VALUE' is not one of A, B (WHAT)" otherwise.
+void check_choice(const std::string& flag, const std::string& value, const std::vector<std::string>& choices,
+                  const std::string& what);
+
 // --shutdown-timeout (and TORCH_ELASTIC_SHUTDOWN_TIMEOUT): seconds >= 0.
 double parse_shutdown_timeout(const std::string& value);
 // --hang-timeout: seconds, 0 (off) or at least 1; "auto": kHangTimeoutAuto.

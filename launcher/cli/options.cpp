@@ -14,6 +14,7 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/host_port.hpp"
 #include "launcher/base/text.hpp"
+#include "launcher/cli/completion.hpp"
 #include "launcher/cli/flag_prefix.hpp"
 #include "launcher/cli/mpi_env.hpp"
 #include "launcher/cli/slurm.hpp"
@@ -52,6 +53,8 @@ struct RawOptions {
   std::string metrics_port;  // --metrics-port
   std::string local_ranks_filter, devices, signals = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
   std::string monitor_interval, start_method, snapshot_persist_interval, logs_specs;
+  std::string event_log_handler = "null", numa_binding, duplicate_stdout_filters, duplicate_stderr_filters;
+  std::string print_completion;
   std::string log_line_prefix_template, rdzv_conf, local_rank_arg, stdin_rank = "auto", preload,
                                                                    worker_store = "launcher";
   bool warm_restarts = false;  // meaningful when GivenFlags::warm_restarts
@@ -100,6 +103,19 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
                  "Accepted for torchrun compatibility; ddp-launch reacts to exits at once");
   app.add_option("--start-method,--start_method", raw.start_method,
                  "Accepted for torchrun compatibility; workers are always exec'd");
+  app.add_option("--event-log-handler,--event_log_handler", raw.event_log_handler,
+                 "torchrun's event handler: null (default: the events go to RUN/events.jsonl only), console "
+                 "(each event also printed on stderr) or dynamic_rendezvous (as null)");
+  app.add_option("--numa-binding,--numa_binding", raw.numa_binding,
+                 "Bind each worker to the CPUs near its GPU: node (the GPU's NUMA node) or socket (every "
+                 "NUMA node of the GPU's socket); exclusive and core-complex are refused");
+  app.add_option("--duplicate-stdout-filters,--duplicate_stdout_filters", raw.duplicate_stdout_filters,
+                 "Comma list (',,' is a comma): tee'd stdout lines containing any of them are also written, "
+                 "prefixed, to RUN/attempt_K/filtered_stdout.log (all ranks in one file)");
+  app.add_option("--duplicate-stderr-filters,--duplicate_stderr_filters", raw.duplicate_stderr_filters,
+                 "The same for stderr: RUN/attempt_K/filtered_stderr.log");
+  app.add_option("--print-completion,--print_completion", raw.print_completion,
+                 "Print a shell completion script (bash, zsh or tcsh) for ddp-launch and exit");
   app.add_option("--logs-specs,--logs_specs", raw.logs_specs,
                  "Accepted for torchrun compatibility: default (torchrun's own layout; ddp-launch's is "
                  "--log-dir/--redirects/--tee); torchrun.logs_specs plug-ins cannot be loaded");
@@ -183,7 +199,7 @@ std::vector<std::string> environment_defaults(const CLI::App& app, const Environ
   std::vector<std::string> args;
   for (const CLI::Option* opt : app.get_options()) {
     const auto& names = opt->get_lnames();
-    if (names.empty() || names[0] == "help" || names[0] == "version") continue;
+    if (names.empty() || names[0] == "help" || names[0] == "version" || names[0] == "print-completion") continue;
     auto value = lookup(env, pet_name(names[0]));
     if (value && !trim(*value).empty()) args.push_back("--" + names[0] + "=" + *value);
   }
@@ -220,6 +236,12 @@ std::optional<ParsedCommandLine> run_cli11(CLI::App& app, std::vector<std::strin
   } catch (const CLI::ParseError& e) {
     usage_error(fmt::format("{}; see ddp-launch --help", e.what()));
   }
+  if (!raw.print_completion.empty()) {
+    std::vector<std::string> flags;
+    for (const FlagNames& f : flag_names(app))
+      for (const std::string& name : f.long_names) flags.push_back("--" + name);
+    return ParsedCommandLine{std::nullopt, completion_script(raw.print_completion, flags), exit_code::kSuccess};
+  }
   if (raw.version)
     return ParsedCommandLine{std::nullopt, std::string("ddp-launch ") + kLauncherVersion + "\n", exit_code::kSuccess};
   return std::nullopt;
@@ -243,6 +265,9 @@ struct GivenFlags {
   bool warm_restarts = false;      // --warm-restarts or --no-warm-restarts
   bool local_rank_choice = false;  // --use-env, --local-rank-arg or --legacy-local-rank-arg
   bool shutdown_timeout = false;   // --shutdown-timeout
+  bool worker_store = false;       // --worker-store
+  bool duplicate_stdout_filters = false;
+  bool duplicate_stderr_filters = false;
 };
 
 GivenFlags given_flags(const CLI::App& app) {
@@ -251,7 +276,10 @@ GivenFlags given_flags(const CLI::App& app) {
           app.count("--master-addr") > 0,
           app.count("--warm-restarts") > 0,
           app.count("--use-env") + app.count("--local-rank-arg") + app.count("--legacy-local-rank-arg") > 0,
-          app.count("--shutdown-timeout") > 0};
+          app.count("--shutdown-timeout") > 0,
+          app.count("--worker-store") > 0,
+          app.count("--duplicate-stdout-filters") > 0,
+          app.count("--duplicate-stderr-filters") > 0};
 }
 
 // True when the job's address (the rendezvous endpoint, else --master-addr) is this
@@ -331,6 +359,32 @@ void convert_local_rank_arg(const RawOptions& raw, LaunchOptions& o) {
   o.local_rank_flag = "--" + raw.local_rank_arg;
 }
 
+// The flags torchrun 2.x added: --event-log-handler, --numa-binding, --start-method's
+// choices, --duplicate-*-filters.
+void convert_torchrun_2x_options(const RawOptions& raw, const GivenFlags& given, LaunchOptions& o) {
+  check_choice("--event-log-handler", raw.event_log_handler, {"null", "console", "dynamic_rendezvous"},
+               "the handlers torchrun registers; ddp-launch's events always go to RUN/events.jsonl, console "
+               "also prints them");
+  o.events_to_console = raw.event_log_handler == "console";
+  if (!raw.start_method.empty())
+    check_choice("--start-method", raw.start_method, {"spawn", "fork", "forkserver"},
+                 "torchrun's choices; ddp-launch always execs its workers");
+  if (!raw.numa_binding.empty()) {
+    check_choice("--numa-binding", raw.numa_binding, {"node", "socket", "exclusive", "core-complex"},
+                 "torch's AffinityMode values");
+    if (raw.numa_binding == "exclusive" || raw.numa_binding == "core-complex")
+      usage_error(
+          fmt::format("--numa-binding={}: ddp-launch binds to whole NUMA nodes only; use node (the "
+                      "CPUs of the GPU's NUMA node) or socket (those of every NUMA node on its socket)",
+                      raw.numa_binding));
+    o.numa_binding = raw.numa_binding;
+  }
+  if (given.duplicate_stdout_filters)
+    o.duplicate_stdout_filters = parse_duplicate_filters(raw.duplicate_stdout_filters);
+  if (given.duplicate_stderr_filters)
+    o.duplicate_stderr_filters = parse_duplicate_filters(raw.duplicate_stderr_filters);
+}
+
 void convert_stdin_rank(const std::string& value, LaunchOptions& o) {
   if (value == "auto") return;
   o.stdin_rank_auto = false;
@@ -361,6 +415,7 @@ void convert_raw_options(const RawOptions& raw, const Environment& env, const Gi
   if (!raw.hang_timeout.empty()) o.hang_timeout_s = parse_hang_timeout(raw.hang_timeout);
   if (!raw.straggler_threshold.empty()) o.straggler_threshold = parse_straggler_threshold(raw.straggler_threshold);
   o.signals_to_handle = parse_signal_list(raw.signals);
+  o.signals_to_handle_text = raw.signals;
   o.redirects = parse_stream_selection("--redirects", raw.redirects);
   o.tee = parse_stream_selection("--tee", raw.tee);
   if (!raw.local_ranks_filter.empty()) o.local_ranks_filter = parse_rank_filter(raw.local_ranks_filter);
@@ -380,6 +435,12 @@ void convert_raw_options(const RawOptions& raw, const Environment& env, const Gi
                     "or rank0 (worker rank 0 hosts it)",
                     raw.worker_store));
   o.launcher_worker_store = raw.worker_store == "launcher";
+  if (!given.worker_store && lookup(env, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE").value_or("0") == "1") {
+    o.launcher_worker_store = false;  // torch's switch for the agent's shared store
+    o.notices.push_back(
+        "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: worker rank 0 hosts the workers' store (as --worker-store=rank0)");
+  }
+  convert_torchrun_2x_options(raw, given, o);
   if (!raw.snapshot_persist_interval.empty()) {
     if (o.snapshot_persist_dir.empty())
       usage_error(
@@ -435,6 +496,8 @@ void check_contradictions(const GivenFlags& given, const LaunchOptions& o) {
 // never multi-node below); a static multi-node job without a port uses torchrun's.
 void settle_implied_options(LaunchOptions& o) {
   if (o.standalone) o.rdzv_backend = "c10d";
+  o.fresh_run_id = o.standalone || (o.rdzv_backend == "static" && o.rdzv_endpoint.empty() && !o.master_port &&
+                                    o.nnodes_max == 1 && o.rdzv_id == "none" && !o.hosts.any());
   if (is_multi_node(o) && o.rdzv_backend == "static" && (!o.master_port || *o.master_port == 0))
     o.master_port = kStaticMasterPort;
 }

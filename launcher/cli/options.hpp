@@ -40,6 +40,9 @@ struct LaunchOptions {
   std::string rdzv_backend = "static";
   std::string rdzv_endpoint;
   std::string rdzv_id = "none";
+  // A plain single-node job (static, no --rdzv-endpoint, no --master-port, no --rdzv-id) or
+  // --standalone: a fresh uuid4 run id, as torchrun 2.x (which switches such a job to c10d).
+  bool fresh_run_id = false;
   RendezvousConf rdzv;
   bool standalone = false;
   std::string master_addr = "127.0.0.1";
@@ -52,25 +55,32 @@ struct LaunchOptions {
   // Supervision.
   int max_restarts = 0;
   double shutdown_timeout_s = 30.0;
-  double hang_timeout_s = kHangTimeoutAuto;  // --hang-timeout; 0: off; default auto
-  double straggler_threshold = 2.0;          // --straggler-threshold; 0: off
-  std::vector<int> signals_to_handle;        // signal numbers
-  bool warm_restarts = false;                // --warm-restarts; default: max_restarts > 0
-  std::vector<std::string> preload;          // --preload: modules a Python standby imports
+  double hang_timeout_s = kHangTimeoutAuto;                              // --hang-timeout; 0: off; default auto
+  double straggler_threshold = 2.0;                                      // --straggler-threshold; 0: off
+  std::vector<int> signals_to_handle;                                    // signal numbers
+  std::string signals_to_handle_text = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";  // as given: TORCHELASTIC_SIGNALS_TO_HANDLE
+  bool warm_restarts = false;                                            // --warm-restarts; default: max_restarts > 0
+  std::vector<std::string> preload;                                      // --preload: modules a Python standby imports
   // Snapshots to disk: local rank 0's in-memory snapshot written to this folder ("": off).
   std::string snapshot_persist_dir;
   double snapshot_persist_interval_s = 300;  // --snapshot-persist-interval; 0: failure, end, stop only
   // GPUs.
   std::optional<std::vector<int>> devices;  // --devices 0,2,5 (indices into the visible list)
   bool virtual_local_rank = false;
+  std::string numa_binding;  // --numa-binding: "" off, node or socket (worker/numa_binding.hpp)
   // Output.
   std::string log_dir;
   StreamSelection redirects;
   StreamSelection tee;
   std::optional<std::set<int>> local_ranks_filter;
   std::string log_line_prefix_template = "[rank${rank}]: ";
-  std::optional<int> stdin_rank;  // --stdin-rank N
-  bool stdin_rank_auto = true;    // --stdin-rank auto (default): rank 0 if stdin is a terminal
+  // --duplicate-stdout/stderr-filters: tee'd lines containing any of these also go to
+  // RUN/attempt_K/filtered_{stdout,stderr}.log; absent: no such file.
+  std::optional<std::vector<std::string>> duplicate_stdout_filters;
+  std::optional<std::vector<std::string>> duplicate_stderr_filters;
+  bool events_to_console = false;  // --event-log-handler=console
+  std::optional<int> stdin_rank;   // --stdin-rank N
+  bool stdin_rank_auto = true;     // --stdin-rank auto (default): rank 0 if stdin is a terminal
   bool dry_run = false;
   // The status endpoint and the termination log (docs/metrics.md).
   std::optional<int> metrics_port;    // --metrics-port (0: a free one); absent: no endpoint

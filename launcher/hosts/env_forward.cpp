@@ -20,7 +20,8 @@ bool valid_name(std::string_view s) {
 
 // Set by the launcher on each host; shipping the launching machine's would misplace it.
 bool never_forwarded(std::string_view name) {
-  return name.rfind("MASTER_", 0) == 0 || name.rfind("PET_", 0) == 0 || name == "CUDA_VISIBLE_DEVICES";
+  return name.rfind("MASTER_", 0) == 0 || name.rfind("PET_", 0) == 0 || name == "CUDA_VISIBLE_DEVICES" ||
+         name == "NVIDIA_VISIBLE_DEVICES";
 }
 
 bool starts_with_any(const std::string& name, const std::vector<std::string>& prefixes) {
@@ -32,7 +33,33 @@ bool starts_with_any(const std::string& name, const std::vector<std::string>& pr
 }  // namespace
 
 const std::vector<std::string>& default_forward_prefixes() {
-  static const std::vector<std::string> kDefault{"NCCL_", "CUDA_", "TORCH_", "PYTHON", "OMP_", "UCX_", "HF_", "WANDB_"};
+  // What changes the numerics or the threading of a worker, besides the job's own tools:
+  // OpenBLAS (OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE pick other kernels), MKL (MKL_CBWR), Intel
+  // and GNU OpenMP (KMP_, GOMP_), BLIS, oneDNN (ONEDNN_/DNNL_MAX_CPU_ISA), gloo, cuBLAS and
+  // cuDNN (CUBLAS_WORKSPACE_CONFIG), TF32 (NVIDIA_TF32_OVERRIDE), PyTorch's other names.
+  static const std::vector<std::string> kDefault{"NCCL_",
+                                                 "CUDA_",
+                                                 "TORCH_",
+                                                 "PYTHON",
+                                                 "OMP_",
+                                                 "UCX_",
+                                                 "HF_",
+                                                 "WANDB_",
+                                                 "OPENBLAS_",
+                                                 "GOTO_NUM_THREADS",
+                                                 "MKL_",
+                                                 "KMP_",
+                                                 "GOMP_",
+                                                 "BLIS_",
+                                                 "ONEDNN_",
+                                                 "DNNL_",
+                                                 "GLOO_",
+                                                 "PYTORCH_",
+                                                 "TORCHINDUCTOR_",
+                                                 "CUBLAS_",
+                                                 "CUBLASLT_",
+                                                 "CUDNN_",
+                                                 "NVIDIA_TF32_OVERRIDE"};
   return kDefault;
 }
 

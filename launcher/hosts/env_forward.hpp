@@ -1,7 +1,7 @@
 // Which of the launching machine's environment variables a many-host launch ships to every
 // host's agent: names starting with a forwarded prefix (the defaults below, plus what
 // --env-forward adds), never MASTER_* or PET_* (the launcher places each node itself) nor
-// CUDA_VISIBLE_DEVICES (GPUs are chosen per host), then the KEY=VALUE lines of --env-file
+// CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES (GPUs are chosen per host), then the KEY=VALUE lines of --env-file
 // (which win). Pure; throws LaunchError(kUsage) with the file and line of a bad entry.
 #pragma once
 
@@ -13,7 +13,9 @@
 
 namespace ddp::launch::hosts {
 
-// NCCL_, CUDA_, TORCH_, PYTHON, OMP_, UCX_, HF_, WANDB_
+// NCCL_, CUDA_, TORCH_, PYTHON, OMP_, UCX_, HF_, WANDB_, OPENBLAS_, GOTO_NUM_THREADS, MKL_,
+// KMP_, GOMP_, BLIS_, ONEDNN_, DNNL_, GLOO_, PYTORCH_, TORCHINDUCTOR_, CUBLAS_, CUBLASLT_,
+// CUDNN_, NVIDIA_TF32_OVERRIDE
 const std::vector<std::string>& default_forward_prefixes();
 
 // --env-forward LIST: prefixes (or whole names) added to the defaults; `none` first drops

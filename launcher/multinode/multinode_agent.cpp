@@ -513,6 +513,7 @@ int MultiNodeAgent::run_rounds() {
   snapshots_ = std::make_unique<supervise::SnapshotRegions>(env_);
   if (layout_->enabled() && !layout_->temporary()) worker::launcher_notice("logs in " + layout_->run_dir());
   events_ = std::make_unique<supervise::EventLog>(layout_->run_dir(), spec_.node_rank);
+  events_->set_console(job_.events_to_console);
   snapshots_->persist_to(job_.snapshot_persist, events_.get());
   supervisor_.set_event_log(events_.get());
   recovery_ = std::make_unique<supervise::RecoveryLog>(*events_);

@@ -3,6 +3,7 @@
 #include "launcher/os/process.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -52,7 +53,9 @@ bool is_executable_file(const std::string& path, int* why) {
 }
 
 // Runs in the forked child: only async-signal-safe calls until execve.
-[[noreturn]] void exec_child(const SpawnSpec& spec, char* const* argv, char* const* envp, pid_t parent, int error_fd) {
+// cpus: the CPU set to bind to (--numa-binding), or nullptr.
+[[noreturn]] void exec_child(const SpawnSpec& spec, char* const* argv, char* const* envp, pid_t parent, int error_fd,
+                             const cpu_set_t* cpus) {
   auto fail = [error_fd](int err) {
     [[maybe_unused]] ssize_t n = ::write(error_fd, &err, sizeof err);
     ::_exit(exit_code::kProgramNotExecutable);
@@ -75,6 +78,7 @@ bool is_executable_file(const std::string& path, int* why) {
   if (spec.stdout_fd >= 0 && ::dup2(spec.stdout_fd, STDOUT_FILENO) < 0) fail(errno);
   if (spec.stderr_fd >= 0 && ::dup2(spec.stderr_fd, STDERR_FILENO) < 0) fail(errno);
   if (spec.inherit_fd >= 0 && ::fcntl(spec.inherit_fd, F_SETFD, 0) != 0) fail(errno);
+  if (cpus) ::sched_setaffinity(0, sizeof(cpu_set_t), cpus);  // the set was checked against the allowed CPUs
   ::execve(spec.executable.c_str(), argv, envp);
   fail(errno);
   ::_exit(exit_code::kInternalError);
@@ -162,14 +166,29 @@ std::string resolve_program(const std::string& program, const std::string& path_
   return fail(" on PATH");
 }
 
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> out;
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return out;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &set)) out.push_back(cpu);
+  return out;
+}
+
 StartedWorker start_worker(const SpawnSpec& spec) {
   auto argv = c_strings(spec.argv);
   auto envp = c_strings(spec.env);
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int cpu : spec.cpu_affinity)
+    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &cpus);
+  const cpu_set_t* cpus_ptr = spec.cpu_affinity.empty() ? nullptr : &cpus;
   Pipe errors = make_pipe();
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw_errno("cannot fork a worker");
-  if (pid == 0) exec_child(spec, argv.data(), envp.data(), parent, errors.write_end.get());
+  if (pid == 0) exec_child(spec, argv.data(), envp.data(), parent, errors.write_end.get(), cpus_ptr);
   return StartedWorker{pid, spec.executable, std::move(errors.read_end)};
 }
 

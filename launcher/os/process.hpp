@@ -69,8 +69,9 @@ struct SpawnSpec {
   std::vector<std::string> env;   // "KEY=VALUE" entries: the whole environment
   int stdout_fd = -1;             // -1: inherit the launcher's
   int stderr_fd = -1;
-  int stdin_fd = -1;    // -1: /dev/null; else dup'ed (e.g. the launcher's terminal)
-  int inherit_fd = -1;  // an O_CLOEXEC fd the child keeps across exec (a standby's channel)
+  int stdin_fd = -1;                // -1: /dev/null; else dup'ed (e.g. the launcher's terminal)
+  int inherit_fd = -1;              // an O_CLOEXEC fd the child keeps across exec (a standby's channel)
+  std::vector<int> cpu_affinity{};  // CPUs the child is bound to before exec (--numa-binding); empty: inherited
 };
 
 // Forks and execs a worker as the leader of a new session (so its pgid == pid), with
@@ -87,6 +88,9 @@ struct StartedWorker {
   UniqueFd exec_errors;  // EOF on exec, or the child's errno
 };
 StartedWorker start_worker(const SpawnSpec& spec);
+
+// The CPUs this process may run on (sched_getaffinity), ascending; empty if unknown.
+std::vector<int> allowed_cpus();
 pid_t confirm_exec(StartedWorker& started);
 
 // kill(-pgid, sig); a group that no longer exists is not an error.

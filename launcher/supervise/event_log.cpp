@@ -72,7 +72,7 @@ void EventLog::write(const std::string& event, const std::vector<EventField>& fi
 void EventLog::write(const std::string& event, const std::vector<EventField>& fields,
                      std::chrono::system_clock::time_point time) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (fd_ < 0 && !tap_) return;
+  if (fd_ < 0 && !tap_ && !console_) return;
   nlohmann::ordered_json j;
   j["event"] = event;
   j["time"] = utc_time(time);
@@ -82,6 +82,7 @@ void EventLog::write(const std::string& event, const std::vector<EventField>& fi
   // Invalid UTF-8 (a worker's bytes in a message) is replaced, never thrown.
   const std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (tap_) tap_(line);
+  if (console_) worker::launcher_notice("event " + line.substr(0, line.size() - 1));
   if (fd_ < 0) return;
   ssize_t n = ::write(fd_, line.data(), line.size());
   if (n != static_cast<ssize_t>(line.size())) fail("write", n < 0 ? errno : ENOSPC);

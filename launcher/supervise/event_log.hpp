@@ -55,6 +55,8 @@ class EventLog {
   int node() const { return node_; }
   // Also hands every line to `tap` (the status board's recent events), with or without a file.
   void set_tap(std::function<void(const std::string& line)> tap);  // any thread
+  // --event-log-handler=console: every line also on stderr ("ddp-launch: event {...}").
+  void set_console(bool on) { console_ = on; }
   // {"event": name, "time": ISO 8601 UTC, "attempt": N, ["node": N,] fields...}
   void write(const std::string& event, const std::vector<EventField>& fields = {});
   // The same with "time" = `time` rather than now: an event logged after it happened.
@@ -68,6 +70,7 @@ class EventLog {
   std::atomic<int> attempt_{0};
   std::atomic<int> node_{-1};
   bool warned_ = false;
+  bool console_ = false;
   std::function<void(const std::string&)> tap_;
   void fail(const std::string& what, int err);
 };

@@ -14,6 +14,7 @@ worker::GroupPlan group_plan(const JobConfig& job, const NodePlacement& where) {
   plan.run_id = job.run_id;
   plan.role = job.role;
   plan.max_restarts = job.max_restarts;
+  plan.signals_to_handle = job.signals_to_handle;
   plan.restart_count = where.restart_count;
   plan.agent_store = where.agent_store;
   plan.role_base_rank = where.role_base_rank < 0 ? where.base_rank : where.role_base_rank;

@@ -28,6 +28,10 @@ struct OutputSpec {
   std::optional<std::set<int>> local_ranks_filter;  // absent: every rank on the console
   std::string prefix_template = "[rank${rank}]: ";
   std::optional<int> stdin_rank;  // the global rank whose stdin is the launcher's
+  // --duplicate-stdout/stderr-filters: tee'd lines containing one go to the attempt's
+  // filtered_{stdout,stderr}.log too (absent: no such file).
+  std::optional<std::vector<std::string>> duplicate_stdout_filters;
+  std::optional<std::vector<std::string>> duplicate_stderr_filters;
 };
 
 struct JobConfig {
@@ -47,6 +51,9 @@ struct JobConfig {
   bool restrict_worker_store_peers = false;  // a rendezvous token is set: only the nodes may connect
   SnapshotPersistConfig snapshot_persist;    // --snapshot-persist-dir/-interval (dir "": off)
   StatusSpec status;                         // the status endpoint, the termination log
+  std::string signals_to_handle = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";  // TORCHELASTIC_SIGNALS_TO_HANDLE
+  std::vector<std::vector<int>> worker_cpus;  // --numa-binding: per local rank (empty: no binding)
+  bool events_to_console = false;             // --event-log-handler=console
 };
 
 // Where this node sits in one attempt: from the options (single node) or a round plan.

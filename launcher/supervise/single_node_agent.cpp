@@ -161,6 +161,7 @@ int run_single_node_agent(const JobConfig& job, const SingleNodeSpec& node, cons
   worker::RunLayout layout(job.layout, env);
   if (layout.enabled() && !layout.temporary()) worker::launcher_notice("logs in " + layout.run_dir());
   EventLog events(layout.run_dir());
+  events.set_console(job.events_to_console);
   log_start(events, job);
   try {
     SnapshotRegions snapshots(env);  // the job's: kept across restarts, removed on every way out

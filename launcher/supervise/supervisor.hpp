@@ -23,6 +23,7 @@
 #include "launcher/supervise/failure_report.hpp"
 #include "launcher/supervise/standby_plan.hpp"
 #include "launcher/os/process.hpp"
+#include "launcher/worker/output.hpp"
 
 namespace boost::asio {
 class io_context;
@@ -40,6 +41,10 @@ struct WorkerLaunch {
   bool stderr_to_console = true;
   std::string stdout_log;  // "" = no file
   std::string stderr_log;
+  // --duplicate-*-filters: the attempt's filtered_{stdout,stderr}.log, for a tee'd stream
+  // of a rank on the console (null: its lines are not copied).
+  std::shared_ptr<worker::DuplicateLog> stdout_duplicate;
+  std::shared_ptr<worker::DuplicateLog> stderr_duplicate;
   std::string progress_file;  // the progress record it feeds ("": not monitored)
   std::string stacks_file;    // where a hang's post-mortem goes
   bool python = false;        // gets SIGABRT after the native capture (faulthandler)

@@ -29,6 +29,23 @@ void route_output(const OutputSpec& output, const worker::RunLayout& layout, con
   route(cli::kStderr, w.stderr_to_console, w.stderr_log, "stderr.log");
 }
 
+// --duplicate-*-filters: the attempt's filtered_NAME.log (created even if no line matches,
+// as torchrun does), or null without filters or files.
+std::shared_ptr<worker::DuplicateLog> duplicate_log(const std::optional<std::vector<std::string>>& filters,
+                                                    const std::string& attempt_dir, const char* name) {
+  if (!filters || attempt_dir.empty()) return nullptr;
+  return std::make_shared<worker::DuplicateLog>(*filters, worker::open_log_file(attempt_dir + "/" + name));
+}
+
+// torchrun copies the lines of the tee'd streams of the ranks on the console.
+void attach_duplicates(const OutputSpec& output, const std::shared_ptr<worker::DuplicateLog>& out,
+                       const std::shared_ptr<worker::DuplicateLog>& err, WorkerLaunch& w) {
+  const int tee = output.tee.for_rank(w.local_rank);
+  const bool shown = !output.local_ranks_filter || output.local_ranks_filter->count(w.local_rank) > 0;
+  if (shown && (tee & cli::kStdout)) w.stdout_duplicate = out;
+  if (shown && (tee & cli::kStderr)) w.stderr_duplicate = err;
+}
+
 // The progress record (hang detection) and where a hang's stacks go; Python workers also
 // get PYTHONFAULTHANDLER (unless set) so that SIGABRT prints their tracebacks.
 void add_progress_feed(const cli::Environment& env, const std::string& dir, WorkerLaunch& w) {
@@ -53,6 +70,12 @@ std::vector<WorkerLaunch> prepare_attempt(const JobConfig& job, const cli::Envir
                                           SnapshotRegions* snapshots) {
   const worker::DevicePlan& devices = job.devices;
   std::vector<WorkerLaunch> out;
+  const std::string first_dir = layout.worker_dir(plan.restart_count, 0);
+  const std::string attempt_dir = first_dir.empty() ? "" : std::filesystem::path(first_dir).parent_path().string();
+  const auto stdout_duplicate = duplicate_log(job.output.duplicate_stdout_filters, attempt_dir, "filtered_stdout.log");
+  const std::string hostname =
+      job.output.prefix_template.find("${hostname}") != std::string::npos ? os::host_name() : "";
+  const auto stderr_duplicate = duplicate_log(job.output.duplicate_stderr_filters, attempt_dir, "filtered_stderr.log");
   for (int local = 0; local < plan.local_world_size; ++local) {
     WorkerLaunch w;
     w.local_rank = local;
@@ -64,8 +87,10 @@ std::vector<WorkerLaunch> prepare_attempt(const JobConfig& job, const cli::Envir
     w.spawn.executable = job.command.executable;
     w.spawn.argv = job.command.argv_for(local);
     w.spawn.env = cli::environment_entries(worker::worker_environment(env, plan, slot));
-    w.prefix = worker::expand_prefix_template(job.output.prefix_template, w.rank, local, plan.role);
+    w.prefix = worker::expand_prefix_template(job.output.prefix_template, w.rank, local, plan.role, hostname);
     route_output(job.output, layout, dir, w);
+    attach_duplicates(job.output, stdout_duplicate, stderr_duplicate, w);
+    if (static_cast<size_t>(local) < job.worker_cpus.size()) w.spawn.cpu_affinity = job.worker_cpus[local];
     add_progress_feed(env, dir, w);
     if (snapshots)
       if (const std::string region = snapshots->path_for(local); !region.empty())

@@ -15,21 +15,24 @@ WorkerPipes::Reader::Reader(boost::asio::io_context& io, os::UniqueFd read_end, 
 
 WorkerPipes::Reader WorkerPipes::make_reader(boost::asio::io_context& io, os::Pipe& pipe, const WorkerLaunch& launch,
                                              bool to_console, int console_fd, const std::string& log,
-                                             worker::ConsoleBoard* board) {
+                                             worker::ConsoleBoard* board,
+                                             std::shared_ptr<worker::DuplicateLog> duplicate) {
   os::UniqueFd file = log.empty() ? os::UniqueFd() : worker::open_log_file(log);
   const bool on_board = board && os::is_terminal(console_fd) && os::same_file(console_fd, board->fd());
   const int slot = 2 * launch.local_rank + (console_fd == STDERR_FILENO ? 1 : 0);
   return Reader(io, std::move(pipe.read_end),
                 worker::WorkerStream(launch.prefix, to_console ? console_fd : -1, std::move(file),
-                                     on_board ? board : nullptr, slot));
+                                     on_board ? board : nullptr, slot, std::move(duplicate)));
 }
 
 WorkerPipes::WorkerPipes(boost::asio::io_context& io, WorkerLaunch& launch, worker::ConsoleBoard* board,
                          std::function<void()> on_data)
     : out_pipe_(os::make_pipe()),
       err_pipe_(os::make_pipe()),
-      out_(make_reader(io, out_pipe_, launch, launch.stdout_to_console, STDOUT_FILENO, launch.stdout_log, board)),
-      err_(make_reader(io, err_pipe_, launch, launch.stderr_to_console, STDERR_FILENO, launch.stderr_log, board)),
+      out_(make_reader(io, out_pipe_, launch, launch.stdout_to_console, STDOUT_FILENO, launch.stdout_log, board,
+                       launch.stdout_duplicate)),
+      err_(make_reader(io, err_pipe_, launch, launch.stderr_to_console, STDERR_FILENO, launch.stderr_log, board,
+                       launch.stderr_duplicate)),
       on_data_(std::move(on_data)) {
   launch.spawn.stdout_fd = out_pipe_.write_end.get();
   launch.spawn.stderr_fd = err_pipe_.write_end.get();

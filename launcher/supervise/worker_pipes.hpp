@@ -45,7 +45,8 @@ class WorkerPipes {
     bool open = true;
   };
   static Reader make_reader(boost::asio::io_context& io, os::Pipe& pipe, const WorkerLaunch& launch, bool to_console,
-                            int console_fd, const std::string& log, worker::ConsoleBoard* board);
+                            int console_fd, const std::string& log, worker::ConsoleBoard* board,
+                            std::shared_ptr<worker::DuplicateLog> duplicate);
   void read(Reader& reader);
 
   os::Pipe out_pipe_;

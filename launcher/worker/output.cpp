@@ -60,9 +60,12 @@ void LineSplitter::flush(const Sink& sink) {
   partial_.clear();
 }
 
-std::string expand_prefix_template(const std::string& tmpl, int rank, int local_rank, const std::string& role) {
-  const std::pair<std::string, std::string> macros[] = {
-      {"${rank}", std::to_string(rank)}, {"${local_rank}", std::to_string(local_rank)}, {"${role_name}", role}};
+std::string expand_prefix_template(const std::string& tmpl, int rank, int local_rank, const std::string& role,
+                                   const std::string& hostname) {
+  const std::pair<std::string, std::string> macros[] = {{"${rank}", std::to_string(rank)},
+                                                        {"${local_rank}", std::to_string(local_rank)},
+                                                        {"${role_name}", role},
+                                                        {"${hostname}", hostname}};
   std::string out;
   for (size_t i = 0; i < tmpl.size();) {
     bool replaced = false;
@@ -79,12 +82,30 @@ std::string expand_prefix_template(const std::string& tmpl, int rank, int local_
   return out;
 }
 
-WorkerStream::WorkerStream(std::string prefix, int console_fd, os::UniqueFd log_file, ConsoleBoard* board, int slot)
+bool matches_any(std::string_view line, const std::vector<std::string>& filters) {
+  for (const std::string& f : filters)
+    if (line.find(f) != std::string_view::npos) return true;
+  return false;
+}
+
+DuplicateLog::DuplicateLog(std::vector<std::string> filters, os::UniqueFd file)
+    : filters_(std::move(filters)), file_(std::move(file)) {}
+
+void DuplicateLog::offer(std::string_view prefix, std::string_view line) {
+  if (!file_.valid() || !matches_any(line, filters_)) return;
+  std::string out(prefix);
+  out += line;
+  write_all(file_.get(), out);
+}
+
+WorkerStream::WorkerStream(std::string prefix, int console_fd, os::UniqueFd log_file, ConsoleBoard* board, int slot,
+                           std::shared_ptr<DuplicateLog> duplicate)
     : prefix_(std::move(prefix)),
       console_fd_(console_fd),
       log_file_(std::move(log_file)),
       board_(console_fd >= 0 ? board : nullptr),
-      slot_(slot) {}
+      slot_(slot),
+      duplicate_(std::move(duplicate)) {}
 
 void WorkerStream::consume(std::string_view data) {
   if (log_file_.valid()) write_all(log_file_.get(), data);
@@ -116,6 +137,7 @@ void WorkerStream::write_pending() {
 void WorkerStream::emit(std::string_view line) {
   if (tail_.size() == kTailLines) tail_.pop_front();
   tail_.emplace_back(line.substr(0, std::min<size_t>(line.size() - 1, 1024)));  // without the '\n'
+  if (duplicate_) duplicate_->offer(prefix_, line);
   if (console_fd_ < 0) return;
   pending_ += prefix_;
   pending_ += line;

@@ -9,8 +9,10 @@
 
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "launcher/os/process.hpp"
 
@@ -36,8 +38,26 @@ class LineSplitter {
   bool carriage_return_ = false;  // the last byte was '\r': the next text starts over
 };
 
-// "[rank${rank}]: " -> "[rank3]: "; macros ${rank}, ${local_rank}, ${role_name}.
-std::string expand_prefix_template(const std::string& tmpl, int rank, int local_rank, const std::string& role);
+// "[rank${rank}]: " -> "[rank3]: "; macros ${rank}, ${local_rank}, ${role_name}, ${hostname}
+// (torchrun 2.x: this machine's name).
+std::string expand_prefix_template(const std::string& tmpl, int rank, int local_rank, const std::string& role,
+                                   const std::string& hostname = "");
+
+// --duplicate-stdout/stderr-filters: one file per attempt and stream (filtered_stdout.log),
+// shared by the streams of every rank, that gets each line (prefixed) containing any of the
+// filters. Lines are whole and written one write() each, so ranks never interleave within a line.
+class DuplicateLog {
+ public:
+  DuplicateLog(std::vector<std::string> filters, os::UniqueFd file);
+  void offer(std::string_view prefix, std::string_view line);  // line ends in '\n'
+
+ private:
+  std::vector<std::string> filters_;
+  os::UniqueFd file_;
+};
+
+// True when line contains at least one of the filters (torchrun: `needle in line`).
+bool matches_any(std::string_view line, const std::vector<std::string>& filters);
 
 class ConsoleBoard;
 
@@ -45,7 +65,9 @@ class WorkerStream {
  public:
   // console_fd < 0: not shown; log_file invalid: not written. board (may be null): the
   // terminal console's live lines, where this stream's unfinished line shows as `slot`.
-  WorkerStream(std::string prefix, int console_fd, os::UniqueFd log_file, ConsoleBoard* board = nullptr, int slot = 0);
+  // duplicate (may be null): where this stream's lines matching a filter are copied.
+  WorkerStream(std::string prefix, int console_fd, os::UniqueFd log_file, ConsoleBoard* board = nullptr, int slot = 0,
+               std::shared_ptr<DuplicateLog> duplicate = nullptr);
   void consume(std::string_view data);
   void finish();  // end of stream: flush a partial last line
   // The last few complete lines seen (for the failure report), oldest first.
@@ -60,6 +82,7 @@ class WorkerStream {
   os::UniqueFd log_file_;
   ConsoleBoard* board_;
   int slot_;
+  std::shared_ptr<DuplicateLog> duplicate_;
   LineSplitter splitter_;
   std::string pending_;  // prefixed lines of the current chunk
   std::deque<std::string> tail_;

@@ -9,9 +9,9 @@ const std::vector<std::string>& contract_variables() {
       "ROLE_RANK", "ROLE_WORLD_SIZE",
       // its store, its restarts and its error file
       "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
-      "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE",
+      "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE", "TORCHELASTIC_SIGNALS_TO_HANDLE",
       // defaults the launcher sets, and the GPUs
-      "OMP_NUM_THREADS", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING", "CUDA_VISIBLE_DEVICES"};
+      "OMP_NUM_THREADS", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "CUDA_VISIBLE_DEVICES"};
   return kNames;
 }
 
@@ -36,11 +36,14 @@ cli::Environment worker_environment(const cli::Environment& base, const GroupPla
   // then every rank is a client; False: worker rank 0 hosts the TCPStore.
   env["TORCHELASTIC_USE_AGENT_STORE"] = plan.agent_store ? "True" : "False";
   env["TORCHELASTIC_ERROR_FILE"] = slot.error_file;
-  env.emplace("OMP_NUM_THREADS", "1");  // only if unset
-  if (!env.count("TORCH_NCCL_ASYNC_ERROR_HANDLING") && !env.count("NCCL_ASYNC_ERROR_HANDLING")) {
-    env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "1";  // PyTorch >= 2.2 reads this name,
-    env["NCCL_ASYNC_ERROR_HANDLING"] = "1";        // older PyTorch this one
-  }
+  // As torchrun (launch_agent): the agent's --signals-to-handle, as given.
+  env["TORCHELASTIC_SIGNALS_TO_HANDLE"] = plan.signals_to_handle;
+  // As torchrun 2.x: one thread per worker only when several share the node and the user
+  // chose nothing.
+  if (plan.local_world_size > 1) env.emplace("OMP_NUM_THREADS", "1");
+  // Only the name PyTorch >= 2.2 reads (it warns in every rank about the old one, which
+  // passes through untouched when the user set it: torch < 2.2 reads only that one).
+  env.emplace("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
   if (slot.visible_devices) env["CUDA_VISIBLE_DEVICES"] = *slot.visible_devices;
   return env;
 }

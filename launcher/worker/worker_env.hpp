@@ -26,6 +26,7 @@ struct GroupPlan {
   bool agent_store = false;  // TORCHELASTIC_USE_AGENT_STORE: a launcher serves MASTER_ADDR:MASTER_PORT
   int role_base_rank = 0;    // ROLE_RANK of local rank 0 (its role's workers on lower nodes)
   int role_world_size = 1;   // ROLE_WORLD_SIZE: workers with this node's role
+  std::string signals_to_handle = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";  // TORCHELASTIC_SIGNALS_TO_HANDLE
 };
 
 // What differs per worker.

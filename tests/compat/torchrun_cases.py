@@ -1,6 +1,6 @@
 """PyTorch's own launcher tests, replayed as command lines against ddp-launch.
 
-The 39 cases of test/distributed/launcher/run_test.py (PyTorch 1.13.1: etcd rendezvous),
+The cases of test/distributed/launcher/run_test.py (PyTorch 1.13.1: etcd rendezvous),
 test_run.py (PyTorch 2.x: c10d and the default static one) and launch_test.py
 (torch.distributed.launch) that go through the launcher's command line: each case's
 arguments and PET_* variables as the test passes them, with workers of our own that do
@@ -105,7 +105,11 @@ class Context:
 def env_for(ctx, extra=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PET_", "TORCHELASTIC_", "SLURM_", "OMPI_"))}
     env.update({"TEST_SENTINEL_PARENT": "FOOBAR", "PYTHON_EXEC": ctx.python})
-    env.update(extra or {})
+    for k, v in (extra or {}).items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
     return env
 
 
@@ -521,6 +525,158 @@ def lt_with_env(ctx, tmp):
                         "--master-addr=localhost", f"--master-port={free_port()}", "--node-rank=0", "--use-env",
                         py("touch_rank.py"), f"--touch-file-dir={tmp}"], launcher=ctx.launch)
     expect_ranks(rc, out, tmp, 4)
+
+
+# PyTorch 2.x: test_api.py (launch_agent exports --signals-to-handle to the workers) as
+# command lines, and the behaviours of torchrun 2.15's run.py, launcher/api.py and
+# elastic/multiprocessing/api.py that its newest tests cover: the fresh run id and free port
+# of a plain single-node job, OMP_NUM_THREADS, TORCH_NCCL_ASYNC_ERROR_HANDLING,
+# --duplicate-*-filters, --shutdown-timeout, --virtual-local-rank without GPUs.
+
+API = "test_api.py@2.x"
+B215 = "run.py@2.15"
+
+
+def env_of(tmp, rank):
+    path = os.path.join(tmp, f"{rank}.env")
+    if not os.path.exists(path):
+        raise Failure(f"rank {rank} left no {path}")
+    with open(path) as f:
+        return dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+
+
+def dump_env(ctx, tmp, args, env=None):
+    rc, out = run(ctx, [*args, "--no-python", py("env_dump"), tmp], env)
+    if rc != 0:
+        raise Failure(f"exit {rc}, expected 0:\n{out[-3000:]}")
+    return out
+
+
+def expect_var(env, name, want):
+    if env.get(name) != want:
+        raise Failure(f"{name}={env.get(name)!r}, expected {want!r}")
+
+
+@case(API, "test_launch_agent_sets_signals_env_var")
+def api_signals(ctx, tmp):
+    dump_env(ctx, tmp, ["--nproc-per-node=1", "--signals-to-handle=SIGTERM,SIGUSR1,SIGUSR2"])
+    expect_var(env_of(tmp, 0), "TORCHELASTIC_SIGNALS_TO_HANDLE", "SIGTERM,SIGUSR1,SIGUSR2")
+
+
+@case(API, "test_launch_agent_default_signals")
+def api_default_signals(ctx, tmp):
+    dump_env(ctx, tmp, ["--nproc-per-node=1"])
+    expect_var(env_of(tmp, 0), "TORCHELASTIC_SIGNALS_TO_HANDLE", "SIGTERM,SIGINT,SIGHUP,SIGQUIT")
+
+
+@case(B215, "plain single node: a uuid4 run id and a free port")
+def b_free_port(ctx, tmp):
+    dump_env(ctx, tmp, ["--nproc-per-node=2"])
+    e0, e1 = env_of(tmp, 0), env_of(tmp, 1)
+    run_id = e0.get("TORCHELASTIC_RUN_ID", "")
+    try:
+        if uuid.UUID(run_id).version != 4:
+            raise ValueError
+    except ValueError:
+        raise Failure(f"TORCHELASTIC_RUN_ID={run_id!r}, expected a uuid4")
+    if e0.get("MASTER_PORT") != e1.get("MASTER_PORT") or e0.get("MASTER_PORT") in (None, "29500", "0"):
+        raise Failure(f"MASTER_PORT {e0.get('MASTER_PORT')} / {e1.get('MASTER_PORT')}: expected one free port")
+    # An explicit --master-port keeps the static rendezvous and the given run id.
+    fresh_dir(tmp)
+    port = free_port()
+    dump_env(ctx, tmp, ["--nproc-per-node=1", f"--master-port={port}", "--rdzv-id=job7"])
+    expect_var(env_of(tmp, 0), "MASTER_PORT", str(port))
+    expect_var(env_of(tmp, 0), "TORCHELASTIC_RUN_ID", "job7")
+
+
+@case(B215, "OMP_NUM_THREADS=1 only when unset and nproc_per_node > 1")
+def b_omp(ctx, tmp):
+    dump_env(ctx, tmp, ["--nproc-per-node=1"], {"OMP_NUM_THREADS": None})
+    if "OMP_NUM_THREADS" in env_of(tmp, 0):
+        raise Failure("OMP_NUM_THREADS set for a single worker")
+    fresh_dir(tmp)
+    dump_env(ctx, tmp, ["--nproc-per-node=2"], {"OMP_NUM_THREADS": None})
+    expect_var(env_of(tmp, 1), "OMP_NUM_THREADS", "1")
+    fresh_dir(tmp)
+    dump_env(ctx, tmp, ["--nproc-per-node=2"], {"OMP_NUM_THREADS": "3"})
+    expect_var(env_of(tmp, 1), "OMP_NUM_THREADS", "3")
+
+
+@case(B215, "TORCH_NCCL_ASYNC_ERROR_HANDLING only, not the deprecated name")
+def b_nccl_async(ctx, tmp):
+    dump_env(ctx, tmp, ["--nproc-per-node=1"], {"NCCL_ASYNC_ERROR_HANDLING": None})
+    e = env_of(tmp, 0)
+    expect_var(e, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
+    if "NCCL_ASYNC_ERROR_HANDLING" in e:
+        raise Failure("NCCL_ASYNC_ERROR_HANDLING set: every 2.x rank warns about the deprecated name")
+
+
+def filtered(tmp, name):
+    found = [os.path.join(d, name) for d, _, files in os.walk(os.path.join(tmp, "logs")) if name in files]
+    if len(found) != 1:
+        raise Failure(f"expected one {name} under the log dir, found {found}")
+    if os.path.basename(os.path.dirname(found[0])) != "attempt_0":
+        raise Failure(f"{found[0]} is not in the attempt directory")
+    with open(found[0]) as f:
+        return f.read()
+
+
+@case(B215, "--duplicate-stdout/stderr-filters: matching tee'd lines of every rank in the attempt dir")
+def b_duplicate_filters(ctx, tmp):
+    rc, out = run(ctx, ["--nproc-per-node=2", f"--log-dir={tmp}/logs", "--tee=3",
+                        "--duplicate-stdout-filters=loss,,acc,step", "--duplicate_stderr_filters=warn",
+                        "--no-python", py("print_lines")])
+    if rc != 0:
+        raise Failure(f"exit {rc}, expected 0:\n{out[-3000:]}")
+    so, se = filtered(tmp, "filtered_stdout.log"), filtered(tmp, "filtered_stderr.log")
+    for rank in (0, 1):
+        for text, where in ((f"rank {rank} loss,acc 0.5", so), (f"rank {rank} step 2", so),
+                            (f"rank {rank} warn: careful", se)):
+            if text not in where:
+                raise Failure(f"'{text}' missing from the filtered logs:\n{so}\n{se}")
+    if "other line" in so or "quiet" in se:
+        raise Failure(f"a line matching no filter was copied:\n{so}\n{se}")
+
+
+@case(B215, "--duplicate-stdout-filters with --local-ranks-filter: only the ranks on the console")
+def b_duplicate_filters_ranks(ctx, tmp):
+    rc, out = run(ctx, ["--nproc-per-node=2", f"--log-dir={tmp}/logs", "--tee=1", "--local-ranks-filter=1",
+                        "--duplicate-stdout-filters=step", "--no-python", py("print_lines")])
+    if rc != 0:
+        raise Failure(f"exit {rc}, expected 0:\n{out[-3000:]}")
+    so = filtered(tmp, "filtered_stdout.log")
+    if "rank 1 step 2" not in so or "rank 0" in so:
+        raise Failure(f"expected only rank 1's matching line:\n{so}")
+
+
+@case(B215, "--shutdown-timeout: a worker ignoring SIGTERM is killed after it")
+def b_shutdown_timeout(ctx, tmp):
+    began = time.monotonic()
+    rc, out = run(ctx, ["--nproc-per-node=2", "--shutdown-timeout=2", "--no-python", py("ignore_term")])
+    took = time.monotonic() - began
+    if rc == 0:
+        raise Failure(f"exit 0, expected the failed worker's:\n{out[-3000:]}")
+    if took > 25:
+        raise Failure(f"took {took:.0f} s: the worker ignoring SIGTERM was not killed after 2 s")
+
+
+@case(B215, "--virtual-local-rank: LOCAL_RANK=0, CUDA_VISIBLE_DEVICES the rank's device")
+def b_virtual_local_rank(ctx, tmp):
+    dump_env(ctx, tmp, ["--nproc-per-node=2", "--virtual-local-rank"], {"CUDA_VISIBLE_DEVICES": "3,5"})
+    for rank, device in ((0, "3"), (1, "5")):
+        expect_var(env_of(tmp, rank), "LOCAL_RANK", "0")
+        expect_var(env_of(tmp, rank), "CUDA_VISIBLE_DEVICES", device)
+
+
+@case(B215, "--event-log-handler=console, --numa-binding on a machine without GPUs, --nproc-per-node=xpu")
+def b_new_flags(ctx, tmp):
+    dump_env(ctx, tmp, ["--nproc-per-node=1", "--event-log-handler=console"])
+    if not os.path.exists("/dev/nvidia0"):
+        for flag in ("--numa-binding=node", "--nproc-per-node=xpu"):
+            fresh_dir(tmp)
+            rc, out = run(ctx, ["--nproc-per-node=1" if "numa" in flag else flag, *([flag] if "numa" in flag else []),
+                                "--no-python", py("env_dump"), tmp])
+            expect_error(rc, out, tmp)
 
 
 # Cases expected to fail under ddp-launch, with the reason (docs/torchrun-compat.md); none today.

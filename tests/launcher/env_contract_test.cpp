@@ -33,7 +33,7 @@ std::map<int, std::map<std::string, std::string>> dump_env(const TempDir& dir, s
 TEST_CASE("every worker gets torchrun's environment contract") {
   TempDir dir;
   auto envs = dump_env(dir, {"--nproc-per-node=4", "--max-restarts=2", "--rdzv-id=job42"},
-                       {{"OMP_NUM_THREADS", kUnset}, {"MY_VAR", "kept"}}, 4);
+                       {{"OMP_NUM_THREADS", kUnset}, {"NCCL_ASYNC_ERROR_HANDLING", kUnset}, {"MY_VAR", "kept"}}, 4);
   std::string port = envs[0]["MASTER_PORT"];
   CHECK(std::stoi(port) > 0);
   for (int rank = 0; rank < 4; ++rank) {
@@ -56,9 +56,22 @@ TEST_CASE("every worker gets torchrun's environment contract") {
     CHECK_THAT(e["TORCHELASTIC_ERROR_FILE"], Catch::EndsWith("/attempt_0/" + std::to_string(rank) + "/error.json"));
     CHECK(e["OMP_NUM_THREADS"] == "1");
     CHECK(e["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1");
-    CHECK(e["NCCL_ASYNC_ERROR_HANDLING"] == "1");
+    CHECK(e.count("NCCL_ASYNC_ERROR_HANDLING") == 0);  // deprecated in torch 2.x: every rank would warn
+    CHECK(e["TORCHELASTIC_SIGNALS_TO_HANDLE"] == "SIGTERM,SIGINT,SIGHUP,SIGQUIT");
     CHECK(e["MY_VAR"] == "kept");
   }
+}
+
+TEST_CASE("torchrun 2.x defaults: one worker keeps OpenMP's threads, a plain single-node job gets a uuid run id") {
+  TempDir dir;
+  auto one =
+      dump_env(dir, {"--nproc-per-node=1", "--signals-to-handle=SIGTERM,SIGUSR1"}, {{"OMP_NUM_THREADS", kUnset}}, 1);
+  CHECK(one[0].count("OMP_NUM_THREADS") == 0);
+  CHECK(one[0]["TORCHELASTIC_SIGNALS_TO_HANDLE"] == "SIGTERM,SIGUSR1");
+  const std::string id = one[0]["TORCHELASTIC_RUN_ID"];
+  REQUIRE(id.size() == 36);
+  CHECK(id[14] == '4');  // version 4
+  CHECK(id[8] == '-');
 }
 
 TEST_CASE("an explicit master address and port reach the workers") {

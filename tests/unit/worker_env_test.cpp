@@ -43,7 +43,8 @@ TEST_CASE("every contract variable is set per rank") {
   CHECK(env["TORCHELASTIC_ERROR_FILE"] == "/logs/err.json");
   CHECK(env["OMP_NUM_THREADS"] == "1");
   CHECK(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1");
-  CHECK(env["NCCL_ASYNC_ERROR_HANDLING"] == "1");  // the name PyTorch < 2.2 reads
+  CHECK(env.count("NCCL_ASYNC_ERROR_HANDLING") == 0);  // deprecated: every 2.x rank would warn
+  CHECK(env["TORCHELASTIC_SIGNALS_TO_HANDLE"] == "SIGTERM,SIGINT,SIGHUP,SIGQUIT");
   CHECK(env["PATH"] == "/bin");
   CHECK(env.count("CUDA_VISIBLE_DEVICES") == 0);
   for (const auto& name : contract_variables())
@@ -55,11 +56,30 @@ TEST_CASE("user settings of OMP_NUM_THREADS and NCCL error handling are kept") {
   auto env = worker_environment(base, GroupPlan{}, WorkerSlot{});
   CHECK(env["OMP_NUM_THREADS"] == "6");
   CHECK(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "0");
-  CHECK(env.count("NCCL_ASYNC_ERROR_HANDLING") == 0);  // either name set: neither is added
-  CHECK(env["CUDA_VISIBLE_DEVICES"] == "2,3");         // passed through unchanged
+  CHECK(env.count("NCCL_ASYNC_ERROR_HANDLING") == 0);
+  CHECK(env["CUDA_VISIBLE_DEVICES"] == "2,3");  // passed through unchanged
+  // The old name (torch < 2.2 reads only it) passes through when the user set it; the new one
+  // is still set, as torchrun 2.x does.
   auto old_name = worker_environment({{"NCCL_ASYNC_ERROR_HANDLING", "0"}}, GroupPlan{}, WorkerSlot{});
   CHECK(old_name["NCCL_ASYNC_ERROR_HANDLING"] == "0");
-  CHECK(old_name.count("TORCH_NCCL_ASYNC_ERROR_HANDLING") == 0);
+  CHECK(old_name["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1");
+}
+
+TEST_CASE("OMP_NUM_THREADS=1 only when unset and more than one worker shares the node (torchrun 2.x)") {
+  GroupPlan one;
+  one.local_world_size = 1;
+  CHECK(worker_environment({}, one, WorkerSlot{}).count("OMP_NUM_THREADS") == 0);
+  GroupPlan two;
+  two.local_world_size = 2;
+  CHECK(worker_environment({}, two, WorkerSlot{}).at("OMP_NUM_THREADS") == "1");
+  CHECK(worker_environment({{"OMP_NUM_THREADS", "4"}}, two, WorkerSlot{}).at("OMP_NUM_THREADS") == "4");
+}
+
+TEST_CASE("TORCHELASTIC_SIGNALS_TO_HANDLE is --signals-to-handle as given, over the launcher's own") {
+  GroupPlan plan;
+  plan.signals_to_handle = "SIGTERM,SIGUSR1,SIGUSR2";
+  auto env = worker_environment({{"TORCHELASTIC_SIGNALS_TO_HANDLE", "SIGINT"}}, plan, WorkerSlot{});
+  CHECK(env["TORCHELASTIC_SIGNALS_TO_HANDLE"] == "SIGTERM,SIGUSR1,SIGUSR2");
 }
 
 TEST_CASE("isolation mode: one device and LOCAL_RANK 0") {
