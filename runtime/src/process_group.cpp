@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "group_impl.hpp"
+#include "local_route.hpp"
 
 namespace ddp {
 namespace detail {
@@ -49,6 +50,20 @@ void GroupImpl::rethrow_comm_error(const std::string& what) const {
     throw TimeoutError(msg +
                        "; a peer is stuck or stopped calling collectives (check the other ranks' logs), or "
                        "raise the timeout in ProcessGroupOptions");
+  }
+  // A peer that advertised a loopback address to gloo while the job spans hosts: its host name
+  // resolves to loopback there (gloo's default device), and nothing on this host listens there.
+  std::string master = where_.substr(0, where_.rfind(':'));  // the store's host, "HOST:PORT"
+  if (master.size() > 1 && master.front() == '[') master = master.substr(1, master.size() - 2);
+  const size_t bracket = cause.find("connect [");
+  if (bracket != std::string::npos) {
+    const std::string advertised = cause.substr(bracket + 9, cause.find(']', bracket) - bracket - 9);
+    if (is_loopback_address(advertised) && !is_loopback_address(master) && master != "localhost") {
+      throw CommError(msg + "; a peer advertised " + advertised +
+                      " to gloo, which no other host can reach (its host name resolves to loopback there): set "
+                      "GLOO_SOCKET_IFNAME on every host to the interface that reaches the others (ddp-launch sets it "
+                      "from the address each node has in the rendezvous)");
+    }
   }
   throw CommError(msg + "; a peer process probably exited or crashed: check the other ranks' logs");
 }

@@ -4,8 +4,13 @@
 // in their own region; every rank checks its archive and all agree before any loads, so a
 // rank that cannot load fails every rank at the same point instead of leaving them in a
 // collective. Collectives, in order: MIN, all_gather, [broadcast, broadcast], MIN.
+// restore_newest first agrees on S (MIN) and broadcasts rank 0's newest checkpoint step, then
+// loads that checkpoint (load_checkpoint) or runs restore().
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 
@@ -105,6 +110,36 @@ void keep_in_region(int fd, const std::string& path, int64_t step, const std::st
               << std::endl;
 }
 
+// The newest ckpt_<digits>.pt (a regular file) in `dir` (with `only_step`: that step's):
+// (step, path); nullopt when there is none.
+std::optional<std::pair<int64_t, std::string>> newest_checkpoint_in(const std::string& dir, int64_t only_step = -1) {
+  std::optional<std::pair<int64_t, std::string>> best;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= 8 || name.rfind("ckpt_", 0) != 0 || name.compare(name.size() - 3, 3, ".pt") != 0) continue;
+    const std::string digits = name.substr(5, name.size() - 8);
+    if (digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
+      continue;
+    if (!it->is_regular_file(ec)) continue;
+    const int64_t step = std::stoll(digits);
+    if ((only_step < 0 || step == only_step) && (!best || step > best->first)) best.emplace(step, it->path().string());
+  }
+  return best;
+}
+
+// Rank 0's newest checkpoint step in `dir`, on every rank; -1 when there is none.
+int64_t rank0_newest_checkpoint(const std::string& dir) {
+  int64_t step = -1;
+  if (get_rank() == 0) {
+    if (auto found = newest_checkpoint_in(dir)) step = found->first;
+  }
+  if (!distributed()) return step;
+  auto t = torch::tensor({step}, torch::kLong).to(ddp::device());
+  broadcast(t, 0);
+  return t.item<int64_t>();
+}
+
 }  // namespace
 
 std::optional<Snapshot::Restored> Snapshot::restore(torch::nn::Module& model, torch::optim::Optimizer* optimizer,
@@ -162,6 +197,40 @@ std::optional<Snapshot::Restored> Snapshot::restore(torch::nn::Module& model, to
               << out.source_rank << " (" << payload.size() << " bytes; restored in "
               << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() << " s)"
               << std::endl;
+  return out;
+}
+
+std::optional<Snapshot::Restored> Snapshot::restore_newest(torch::nn::Module& model, torch::optim::Optimizer* optimizer,
+                                                           const std::string& checkpoint_dir,
+                                                           std::optional<torch::Device> device) {
+  collect();
+  std::optional<snapshot::Snapshot> newest;
+  if (fd_ >= 0) newest = snapshot::read_newest_snapshot(fd_);
+  const int64_t step = reduce_over_ranks(newest ? static_cast<int64_t>(newest->step) : kNoSnapshot, ReduceOp::kMin);
+  newest.reset();
+  const int64_t on_disk = rank0_newest_checkpoint(checkpoint_dir);
+  std::optional<Restored> out;
+  if (on_disk >= 0 && (step == kNoSnapshot || on_disk > step)) {
+    out.emplace();
+    out->step = on_disk;
+    const auto file = newest_checkpoint_in(checkpoint_dir, on_disk);  // rank 0's file, as this rank sees the folder
+    out->source = file ? file->second : checkpoint_dir + "/ckpt_" + std::to_string(on_disk) + ".pt";
+    out->why = step == kNoSnapshot ? "no rank holds an in-memory snapshot"
+                                   : "it is newer than the in-memory snapshot of step " + std::to_string(step);
+    out->extra = load_checkpoint(out->source, model, optimizer, device);
+  } else if (step != kNoSnapshot) {
+    out = restore(model, optimizer, device);
+    if (out) {
+      out->why = on_disk >= 0 ? "the newest checkpoint in " + checkpoint_dir + " is of step " + std::to_string(on_disk)
+                              : checkpoint_dir + " holds no checkpoint";
+    }
+  }
+  if (out && get_rank() == 0) {
+    std::cerr << "ddp::Snapshot: resuming from "
+              << (out->source == "snapshot" ? "the in-memory snapshot of step " + std::to_string(out->step)
+                                            : out->source + " (step " + std::to_string(out->step) + ")")
+              << ": " << out->why << std::endl;
+  }
   return out;
 }
 

@@ -20,6 +20,8 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "local_route.hpp"
+
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO 1  // Debian's and PyTorch's LibTorch builds all ship gloo
 #endif
@@ -54,6 +56,10 @@ using StorePtr = c10::intrusive_ptr<c10d::Store>;
 // AccumulateGrad node handle (std::shared_ptr<Node> in 1.13..2.x).
 using NodePtr = decltype(torch::autograd::impl::grad_accumulator(std::declval<const torch::autograd::Variable&>()));
 
+// gloo's device: GLOO_SOCKET_IFNAME's interface (ddp-launch sets it to the one holding this
+// node's rendezvous address); else the local address that reaches the store's host (host_hint,
+// MASTER_ADDR: loopback for a single-node job), not what this host's name resolves to (gloo's
+// default, 127.0.0.1 on many images, which peers on other hosts cannot reach).
 inline BackendPtr make_gloo(const StorePtr& store, int rank, int size, std::chrono::milliseconds timeout,
                             const std::string& host_hint) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
@@ -61,6 +67,8 @@ inline BackendPtr make_gloo(const StorePtr& store, int rank, int size, std::chro
     options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
   } else if (host_hint == "127.0.0.1" || host_hint == "localhost") {
     options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  } else if (const std::string local = detail::local_address_toward(host_hint); !local.empty()) {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(local));
   } else {
     options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
   }

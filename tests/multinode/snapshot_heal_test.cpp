@@ -158,9 +158,10 @@ TEST_CASE("a SIGKILLed node's replacement is healed from the survivor's snapshot
   CHECK_THAT(c.out + c.err, Catch::Contains("ddp::Snapshot: rank 1 received the snapshot of step " +
                                             std::to_string(step) + " from rank 0"));
   // Round 0 read the disk (no snapshot anywhere yet); the replacement round did not.
-  CHECK_THAT(a.out, Catch::Contains("train: no rank holds an in-memory snapshot; resuming from " + ckpt + "/" +
-                                    old_checkpoint));
-  CHECK(a.out.find("no rank holds an in-memory snapshot") == a.out.rfind("no rank holds an in-memory snapshot"));
+  const std::string a_all = a.out + a.err;
+  CHECK_THAT(a_all, Catch::Contains("ddp::Snapshot: resuming from " + ckpt + "/" + old_checkpoint) &&
+                        Catch::Contains(": no rank holds an in-memory snapshot"));
+  CHECK(a_all.find("no rank holds an in-memory snapshot") == a_all.rfind("no rank holds an in-memory snapshot"));
   CHECK_THAT(a.out, Catch::Contains("train: done: ") && Catch::Contains("(320 steps) on 2 worker(s)"));
   for (const auto& e : after) {
     CHECK_FALSE(reads_checkpoint(e));

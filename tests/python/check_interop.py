@@ -214,6 +214,34 @@ def check_snapshot_resume(args, heal=False, script_args=()):
     print(f"ok: killed at step 6, resumed from the snapshot of step {start}{how}, final weights bit-identical")
 
 
+def check_snapshot_newer_checkpoint(args):
+    """Snapshots every 5 steps, checkpoints every 2, rank 1 SIGKILLed at step 8: the snapshot
+    holds step 5, the disk step 6; restore(checkpoint_dir=) takes the checkpoint on both ranks,
+    says why, and the run ends with the weights of an uninterrupted run, bit for bit."""
+    os.environ["DDP_TEST_PYTHON_DIR"] = PYTHON_DIR
+    with tempfile.TemporaryDirectory() as ckpt:
+        every = ["--snapshot-every", "5", "--checkpoint-every", "2", "--checkpoint-dir", ckpt]
+        rc, out = launch(args, ["--nproc_per_node=2", "--max-restarts=1"], "snapshot_resume.py",
+                         ["--kill-at", "8", *every])
+        if rc != 0:
+            fail(f"exit code {rc}, expected 0", out)
+        rc, clean = launch(args, ["--nproc_per_node=2"], "snapshot_resume.py", [])
+        if rc != 0:
+            fail(f"uninterrupted run: exit code {rc}, expected 0", clean)
+    for rank in range(2):
+        resumed = [line for line in rank_lines(out, rank) if "resumed from" in line]
+        if resumed != ["attempt 1: resumed from checkpoint step 6"]:
+            fail(f"rank {rank}: expected 'attempt 1: resumed from checkpoint step 6', got {resumed}", out)
+    why = f"ddp_snapshot: resuming from {ckpt}/ckpt_6.pt (step 6): it is newer than the in-memory snapshot of step 5"
+    if why not in out:
+        fail(f"expected the line '{why}'", out)
+    digests = {line for o in (out, clean) for r in range(2) for line in rank_lines(o, r) if line.startswith("final weights ")}
+    if len(digests) != 1:
+        fail(f"final weights differ from the uninterrupted run's: {digests}", out + clean)
+    print("ok: killed at step 8 between the snapshot of step 5 and the checkpoint of step 6: resumed from the "
+          "checkpoint, said why, final weights bit-identical")
+
+
 def check_snapshot_heal(args):
     check_snapshot_resume(args, heal=True)
 
@@ -272,7 +300,7 @@ def main():
     parser.add_argument("--python", default="/usr/bin/python3")
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("case", choices=["env_allreduce", "record_traceback", "legacy_local_rank",
-                                           "tutorial_local_rank", "hang_all_reduce", "snapshot_resume",
+                                           "tutorial_local_rank", "hang_all_reduce", "snapshot_resume", "snapshot_newer_checkpoint",
                                            "snapshot_heal", "snapshot_resume_background", "snapshot_torn",
                                            "snapshot_persist"])
     args = parser.parse_args()

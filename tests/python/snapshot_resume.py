@@ -1,8 +1,10 @@
 """A deterministic DDP job (gloo) that snapshots every step with python/ddp_snapshot.py.
 
 With --kill-at K, rank 1 of attempt 0 SIGKILLs itself at the start of step K; with --heal,
-rank 1 of attempt 1 empties its region before restoring (it is healed from rank 0). Each rank
-prints where it started ("resumed from snapshot step S[, healed from rank R]" or "fresh start"),
+rank 1 of attempt 1 empties its region before restoring (it is healed from rank 0). With
+--checkpoint-dir and --checkpoint-every, rank 0 also torch.save's checkpoints there and the
+restart resumes from the newer of those and the snapshot. Each rank prints where it started
+("resumed from snapshot|checkpoint step S[, healed from rank R]" or "fresh start"),
 each step it runs, and the final parameters' hash. check_interop.py's snapshot_resume case reads
 these lines. --background: the writes run on a thread (save(..., background=True)), fenced by
 ddp_snapshot.allreduce_hook.
@@ -24,6 +26,9 @@ p.add_argument("--steps", type=int, default=10)
 p.add_argument("--kill-at", type=int, default=0)
 p.add_argument("--heal", action="store_true")
 p.add_argument("--background", action="store_true", help="save(..., background=True) + allreduce_hook")
+p.add_argument("--snapshot-every", type=int, default=1)
+p.add_argument("--checkpoint-dir", help="rank 0 torch.save's DIR/ckpt_<step>.pt; restore(checkpoint_dir=DIR)")
+p.add_argument("--checkpoint-every", type=int, default=0)
 args = p.parse_args()
 
 dist.init_process_group("gloo")
@@ -37,7 +42,7 @@ opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 # of the restart first empties its region, as a replacement node has none, and receives rank 0's).
 if args.heal and attempt == 1 and rank == 1:
     os.truncate(os.environ["DDP_LAUNCH_SNAPSHOT_FILE"], 0)
-found = ddp_snapshot.restore(map_location="cpu")
+found = ddp_snapshot.restore(map_location="cpu", checkpoint_dir=args.checkpoint_dir)
 start = 0
 if found:
     start, state = found
@@ -45,7 +50,8 @@ if found:
     opt.load_state_dict(state["opt"])
 info = ddp_snapshot.last_restore
 healed = f", healed from rank {info.source_rank}" if info and info.healed else ""
-print(f"attempt {attempt}: " + (f"resumed from snapshot step {start}{healed}" if found else "fresh start"), flush=True)
+source = "snapshot" if info is None or info.source == "snapshot" else "checkpoint"
+print(f"attempt {attempt}: " + (f"resumed from {source} step {start}{healed}" if found else "fresh start"), flush=True)
 
 ddp = torch.nn.parallel.DistributedDataParallel(model)
 if args.background:
@@ -59,7 +65,13 @@ for step in range(start, args.steps):
     torch.nn.functional.mse_loss(ddp(x), y).backward()
     opt.step()
     print(f"attempt {attempt}: step {step + 1}", flush=True)
-    ddp_snapshot.save(step + 1, {"model": model.state_dict(), "opt": opt.state_dict()}, background=args.background)
+    state = {"model": model.state_dict(), "opt": opt.state_dict()}
+    if (step + 1) % args.snapshot_every == 0:
+        ddp_snapshot.save(step + 1, state, background=args.background)
+    if args.checkpoint_every and (step + 1) % args.checkpoint_every == 0:
+        if rank == 0:
+            torch.save(state, os.path.join(args.checkpoint_dir, f"ckpt_{step + 1}.pt"))
+        dist.barrier()
 
 digest = hashlib.sha256(b"".join(t.detach().numpy().tobytes() for t in model.state_dict().values())).hexdigest()
 print(f"final weights {digest}", flush=True)

@@ -315,6 +315,34 @@ def check_train_snapshot_resume(heal=False):
           f"weights digest {digests[0][0]} equals the uninterrupted run's")
 
 
+def check_train_snapshot_newer_checkpoint():
+    # Snapshots every 50 steps, checkpoints every 10, rank n-1 SIGKILLed after 75 steps: memory
+    # holds step 50, the disk step 70. The restart resumes from the newer, the checkpoint, says
+    # why, and ends with the final weights of an uninterrupted run.
+    n = ARGS.nproc
+    common = ["--epochs", "2", "--batch-size", str(128 // n), "--checkpoint-interval", "10", "--snapshot-every", "50",
+              *SMALL]
+    with tempfile.TemporaryDirectory() as ref_dir, tempfile.TemporaryDirectory() as dir_:
+        rc, ref = launch(n, "train", "--checkpoint-dir", ref_dir, *common)
+        expect_rc(rc, ref)
+        rc, out = launch(n, "train", "--checkpoint-dir", dir_, "--fail-at-step", "75", "--fail-rank", str(n - 1),
+                         *common, launcher_args=["--max-restarts", "1"])
+        expect_rc(rc, out)
+        ckpt = os.path.join(dir_, "ckpt_000000070.pt")
+        why = f"ddp::Snapshot: resuming from {ckpt} (step 70): it is newer than the in-memory snapshot of step 50"
+        if why not in rank_lines(out, 0):
+            fail(f"rank 0 did not say '{why}'", out)
+        resumed = [line for line in rank_lines(out, 0) if line.startswith("train: resumed from ")]
+        if len(resumed) != 1 or not resumed[0].startswith(f"train: resumed from {ckpt} (epoch ") or \
+                ", step 70, restart 1)" not in resumed[0]:
+            fail(f"the restart did not resume from {ckpt} (step 70): {resumed}", out)
+    digests = [re.findall(r"train: final weights digest ([0-9a-f]{16})", o) for o in (ref, out)]
+    if len(digests[0]) != 1 or digests[0] != digests[1]:
+        fail(f"final weights digests differ: uninterrupted {digests[0]}, resumed {digests[1]}", ref + out)
+    print(f"ok: killed after step 75 between the snapshot of step 50 and the checkpoint of step 70: resumed from the "
+          f"checkpoint, said why; final weights digest {digests[0][0]} equals the uninterrupted run's")
+
+
 def check_train_snapshot_heal():
     check_train_snapshot_resume(heal=True)
 
@@ -513,8 +541,8 @@ def check_train_snapshot_shm_full():
                           r"for this worker, disk checkpoints go on as before", out)
     if len(warnings) < n or any(int(need) <= 1 << 20 for _bytes, need in warnings):
         fail(f"expected one 'cannot hold a snapshot' warning per worker naming more than 1 MiB, got {warnings}", out)
-    if not any(l.startswith("train: no rank holds an in-memory snapshot; resuming from ") and "ckpt_000000090.pt" in l
-               for l in rank_lines(out, 0)):
+    if not any(l.startswith("ddp::Snapshot: resuming from ") and "ckpt_000000090.pt (step 90): no rank holds an "
+               "in-memory snapshot" in l for l in rank_lines(out, 0)):
         fail("the restart did not fall back to the step-90 checkpoint on disk", out)
     print(f"ok: {len(warnings)} warnings naming {warnings[0][1]} bytes needed; the restart resumed from the "
           "step-90 checkpoint; exit 0")

@@ -92,12 +92,23 @@ bool save_snapshot(ddp::Snapshot& snapshot, torch::nn::Sequential& net, torch::o
   return snapshot.save(pos.step, *net, &optimizer, position_extra(pos, powersgd));
 }
 
-std::optional<ResumePoint> resume_from_snapshot(ddp::Snapshot& snapshot, torch::nn::Sequential& net,
-                                                torch::optim::SGD& optimizer, ddp::PowerSgdState* powersgd) {
-  auto restored = snapshot.restore(*net, &optimizer);
+std::optional<ResumePoint> resume_newest(const TrainOptions& o, ddp::Snapshot& snapshot, torch::nn::Sequential& net,
+                                         torch::optim::SGD& optimizer, ddp::PowerSgdState* powersgd) {
+  std::optional<ddp::Snapshot::Restored> restored;
+  try {
+    restored = snapshot.restore_newest(*net, &optimizer, o.checkpoint_dir);
+  } catch (const ddp::CheckpointError& e) {
+    throw ddp::CheckpointError(std::string(e.what()) + " (resuming from " + o.checkpoint_dir +
+                               " or the in-memory snapshot; pass --no-resume or another --checkpoint-dir to start fresh)");
+  }
   if (!restored) return std::nullopt;
   if (powersgd && restored->extra.count("powersgd/iteration")) powersgd->load_state(restored->extra);
   ResumePoint point;
+  if (restored->source != "snapshot") {
+    point.position = position_from(restored->extra, restored->source);
+    point.path = restored->source;
+    return point;
+  }
   point.position = position_from(restored->extra, "the in-memory snapshot");
   point.from_snapshot = true;
   point.snapshot_source = restored->source_rank;

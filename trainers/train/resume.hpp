@@ -33,7 +33,6 @@ struct ResumePoint {
   bool from_snapshot = false;
   int snapshot_source = -1;       // the rank that sent the snapshot to healed_ranks (-1: none needed it)
   std::vector<int> healed_ranks;  // the ranks that had no snapshot of that step and received it
-  bool no_snapshot = false;       // read from `path` because no rank held an in-memory snapshot
 };
 
 // How a resume point was reached, for train's start-up line: "the in-memory snapshot of step
@@ -57,10 +56,13 @@ std::optional<ResumePoint> resume_latest(const TrainOptions& options, torch::nn:
 bool save_snapshot(ddp::Snapshot& snapshot, torch::nn::Sequential& net, torch::optim::SGD& optimizer,
                    const Position& pos, const ddp::PowerSgdState* powersgd = nullptr);
 
-// Collective: the in-memory snapshot the ranks agree on (ddp::Snapshot::restore: ranks without
-// it are healed from one that has it), loaded into net and optimizer; nullopt when no rank
-// holds one. Each rank's data position follows from the global epoch, batch and step.
-std::optional<ResumePoint> resume_from_snapshot(ddp::Snapshot& snapshot, torch::nn::Sequential& net,
-                                                torch::optim::SGD& optimizer, ddp::PowerSgdState* powersgd = nullptr);
+// Collective: the newest state there is (ddp::Snapshot::restore_newest): the in-memory snapshot
+// the ranks agree on (ranks without it are healed from one that has it), or the latest
+// checkpoint of checkpoint_dir when that is newer or no rank holds a snapshot; loaded into net
+// and optimizer; nullopt when there is neither. Each rank's data position follows from the
+// global epoch, batch and step.
+std::optional<ResumePoint> resume_newest(const TrainOptions& options, ddp::Snapshot& snapshot,
+                                         torch::nn::Sequential& net, torch::optim::SGD& optimizer,
+                                         ddp::PowerSgdState* powersgd = nullptr);
 
 }  // namespace ddp::train

@@ -152,17 +152,14 @@ int64_t steps_per_epoch(const TrainOptions& o, int64_t train_samples, int world)
   return (micro_batches + o.accum_steps - 1) / o.accum_steps;
 }
 
-// Where a run starts: the in-memory snapshot the ranks agree on (--snapshot-every; ranks without
-// it healed from one with it), else, when no rank holds one, the latest checkpoint, else
+// Where a run starts: the newest state there is, the in-memory snapshot the ranks agree on
+// (--snapshot-every; ranks without it healed from one with it) or the latest checkpoint, else
 // nothing (--no-resume: nothing). Collective.
 std::optional<ResumePoint> resume(const TrainOptions& o, torch::nn::Sequential& net, torch::optim::SGD& optimizer,
                                   ddp::PowerSgdState* powersgd, ddp::Snapshot& snapshot) {
   if (!o.resume) return std::nullopt;
   if (o.snapshot_every == 0) return resume_latest(o, net, optimizer, powersgd);
-  if (auto from_memory = resume_from_snapshot(snapshot, net, optimizer, powersgd)) return from_memory;
-  auto from_disk = resume_latest(o, net, optimizer, powersgd);
-  if (from_disk) from_disk->no_snapshot = true;
-  return from_disk;
+  return resume_newest(o, snapshot, net, optimizer, powersgd);
 }
 
 // One rank's training run inside an initialised process group. The constructor sets it up in
@@ -259,7 +256,6 @@ void TrainingRun::announce() {
   }
   if (resumed_) {
     times_.mark("resumed", pos_.step);
-    if (resumed_->no_snapshot) say("train: no rank holds an in-memory snapshot; resuming from " + resumed_->path);
     say("train: resumed from " + resumed_from_text(*resumed_, ddp::worker_env().restart_count));
   }
 }

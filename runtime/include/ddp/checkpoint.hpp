@@ -18,13 +18,13 @@ namespace ddp {
 // Extra values saved with a checkpoint: ints, doubles, strings, tensors (c10::IValue).
 using CheckpointExtra = std::map<std::string, c10::IValue>;
 
-// Collective when the process group is initialized; works without one (single process).
-// `optimizer` may be null. Throws CheckpointError if the file cannot be written.
 // The optimizer's state of `param` (SGD's momentum buffer, Adam's moments: cast to the
 // optimizer's ParamState type), or null before its first step; whatever key this LibTorch uses.
 const torch::optim::OptimizerParamState* optimizer_param_state(const torch::optim::Optimizer& optimizer,
                                                                const torch::Tensor& param);
 
+// Collective when the process group is initialized; works without one (single process).
+// `optimizer` may be null. Throws CheckpointError if the file cannot be written.
 void save_checkpoint(const std::string& path, const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
                      const CheckpointExtra& extra = {});
 

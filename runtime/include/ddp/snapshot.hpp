@@ -69,6 +69,8 @@ class Snapshot {
     bool healed = false;            // this rank had no snapshot of `step` and received it
     int source_rank = -1;           // the rank that sent it to the others; -1: no rank needed it
     std::vector<int> healed_ranks;  // the ranks that received it (ascending); empty: each had its own
+    std::string source = "snapshot";  // restore_newest: "snapshot", or the checkpoint file's path
+    std::string why;                  // restore_newest: why that one, in words
   };
   // Collective when the process group is initialised (every rank calls it, even with the
   // snapshot off). The ranks agree on S, the smallest newest step among the ranks that hold a
@@ -83,6 +85,17 @@ class Snapshot {
   // process's write in flight first.
   std::optional<Restored> restore(torch::nn::Module& model, torch::optim::Optimizer* optimizer,
                                   std::optional<torch::Device> device = std::nullopt);
+
+  // Collective like restore(): the newest complete state there is. The newest checkpoint in
+  // `checkpoint_dir` (ckpt_<step>.pt, the name train and ddp-launch --snapshot-persist-dir write;
+  // group rank 0's listing, so every rank must see the same folder) competes with the snapshot
+  // the ranks agree on: a newer checkpoint wins (a job that checkpoints more often than it
+  // snapshots), and any checkpoint wins when no rank holds a snapshot; it is loaded with
+  // load_checkpoint on every rank. Restored::source and ::why say which and why; rank 0 prints
+  // it in one line. nullopt when there is neither.
+  std::optional<Restored> restore_newest(torch::nn::Module& model, torch::optim::Optimizer* optimizer,
+                                         const std::string& checkpoint_dir,
+                                         std::optional<torch::Device> device = std::nullopt);
 
   // Timings in seconds. The caller's thread: building the archive and staging its tensors in
   // the last save() (serialising too when it could not be staged); waiting for the previous
@@ -109,6 +122,12 @@ class Snapshot {
   std::optional<Restored> restore(torch::nn::ModuleHolder<T>& model, torch::optim::Optimizer* optimizer,
                                   std::optional<torch::Device> device = std::nullopt) {
     return restore(*model, optimizer, device);
+  }
+  template <typename T>
+  std::optional<Restored> restore_newest(torch::nn::ModuleHolder<T>& model, torch::optim::Optimizer* optimizer,
+                                         const std::string& checkpoint_dir,
+                                         std::optional<torch::Device> device = std::nullopt) {
+    return restore_newest(*model, optimizer, checkpoint_dir, device);
   }
 
  private:
