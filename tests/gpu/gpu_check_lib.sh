@@ -250,7 +250,8 @@ check_snapshot_resume() {
 }
 
 # The launcher's workers' store (launcher/c10d) with this Python's torch as the client: its
-# TCPStore (is_master=False) on every request type it has, then Python workers under
+# TCPStore (is_master=False) on every request type it has, every request of its enum
+# (LIST_KEYS, BARRIER, ...) against torch's own server's answers, then Python workers under
 # ddp-launch (TORCHELASTIC_USE_AGENT_STORE=True): gloo, and NCCL when a GPU is here.
 check_worker_store() {
   local helper=$build/tests/c10d/c10d_store_helper
@@ -260,6 +261,9 @@ check_worker_store() {
   fi
   run_check worker-store-client 90 '^ok: torch.distributed.TCPStore' \
     "$python" "$repo/tests/c10d/check_store.py" --helper "$helper" --python "$python" python
+  # Every request of this torch's enum (its header), and the same calls on torch's own server.
+  run_check worker-store-requests 60 '^ok: ' "$python" "$repo/tests/c10d/check_requests.py" --helper "$helper"
+  run_check worker-store-differential 150 '^ok: ' "$python" "$repo/tests/c10d/check_differential.py" --helper "$helper"
   run_check worker-store-gloo 150 '^ok: .* workers \(gloo\)' \
     "$python" "$repo/tests/c10d/check_launch.py" --launcher "$launcher" --python "$python" --nproc 2 python_workers
   if ((${gpu_count:-0} > 0)); then

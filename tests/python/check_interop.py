@@ -33,9 +33,9 @@ def rank_lines(output, rank):
     return [line[len(prefix):] for line in output.splitlines() if line.startswith(prefix)]
 
 
-def check_env_allreduce(args):
+def check_env_allreduce(args, script_args=()):
     n = args.nproc
-    rc, out = launch(args, [f"--nproc_per_node={n}"], "env_allreduce.py")
+    rc, out = launch(args, [f"--nproc_per_node={n}"], "env_allreduce.py", list(script_args))
     if rc != 0:
         fail(f"exit code {rc}, expected 0", out)
     checksums = set()
@@ -53,6 +53,18 @@ def check_env_allreduce(args):
     if len(checksums) != 1:
         fail(f"ranks report different parameter checksums {checksums}", out)
     print(f"ok: {n} workers joined via env://, allreduce sum correct, DDP parameters identical")
+
+
+def check_init_barrier_device_id(args):
+    """torch 2.x's init_process_group as its scripts call it, on the launcher's store: bound to a
+    device (device_id) and with the store-based barrier after init (TORCH_DIST_INIT_BARRIER=1,
+    off by default since 2.1): the ranks count themselves in through the workers' store."""
+    import torch  # noqa: F401 - the driver runs with DDP_TEST_PYTHON
+    if int(torch.__version__.split(".")[0]) < 2:
+        print("SKIP: device_id and TORCH_DIST_INIT_BARRIER are torch 2.x's")
+        sys.exit(77)
+    os.environ["TORCH_DIST_INIT_BARRIER"] = "1"
+    check_env_allreduce(args, ["--device-id"])
 
 
 def check_record_traceback(args):
@@ -299,7 +311,7 @@ def main():
     parser.add_argument("--launcher", required=True)
     parser.add_argument("--python", default="/usr/bin/python3")
     parser.add_argument("--nproc", type=int, default=2)
-    parser.add_argument("case", choices=["env_allreduce", "record_traceback", "legacy_local_rank",
+    parser.add_argument("case", choices=["env_allreduce", "init_barrier_device_id", "record_traceback", "legacy_local_rank",
                                            "tutorial_local_rank", "hang_all_reduce", "snapshot_resume", "snapshot_newer_checkpoint",
                                            "snapshot_heal", "snapshot_resume_background", "snapshot_torn",
                                            "snapshot_persist"])

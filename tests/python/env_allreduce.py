@@ -4,6 +4,8 @@ Each rank reads its place from the launcher's environment, joins the process gro
 through env:// (MASTER_ADDR/MASTER_PORT), all-reduces a tensor holding rank+1, checks the
 sum is W(W+1)/2, then takes one DDP step on the tutorial's ToyModel and checks every rank
 ends with the same parameters. Prints one line per check; exits non-zero on a mismatch.
+--device-id (torch 2.x): init_process_group(device_id=cpu:LOCAL_RANK), binding the group to
+a device as 2.x scripts do.
 """
 import os
 import sys
@@ -59,7 +61,11 @@ def main():
         print(f"env_allreduce: launcher did not set {', '.join(missing)}; run it under ddp-launch or torchrun",
               file=sys.stderr)
         return 2
-    dist.init_process_group("gloo", init_method="env://")
+    if "--device-id" in sys.argv[1:]:
+        dist.init_process_group("gloo", init_method="env://",
+                                device_id=torch.device("cpu", int(env["LOCAL_RANK"])))
+    else:
+        dist.init_process_group("gloo", init_method="env://")
     rank, world = dist.get_rank(), dist.get_world_size()
     print(f"rank {rank}/{world}: local_rank={env['LOCAL_RANK']} local_world_size={env['LOCAL_WORLD_SIZE']} "
           f"master={env['MASTER_ADDR']}:{env['MASTER_PORT']}", flush=True)
