@@ -119,6 +119,8 @@ def case_python(args):
 
 
 def case_libtorch(args):
+    """LibTorch's C++ client against ours, then against torch's own server (this Python's
+    TCPStore(is_master=True)): every check passes on both, with the same lines."""
     helper = Helper(args.helper)
     proc = subprocess.run([args.libtorch_client, "127.0.0.1", str(helper.port)], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=120)
@@ -126,7 +128,20 @@ def case_libtorch(args):
     print(proc.stdout, end="")
     if proc.returncode != 0:
         fail(f"c10d_libtorch_client exited {proc.returncode}", proc.stdout + log)
-    print("ok: LibTorch's c10d::TCPStore client was served for every request type")
+    import torch.distributed as dist
+    from datetime import timedelta
+    with socket.socket() as probe:  # a free port for torch's server (1.13 cannot bind port 0)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    own = dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False,
+                        timeout=timedelta(seconds=30))
+    theirs = subprocess.run([args.libtorch_client, "127.0.0.1", str(own.port)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, timeout=120)
+    del own
+    if theirs.returncode != 0 or theirs.stdout != proc.stdout:
+        fail("against torch's own server the C++ client saw other answers", f"ours:\n{proc.stdout}\n"
+             f"torch's (exit {theirs.returncode}):\n{theirs.stdout}")
+    print("ok: LibTorch's c10d::TCPStore client was served for every request type, the same as by torch's own server")
 
 
 def case_garbage(args):

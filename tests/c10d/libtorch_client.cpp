@@ -1,7 +1,10 @@
 // c10d_libtorch_client: LibTorch's own c10d::TCPStore client (isServer=false) drives every
 // request type of its dialect against a store at HOST PORT: set/get, add, compareSet,
-// check, wait (ready, then a timeout), getNumKeys, deleteKey and watchKey. Prints one line
-// per check; exits 1 at the first mismatch. Usage: c10d_libtorch_client HOST PORT
+// check, wait (ready, then a timeout), getNumKeys, deleteKey; then torch 1.13's watchKey, or
+// torch 2.x's append, multiGet/multiSet, the queues, listKeys, barrier and clone. Prints one
+// line per check (the same lines against any correct store: check_store.py compares them with
+// torch's own server's); exits 1 at the first mismatch. Usage: c10d_libtorch_client HOST PORT
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -13,6 +16,7 @@
 #include <unistd.h>
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/version.h>
 
 namespace {
 using Bytes = std::vector<uint8_t>;
@@ -66,6 +70,35 @@ int main(int argc, char** argv) {
          "deleteKey removes once, then finds nothing");
   expect(store->getNumKeys() == before, "getNumKeys after the delete");
 
+#if TORCH_VERSION_MAJOR >= 2
+  store->append(tag + "log", bytes("ab"));
+  store->append(tag + "log", bytes("cd"));
+  expect(text(store->get(tag + "log")) == "abcd", "append creates, then appends");
+  store->multiSet({tag + "m1", tag + "m2"}, {bytes("one"), bytes("two")});
+  const auto both = store->multiGet({tag + "m2", tag + "m1"});
+  expect(both.size() == 2 && text(both[0]) == "two" && text(both[1]) == "one", "multiSet then multiGet, in order");
+  store->queuePush(tag + "q", bytes("first"));
+  store->queuePush(tag + "q", bytes("second"));
+  expect(store->queueLen(tag + "q") == 2, "queueLen counts two pushes");
+  expect(text(store->queuePop(tag + "q", false)) == "first" && text(store->queuePop(tag + "q", true)) == "second",
+         "queuePop returns them in order");
+  expect(store->queueLen(tag + "q") == 0, "queueLen after both pops");
+  const auto keys = store->listKeys();
+  const auto listed = [&](const std::string& key) { return std::find(keys.begin(), keys.end(), key) != keys.end(); };
+  expect(listed(tag + "a") && listed(tag + "m1") && !listed(tag + "q"), "listKeys has the keys, not the queue");
+  store->barrier(tag + "barrier", 1, std::chrono::seconds(10));
+  expect(true, "barrier of one returns");
+  bool barrier_timed_out = false;
+  try {
+    store->barrier(tag + "pair", 2, std::chrono::milliseconds(300));
+  } catch (const std::exception&) {
+    barrier_timed_out = true;
+  }
+  expect(barrier_timed_out, "barrier of two with one arrival times out");
+  auto twin = store->clone();
+  expect(text(twin->get(tag + "a")) == "x", "a clone (its own connection) reads the same store");
+  std::cout << "all requests of the torch 2.x client served" << std::endl;
+#else
   std::mutex mu;
   std::condition_variable cv;
   std::vector<std::string> events;
@@ -86,5 +119,6 @@ int main(int argc, char** argv) {
   expect(events.size() == 2 && ends_with(events[0], "->1") && events[1] == "1->2",
          "watchKey's callback hears the create and the update");
   std::cout << "all requests of the torch 1.13 client served" << std::endl;
+#endif
   return 0;
 }
