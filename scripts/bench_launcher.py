@@ -3,7 +3,10 @@
 Cases: (a) 4 workers of /bin/true; (b) 4 workers where rank 1 exits 3 after 0.2 s and
 the others sleep. Reports wall time (median), peak RSS of the largest process in the
 launcher's tree (GNU time's %M), and the ratios.
-Usage: bench_launcher.py DDP_LAUNCH TORCHRUN_FIXED_PY [--runs N]
+The torchrun is --torchrun CMD, default that of the Python running this driver
+(bench_records.torchrun_argv: `-m torch.distributed.run` for torch >= 2,
+bench/peers/torchrun_fixed.py for 1.x); scripts/bench-launcher.sh picks the Python.
+Usage: bench_launcher.py DDP_LAUNCH [--torchrun CMD] [--runs N]
 """
 import argparse
 import os
@@ -11,6 +14,8 @@ import statistics
 import subprocess
 import tempfile
 import time
+
+from bench_records import peers_line, torchrun_command  # next to this file
 
 FAIL_SCRIPT = 'if [ "$RANK" = 1 ]; then sleep 0.2; exit 3; fi; exec sleep 100'
 
@@ -34,11 +39,12 @@ def measure(argv):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("ddp_launch")
-    p.add_argument("torchrun_fixed")
+    p.add_argument("--torchrun", default="", help="the torchrun command (default: this Python's)")
     p.add_argument("--runs", type=int, default=10)
     a = p.parse_args()
-    torchrun = ["/usr/bin/python3", a.torchrun_fixed, "--standalone", "--nproc_per_node=4",
-                "--monitor_interval=0.1", "--no_python"]
+    torchrun_cmd = torchrun_command(a.torchrun)
+    torchrun = torchrun_cmd + ["--standalone", "--nproc_per_node=4", "--monitor_interval=0.1", "--no_python"]
+    print(peers_line(torchrun_cmd))
     ours = [a.ddp_launch, "--nproc-per-node=4"]
     cases = {
         "a: 4 x /bin/true": (["/bin/true"], 0),
