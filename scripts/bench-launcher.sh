@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Launcher benchmark (not a test): ddp-launch vs torchrun (--monitor-interval 0.1), alternating
-# runs, medians. torchrun is that of PYTHON (scripts/lib.sh use_bench_python; default the torch
-# venv's, `python -m torch.distributed.run`; PYTHON=/usr/bin/python3: Debian's 1.13 through
+# runs, medians, and in case (a) two floors in the same runs (scripts/bench_launcher.py). torchrun
+# is that of PYTHON (scripts/lib.sh use_bench_python; default the torch venv's, `python -m
+# torch.distributed.run`; PYTHON=/usr/bin/python3: Debian's 1.13 through
 # bench/peers/torchrun_fixed.py).
 # Usage: scripts/bench-launcher.sh [RUNS]   (default 10; builds ddp-launch into BUILD_DIR if needed)
 # Env: BUILD_DIR (scripts/lib.sh), PYTHON.
