@@ -8,7 +8,9 @@
 # each of HOOKS_PY, alternating; per LINKS entry, REPEATS times; samples/s and final accuracy,
 # medians. Also the floors: the compute floor (ddp_bench --comm-hook none: two workers, no
 # communication) and the unshaped link. Needs root and iproute2 (tc).
-# Env: BUILD_DIR (scripts/lib.sh; ddp_bench and ddp-launch are built there if missing),
+# Env: PYTHON (the Python DDP peer's and the helper's; scripts/lib.sh use_bench_python: default
+#      the torch venv's; PYTHON=/usr/bin/python3 for Debian's 1.13),
+#      BUILD_DIR (scripts/lib.sh; ddp_bench and ddp-launch are built there if missing),
 #      REPEATS (3), LINKS ("1gbit 10gbit unshaped"), DELAY (0.25ms: netem, when available),
 #      HOOKS_CPP ("allreduce fp16 bf16 powersgd:1 powersgd:2 powersgd:4"),
 #      HOOKS_PY ("allreduce fp16 powersgd:2"), on the unshaped link UNSHAPED_CPP ("allreduce
@@ -51,7 +53,6 @@ done
 for n in "${TRAIN:-4096}" "${VAL:-2048}" "${EPOCHS:-3}" "${BATCH:-32}" "${HIDDEN:-1024}" "${ACC_EPOCHS:-0}"; do
   [[ $n =~ ^[0-9]+$ ]] || die "'$n' in TRAIN/VAL/EPOCHS/BATCH/HIDDEN/ACC_EPOCHS is not a whole number"
 done
-python=/usr/bin/python3
 helper=$repo_root/scripts/bench_compress.py
 peer_py=$repo_root/bench/peers/python_ddp_bench.py
 bench=$build_dir/tests/runtime/ddp_bench
@@ -62,7 +63,7 @@ for t in ddp_bench:"$bench" ddp-launch:"$launcher"; do
     cmake --build "$build_dir" --target "${t%%:*}" >/dev/null
   fi
 done
-"$python" -c 'import torch.distributed' 2>/dev/null || die "$python has no torch; run scripts/install-deps.sh"
+use_bench_python  # python: PYTHON or the torch venv's; dies without torch
 
 tag=${NS_PREFIX:-ddpc$$}
 a="${tag}a" b="${tag}b" va="${tag}va" vb="${tag}vb"

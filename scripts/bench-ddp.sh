@@ -2,8 +2,11 @@
 # C++ DDP (libddp, tests/runtime/bench.cpp) vs PyTorch's Python DDP (bench/peers/python_ddp_bench.py)
 # on gloo/CPU: the MLP 784-1024-1024-1024-10 (batch 32) and the tiny 10-10-5 model (batch 20),
 # world 1 and 2, runs alternating C++/Python, medians and ratios. Both are started by the same
-# launcher (PyTorch 1.13's torchrun via bench/peers/torchrun_fixed.py), OMP_NUM_THREADS=1.
-# Env: BUILD_DIR (scripts/lib.sh; ddp_bench is built there if missing), REPEATS (default 3),
+# launcher, the torchrun of the peers' Python, OMP_NUM_THREADS=1.
+# Env: PYTHON: the peers' Python (scripts/lib.sh use_bench_python; default the torch venv's, its
+#      torchrun `-m torch.distributed.run`; PYTHON=/usr/bin/python3: Debian's 1.13, torchrun
+#      through bench/peers/torchrun_fixed.py).
+#      BUILD_DIR (scripts/lib.sh; ddp_bench is built there if missing), REPEATS (default 3),
 #      PEERS (default bench/peers), WORLDS (default "1 2"), CASES (default "mlp tiny"; "" skips).
 # Comm hooks section (hook_rows below): HOOKS (default "allreduce fp16 bf16 powersgd"; ""
 #      skips it), PSGD_RANK (default 2): the MLP at world 2 with each hook, libddp and Python DDP
@@ -14,6 +17,7 @@ set -euo pipefail
 # shellcheck source=SCRIPTDIR/lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$repo_root"
+use_bench_python  # python, python_torch, torchrun
 build=${build_dir#"$repo_root/"}
 repeats=${REPEATS:-3}
 peers=${PEERS:-$PWD/bench/peers}
@@ -29,6 +33,7 @@ if ls /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 >/dev/null 2>&1; t
   echo "# BLAS: ${blas:-unknown}"
 fi
 echo "# $cores cores, load average $(cut -d" " -f1-3 /proc/loadavg), $(date -u +%FT%TZ), repeats=$repeats"
+echo "# peers: torch $python_torch ($python), torchrun: ${torchrun[*]}"
 
 # ---- feed on/off (FEED=1; the hangs engineer's section, docs/hangs.md) -------------------
 # The hang-detection progress feed's cost on the tiny model's step: ddp_bench under
@@ -50,7 +55,7 @@ feed_bench() {
     echo "feed=on $on" | tee -a "$out"
     echo "feed=off $off" | tee -a "$out"
   done
-  /usr/bin/python3 - "$out" "$world" <<'PY'
+  "$python" - "$out" "$world" <<'PY'
 import statistics, sys
 step = {"on": [], "off": []}
 for line in open(sys.argv[1]):
@@ -80,7 +85,7 @@ args_for() {
 
 launch() {  # world, then the program and its arguments
   local world=$1; shift
-  /usr/bin/python3 "$peers/torchrun_fixed.py" --standalone --nproc_per_node="$world" \
+  "${torchrun[@]}" --standalone --nproc_per_node="$world" \
     --monitor_interval=0.1 "$@" 2>/dev/null | grep '^peer='
 }
 
@@ -100,7 +105,7 @@ for case_name in ${CASES-mlp tiny}; do
 done
 
 summarize_cases() {
-/usr/bin/python3 - "$1" <<'PY'
+"$python" - "$1" <<'PY'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
@@ -130,7 +135,7 @@ python_run() {
   local log line
   log=$(mktemp)
   # PyTorch 1.13's PowerSGD hook on gloo usually aborts, but once in a while it hangs instead.
-  line=$(timeout -k 5 "${PY_HOOK_TIMEOUT:-180}" /usr/bin/python3 "$peers/torchrun_fixed.py" --standalone \
+  line=$(timeout -k 5 "${PY_HOOK_TIMEOUT:-180}" "${torchrun[@]}" --standalone \
     --nproc_per_node="$world" --monitor_interval=0.1 "$peers/python_ddp_bench.py" "$@" 2>"$log" |
     grep '^peer=' || true)
   if [[ -z $line ]]; then
@@ -154,7 +159,7 @@ hook_rows() {
     # shellcheck disable=SC2046
     launch 1 --no_python "$bench" $(args_for mlp) > "$out.b" || true
     wait
-    line=$(cat "$out.a" "$out.b" | /usr/bin/python3 -c '
+    line=$(cat "$out.a" "$out.b" | "$python" -c '
 import sys
 kv = [dict(t.split("=", 1) for t in l.split()) for l in sys.stdin if l.strip()]
 if len(kv) == 2:
@@ -175,7 +180,7 @@ if len(kv) == 2:
 }
 
 summarize_hooks() {
-/usr/bin/python3 - "$1" <<'PY'
+"$python" - "$1" <<'PY'
 import statistics, sys
 rows, reasons = {}, {}
 for line in open(sys.argv[1]):

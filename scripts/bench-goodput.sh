@@ -15,7 +15,9 @@
 # Defaults: --duration 60, --fault-every 10, --seed 1, --rounds 1, --sweep 1,5,10,25,50,
 # --sweep-duration 30, --py-snapshot-every 0 (the sweep's pick), --overhead-runs 3,
 # --overhead-steps 200 (scripts/bench_goodput.py --help says more).
-# Env: BUILD_DIR (scripts/lib.sh).
+# Env: BUILD_DIR (scripts/lib.sh); PYTHON (the peers' Python, default the torch venv's: its
+# torchrun, `-m torch.distributed.run`; PYTHON=/usr/bin/python3 for Debian's 1.13 through
+# bench/peers/torchrun_fixed.py).
 # Exit: 0; 1 when a run failed (listed under the tables); 2 on bad usage or a missing tool.
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/lib.sh
@@ -37,7 +39,7 @@ while (($#)); do
     *) die "unknown argument '$1'; see scripts/bench-goodput.sh --help" ;;
   esac
 done
-need_bench_peers  # python=/usr/bin/python3 with torch; ddp-launch and train built; cd to the repository
+need_bench_peers  # python (PYTHON or the torch venv's) and its torchrun; ddp-launch and train built; cd to the repository
 exec "$python" scripts/bench_goodput.py --ddp-launch "$build_dir/launcher/ddp-launch" \
-  --train "$build_dir/trainers/train" --torchrun bench/peers/torchrun_fixed.py \
+  --train "$build_dir/trainers/train" --torchrun "${torchrun[*]@Q}" \
   --peer bench/peers/python_ddp_recovery.py "${args[@]}"

@@ -13,7 +13,7 @@ sweep of train's --snapshot-every picks the interval with the most useful steps/
 the snapshot overhead of train --bench (the benchmark MLP) at interval 0, 50 and 1.
 The workers' records are those of scripts/bench_records.py. Every model is the benchmark MLP
 784-1024-1024-1024-10, batch 32 per rank, SGD with momentum, 2 workers, OMP_NUM_THREADS=1.
-Usage: bench_goodput.py --ddp-launch BIN --train BIN --torchrun PY --peer PY [--duration S] ...
+Usage: bench_goodput.py --ddp-launch BIN --train BIN [--torchrun CMD] --peer PY [--duration S] ...
 """
 import argparse
 import datetime
@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 
-from bench_records import PYTHON, Record, first_step_time, load_average, stop  # next to this file
+from bench_records import PYTHON, peers_line, torchrun_command, Record, first_step_time, load_average, stop  # next to this file
 
 PY_MODEL = ["--hidden", "1024", "--layers", "4", "--in-dim", "784", "--classes", "10", "--batch", "32"]
 TRAIN_MODEL = ["--hidden", "1024,1024,1024", "--in-dim", "784", "--classes", "10", "--batch", "32", "--lr", "0.01"]
@@ -52,7 +52,7 @@ def train_config(name, snapshot_every, what):
 
 def argv_of(cfg, a, work, restarts):
     if cfg.launcher == "torchrun":
-        prefix = [PYTHON, a.torchrun, "--standalone", "--nproc_per_node=2", "--monitor_interval=0.1",
+        prefix = a.torchrun + ["--standalone", "--nproc_per_node=2", "--monitor_interval=0.1",
                   f"--max_restarts={restarts}"]
     else:
         prefix = [a.ddp_launch, "--nproc-per-node=2", f"--max-restarts={restarts}"]
@@ -200,7 +200,7 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ddp-launch", required=True)
     p.add_argument("--train", required=True, help="build/trainers/train")
-    p.add_argument("--torchrun", required=True, help="bench/peers/torchrun_fixed.py")
+    p.add_argument("--torchrun", default="", help="the torchrun command (default: this Python's, bench_records.torchrun_argv)")
     p.add_argument("--peer", required=True, help="bench/peers/python_ddp_recovery.py")
     p.add_argument("--duration", type=float, default=60, help="seconds of each run, from its first step")
     p.add_argument("--fault-every", type=float, default=10, help="seconds between SIGKILLs in a faulty run")
@@ -232,6 +232,7 @@ def parse_args():
     if problems:
         print(f"bench_goodput.py: {'; '.join(problems)}", file=sys.stderr)
         sys.exit(2)
+    a.torchrun = torchrun_command(a.torchrun)
     return a
 
 
@@ -306,6 +307,7 @@ def main():
           f"2 workers, OMP_NUM_THREADS=1, gloo, CPU; the benchmark MLP 784-1024-1024-1024-10, batch 32 per rank; "
           f"{a.duration:g} s runs from the first step, a SIGKILL of a random worker (seed {a.seed}) every "
           f"{a.fault_every:g} s in the faulty ones; {a.rounds} round(s)")
+    print(peers_line(a.torchrun))
     print()
     print(f"Sweep of train's `--snapshot-every` ({a.sweep_duration:g} s runs, one each; the floor, train without "
           f"snapshots fault-free: {'-' if sweep_floor.rate is None else f'{sweep_floor.rate:.1f}'} steps/s):")

@@ -1,5 +1,6 @@
-"""What the recovery and goodput benchmarks share (scripts/bench_recovery.py,
-scripts/bench_goodput.py): the workers' step records, stopping a job, the launcher's flags.
+"""What the benchmark drivers share (scripts/bench_recovery.py, scripts/bench_goodput.py,
+scripts/bench_launcher.py): the workers' step records, stopping a
+job, the launcher's flags, and which Python and torchrun the peers run with.
 
 A record: each worker appends "<attempt> <event> <value> <unix time, CLOCK_REALTIME>" lines
 to DIR/rank<R>.log: bench/peers/python_ddp_recovery.py (env BENCH_RECOVERY_DIR) and the C++
@@ -7,12 +8,55 @@ trainer (train --step-times DIR, trainers/train/step_times.hpp). Events: start (
 pid), init_start, init_end, resumed (the step loaded), step (the global step just completed).
 Standard library only.
 """
+import functools
 import os
 import re
+import shlex
 import signal
 import subprocess
+import sys
 
-PYTHON = "/usr/bin/python3"  # Debian's, with torch
+# The Python the peers run with: the one running this driver, which the scripts pick
+# (scripts/lib.sh bench_python: PYTHON, default the torch venv's interpreter).
+PYTHON = sys.executable
+PEERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "peers")
+
+
+@functools.lru_cache(maxsize=None)
+def torch_version(python=PYTHON):
+    """The version of the torch `python` imports (e.g. "2.15.0+cu132"). A Python without torch
+    ends the driver: one line on stderr, exit 2."""
+    got = subprocess.run([python, "-c", "import torch; print(torch.__version__)"], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    if got.returncode != 0:
+        print(f"{os.path.basename(sys.argv[0])}: {python} cannot import torch; run the driver with a Python "
+              "that has it (the scripts: PYTHON, default the venv scripts/install-deps.sh makes)", file=sys.stderr)
+        sys.exit(2)
+    return got.stdout.strip()
+
+
+def torchrun_argv(python=PYTHON, version=None):
+    """The command that runs `python`'s torchrun (scripts/lib.sh use_bench_python, the same rule):
+    torch >= 2: [python, "-m", "torch.distributed.run"]; torch 1.x: bench/peers/torchrun_fixed.py
+    (1.13's torchrun with its Python 3.11 --redirects/--tee bug worked around)."""
+    major = (version or torch_version(python)).split(".", 1)[0]
+    if major.isdigit() and int(major) >= 2:
+        return [python, "-m", "torch.distributed.run"]
+    return [python, os.path.normpath(os.path.join(PEERS, "torchrun_fixed.py"))]
+
+
+def torchrun_command(value):
+    """A driver's --torchrun: a command line (split as the shell would), a lone .py file run by
+    PYTHON (bench/peers/torchrun_fixed.py), or None/"" for torchrun_argv()'s choice."""
+    if not value:
+        return torchrun_argv()
+    argv = shlex.split(value)
+    return [PYTHON] + argv if len(argv) == 1 and argv[0].endswith(".py") else argv
+
+
+def peers_line(torchrun):
+    """A header line naming the peers: "# peers: torch 2.15.0 (PYTHON), torchrun: CMD"."""
+    return f"# peers: torch {torch_version(PYTHON)} ({PYTHON}), torchrun: {shlex.join(torchrun)}"
 
 
 class Record:

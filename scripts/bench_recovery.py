@@ -10,7 +10,7 @@ record their own times (CLOCK_REALTIME, "<attempt> <event> <value> <time>" lines
 DIR/rank<R>.log): bench/peers/python_ddp_recovery.py (env BENCH_RECOVERY_DIR) and the C++
 trainer (train --step-times DIR). Configurations alternate run by run; one whose ddp-launch
 flag is missing is skipped, saying so; a failed or timed-out run is listed, never dropped.
-Usage: bench_recovery.py --ddp-launch BIN --train BIN --torchrun PY --peer PY [--runs N] ...
+Usage: bench_recovery.py --ddp-launch BIN --train BIN [--torchrun CMD] --peer PY [--runs N] ...
 """
 import argparse
 import datetime
@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-from bench_records import PYTHON, Record, first_step_time, known_flags, load_average, stop  # next to this file
+from bench_records import PYTHON, peers_line, torchrun_command, Record, first_step_time, known_flags, load_average, stop  # next to this file
 
 
 class Config:
@@ -58,7 +58,7 @@ def flag_name(flag):
 def argv_of(cfg, a, known, work):
     """The job: trains until this driver stops it (after the restart's first step)."""
     if cfg.launcher == "torchrun":
-        prefix = [PYTHON, a.torchrun, "--standalone", "--nproc_per_node=2", "--monitor_interval=0.1",
+        prefix = a.torchrun + ["--standalone", "--nproc_per_node=2", "--monitor_interval=0.1",
                   "--max_restarts=1"]
     else:
         prefix = [a.ddp_launch, "--nproc-per-node=2", "--max-restarts=1"]
@@ -172,7 +172,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ddp-launch", required=True)
     p.add_argument("--train", required=True, help="build/trainers/train")
-    p.add_argument("--torchrun", required=True, help="bench/peers/torchrun_fixed.py")
+    p.add_argument("--torchrun", default="", help="the torchrun command (default: this Python's, bench_records.torchrun_argv)")
     p.add_argument("--peer", required=True, help="bench/peers/python_ddp_recovery.py")
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--kill-step", type=int, default=30, help="rank 1 is SIGKILLed after this step of the first attempt")
@@ -187,6 +187,7 @@ def main():
         print("bench_recovery.py: need --runs >= 1, --kill-step >= 1, --kill-after >= 0 and --checkpoint-every >= 1",
               file=sys.stderr)
         return 2
+    a.torchrun = torchrun_command(a.torchrun)
 
     known = known_flags(a.ddp_launch)
     wanted = [w.strip() for w in a.configs.split("/") if w.strip()]
@@ -226,6 +227,7 @@ def main():
     flags = sorted(f for f in known if f in ("--worker-store", "--warm-restarts", "--no-warm-restarts", "--preload"))
     found = " ".join(flags) if flags else "none (cold restarts, rank 0 hosts the store)"
     print(f"# ddp-launch recovery flags found: {found}")
+    print(peers_line(a.torchrun))
     ok = {n: [r for r in rs if not r.error] for n, rs in runs.items()}
     ref_launch = [r.launch_to_step for r in ok.get("torchrun + py", [])]
     ref_kill = [r.kill_to_step for r in ok.get("torchrun + py", [])]

@@ -1,6 +1,8 @@
 """The floor under any c10d-gloo DDP step: time one all_reduce of N floats (env N, default
 165, the tiny model's parameter count; 2913290 for the benchmark MLP) between the workers.
-Run: PYTHON_EXEC=/usr/bin/python3 N=165 build/launcher/ddp-launch --nproc-per-node=2 scripts/gloo_floor.py
+Run with the peers' Python (scripts/lib.sh torch_python, the torch venv's; /usr/bin/python3 for
+Debian's 1.13):
+  PYTHON_EXEC=/opt/ddp-launch/torch-2.15.0/bin/python N=165 build/launcher/ddp-launch --nproc-per-node=2 scripts/gloo_floor.py
 """
 import os
 import time

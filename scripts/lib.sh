@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # scripts/lib.sh: the helpers that every script in scripts/ and every shell test in tests/
-# sources (it is never run): die, fail, skip, need, need_bench_peers, free_port, median, and the one rule for
-# the build folder (repo_root, build_dir). Sourcing it defines functions and those two
-# variables, nothing else: the caller's shell options (set -euo pipefail) stay its own.
+# sources (it is never run): die, fail, skip, need, bench_python, use_bench_python,
+# need_bench_peers, free_port, median, and the one rule for the build folder (repo_root,
+# build_dir). Sourcing it defines functions, those two variables and the torch_* ones below,
+# nothing else: the caller's shell options (set -euo pipefail) stay its own.
 #
 #   # shellcheck source=SCRIPTDIR/lib.sh      (from tests/X/: SCRIPTDIR/../../scripts/lib.sh)
 #   source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -135,13 +136,41 @@ need() {
   die "$status" "$message"
 }
 
-# need_bench_peers: what the benchmarks that run beside the Python peers need: Debian's
-# /usr/bin/python3 with torch (else die), and ddp-launch and train in $build_dir (configured
-# and built when missing). Sets python; changes to the repository root.
+# bench_python: prints the Python the benchmarks run their Python peers with (torchrun, Python
+# DDP): PYTHON when set (PYTHON=/usr/bin/python3: the legacy leg's torch 1.13), else the torch
+# venv's, $torch_python. The tests that smoke-run a benchmark check this one for torch.
+bench_python() {
+  echo "${PYTHON:-$torch_python}"
+}
+
+# use_bench_python: sets python to bench_python's, python_torch to its torch's version (e.g.
+# 2.15.0+cu132) and the array torchrun to the command that runs that torch's torchrun:
+#   torch >= 2:  "$python" -m torch.distributed.run
+#   torch 1.x:   "$python" bench/peers/torchrun_fixed.py   (1.13's, its Python 3.11 bug fixed)
+# Dies (2) when that Python cannot import torch. The Python drivers that take --torchrun
+# apply the same rule (scripts/bench_records.py: torchrun_argv).
+use_bench_python() {
+  python=$(bench_python)
+  # shellcheck disable=SC2034  # python_torch and torchrun are for the sourcing scripts
+  python_torch=$("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null) || {
+    if [[ -z ${PYTHON:-} ]]; then
+      die "$python with torch not found: run scripts/install-deps.sh (torch $torch_version in $torch_venv), or set PYTHON to a Python with torch"
+    fi
+    die "PYTHON=$python cannot import torch: point PYTHON at a Python with torch (default $torch_python)"
+  }
+  if [[ ${python_torch%%.*} =~ ^[0-9]+$ ]] && ((${python_torch%%.*} >= 2)); then
+    torchrun=("$python" -m torch.distributed.run)
+  else
+    # shellcheck disable=SC2034
+    torchrun=("$python" "$repo_root/bench/peers/torchrun_fixed.py")
+  fi
+}
+
+# need_bench_peers: what the benchmarks that run beside the Python peers need: use_bench_python
+# (python, python_torch, torchrun; dies without torch), and ddp-launch and train in $build_dir
+# (configured and built when missing). Changes to the repository root.
 need_bench_peers() {
-  python=/usr/bin/python3
-  "$python" -c 'import torch' 2>/dev/null ||
-    die "$python with torch not found: install Debian's python3-torch (scripts/install-deps.sh)"
+  use_bench_python
   cd "$repo_root" || die "cannot cd to $repo_root"
   if [[ ! -x $build_dir/launcher/ddp-launch || ! -x $build_dir/trainers/train ]]; then
     [[ -f $build_dir/CMakeCache.txt ]] || cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -6,7 +6,7 @@
 # failures: a hook libddp rejects gives a '# failed:' line naming the reason, and a run stopped
 # by SIGTERM mid-job leaves no namespace or worker behind. No timing is checked (the probe's
 # bound is the shaping's cap, which load only lowers). Skipped (77) without root, namespaces,
-# tc, Debian's python3-torch or the built binaries.
+# tc, torch in the benchmark's Python (PYTHON, default the torch venv's) or the built binaries.
 # Usage: bench_compress_test.sh REPO_ROOT   (env BUILD_DIR: the build holding ddp-launch and ddp_bench)
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/../../scripts/lib.sh
@@ -46,7 +46,8 @@ bad_env() {  # bad_env EXPECTED VAR=VALUE: exit 2, one error line naming the set
 bad_env "LINKS: '1gbps' is not a rate tc knows" LINKS=1gbps
 bad_env "REPEATS=0: expected a count of 1 or more" REPEATS=0
 bad_env "'many' in TRAIN/VAL/EPOCHS" EPOCHS=many
-/usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || skip "/usr/bin/python3 has no torch (Debian's python3-torch)"
+python=$(bench_python)  # the one the benchmark runs its peers with (PYTHON, default the torch venv's)
+"$python" -c 'import torch.distributed' 2>/dev/null || skip "$python has no torch (scripts/install-deps.sh makes the venv; or set PYTHON)"
 [[ -x $build_dir/launcher/ddp-launch && -x $build_dir/tests/runtime/ddp_bench ]] ||
   skip "build ddp-launch and ddp_bench into $build_dir first (cmake --build $build_dir --target ddp-launch ddp_bench)"
 ip netns add "${prefix}probe" 2>/dev/null || skip "cannot create network namespaces here"

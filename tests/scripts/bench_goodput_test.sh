@@ -2,7 +2,8 @@
 # scripts/bench-goodput.sh: --help, bad arguments (exit 2, one line saying what to do), then one
 # smoke run with tiny durations: a real SIGKILL and restart in every faulty run, the sweep, the
 # main table and the overhead table each with a row of figures per configuration, no failed
-# run. No timing is checked. Skipped (77) without Debian's python3-torch or the built binaries.
+# run. No timing is checked. Skipped (77) when the benchmark's Python (PYTHON, default the
+# torch venv's) has no torch, or without the built binaries.
 # Usage: bench_goodput_test.sh REPO_ROOT   (env BUILD_DIR: the build holding ddp-launch and train)
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/../../scripts/lib.sh
@@ -25,7 +26,8 @@ expect_usage_error() {  # WHAT PATTERN ARGS...
 expect_usage_error "an unknown argument" "unknown argument '--bogus'" --bogus
 expect_usage_error "a missing value" "--seed needs a value" --seed
 
-/usr/bin/python3 -c 'import torch' 2>/dev/null || skip "/usr/bin/python3 has no torch (Debian's python3-torch)"
+python=$(bench_python)  # the one the benchmark runs its peers with (PYTHON, default the torch venv's)
+"$python" -c 'import torch' 2>/dev/null || skip "$python has no torch (scripts/install-deps.sh makes the venv; or set PYTHON)"
 [[ -x $build_dir/launcher/ddp-launch && -x $build_dir/trainers/train ]] ||
   skip "build ddp-launch and train into $build_dir first (cmake --build $build_dir --target ddp-launch train)"
 

@@ -3,7 +3,8 @@
 # saying what to do), then one smoke run (QUICK=1) of torchrun and of ddp-launch + train: a real
 # SIGKILL of rank 1 and a restart per configuration; the tables have a row per configuration
 # run, none failed, and every other configuration matched is listed as skipped. No timing is
-# checked. Skipped (77) without Debian's python3-torch or the built binaries.
+# checked. Skipped (77) when the benchmark's Python (PYTHON, default the torch venv's) has no
+# torch, or without the built binaries.
 # Usage: bench_recovery_test.sh REPO_ROOT   (env BUILD_DIR: the build holding ddp-launch and train)
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/../../scripts/lib.sh
@@ -33,7 +34,8 @@ expect_usage_error "two arguments" "one argument at most" -- 5 6
 expect_usage_error "KILL_STEP 0" "KILL_STEP must be a whole number >= 1, got '0'" KILL_STEP=0 -- 5
 expect_usage_error "KILL_AFTER x" "KILL_AFTER must be seconds" KILL_AFTER=x -- 5
 
-/usr/bin/python3 -c 'import torch' 2>/dev/null || skip "/usr/bin/python3 has no torch (Debian's python3-torch)"
+python=$(bench_python)  # the one the benchmark runs its peers with (PYTHON, default the torch venv's)
+"$python" -c 'import torch' 2>/dev/null || skip "$python has no torch (scripts/install-deps.sh makes the venv; or set PYTHON)"
 [[ -x $build_dir/launcher/ddp-launch && -x $build_dir/trainers/train ]] ||
   skip "build ddp-launch and train into $build_dir first (cmake --build $build_dir --target ddp-launch train)"
 
