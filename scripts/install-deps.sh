@@ -13,7 +13,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config ccache
   libboost-dev libcli11-dev libfmt-dev catch2 nlohmann-json3-dev
   libtorch-dev libgloo-dev libopenblas0-pthread
   python3-torch python3-numpy python3-venv    # the legacy leg (torch 1.13); the venv of torch 2.x

@@ -13,8 +13,13 @@ source "$(dirname "$0")/lib.sh"
 cd "$repo_root"
 scripts/install-deps.sh
 build=${build_dir#"$repo_root/"}
+# ccache: the legacy leg's launcher objects (no torch in them) are the first leg's, and a rerun
+# (CI, a second clone) compiles only what changed. Paths are taken relative to the repository,
+# so two build folders and two clones share entries.
+export CCACHE_BASEDIR=$repo_root
 configure() {  # DIR TORCH_PYTHON
-  cmake -S . -B "$1" -G Ninja -DDDP_TORCH_PYTHON="$2" \
+  cmake -S . -B "$1" -G Ninja -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache \
+    -DDDP_TORCH_PYTHON="$2" \
     -DDDP_WARNINGS_AS_ERRORS="${DDP_WARNINGS_AS_ERRORS:-OFF}" -DDDP_SANITIZE="${DDP_SANITIZE:-}"
 }
 configure "$build" "$torch_python"
