@@ -27,6 +27,7 @@
 #include "launcher/supervise/worker_launches.hpp"
 #include "launcher/supervise/worker_store.hpp"
 #include "launcher/worker/output.hpp"
+#include "launcher/worker/socket_interface.hpp"
 
 namespace ddp::launch::multinode {
 namespace {
@@ -70,6 +71,7 @@ class MultiNodeAgent {
  private:
   int run_rounds();
   NodeInfo self_info(int previous_rank);
+  std::string advertised_addr() const;
   Round join_round(Rendezvous& rendezvous, const NextRound& next);
   supervise::AttemptResult run_round(const Round& r);
   void persist_after(const supervise::AttemptResult& result);
@@ -92,6 +94,7 @@ class MultiNodeAgent {
   const supervise::JobConfig& job_;
   const MultiNodeSpec& spec_;
   const cli::Environment& env_;
+  cli::Environment worker_env_;  // env_ and the workers' socket interface (worker/socket_interface)
   supervise::Supervisor supervisor_;
   JobStoreLink store_;   // the agent store (hosted here, or joined) or etcd
   RoundFindings state_;  // this round's record, a lost store or an unreadable record
@@ -111,13 +114,19 @@ class MultiNodeAgent {
   std::unique_ptr<c10d::Server> worker_store_;
 };
 
+// The address the other nodes know this node by: --local-addr (a host list's agent: the host
+// as listed), the store's address on the node that hosts it, else the host name.
+std::string MultiNodeAgent::advertised_addr() const {
+  if (!spec_.local_addr.empty()) return spec_.local_addr;
+  if (store_.leader) return spec_.rdzv_backend == "static" ? spec_.master_addr : store_.endpoint.host;
+  return os::host_name();
+}
+
 NodeInfo MultiNodeAgent::self_info(int previous_rank) {
   NodeInfo n;
   n.name = store_.name;
   n.host = os::host_name();
-  if (!spec_.local_addr.empty()) n.addr = spec_.local_addr;
-  else if (store_.leader) n.addr = spec_.rdzv_backend == "static" ? spec_.master_addr : store_.endpoint.host;
-  else n.addr = os::host_name();
+  n.addr = advertised_addr();
   // The workers' store listens from now on if this node becomes group rank 0, so that other
   // nodes' workers that connect first wait in the backlog instead of being refused.
   worker_store_.reset();
@@ -257,7 +266,7 @@ supervise::AttemptResult MultiNodeAgent::run_round(const Round& r) {
   abort_seen_.reset();
   abort_thread_->wait_for_round(r.number());
   supervisor_.set_standbys_wanted(plan.restart_count < job_.max_restarts);  // a restart is left to take over
-  std::vector<supervise::WorkerLaunch> launches = prepare_attempt(job_, env_, group, *layout_, snapshots_.get());
+  std::vector<supervise::WorkerLaunch> launches = prepare_attempt(job_, worker_env_, group, *layout_, snapshots_.get());
   recovery_->rendezvous_done();
   supervise::AttemptResult result = supervisor_.run_attempt(std::move(launches), check);
   recovery_->attempt_ended(result.kind == supervise::AttemptResult::Kind::kSucceeded);
@@ -501,6 +510,8 @@ int MultiNodeAgent::run_rounds() {
     return AbortRecord::stopped_by_signal(spec_.node_rank, os::host_name(), signal, stop_reason()).exit_code;
   }
   store_ = connect_job_store(spec_, job_.run_id);
+  worker_env_ =
+      worker::socket_interface_environment(env_, advertised_addr(), spec_.rdzv_backend == "etcd" ? "" : hosts.front());
   abort_thread_ = std::make_unique<AbortWaitThread>(store_.open_waiter(), [this] { supervisor_.wake(); });
   Rendezvous rendezvous(*store_.job, spec_.rdzv, store_.leader, spec_.nnodes_min, spec_.nnodes_max,
                         [this] { return rendezvous_signal_ = supervisor_.poll_signals(); });

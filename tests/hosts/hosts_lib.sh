@@ -3,7 +3,9 @@
 # each running Debian's sshd on its own address with keys made here. The caller sets
 # `tag`, `work`, `namespaces` (empty: hosts_up fills it). Every namespace names its link
 # `ddpv`, so GLOO_SOCKET_IFNAME=ddpv is right on every host. Each host has an IPv4 and a
-# ULA IPv6 address (`nodad`: usable at once), and its sshd listens on both.
+# ULA IPv6 address (`nodad`: usable at once), and its sshd listens on both. Where unshare can
+# (own_names=1), each host's sshd and sessions see their own host name (the namespace's) mapped
+# to 127.0.0.1 in their own /etc/hosts, the default of many cloud images and containers.
 # shellcheck shell=bash disable=SC2034,SC2154
 sshd=/usr/sbin/sshd
 net=10.232.$(( $$ % 200 ))
@@ -22,6 +24,8 @@ hosts_up() {  # hosts_up N [NOSSHD_INDEX]: N namespaces, sshd in each except NOS
   ssh-keygen -q -t ed25519 -N '' -f "$work/host_key" && ssh-keygen -q -t ed25519 -N '' -f "$work/id"
   cp "$work/id.pub" "$work/authorized_keys"
   mkdir -p /run/sshd
+  own_names=0  # 1: each host has its own name (its namespace's), which its /etc/hosts maps to 127.0.0.1
+  unshare -m -u --propagation private true 2>/dev/null && own_names=1
   for (( i = 0; i < n; i++ )); do
     ns="${tag}h$i"
     ip netns add "$ns" || skip "cannot create network namespaces here"
@@ -49,7 +53,17 @@ MaxSessions 64
 MaxStartups 64
 LogLevel ERROR
 CONF
-    ip netns exec "$ns" "$sshd" -D -e -f "$work/sshd_$i.conf" 2>>"$work/sshd_$i.log" &
+    # Its own host name, mapped to loopback in the /etc/hosts it sees (as many cloud images and
+    # containers do): a private UTS and mount namespace for sshd and every session it starts.
+    if (( own_names )); then
+      printf '127.0.0.1 localhost\n::1 localhost\n127.0.0.1 %s\n' "$ns" >"$work/etc_hosts_$i"
+      # shellcheck disable=SC2016  # $1 and $2 are the inner shell's
+      ip netns exec "$ns" unshare -m -u --propagation private sh -c \
+        'hostname "$1" && mount --bind "$2" /etc/hosts && shift 2 && exec "$@"' sh "$ns" "$work/etc_hosts_$i" \
+        "$sshd" -D -e -f "$work/sshd_$i.conf" 2>>"$work/sshd_$i.log" &
+    else
+      ip netns exec "$ns" "$sshd" -D -e -f "$work/sshd_$i.conf" 2>>"$work/sshd_$i.log" &
+    fi
   done
   ssh_opts=(--ssh-option "IdentityFile=$work/id" --ssh-option UserKnownHostsFile=/dev/null
             --ssh-option StrictHostKeyChecking=no --ssh-option LogLevel=ERROR)

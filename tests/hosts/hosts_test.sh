@@ -2,10 +2,12 @@
 # A many-host launch over real ssh: three "hosts" as network namespaces on one bridge, two
 # running Debian's sshd with keys made here (the third has none: unreachable). The same
 # filesystem is seen from each, so the build's binaries are at the same path everywhere.
-# Cases: every hostfile format and a bad line; IPv6 addresses (every spelling, --exclude, torch
-# workers over IPv6, bad spellings); a 2 x 2 `train` run that ends with the same
-# weights as a single-node run of 4; environment forwarding (forwarded, not forwarded, the
-# env file); --exclude of a host and of a slot; a failing worker's exit code; Ctrl-C, and the
+# Each host's name resolves to loopback there (hosts_lib.sh), so gloo works across hosts only
+# over the interface the launcher sets. Cases: every hostfile format and a bad line; IPv6
+# addresses (every spelling, --exclude, torch workers over IPv6, bad spellings); a 2 x 2 `train`
+# run that ends with the same weights as a single-node run of 4; the workers' socket interface
+# (set to the listed address's, said once per host, warned about; the user's kept);
+# environment forwarding (forwarded, not forwarded, the env file); --exclude of a host and of a slot; a failing worker's exit code; Ctrl-C, and the
 # launching process SIGKILLed, leave no process on any host, and the agents tell why they stop; a
 # killed ssh session (the client here, or the host's sshd process) is that host lost, and the
 # surviving agent says so; elastic --nnodes 1:2 going on without a lost or an unreachable
@@ -33,6 +35,7 @@ hosts_up 3 2
 a=$(host_ip 0) b=$(host_ip 1) c=$(host_ip 2)
 cd "$work" || exit 1
 export OMP_NUM_THREADS=1
+unset GLOO_SOCKET_IFNAME NCCL_SOCKET_IFNAME  # the launcher chooses them (case 2b), unless a case sets them
 
 run() {  # run LOG ARGS...: ddp-launch ARGS (ssh options added) in the foreground; sets rc
   local log=$1; shift
@@ -99,10 +102,12 @@ dist.all_reduce(t)
 print(f"allreduce rank={dist.get_rank()} sum={t.item():g} master={os.environ['MASTER_ADDR']}", flush=True)
 dist.destroy_process_group()
 PY
-    GLOO_SOCKET_IFNAME=ddpv run v6py.log --hosts "[$a6]:1,[$b6]:1" --env-forward GLOO_ "${ssh_opts[@]}" \
-      "$python" "$work/v6_allreduce.py"
+    run v6py.log --hosts "[$a6]:1,[$b6]:1" "${ssh_opts[@]}" "$python" "$work/v6_allreduce.py"
     check "IPv6 --hosts '[ADDR]:1,[ADDR]:1': torch workers reach the store at MASTER_ADDR=$a6 and all-reduce (rc $rc)" \
       test "$rc" = 0 -a "$(count v6py.log "allreduce rank=. sum=3 master=$a6")" = 2
+    check "IPv6 torch workers: each host says its workers use ddpv, which holds its listed address" \
+      test "$(count v6py.log "ddp-launch: workers use interface ddpv ($a6, this node's address in the rendezvous)")" = 1 \
+      -a "$(count v6py.log "ddp-launch: workers use interface ddpv ($b6, this node's address in the rendezvous)")" = 1
   else
     echo "SKIP: torch workers over IPv6 (no torch in $python)"
   fi
@@ -123,16 +128,45 @@ if [[ -n $train ]]; then
   timeout 120 "$launch" --nproc-per-node 4 "$train" "${targs[@]}" --checkpoint-dir "$work/ck1" >single.log 2>&1
   rc_single=$?
   printf '%s slots=2\n%s slots=2\n' "$a" "$b" >train.hosts
-  GLOO_SOCKET_IFNAME=ddpv run train.log --hostfile train.hosts --env-forward GLOO_ "${ssh_opts[@]}" \
-    "$train" "${targs[@]}" --checkpoint-dir "$work/ck2"
+  run train.log --hostfile train.hosts "${ssh_opts[@]}" "$train" "${targs[@]}" --checkpoint-dir "$work/ck2"
   digest() { sed -n 's/.*train: final weights digest \([0-9a-f]*\).*/\1/p' "$1"; }
   check "train across 2 hosts x 2 workers: exit 0 (rc $rc, single node $rc_single)" test "$rc" = 0 -a "$rc_single" = 0
   check "train across hosts: 4 workers, its final line" has train.log "train: done: val_accuracy .* on 4 worker"
+  check "train across hosts: each host's start line names the interface it set" \
+    test "$(count train.log "workers use interface ddpv (.*); GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME set")" = 2
   check "train across hosts ends with the single node's weights ($(digest single.log) vs $(digest train.log))" \
     test -n "$(digest train.log)" -a "$(digest single.log)" = "$(digest train.log)"
 else
   echo "SKIP: train across hosts (no train binary: a launcher-only build)"
 fi
+
+# 2b. The workers' socket interface: the one holding the host's listed address, GLOO_SOCKET_IFNAME
+# and NCCL_SOCKET_IFNAME (=IF, an exact name) set, one line per host, a warning where the host's
+# name is loopback; what the user set (forwarded: GLOO_ and NCCL_ are default prefixes) is kept;
+# a single node gets neither line nor variable.
+ifworker='echo "ifname gloo=${GLOO_SOCKET_IFNAME:-unset} nccl=${NCCL_SOCKET_IFNAME:-unset}"'
+run if1.log --hosts "$a:1,$b:1" "${ssh_opts[@]}" --no-python sh -c "$ifworker"
+check "socket interface: every worker gets GLOO_SOCKET_IFNAME=ddpv NCCL_SOCKET_IFNAME==ddpv (rc $rc)" \
+  test "$rc" = 0 -a "$(count if1.log "ifname gloo=ddpv nccl==ddpv$")" = 2
+check "socket interface: each host's start line names the interface and its address" \
+  test -n "$(grep "^\[$b\] *ddp-launch: workers use interface ddpv ($b, this node's address in the rendezvous); GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME set$" if1.log)" \
+  -a "$(count if1.log "ddp-launch: workers use interface ddpv ($a, this node's address")" = 1
+if (( own_names )); then
+  check "socket interface: a host whose name resolves to loopback is warned, once" \
+    test "$(count if1.log "^\[$b\] *ddp-launch: warning: this host's name ${tag}h1 resolves to 127.0.0.1 (loopback) while the job reaches this node at $b: .*GLOO_SOCKET_IFNAME=ddpv; if that is the wrong interface")" = 1
+fi
+GLOO_SOCKET_IFNAME=mine NCCL_SOCKET_IFNAME="=mine2" run if2.log --hosts "$a:1,$b:1" "${ssh_opts[@]}" --no-python sh -c "$ifworker"
+check "socket interface: both set by the user: kept on every host, no start line, no warning (rc $rc)" \
+  test "$rc" = 0 -a "$(count if2.log "ifname gloo=mine nccl==mine2$")" = 2 \
+  -a "$(count if2.log 'workers use interface')" = 0 -a "$(count if2.log "host's name")" = 0
+GLOO_SOCKET_IFNAME=mine run if3.log --hosts "$a:1,$b:1" "${ssh_opts[@]}" --no-python sh -c "$ifworker"
+check "socket interface: GLOO_SOCKET_IFNAME by the user kept, NCCL_SOCKET_IFNAME set, said so (rc $rc)" \
+  test "$rc" = 0 -a "$(count if3.log "ifname gloo=mine nccl==ddpv$")" = 2 \
+  -a "$(count if3.log "workers use interface ddpv (.*); NCCL_SOCKET_IFNAME set (your GLOO_SOCKET_IFNAME kept)")" = 2 \
+  -a "$(count if3.log "host's name")" = 0
+run if4.log --hosts "$a:2" "${ssh_opts[@]}" --no-python sh -c "$ifworker"
+check "socket interface: one host (a single node): nothing set, nothing said (rc $rc)" \
+  test "$rc" = 0 -a "$(count if4.log "ifname gloo=unset nccl=unset$")" = 2 -a "$(count if4.log 'workers use interface')" = 0
 
 # 3. Environment forwarding: a default prefix, an added one, the env file; not the rest.
 printf '# for every host\nFROM_FILE="from file"\nNCCL_TEST_FWD=file-wins\n' >job.env
