@@ -24,13 +24,14 @@ std::string completion_script(const std::string& shell, const std::vector<std::s
         shell, zsh_prelude, words);
   }
   if (shell == "tcsh")
-    return fmt::format("# ddp-launch completion for tcsh: ddp-launch --print-completion tcsh > FILE; source FILE\n"
-                       "complete ddp-launch 'c/--/({})/' 'p/*/f/'\n",
-                       [&] {
-                         std::string bare;
-                         for (const std::string& f : flags) bare += (bare.empty() ? "" : " ") + f.substr(2);
-                         return bare;
-                       }());
+    return fmt::format(
+        "# ddp-launch completion for tcsh: ddp-launch --print-completion tcsh > FILE; source FILE\n"
+        "complete ddp-launch 'c/--/({})/' 'p/*/f/'\n",
+        [&] {
+          std::string bare;
+          for (const std::string& f : flags) bare += (bare.empty() ? "" : " ") + f.substr(2);
+          return bare;
+        }());
   usage_error(fmt::format("--print-completion '{}': give bash, zsh or tcsh", shell));
 }
 

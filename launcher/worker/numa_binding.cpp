@@ -127,8 +127,8 @@ NumaTopology read_numa_topology() {
     auto list = parse_cpu_list(*cpus);
     if (!list || list->empty()) continue;  // a node with memory only
     t.node_cpus[static_cast<int>(*node)] = *list;
-    if (auto socket = read_int_file(fmt::format("/sys/devices/system/cpu/cpu{}/topology/physical_package_id",
-                                                list->front())))
+    if (auto socket =
+            read_int_file(fmt::format("/sys/devices/system/cpu/cpu{}/topology/physical_package_id", list->front())))
       t.node_socket[static_cast<int>(*node)] = *socket;
   }
   return t;
@@ -154,13 +154,13 @@ std::vector<std::vector<int>> plan_numa_binding(const std::string& mode, const s
   for (size_t rank = 0; rank < gpu_ordinals.size(); ++rank) {
     auto node = gpu_numa_node(gpu_ordinals[rank]);
     if (!node)
-      throw LaunchError(exit_code::kBadDevices,
-                        fmt::format("--numa-binding={}: cannot find the NUMA node of local rank {}'s GPU (CUDA "
-                                    "device {}): {}; drop --numa-binding",
-                                    mode, rank, gpu_ordinals[rank],
-                                    gpu_pci_address(gpu_ordinals[rank])
-                                        ? "its PCI device has no numa_node in /sys"
-                                        : "the machine has no such NVIDIA GPU (or no CUDA driver)"));
+      throw LaunchError(
+          exit_code::kBadDevices,
+          fmt::format("--numa-binding={}: cannot find the NUMA node of local rank {}'s GPU (CUDA "
+                      "device {}): {}; drop --numa-binding",
+                      mode, rank, gpu_ordinals[rank],
+                      gpu_pci_address(gpu_ordinals[rank]) ? "its PCI device has no numa_node in /sys"
+                                                          : "the machine has no such NVIDIA GPU (or no CUDA driver)"));
     auto cpus = numa_binding_cpus(mode, *node, topology, allowed);
     if (cpus.empty())
       throw LaunchError(exit_code::kBadDevices,

@@ -119,7 +119,8 @@ std::optional<std::pair<int64_t, std::string>> newest_checkpoint_in(const std::s
     const std::string name = it->path().filename().string();
     if (name.size() <= 8 || name.rfind("ckpt_", 0) != 0 || name.compare(name.size() - 3, 3, ".pt") != 0) continue;
     const std::string digits = name.substr(5, name.size() - 8);
-    if (digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
+    if (digits.size() > 18 ||
+        !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
       continue;
     if (!it->is_regular_file(ec)) continue;
     const int64_t step = std::stoll(digits);

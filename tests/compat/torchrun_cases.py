@@ -528,7 +528,7 @@ def lt_with_env(ctx, tmp):
 
 
 # PyTorch 2.x: test_api.py (launch_agent exports --signals-to-handle to the workers) as
-# command lines, and the behaviours of torchrun 2.15's run.py, launcher/api.py and
+# command lines, and the behaviours of torchrun 2.15's run.py, torch/distributed/launcher/api.py and
 # elastic/multiprocessing/api.py that its newest tests cover: the fresh run id and free port
 # of a plain single-node job, OMP_NUM_THREADS, TORCH_NCCL_ASYNC_ERROR_HANDLING,
 # --duplicate-*-filters, --shutdown-timeout, --virtual-local-rank without GPUs.

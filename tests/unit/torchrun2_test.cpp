@@ -101,7 +101,8 @@ TEST_CASE("TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 is --worker-store=rank0, with on
   REQUIRE(o.notices.size() == 1);
   CHECK_THAT(o.notices[0], Catch::Contains("--worker-store=rank0"));
   CHECK(parse({"prog"}, {{"TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "0"}}).launcher_worker_store);
-  CHECK(parse({"--worker-store=launcher", "prog"}, {{"TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1"}}).launcher_worker_store);
+  CHECK(
+      parse({"--worker-store=launcher", "prog"}, {{"TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1"}}).launcher_worker_store);
 }
 
 TEST_CASE("torchrun 2.x: a plain single-node job gets a fresh run id, an explicit id, port or endpoint keeps it") {
@@ -145,11 +146,11 @@ TEST_CASE("many hosts: the BLAS/OpenMP/oneDNN/cuBLAS tuning a user sets reaches 
                                                {"TORCHELASTIC_RUN_ID", "r"},
                                                {"HOME", "/root"}};
   auto out = hosts::forwarded_environment(env, hosts::default_forward_prefixes(), {});
-  for (const char* name : {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
-                           "MKL_CBWR", "MKL_NUM_THREADS", "KMP_AFFINITY", "GOMP_SPINCOUNT", "BLIS_NUM_THREADS",
-                           "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "GLOO_SOCKET_IFNAME", "PYTORCH_CUDA_ALLOC_CONF",
-                           "TORCHINDUCTOR_CACHE_DIR", "CUBLAS_WORKSPACE_CONFIG", "CUDNN_LOGINFO_DBG",
-                           "NVIDIA_TF32_OVERRIDE", "OMP_NUM_THREADS"})
+  for (const char* name :
+       {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_CBWR",
+        "MKL_NUM_THREADS", "KMP_AFFINITY", "GOMP_SPINCOUNT", "BLIS_NUM_THREADS", "ONEDNN_MAX_CPU_ISA",
+        "DNNL_MAX_CPU_ISA", "GLOO_SOCKET_IFNAME", "PYTORCH_CUDA_ALLOC_CONF", "TORCHINDUCTOR_CACHE_DIR",
+        "CUBLAS_WORKSPACE_CONFIG", "CUDNN_LOGINFO_DBG", "NVIDIA_TF32_OVERRIDE", "OMP_NUM_THREADS"})
     CHECK(out.count(name) == 1);
   for (const char* name :
        {"NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "MASTER_ADDR", "PET_NNODES", "TORCHELASTIC_RUN_ID", "HOME"})

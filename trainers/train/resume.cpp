@@ -98,8 +98,9 @@ std::optional<ResumePoint> resume_newest(const TrainOptions& o, ddp::Snapshot& s
   try {
     restored = snapshot.restore_newest(*net, &optimizer, o.checkpoint_dir);
   } catch (const ddp::CheckpointError& e) {
-    throw ddp::CheckpointError(std::string(e.what()) + " (resuming from " + o.checkpoint_dir +
-                               " or the in-memory snapshot; pass --no-resume or another --checkpoint-dir to start fresh)");
+    throw ddp::CheckpointError(
+        std::string(e.what()) + " (resuming from " + o.checkpoint_dir +
+        " or the in-memory snapshot; pass --no-resume or another --checkpoint-dir to start fresh)");
   }
   if (!restored) return std::nullopt;
   if (powersgd && restored->extra.count("powersgd/iteration")) powersgd->load_state(restored->extra);

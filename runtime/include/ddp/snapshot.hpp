@@ -66,9 +66,9 @@ class Snapshot {
   struct Restored {
     int64_t step = 0;
     CheckpointExtra extra;
-    bool healed = false;            // this rank had no snapshot of `step` and received it
-    int source_rank = -1;           // the rank that sent it to the others; -1: no rank needed it
-    std::vector<int> healed_ranks;  // the ranks that received it (ascending); empty: each had its own
+    bool healed = false;              // this rank had no snapshot of `step` and received it
+    int source_rank = -1;             // the rank that sent it to the others; -1: no rank needed it
+    std::vector<int> healed_ranks;    // the ranks that received it (ascending); empty: each had its own
     std::string source = "snapshot";  // restore_newest: "snapshot", or the checkpoint file's path
     std::string why;                  // restore_newest: why that one, in words
   };
