@@ -56,6 +56,14 @@ if(NOT DEFINED CUDAToolkit_ROOT AND EXISTS /usr/local/cuda/bin/nvcc)
 endif()
 find_package(Torch REQUIRED)
 message(STATUS "libddp: torch library ${TORCH_LIBRARY}")
+# A wheel's CUDA LibTorch needs the CUDA libraries and NCCL of the wheel's nvidia-* packages
+# (site-packages/nvidia/*/lib), found through libtorch_cuda's own RUNPATH. The toolkit's older
+# NCCL (in the system's library path) must not stand in for them, at link time or at run time:
+# runtime/CMakeLists.txt puts these folders first for every program that links libddp.
+set(DDP_TORCH_NVIDIA_LIB_DIRS "")
+if(_ddp_torch_root)
+  file(GLOB DDP_TORCH_NVIDIA_LIB_DIRS LIST_DIRECTORIES true ${_ddp_torch_root}/../nvidia/*/lib)
+endif()
 string(REGEX MATCH "^[0-9]+\\.[0-9]+" _ddp_lib_minor "${Torch_VERSION}")
 string(REGEX MATCH "^[0-9]+\\.[0-9]+" _ddp_python_minor "${_ddp_python_torch_version}")
 if(_ddp_python_torch_version AND NOT _ddp_lib_minor VERSION_EQUAL _ddp_python_minor)

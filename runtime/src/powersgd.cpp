@@ -111,8 +111,7 @@ void PowerSgdState::load_state(const CheckpointExtra& extra) {
   errors_.clear();
   qs_.clear();
   iteration_ = it->second.toInt();
-  std::string mine = "/";  // appended, not "/" + ...: GCC 12 at -O3 warns (-Warray-bounds) on the latter
-  mine += std::to_string(get_rank());
+  const std::string mine = "/" + std::to_string(get_rank());
   for (const auto& [key, value] : extra) {
     if (key.rfind(kPrefix, 0) != 0 || !value.isTensor()) continue;
     const std::string rest = key.substr(kPrefix.size());  // q/<i> or error/<i>/<rank>

@@ -138,7 +138,10 @@ def case_libtorch(args):
     theirs = subprocess.run([args.libtorch_client, "127.0.0.1", str(own.port)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, timeout=120)
     del own
-    if theirs.returncode != 0 or theirs.stdout != proc.stdout:
+    def checks(output):  # the client's verdict lines; torch's own log lines carry times and addresses
+        return [line for line in output.splitlines() if line.startswith(("ok: ", "FAILED: ", "all requests"))]
+
+    if theirs.returncode != 0 or checks(theirs.stdout) != checks(proc.stdout):
         fail("against torch's own server the C++ client saw other answers", f"ours:\n{proc.stdout}\n"
              f"torch's (exit {theirs.returncode}):\n{theirs.stdout}")
     print("ok: LibTorch's c10d::TCPStore client was served for every request type, the same as by torch's own server")
