@@ -13,7 +13,11 @@ cmake --install "$build" --prefix "$work/prefix" --component ddp >/dev/null
 # The LibTorch the build under test used (a user points find_package at theirs the same way).
 torch_dir=$(sed -n 's/^Torch_DIR:PATH=//p' "$build/CMakeCache.txt")
 cuda_root=$(sed -n 's/^CUDAToolkit_ROOT:[A-Z]*=//p' "$build/CMakeCache.txt")
-cmake -S "$source_dir" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$work/prefix" \
+# The torch folder too (Torch_DIR is its share/cmake/Torch), so that TorchConfig's libraries
+# come from it and not from a system LibTorch in /usr/lib (docs/torch-versions.md).
+prefix=$work/prefix
+[[ -n $torch_dir ]] && prefix+=";$(cd "$torch_dir/../../.." && pwd)"
+cmake -S "$source_dir" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
   ${torch_dir:+-DTorch_DIR="$torch_dir"} ${cuda_root:+-DCUDAToolkit_ROOT="$cuda_root"} >/dev/null
 cmake --build "$work/build" >"$work/build.log" 2>&1 || fail "the consumer project does not build: $(cat "$work/build.log")"
 cd "$work" && ./build/consumer
