@@ -28,8 +28,9 @@ from bench_records import PYTHON, peers_line, torchrun_command, Record, first_st
 class Config:
     """One configuration: launcher argv prefix, program, ddp-launch flags it needs."""
 
-    def __init__(self, name, launcher, program, flags=(), optional=(), requires=()):
+    def __init__(self, name, launcher, program, flags=(), optional=(), requires=(), env=None):
         self.name, self.launcher, self.program = name, launcher, program
+        self.env = dict(env or {})  # set for the launcher (and so its workers)
         self.flags = list(flags)  # always passed (each needs its flag in --help: requires)
         self.optional = list(optional)  # passed when ddp-launch knows the flag, else today's behaviour anyway
         self.requires = list(requires)  # each a tuple of flag names, one of which ddp-launch --help must list
@@ -40,6 +41,11 @@ def all_configs():
     warm = ("--warm-restarts", "--no-warm-restarts")  # warm is the default where either exists
     return [
         Config("torchrun + py", "torchrun", "py"),
+        # torch 2.x's torchrun shares its rendezvous store with the workers and their keys carry no
+        # attempt any more: a restarted gloo group can read the dead attempt's addresses (measured
+        # with 2.15: connectFullMesh to the killed rank's old port). Its own switch turns that off.
+        Config("torchrun + py, TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1", "torchrun", "py",
+               env={"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}),
         Config("ddp-launch + py, cold, rank-0 store", "ddp", "py", optional=cold + rank0),
         Config("ddp-launch + py, cold, launcher store", "ddp", "py", flags=["--worker-store=launcher"], optional=cold,
                requires=[("--worker-store",)]),
@@ -87,7 +93,8 @@ def one_run(cfg, a, known):
     passed since the first step; stop the job at the new attempt's first step."""
     run = Run()
     with tempfile.TemporaryDirectory(prefix="bench-recovery.") as work:
-        env = dict(os.environ, OMP_NUM_THREADS="1", BENCH_RECOVERY_DIR=work, PYTHON_EXEC=PYTHON, LOGLEVEL="ERROR")
+        env = dict(os.environ, OMP_NUM_THREADS="1", BENCH_RECOVERY_DIR=work, PYTHON_EXEC=PYTHON, LOGLEVEL="ERROR",
+                   **cfg.env)
         argv = argv_of(cfg, a, known, work)
         out_path = os.path.join(work, "output.txt")
         records = [Record(os.path.join(work, f"rank{r}.log")) for r in range(2)]
@@ -229,8 +236,10 @@ def main():
     print(f"# ddp-launch recovery flags found: {found}")
     print(peers_line(a.torchrun))
     ok = {n: [r for r in rs if not r.error] for n, rs in runs.items()}
-    ref_launch = [r.launch_to_step for r in ok.get("torchrun + py", [])]
-    ref_kill = [r.kill_to_step for r in ok.get("torchrun + py", [])]
+    # The reference: the first torchrun configuration with figures (2.x's default can fail to restart).
+    ref = next((ok[n] for n in ok if n.startswith("torchrun") and ok[n]), [])
+    ref_launch = [r.launch_to_step for r in ref]
+    ref_kill = [r.kill_to_step for r in ref]
     print()
     print("| configuration | launch -> first step: median (min-max) | vs torchrun | SIGKILL -> first step of the new "
           "attempt: median (min-max) | vs torchrun | failed runs |")
