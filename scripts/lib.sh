@@ -2,7 +2,7 @@
 # scripts/lib.sh: the helpers that every script in scripts/ and every shell test in tests/
 # sources (it is never run): die, fail, skip, need, bench_python, use_bench_python,
 # need_bench_peers, free_port, median, and the one rule for the build folder (repo_root,
-# build_dir). Sourcing it defines functions, those two variables and the torch_* ones below,
+# build_dir). Sourcing it defines functions, those two variables and the torch_*, legacy_* ones below,
 # nothing else: the caller's shell options (set -euo pipefail) stay its own.
 #
 #   # shellcheck source=SCRIPTDIR/lib.sh      (from tests/X/: SCRIPTDIR/../../scripts/lib.sh)
