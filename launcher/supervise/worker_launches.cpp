@@ -12,6 +12,7 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/worker/output.hpp"
+#include "launcher/worker/python_hooks.hpp"
 
 namespace ddp::launch::supervise {
 namespace {
@@ -83,7 +84,8 @@ std::vector<WorkerLaunch> prepare_attempt(const JobConfig& job, const cli::Envir
     const std::string dir = layout.worker_dir(plan.restart_count, local);
     w.error_file = dir.empty() ? "" : dir + "/error.json";
     if (!w.error_file.empty()) ::unlink(w.error_file.c_str());
-    worker::WorkerSlot slot{local, w.error_file, devices.visible_devices[local], devices.local_rank_zero};
+    worker::WorkerSlot slot{local, w.error_file, devices.visible_devices[local], devices.local_rank_zero,
+                            worker::python_hooks_dir(env)};
     w.spawn.executable = job.command.executable;
     w.spawn.argv = job.command.argv_for(local);
     w.spawn.env = cli::environment_entries(worker::worker_environment(env, plan, slot));

@@ -45,6 +45,12 @@ cli::Environment worker_environment(const cli::Environment& base, const GroupPla
   // passes through untouched when the user set it: torch < 2.2 reads only that one).
   env.emplace("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
   if (slot.visible_devices) env["CUDA_VISIBLE_DEVICES"] = *slot.visible_devices;
+  // Last, so that the user's own entries (and their sitecustomize) come first.
+  if (!slot.python_hooks_dir.empty()) {
+    std::string& path = env["PYTHONPATH"];
+    if (!path.empty() && path.back() != ':') path += ':';
+    path += slot.python_hooks_dir;
+  }
   return env;
 }
 

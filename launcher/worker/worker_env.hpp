@@ -35,6 +35,7 @@ struct WorkerSlot {
   std::string error_file;                      // TORCHELASTIC_ERROR_FILE ("" disables)
   std::optional<std::string> visible_devices;  // CUDA_VISIBLE_DEVICES override
   bool local_rank_zero = false;                // --virtual-local-rank
+  std::string python_hooks_dir;                // appended to PYTHONPATH ("": none; python_hooks.hpp)
 };
 
 inline int global_rank(const GroupPlan& plan, int local_rank) { return plan.base_rank + local_rank; }

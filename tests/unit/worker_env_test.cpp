@@ -24,7 +24,7 @@ TEST_CASE("every contract variable is set per rank") {
   plan.role_base_rank = 4;
   plan.role_world_size = 8;
   Environment base{{"PATH", "/bin"}, {"HOME", "/root"}};
-  auto env = worker_environment(base, plan, WorkerSlot{3, "/logs/err.json", std::nullopt, false});
+  auto env = worker_environment(base, plan, WorkerSlot{3, "/logs/err.json", std::nullopt, false, ""});
   CHECK(env["RANK"] == "7");
   CHECK(env["LOCAL_RANK"] == "3");
   CHECK(env["WORLD_SIZE"] == "8");
@@ -82,11 +82,22 @@ TEST_CASE("TORCHELASTIC_SIGNALS_TO_HANDLE is --signals-to-handle as given, over 
   CHECK(env["TORCHELASTIC_SIGNALS_TO_HANDLE"] == "SIGTERM,SIGUSR1,SIGUSR2");
 }
 
+TEST_CASE("the Python hooks directory ends PYTHONPATH, after the user's entries") {
+  WorkerSlot slot;
+  slot.python_hooks_dir = "/tmp/hooks";
+  CHECK(worker_environment({}, GroupPlan{}, slot).at("PYTHONPATH") == "/tmp/hooks");
+  CHECK(worker_environment({{"PYTHONPATH", ""}}, GroupPlan{}, slot).at("PYTHONPATH") == "/tmp/hooks");
+  CHECK(worker_environment({{"PYTHONPATH", "/a:/b"}}, GroupPlan{}, slot).at("PYTHONPATH") == "/a:/b:/tmp/hooks");
+  CHECK(worker_environment({{"PYTHONPATH", "/a:"}}, GroupPlan{}, slot).at("PYTHONPATH") == "/a:/tmp/hooks");
+  CHECK(worker_environment({}, GroupPlan{}, WorkerSlot{}).count("PYTHONPATH") == 0);
+  CHECK(worker_environment({{"PYTHONPATH", "/a"}}, GroupPlan{}, WorkerSlot{}).at("PYTHONPATH") == "/a");
+}
+
 TEST_CASE("isolation mode: one device and LOCAL_RANK 0") {
   GroupPlan plan;
   plan.local_world_size = 2;
   plan.world_size = 2;
-  auto env = worker_environment({}, plan, WorkerSlot{1, "", std::string("5"), true});
+  auto env = worker_environment({}, plan, WorkerSlot{1, "", std::string("5"), true, ""});
   CHECK(env["CUDA_VISIBLE_DEVICES"] == "5");
   CHECK(env["LOCAL_RANK"] == "0");
   CHECK(env["RANK"] == "1");

@@ -1,0 +1,18 @@
+// The directory at the end of every worker's PYTHONPATH: it holds python/ddp_exit_drain.py
+// (embedded at build time) as sitecustomize.py, so that a Python worker lets torch's threads
+// finish before its interpreter ends (docs/store.md, "The job-end abort"). Created on first
+// use under $TMPDIR, once per launcher process (thread-safe), and removed when that process
+// exits normally. Never fatal: when it cannot be written, one notice says so and workers run
+// without it.
+#pragma once
+
+#include <string>
+
+#include "launcher/cli/environment.hpp"
+
+namespace ddp::launch::worker {
+
+// The directory, or "" when it could not be created.
+const std::string& python_hooks_dir(const cli::Environment& env);
+
+}  // namespace ddp::launch::worker
