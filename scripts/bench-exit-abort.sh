@@ -11,7 +11,9 @@
 #
 # Env: PYTHON (the workers' interpreter, with torch; default the torch 2.x venv's, scripts/lib.sh
 # torch_python; /usr/bin/python3 for Debian's torch 1.13), LAUNCHER (default
-# BUILD_DIR/launcher/ddp-launch), BURNERS (2), RUN_TIMEOUT (seconds per run, 300), KEEP (a folder
+# BUILD_DIR/launcher/ddp-launch; PEER=torchrun runs that torch's torchrun instead, the same
+# flags), DDP_LAUNCH_EXIT_DRAIN (passed to the workers: 0 turns ddp-launch's exit drain off,
+# for the figure without it), BURNERS (2), RUN_TIMEOUT (seconds per run, 300), KEEP (a folder
 # that keeps the failed runs' output; default a temporary one, removed unless a run failed).
 # Exit: 0 when every run exited 0; 1 when a run did not; 2 on bad usage or a missing tool.
 set -euo pipefail
@@ -30,11 +32,17 @@ runs=${1:-100}
 burners=${BURNERS:-2} run_timeout=${RUN_TIMEOUT:-300}
 [[ $burners =~ ^[0-9]+$ ]] || die "BURNERS must be a whole number, got '$burners'"
 [[ $run_timeout =~ ^[1-9][0-9]*$ ]] || die "RUN_TIMEOUT must be whole seconds >= 1, got '$run_timeout'"
-python=${PYTHON:-$torch_python}
-launcher=${LAUNCHER:-$build_dir/launcher/ddp-launch}
-[[ -x $launcher ]] || die "no $launcher: build ddp-launch first (or set LAUNCHER)"
-[[ -x $python ]] || die "no Python interpreter at $python (PYTHON)"
-torch=$("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null) || die "$python has no torch"
+use_bench_python  # python, python_torch, torchrun
+torch=$python_torch
+case ${PEER:-ddp-launch} in
+  ddp-launch)
+    launcher=${LAUNCHER:-$build_dir/launcher/ddp-launch}
+    [[ -x $launcher ]] || die "no $launcher: build ddp-launch first (or set LAUNCHER)"
+    launch=("$launcher")
+    ;;
+  torchrun) launch=("${torchrun[@]}") launcher="torchrun (${torchrun[*]})" ;;
+  *) die "PEER must be ddp-launch or torchrun, got '$PEER'" ;;
+esac
 need timeout
 worker=$repo_root/tests/c10d/store_worker.py
 
@@ -54,9 +62,9 @@ for ((i = 0; i < burners; i++)); do
 done
 
 built=""
-[[ -n ${LAUNCHER:-} ]] || built=" (checkout at git $(git -C "$repo_root" rev-parse --short HEAD))"
+[[ -n ${LAUNCHER:-} || ${PEER:-} == torchrun ]] || built=" (checkout at git $(git -C "$repo_root" rev-parse --short HEAD))"
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), torch $torch ($python)," \
-  "$burners burners, launcher $launcher$built"
+  "$burners burners, launcher $launcher$built, DDP_LAUNCH_EXIT_DRAIN=${DDP_LAUNCH_EXIT_DRAIN-unset}"
 failed=0
 declare -A how=()
 for ((run = 1; run <= runs; run++)); do
@@ -66,7 +74,7 @@ for ((run = 1; run <= runs; run++)); do
   codes=()
   launched=()
   for node in a b; do
-    PYTHON_EXEC=$python OMP_NUM_THREADS=1 timeout -s KILL "$run_timeout" "$launcher" "${common[@]}" "$worker" \
+    PYTHON_EXEC=$python OMP_NUM_THREADS=1 timeout -s KILL "$run_timeout" "${launch[@]}" "${common[@]}" "$worker" \
       >"$logs/run$run.$node" 2>&1 &
     launched+=($!)
   done
@@ -81,7 +89,7 @@ for ((run = 1; run <= runs; run++)); do
   fi
   failed=$((failed + 1))
   # How: the first worker line that names an abort or a signal, else the exit codes alone.
-  why=$(grep -hoE '\[rank[0-9]+\]: terminate called [a-z ]+|rank [0-9]+ \(local_rank [0-9]+, pid [0-9]+\) failed with [^;]+' \
+  why=$(grep -hoE '(\[rank[0-9]+\]: )?terminate called [a-z ]+|rank [0-9]+ \(local_rank [0-9]+, pid [0-9]+\) failed with [^;]+' \
     "$logs/run$run.a" "$logs/run$run.b" | head -1 || true)
   key="exit ${codes[*]}: ${why:-no worker line}"
   key=$(sed -E 's/\[rank[0-9]+\]/[rankN]/; s/rank [0-9]+ \(local_rank [0-9]+, pid [0-9]+\)/rank N/' <<<"$key")
@@ -89,7 +97,7 @@ for ((run = 1; run <= runs; run++)); do
   echo "run $run: launchers exited ${codes[0]} and ${codes[1]}${why:+; $why} (output: $logs/run$run.a, .b)"
 done
 
-echo "$failed of $runs runs ended non-zero (torch $torch, $burners burners)"
+echo "$failed of $runs runs ended non-zero (torch $torch, $burners burners, ${PEER:-ddp-launch})"
 for key in "${!how[@]}"; do echo "  ${how[$key]} x $key"; done
 if ((failed == 0)) && [[ -z $keep ]]; then rm -rf "$logs"; fi
 ((failed == 0))
