@@ -37,13 +37,14 @@ CHECKPOINT_EVERY = 100  # the tutorial-style script's torch.save interval
 class Config:
     """One configuration: launcher ("torchrun" or "ddp"), program ("py" or "train") and its flags."""
 
-    def __init__(self, name, launcher, program, args, what):
+    def __init__(self, name, launcher, program, args, what, env=None):
         self.name, self.launcher, self.program, self.args, self.what = name, launcher, program, args, what
+        self.env = env or {}  # added to the job's environment
 
 
-def py_config(name, launcher, checkpoint_every, snapshot_every, what):
+def py_config(name, launcher, checkpoint_every, snapshot_every, what, env=None):
     return Config(name, launcher, "py", ["--checkpoint-every", str(checkpoint_every), "--snapshot-every",
-                                         str(snapshot_every)], what)
+                                         str(snapshot_every)], what, env)
 
 
 def train_config(name, snapshot_every, what):
@@ -85,7 +86,7 @@ def one_run(cfg, a, duration, faulty, rng):
     run = Run()
     kills_planned = int((duration - 1e-9) // a.fault_every) if faulty else 0
     with tempfile.TemporaryDirectory(prefix="bench-goodput.") as work:
-        env = dict(os.environ, OMP_NUM_THREADS="1", BENCH_RECOVERY_DIR=work, PYTHON_EXEC=PYTHON, LOGLEVEL="ERROR")
+        env = dict(os.environ, OMP_NUM_THREADS="1", BENCH_RECOVERY_DIR=work, PYTHON_EXEC=PYTHON, LOGLEVEL="ERROR", **cfg.env)
         out_path = os.path.join(work, "output.txt")
         records = [Record(os.path.join(work, f"rank{r}.log")) for r in range(2)]
         kills = []  # (time, rank, attempt killed)
@@ -271,6 +272,10 @@ def main():
         (floor_py, False),
         (py_config("torchrun + py", "torchrun", CHECKPOINT_EVERY, 0, f"rank-0 `torch.save` every {CHECKPOINT_EVERY}"),
          True),
+        # torchrun 2.x's default restart often fails on its own shared store (docs/benchmarks.md
+        # "Recovery"); its switch to a store per attempt, as ddp-launch always has:
+        (py_config("torchrun + py, TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1", "torchrun", CHECKPOINT_EVERY, 0,
+                   f"rank-0 `torch.save` every {CHECKPOINT_EVERY}", {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}), True),
         (py_config("ddp-launch + py, ddp_snapshot", "ddp", CHECKPOINT_EVERY, py_every,
                    f"`ddp_snapshot.save` every {py_every}, `torch.save` every {CHECKPOINT_EVERY}"), True),
         (floor_train, False),

@@ -34,10 +34,16 @@ python=$(bench_python)  # the one the benchmark runs its peers with (PYTHON, def
 expect_usage_error "faults as rare as the run" "--fault-every (60 s) must be shorter" --fault-every 60
 expect_usage_error "a bad sweep" "--sweep must be intervals >= 1" --sweep 1,x
 
+# torchrun 2.x's own restart fails in about half the faulty runs (its shared store): what the
+# benchmark reports for "torchrun + py", not something this test may depend on. Its run with
+# TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 and every ddp-launch one must succeed.
 rc=0
 "$bench" --duration 4 --fault-every 2 --sweep 1,50 --sweep-duration 4 --overhead-runs 1 --overhead-steps 10 \
   >"$tmp/out" 2>"$tmp/err" || rc=$?
-((rc == 0)) || fail "the smoke run exited $rc: $(cat "$tmp/out" "$tmp/err")"
+failed=$(grep -E '^- failed: ' "$tmp/out" | grep -vE '^- failed: torchrun \+ py, (free|faulty),' || true)
+[[ -z $failed ]] || fail "a run failed: $failed; output: $(cat "$tmp/out" "$tmp/err")"
+((rc == 0)) || grep -qE '^- failed: torchrun \+ py, (free|faulty),' "$tmp/out" ||
+  fail "the smoke run exited $rc: $(cat "$tmp/out" "$tmp/err")"
 grep -qE '^# [0-9T:-]+Z, [0-9]+ CPUs, load ' "$tmp/out" || fail "no header line: $(cat "$tmp/out")"
 number='[0-9]+(\.[0-9]+)?'
 for every in 1 50; do  # the sweep: a rate, a ratio, one failure, steps redone, failure -> first step
@@ -48,7 +54,7 @@ for config in "floor: the script, no checkpoints" "floor: train, no snapshots"; 
   grep -qE "^\| $config \| .* \| $number \| \| \| \| \| \| \|$" "$tmp/out" ||
     fail "$config: no fault-free rate: $(cat "$tmp/out")"
 done
-for config in "torchrun \\+ py" "ddp-launch \\+ py, ddp_snapshot" "ddp-launch \\+ train, --snapshot-every 1" \
+for config in "torchrun \\+ py, TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1" "ddp-launch \\+ py, ddp_snapshot" "ddp-launch \\+ train, --snapshot-every 1" \
   "ddp-launch \\+ train, --snapshot-every [0-9]+ \(the sweep's best\)"; do
   grep -qE "^\| $config \| .* \| $number \| $number \| $number% \| $number% \| 1 \| -?[0-9]+ \| [0-9]+ ms \|$" \
     "$tmp/out" || fail "$config: the row has no figures: $(cat "$tmp/out")"
@@ -56,5 +62,4 @@ done
 for every in "0 \(none\)" "50 \(the default\)" 1; do
   grep -qE "^\| $every \| $number ms \| " "$tmp/out" || fail "no overhead row for $every: $(cat "$tmp/out")"
 done
-grep -q 'failed:' "$tmp/out" && fail "a run failed: $(cat "$tmp/out")"
 echo "ok: --help, usage errors, and a smoke run with a real SIGKILL and restart in every faulty run"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/bench-recovery.sh: --help, bad RUNS/KILL_STEP/CONFIGS/arguments (exit 2, one line
-# saying what to do), then one smoke run (QUICK=1) of torchrun and of ddp-launch + train: a real
-# SIGKILL of rank 1 and a restart per configuration; the tables have a row per configuration
-# run, none failed, and every other configuration matched is listed as skipped. No timing is
+# saying what to do), then one smoke run (QUICK=1) of torchrun (its store unshared) and of
+# ddp-launch + train: a real SIGKILL of rank 1 and a restart per configuration; the tables
+# have a row per configuration run, none failed, and every other configuration matched is
+# listed as skipped. No timing is
 # checked. Skipped (77) when the benchmark's Python (PYTHON, default the torch venv's) has no
 # torch, or without the built binaries.
 # Usage: bench_recovery_test.sh REPO_ROOT   (env BUILD_DIR: the build holding ddp-launch and train)
@@ -41,11 +42,14 @@ python=$(bench_python)  # the one the benchmark runs its peers with (PYTHON, def
 
 expect_usage_error "CONFIGS matching none" "CONFIGS 'no-such' matches none" QUICK=1 CONFIGS=no-such --
 
+# torchrun with TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: torchrun 2.x's default restart fails by
+# itself in about half the runs (its shared store; docs/benchmarks.md), which is what the
+# benchmark reports, not something this smoke test may depend on.
 rc=0
-QUICK=1 CONFIGS="torchrun/train" "$bench" >"$tmp/out" 2>"$tmp/err" || rc=$?
+QUICK=1 CONFIGS="DISABLE_SHARE/train" "$bench" >"$tmp/out" 2>"$tmp/err" || rc=$?
 ((rc == 0)) || fail "the smoke run exited $rc: $(cat "$tmp/out" "$tmp/err")"
 grep -qE '^# [0-9T:-]+Z, [0-9]+ CPUs, load ' "$tmp/out" || fail "no header line: $(cat "$tmp/out")"
-for config in "torchrun + py" "ddp-launch + train, cold" "ddp-launch + train, warm"; do
+for config in "torchrun + py, TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1" "ddp-launch + train, cold" "ddp-launch + train, warm"; do
   rows=$(grep -cF "| $config |" "$tmp/out" || true)
   if ((rows == 2)); then
     grep -F "| $config |" "$tmp/out" | head -n 1 | grep -qE '\| [0-9]+ ms \([0-9]+-[0-9]+\) \| [0-9.]+x \| [0-9]+ ms .*\| 0/1 \|$' ||
