@@ -44,6 +44,17 @@ last_first() {  # last_first LOG START
   grep -o 'first [0-9.]*' "$1" | awk -v s="$2" '{ if ($2 - s > m) m = $2 - s; n++ } END { if (n == 4) printf "%.3f", m }'
 }
 
+# pdsh_launch LOG LAUNCHER: pdsh starts LAUNCHER (one word list, run by the remote shell) on
+# both hosts as node ranks 0 and 1 at $port; prints the last worker's first line (last_first).
+pdsh_launch() {
+  local log=$1 launcher=$2 start
+  start=$(date +%s.%N)
+  PDSH_SSH_ARGS_APPEND="${ssh_plain[*]}" pdsh -R ssh -w "$a,$b" \
+    "$launcher" --nnodes 2 --node-rank %n --nproc-per-node 2 --master-addr "$a" --master-port "$port" \
+    --no-python sh -c "'$worker'" >"$log" 2>&1 || die 1 "pdsh $launcher failed: $(tail -5 "$log")"
+  last_first "$log" "$start"
+}
+
 ours=() connect=() overhead=() theirs=() torchruns=() fresh=() muxed=()
 port=29900
 for run in $(seq "$repeats"); do
@@ -55,17 +66,9 @@ for run in $(seq "$repeats"); do
   c=$(sed -n 's/.*ssh: connected to 2 host(s) in \([0-9.]*\) s.*/\1/p' ours.log)
   ours+=("$t") connect+=("$c") overhead+=("$(awk "BEGIN{printf \"%.3f\", $t - $c}")")
   port=$((port + 1))
-  start=$(date +%s.%N)
-  PDSH_SSH_ARGS_APPEND="${ssh_plain[*]}" pdsh -R ssh -w "$a,$b" \
-    "$launch" --nnodes 2 --node-rank %n --nproc-per-node 2 --master-addr "$a" --master-port "$port" \
-    --no-python sh -c "'$worker'" >theirs.log 2>&1 || die 1 "pdsh failed: $(tail -5 theirs.log)"
-  theirs+=("$(last_first theirs.log "$start")")
+  theirs+=("$(pdsh_launch theirs.log "$launch")")
   port=$((port + 1))
-  start=$(date +%s.%N)
-  PDSH_SSH_ARGS_APPEND="${ssh_plain[*]}" pdsh -R ssh -w "$a,$b" \
-    "${torchrun[*]}" --nnodes 2 --node-rank %n --nproc-per-node 2 --master-addr "$a" --master-port "$port" \
-    --no-python sh -c "'$worker'" >torchrun.log 2>&1 || die 1 "pdsh torchrun failed: $(tail -5 torchrun.log)"
-  torchruns+=("$(last_first torchrun.log "$start")")
+  torchruns+=("$(pdsh_launch torchrun.log "${torchrun[*]}")")
   s=$(date +%s.%N); ssh "${ssh_plain[@]}" "$a" true
   fresh+=("$(awk "BEGIN{printf \"%.3f\", $(date +%s.%N) - $s}")")
   ssh "${ssh_plain[@]}" -o ControlPath="$work/cm" -o ControlMaster=yes -N "$a" & master=$!
