@@ -1,12 +1,15 @@
 #include "launcher/worker/python_hooks.hpp"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -19,6 +22,24 @@ const char* exit_drain_source();  // python/ddp_exit_drain.py, embedded at build
 namespace {
 namespace fs = std::filesystem;
 
+constexpr std::string_view kPrefix = "ddp-launch-python-";  // then the owner's pid, '-', random
+
+// Removes the folders of launchers that died without removing theirs (SIGKILL): this
+// user's, named for a pid that no longer runs.
+void sweep_stale(const std::string& tmp) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(tmp, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.compare(0, kPrefix.size(), kPrefix) != 0) continue;
+    const long pid = std::strtol(name.c_str() + kPrefix.size(), nullptr, 10);
+    struct stat st {};
+    if (pid <= 0 || ::lstat(entry.path().c_str(), &st) != 0 || st.st_uid != ::geteuid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to judge)
+    std::error_code ignored;
+    fs::remove_all(entry.path(), ignored);
+  }
+}
+
 // Owns the directory; only the process that made it removes it (a forked child that
 // exits normally must not).
 class HooksDir {
@@ -26,7 +47,8 @@ class HooksDir {
   explicit HooksDir(const cli::Environment& env) : owner_(::getpid()) {
     std::string tmp = cli::lookup(env, "TMPDIR").value_or("/tmp");
     if (tmp.empty()) tmp = "/tmp";
-    std::string pattern = (fs::path(tmp) / "ddp-launch-python-XXXXXX").string();
+    sweep_stale(tmp);
+    std::string pattern = (fs::path(tmp) / fmt::format("{}{}-XXXXXX", kPrefix, owner_)).string();
     std::vector<char> buf(pattern.begin(), pattern.end());
     buf.push_back('\0');
     if (!::mkdtemp(buf.data())) {

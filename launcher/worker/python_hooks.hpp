@@ -1,9 +1,10 @@
 // The directory at the end of every worker's PYTHONPATH: it holds python/ddp_exit_drain.py
 // (embedded at build time) as sitecustomize.py, so that a Python worker lets torch's threads
 // finish before its interpreter ends (docs/store.md, "The job-end abort"). Created on first
-// use under $TMPDIR, once per launcher process (thread-safe), and removed when that process
-// exits normally. Never fatal: when it cannot be written, one notice says so and workers run
-// without it.
+// use under $TMPDIR as ddp-launch-python-<pid>-XXXXXX, once per launcher process (thread-safe),
+// and removed when that process exits normally; those of launchers that were killed are
+// removed by the next launcher of the same user. Never fatal: when it cannot be written, one
+// notice says so and workers run without it.
 #pragma once
 
 #include <string>

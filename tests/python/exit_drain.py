@@ -6,7 +6,8 @@ after the main thread has returned; it prints a line when done. With the drain (
 its budget raised here for a loaded machine) that line comes before the worker exits 0; with
 DDP_LAUNCH_EXIT_DRAIN=0 the interpreter finalizes first and ends the thread, so the line never
 comes: the case the drain exists for. The worker also checks that the sitecustomize the drain
-shadows (Debian's, a venv's) still ran.
+shadows (Debian's, a venv's) still ran. Last, a launcher sweeps the hooks folder of a launcher
+that no longer runs and keeps a live one's.
 
     exit_drain.py --launcher BUILD/launcher/ddp-launch --python PYTHON_WITH_TORCH
 Prints one line per check; exits 1 on the first failure.
@@ -90,8 +91,10 @@ def check_logic():
     print("ok: budget parses DDP_LAUNCH_EXIT_DRAIN (empty or bad: 2 s; 0 or less: off)")
 
 
-def launch(args, script, drain):
+def launch(args, script, drain, tmpdir=None):
     env = dict(os.environ, PYTHON_EXEC=args.python, DDP_LAUNCH_EXIT_DRAIN=drain)
+    if tmpdir:
+        env["TMPDIR"] = tmpdir
     env.pop("PYTHONPATH", None)
     p = subprocess.run([args.launcher, "--nproc-per-node=1", script], env=env, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True, timeout=300)
@@ -112,6 +115,21 @@ def check_launch(args):
             fail(f"with DDP_LAUNCH_EXIT_DRAIN=0: exit {code}, expected the thread cut off at finalization; "
                  f"output:\n{out}")
         print(f"ok: with DDP_LAUNCH_EXIT_DRAIN=0 the interpreter ended the thread first (exit {code})")
+
+        # A killed launcher's hooks folder is removed by the next launcher; a live one's is kept,
+        # and the launcher removes its own at exit.
+        tmpdir = os.path.join(tmp, "tmpdir")
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        stale = os.path.join(tmpdir, f"ddp-launch-python-{dead.pid}-AbCdEf")
+        live = os.path.join(tmpdir, f"ddp-launch-python-{os.getpid()}-AbCdEf")
+        for d in (stale, live):
+            os.makedirs(d)
+        code, out = launch(args, script, "120", tmpdir)
+        left = sorted(os.listdir(tmpdir))
+        if code != 0 or left != [os.path.basename(live)]:
+            fail(f"hooks folders after a launch: {left} (exit {code}), expected only {os.path.basename(live)}")
+        print("ok: a dead launcher's hooks folder was swept, a live one's kept, the launcher's own removed")
 
 
 def main():
