@@ -27,4 +27,9 @@ std::optional<std::string> lookup(const Environment& env, const std::string& key
   return it->second;
 }
 
+std::string temp_root(const Environment& env) {
+  std::string tmp = lookup(env, "TMPDIR").value_or("");
+  return tmp.empty() ? "/tmp" : tmp;
+}
+
 }  // namespace ddp::launch::cli

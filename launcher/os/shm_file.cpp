@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <random>
 
 #include <fmt/format.h>
@@ -54,7 +55,11 @@ ShmFileResult create_private_shm_file(const std::string& dir, const std::string&
   return r;
 }
 
-int sweep_orphaned_shm_files(const std::string& dir, const std::string& prefix) {
+namespace {
+
+// DIR/PREFIX-PID-* entries of this user whose launcher PID no longer runs: regular files, or
+// (`directories`) folders with what they hold.
+int sweep_orphans(const std::string& dir, const std::string& prefix, bool directories) {
   DIR* d = ::opendir(dir.c_str());
   if (!d) return 0;
   int removed = 0;
@@ -65,12 +70,22 @@ int sweep_orphaned_shm_files(const std::string& dir, const std::string& prefix) 
     if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to judge)
     const std::string path = dir + "/" + name;
     struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::getuid()) continue;
-    if (::unlink(path.c_str()) == 0) ++removed;
+    if (::lstat(path.c_str(), &st) != 0 || st.st_uid != ::getuid()) continue;
+    if (directories ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) continue;
+    std::error_code ec;
+    if (directories ? std::filesystem::remove_all(path, ec) > 0 : ::unlink(path.c_str()) == 0) ++removed;
   }
   ::closedir(d);
   return removed;
 }
+
+}  // namespace
+
+int sweep_orphaned_shm_files(const std::string& dir, const std::string& prefix) {
+  return sweep_orphans(dir, prefix, false);
+}
+
+int sweep_orphaned_dirs(const std::string& dir, const std::string& prefix) { return sweep_orphans(dir, prefix, true); }
 
 std::optional<unsigned long long> free_bytes(const std::string& dir) {
   struct statvfs s {};

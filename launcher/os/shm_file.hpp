@@ -21,6 +21,10 @@ ShmFileResult create_private_shm_file(const std::string& dir, const std::string&
 // returns how many it removed. Best effort: never throws.
 int sweep_orphaned_shm_files(const std::string& dir, const std::string& prefix);
 
+// The same for folders DIR/PREFIX-PID-* (removed with what they hold), e.g. a dead launcher's
+// temporary folders.
+int sweep_orphaned_dirs(const std::string& dir, const std::string& prefix);
+
 // The free bytes of the file system holding `dir`, or nullopt.
 std::optional<unsigned long long> free_bytes(const std::string& dir);
 

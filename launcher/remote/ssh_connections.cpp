@@ -14,6 +14,7 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/text.hpp"
+#include "launcher/os/temp_dir.hpp"
 
 namespace ddp::launch::remote {
 namespace {
@@ -46,9 +47,10 @@ bool exists(const std::string& path) {
 SshConnections::SshConnections(SshSettings settings, std::vector<std::string> env, const std::string& path_env)
     : settings_(std::move(settings)), env_(std::move(env)) {
   ssh_path_ = os::resolve_program(settings_.program, path_env);
-  char tmpl[] = "/tmp/ddp-ssh-XXXXXX";  // short: a socket path must fit in 108 bytes
-  if (!mkdtemp(tmpl)) throw LaunchError(exit_code::kIoError, "cannot create a folder in /tmp for the ssh sockets");
-  dir_ = tmpl;
+  // /tmp, not TMPDIR: short, as a socket path must fit in 108 bytes.
+  std::optional<std::string> dir = os::make_temp_dir("/tmp/ddp-ssh-");
+  if (!dir) throw LaunchError(exit_code::kIoError, "cannot create a folder in /tmp for the ssh sockets");
+  dir_ = *dir;
 }
 
 SshConnections::~SshConnections() {

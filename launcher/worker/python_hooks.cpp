@@ -1,19 +1,17 @@
 #include "launcher/worker/python_hooks.hpp"
 
-#include <signal.h>
-#include <stdlib.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <string_view>
-#include <vector>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "launcher/os/shm_file.hpp"
+#include "launcher/os/temp_dir.hpp"
 #include "launcher/worker/output.hpp"
 
 namespace ddp::launch::worker {
@@ -22,40 +20,22 @@ const char* exit_drain_source();  // python/ddp_exit_drain.py, embedded at build
 namespace {
 namespace fs = std::filesystem;
 
-constexpr std::string_view kPrefix = "ddp-launch-python-";  // then the owner's pid, '-', random
-
-// Removes the folders of launchers that died without removing theirs (SIGKILL): this
-// user's, named for a pid that no longer runs.
-void sweep_stale(const std::string& tmp) {
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(tmp, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.compare(0, kPrefix.size(), kPrefix) != 0) continue;
-    const long pid = std::strtol(name.c_str() + kPrefix.size(), nullptr, 10);
-    struct stat st {};
-    if (pid <= 0 || ::lstat(entry.path().c_str(), &st) != 0 || st.st_uid != ::geteuid()) continue;
-    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to judge)
-    std::error_code ignored;
-    fs::remove_all(entry.path(), ignored);
-  }
-}
+constexpr char kPrefix[] = "ddp-launch-python";  // then -PID-RANDOM, as os::sweep_orphaned_dirs reads it
 
 // Owns the directory; only the process that made it removes it (a forked child that
 // exits normally must not).
 class HooksDir {
  public:
   explicit HooksDir(const cli::Environment& env) : owner_(::getpid()) {
-    std::string tmp = cli::lookup(env, "TMPDIR").value_or("/tmp");
-    if (tmp.empty()) tmp = "/tmp";
-    sweep_stale(tmp);
-    std::string pattern = (fs::path(tmp) / fmt::format("{}{}-XXXXXX", kPrefix, owner_)).string();
-    std::vector<char> buf(pattern.begin(), pattern.end());
-    buf.push_back('\0');
-    if (!::mkdtemp(buf.data())) {
-      skip(fmt::format("cannot create {}: {}", pattern, std::strerror(errno)));
+    const std::string tmp = cli::temp_root(env);
+    os::sweep_orphaned_dirs(tmp, kPrefix);  // those of launchers that were killed
+    const std::string prefix = (fs::path(tmp) / fmt::format("{}-{}-", kPrefix, owner_)).string();
+    std::optional<std::string> dir = os::make_temp_dir(prefix);
+    if (!dir) {
+      skip(fmt::format("cannot create {}XXXXXX: {}", prefix, std::strerror(errno)));
       return;
     }
-    dir_ = buf.data();
+    dir_ = *dir;
     const std::string file = dir_ + "/sitecustomize.py";
     std::ofstream out(file, std::ios::binary);
     out << exit_drain_source();

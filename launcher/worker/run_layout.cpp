@@ -1,31 +1,28 @@
 #include "launcher/worker/run_layout.hpp"
 
-#include <stdlib.h>
-
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <vector>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/os/temp_dir.hpp"
 
 namespace ddp::launch::worker {
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string make_unique_dir(const std::string& pattern_prefix) {
-  std::string pattern = pattern_prefix + "XXXXXX";
-  std::vector<char> buf(pattern.begin(), pattern.end());
-  buf.push_back('\0');
-  if (!::mkdtemp(buf.data()))
-    throw LaunchError(exit_code::kIoError, fmt::format("cannot create the log directory {}: {}; "
+std::string make_unique_dir(const std::string& prefix) {
+  std::optional<std::string> dir = os::make_temp_dir(prefix);
+  if (!dir)
+    throw LaunchError(exit_code::kIoError, fmt::format("cannot create the log directory {}XXXXXX: {}; "
                                                        "check that --log-dir or TMPDIR is writable",
-                                                       pattern, std::strerror(errno)));
-  return buf.data();
+                                                       prefix, std::strerror(errno)));
+  return *dir;
 }
 
 }  // namespace
@@ -43,9 +40,7 @@ RunLayout::RunLayout(const RunLayoutSpec& spec, const cli::Environment& env) {
     keep_all_logs_ = true;
     return;
   }
-  std::string tmp = cli::lookup(env, "TMPDIR").value_or("/tmp");
-  if (tmp.empty()) tmp = "/tmp";
-  run_dir_ = make_unique_dir((fs::path(tmp) / "ddp-launch-").string());
+  run_dir_ = make_unique_dir((fs::path(cli::temp_root(env)) / "ddp-launch-").string());
   temporary_ = !spec.output_redirected;
 }
 
