@@ -2,17 +2,17 @@
 
 #include "launcher/multinode/multinode_agent.hpp"
 #include "launcher/resolve_job.hpp"
-#include "launcher/supervise/dry_run.hpp"
-#include "launcher/supervise/single_node_agent.hpp"
+#include "launcher/node/dry_run.hpp"
+#include "launcher/node/single_node_agent.hpp"
 
 namespace ddp::launch {
 
-int run_agent(const cli::LaunchOptions& options, const cli::Environment& env) {
+int run_agent(const cli::LaunchOptions& options, const cli::Environment& env, supervise::StopRequests* stops) {
   const ResolvedJob r = resolve_job(options, env);
   // --dry-run does not rendezvous: it shows a multi-node job as this node would see it alone.
-  if (r.dry_run) return supervise::print_dry_run(r.job, supervise::single_node_group(r.job, r.single_node), env);
-  if (r.multi_node_job) return multinode::run_multi_node_agent(r.job, r.multi_node, env);
-  return supervise::run_single_node_agent(r.job, r.single_node, env);
+  if (r.dry_run) return node::print_dry_run(r.job, node::single_node_group(r.job, r.single_node), env);
+  if (r.multi_node_job) return multinode::run_multi_node_agent(r.job, r.multi_node, env, stops);
+  return node::run_single_node_agent(r.job, r.single_node, env, stops);
 }
 
 }  // namespace ddp::launch

@@ -5,9 +5,11 @@
 
 #include "launcher/cli/environment.hpp"
 #include "launcher/cli/options.hpp"
+#include "launcher/supervise/stop_requests.hpp"
 
 namespace ddp::launch {
 
-int run_agent(const cli::LaunchOptions& options, const cli::Environment& env);
+// stops (may be null): stop requests from another thread (a many-host agent's stdin watch).
+int run_agent(const cli::LaunchOptions& options, const cli::Environment& env, supervise::StopRequests* stops = nullptr);
 
 }  // namespace ddp::launch

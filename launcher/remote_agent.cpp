@@ -14,10 +14,12 @@
 #include "launcher/agent.hpp"
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
-#include "launcher/base/stop_note.hpp"
+#include "launcher/base/signal_names.hpp"
 #include "launcher/base/text.hpp"
 #include "launcher/cli/options.hpp"
 #include "launcher/hosts/agent_plan.hpp"
+#include "launcher/os/process.hpp"
+#include "launcher/supervise/stop_requests.hpp"
 #include "launcher/worker/output.hpp"
 
 extern char** environ;
@@ -61,13 +63,14 @@ bool loopback_name(const std::string& host) {
 }
 
 // The end of stdin stops the agent like a SIGTERM would (the launching side is gone, or
-// ends the job). A stop message before it (hosts/agent_plan) says why; without one, this
-// host lost its session with the launching machine. Either way the reason is noted, so the
-// stop is reported by it rather than by the signal.
-void watch_stdin(const hosts::AgentPlacement& p) {
+// ends the job): a stop request with the reason, so the stop is reported by it rather than by
+// a signal. A stop message before it (hosts/agent_plan) says why; without one, this host lost
+// its session with the launching machine. The thread ends with stdin; the process does not
+// wait for it (a read cannot be cancelled), so it owns only what it captured.
+void watch_stdin(const hosts::AgentPlacement& p, supervise::StopRequests& stops) {
   std::thread([lost = fmt::format("host {} (node rank {}) lost its session with the launching machine", p.host,
                                   p.node_rank),
-               elastic = p.nnodes_min > 0] {
+               elastic = p.nnodes_min > 0, &stops] {
     std::string pending;
     std::optional<std::string> reason;
     char buf[256];
@@ -82,11 +85,10 @@ void watch_stdin(const hosts::AgentPlacement& p) {
     }
     if (!reason && elastic) {  // gone from the job as a lost node is: the others go on without it
       worker::launcher_notice(lost + ": leaving the elastic job as a lost node (its workers killed)");
-      kill(getpid(), SIGKILL);  // the workers die with it (PR_SET_PDEATHSIG)
+      os::exit_at_once(exit_code::from_signal(SIGKILL));  // the workers die with it (PR_SET_PDEATHSIG)
     }
-    note_stop_reason(reason.value_or(lost));
     worker::launcher_notice(fmt::format("stopping (as on SIGTERM): {}", reason.value_or(lost)));
-    kill(getpid(), SIGTERM);
+    stops.request(reason.value_or(lost));
   }).detach();
 }
 
@@ -128,8 +130,9 @@ int run_remote_agent() {
   o.stdin_rank_auto = false;  // stdin is the launching machine's channel, no worker's
   o.stdin_rank.reset();
   for (const auto& warning : o.warnings) worker::launcher_notice("warning: " + warning);
-  watch_stdin(p);
-  return run_agent(o, env);
+  static supervise::StopRequests stops;  // outlives the stdin watch, which is never joined
+  watch_stdin(p, stops);
+  return run_agent(o, env, &stops);
 }
 
 }  // namespace ddp::launch

@@ -64,8 +64,8 @@ worker::DevicePlan plan_this_node_devices(const cli::LaunchOptions& o, const cli
   return plan_devices(device_spec(o), inputs);
 }
 
-supervise::SingleNodeSpec single_node_spec(const cli::LaunchOptions& o) {
-  supervise::SingleNodeSpec s;
+node::SingleNodeSpec single_node_spec(const cli::LaunchOptions& o) {
+  node::SingleNodeSpec s;
   s.node_rank = o.node_rank;
   s.nnodes = o.nnodes_max;
   s.master_addr = o.master_addr;
@@ -99,8 +99,8 @@ std::string status_listen_host(const cli::LaunchOptions& o) {
   return os::store_listen_host(o.local_addr.empty() ? os::host_name() : o.local_addr);
 }
 
-supervise::StatusSpec status_spec(const cli::LaunchOptions& o) {
-  supervise::StatusSpec s;
+report::StatusSpec status_spec(const cli::LaunchOptions& o) {
+  report::StatusSpec s;
   s.enabled = o.metrics_port.has_value();
   s.port = static_cast<uint16_t>(o.metrics_port.value_or(0));
   if (s.enabled) s.host = status_listen_host(o);
@@ -139,17 +139,17 @@ supervise::SupervisorConfig supervisor_config(const cli::LaunchOptions& o) {
 }
 
 // Warm restarts: the scan for libddp's hook marker only where it can matter (once).
-supervise::StandbyPlan standby_plan(const cli::LaunchOptions& o, const supervise::JobConfig& job) {
-  supervise::StandbyRequest r{o.warm_restarts,         o.max_restarts, o.program, job.command.executable,
-                              job.command.argv_for(0), false,          o.preload};
-  if (r.warm_restarts && r.max_restarts > 0 && !supervise::is_python_executable(r.executable))
+warm::StandbyPlan standby_plan(const cli::LaunchOptions& o, const node::JobConfig& job) {
+  warm::StandbyRequest r{o.warm_restarts,         o.max_restarts, o.program, job.command.executable,
+                         job.command.argv_for(0), false,          o.preload};
+  if (r.warm_restarts && r.max_restarts > 0 && !warm::is_python_executable(r.executable))
     r.has_hook_marker = os::file_contains(r.executable, standby::kHookMarker);
-  return supervise::plan_standbys(r);
+  return warm::plan_standbys(r);
 }
 
 ResolvedJob resolve_job(const cli::LaunchOptions& o, const cli::Environment& env) {
   ResolvedJob r;
-  supervise::JobConfig& job = r.job;
+  node::JobConfig& job = r.job;
   job.devices = plan_this_node_devices(o, env);
   job.command = worker::resolve_worker_command(worker_command_spec(o), env);
   if (o.local_rank_auto) {
@@ -163,13 +163,13 @@ ResolvedJob resolve_job(const cli::LaunchOptions& o, const cli::Environment& env
   job.launcher_worker_store = o.launcher_worker_store;
   job.restrict_worker_store_peers = !o.rdzv.token.empty();
   job.layout = worker::RunLayoutSpec{o.log_dir, job.run_id, any_stream(o.redirects) || any_stream(o.tee)};
-  job.output = supervise::OutputSpec{o.redirects,
-                                     o.tee,
-                                     o.local_ranks_filter,
-                                     o.log_line_prefix_template,
-                                     stdin_rank(o),
-                                     o.duplicate_stdout_filters,
-                                     o.duplicate_stderr_filters};
+  job.output = node::OutputSpec{o.redirects,
+                                o.tee,
+                                o.local_ranks_filter,
+                                o.log_line_prefix_template,
+                                stdin_rank(o),
+                                o.duplicate_stdout_filters,
+                                o.duplicate_stderr_filters};
   job.signals_to_handle = o.signals_to_handle_text;
   job.events_to_console = o.events_to_console;
   job.worker_cpus = numa_binding(o, job.devices);

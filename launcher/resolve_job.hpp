@@ -7,14 +7,14 @@
 #include "launcher/cli/environment.hpp"
 #include "launcher/cli/options.hpp"
 #include "launcher/multinode/multinode_agent.hpp"
-#include "launcher/supervise/job_config.hpp"
-#include "launcher/supervise/single_node_agent.hpp"
+#include "launcher/node/job_config.hpp"
+#include "launcher/node/single_node_agent.hpp"
 
 namespace ddp::launch {
 
 struct ResolvedJob {
-  supervise::JobConfig job;
-  supervise::SingleNodeSpec single_node;  // also --dry-run's view
+  node::JobConfig job;
+  node::SingleNodeSpec single_node;  // also --dry-run's view
   multinode::MultiNodeSpec multi_node;
   bool multi_node_job = false;  // is_multi_node(options)
   bool dry_run = false;

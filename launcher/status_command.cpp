@@ -17,7 +17,7 @@
 #include "launcher/base/text.hpp"
 #include "launcher/http/client.hpp"
 #include "launcher/os/process.hpp"
-#include "launcher/supervise/status_endpoint.hpp"
+#include "launcher/status/status_endpoint.hpp"
 #include "launcher/worker/output.hpp"
 
 namespace ddp::launch {
@@ -58,7 +58,7 @@ Target parse_target(const std::string& text) {
   Target t;
   if (is_directory(text)) {
     t.run_dir = text;
-    const auto url = read_lines(text + "/" + supervise::kStatusUrlFile);
+    const auto url = read_lines(text + "/" + status::kStatusUrlFile);
     if (!url.empty() && url[0].rfind("http://", 0) == 0) {
       const HostPort hp = parse_host_port(url[0].substr(7), 0);
       t.host = hp.host;

@@ -44,4 +44,9 @@ int signal_number(std::string_view name) {
   return -1;
 }
 
+std::string stopped_how(int signo, const std::optional<std::string>& note) {
+  if (note) return ": " + *note;
+  return " by " + signal_name(signo);
+}
+
 }  // namespace ddp::launch

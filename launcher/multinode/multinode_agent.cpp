@@ -10,7 +10,7 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/host_port.hpp"
 #include "launcher/base/launch_error.hpp"
-#include "launcher/base/stop_note.hpp"
+#include "launcher/base/signal_names.hpp"
 #include "launcher/multinode/dns_wait.hpp"
 #include "launcher/multinode/etcd_link.hpp"
 #include "launcher/multinode/job_store_link.hpp"
@@ -19,13 +19,13 @@
 #include "launcher/os/ports.hpp"
 #include "launcher/store/protocol.hpp"
 #include "launcher/multinode/round_events.hpp"
-#include "launcher/supervise/event_log.hpp"
-#include "launcher/supervise/failure_report.hpp"
-#include "launcher/supervise/recovery_log.hpp"
-#include "launcher/supervise/status_endpoint.hpp"
-#include "launcher/supervise/termination_log.hpp"
-#include "launcher/supervise/worker_launches.hpp"
-#include "launcher/supervise/worker_store.hpp"
+#include "launcher/report/event_log.hpp"
+#include "launcher/report/failure_report.hpp"
+#include "launcher/node/node_session.hpp"
+#include "launcher/status/status_endpoint.hpp"
+#include "launcher/report/termination_log.hpp"
+#include "launcher/node/worker_launches.hpp"
+#include "launcher/node/worker_store.hpp"
 #include "launcher/worker/output.hpp"
 #include "launcher/worker/socket_interface.hpp"
 
@@ -63,8 +63,16 @@ struct Settled {
 
 class MultiNodeAgent {
  public:
-  MultiNodeAgent(const supervise::JobConfig& job, const MultiNodeSpec& spec, const cli::Environment& env)
-      : job_(job), spec_(spec), env_(env), supervisor_(job.supervisor) {}
+  MultiNodeAgent(const node::JobConfig& job, const MultiNodeSpec& spec, const cli::Environment& env,
+                 supervise::StopRequests* stops)
+      : job_(job),
+        spec_(spec),
+        env_(env),
+        session_(job, env, {spec.node_rank, spec.node_rank, spec.nnodes_max}, stops),
+        supervisor_(session_.supervisor()),
+        events_(session_.events()),
+        board_(session_.board()),
+        layout_(session_.layout()) {}
 
   int run();
 
@@ -73,13 +81,12 @@ class MultiNodeAgent {
   NodeInfo self_info(int previous_rank);
   std::string advertised_addr() const;
   Round join_round(Rendezvous& rendezvous, const NextRound& next);
-  supervise::AttemptResult run_round(const Round& r);
-  void persist_after(const supervise::AttemptResult& result);
+  report::AttemptResult run_round(const Round& r);
   RoundCheckContext round_check_context();
-  Settled settle(const Round& r, const supervise::AttemptResult& result);
+  Settled settle(const Round& r, const report::AttemptResult& result);
   Settled after_success(const Round& r);
-  Settled after_failure(const Round& r, const supervise::AttemptResult& result);
-  std::optional<Settled> symptom_of_known_cause(const Round& r, const supervise::WorkerOutcome& root);
+  Settled after_failure(const Round& r, const report::AttemptResult& result);
+  std::optional<Settled> symptom_of_known_cause(const Round& r, const report::WorkerOutcome& root);
   int after_interrupt(const Round& r, int signal);
   int stopped_between_rounds(const std::optional<Round>& last, int signal);
   int job_stopped(const std::optional<Round>& last, const AbortRecord& stop);
@@ -91,20 +98,17 @@ class MultiNodeAgent {
   std::optional<std::string> check(const Round& r);
   void wait_for_others_to_leave(const Round& r);
 
-  const supervise::JobConfig& job_;
+  const node::JobConfig& job_;
   const MultiNodeSpec& spec_;
   const cli::Environment& env_;
   cli::Environment worker_env_;  // env_ and the workers' socket interface (worker/socket_interface)
-  supervise::Supervisor supervisor_;
+  node::NodeSession session_;    // this node's services, kept across rounds
+  supervise::Supervisor& supervisor_;
+  report::EventLog& events_;
+  report::StatusBoard& board_;
+  worker::RunLayout& layout_;
   JobStoreLink store_;   // the agent store (hosted here, or joined) or etcd
   RoundFindings state_;  // this round's record, a lost store or an unreadable record
-  std::unique_ptr<worker::RunLayout> layout_;
-  std::unique_ptr<supervise::EventLog> events_;          // RUN/events.jsonl; null until the run directory exists
-  std::unique_ptr<supervise::RecoveryLog> recovery_;     // each restart's timeline, into events_
-  supervise::StatusBoard board_;                         // what the status endpoint shows (events_ taps into it)
-  std::unique_ptr<supervise::StatusEndpoint> endpoint_;  // --metrics-port: on the supervisor's loop
-  // The job's, kept across rounds; its persister writes to events_ (and so board_): it goes first.
-  std::unique_ptr<supervise::SnapshotRegions> snapshots_;
   std::optional<std::chrono::system_clock::time_point> abort_seen_;  // this round's record first read
   int acknowledged_round_ = -1;
   int rendezvous_signal_ = 0;                      // the stop signal that interrupted a rendezvous
@@ -131,7 +135,7 @@ NodeInfo MultiNodeAgent::self_info(int previous_rank) {
   // nodes' workers that connect first wait in the backlog instead of being refused.
   worker_store_.reset();
   if (job_.launcher_worker_store) {
-    worker_store_ = supervise::listen_worker_store(os::store_listen_host(n.addr), 0, job_.restrict_worker_store_peers);
+    worker_store_ = node::listen_worker_store(os::store_listen_host(n.addr), 0, job_.restrict_worker_store_peers);
     n.worker_port = worker_store_->port();
     n.agent_store = true;
   } else {
@@ -145,11 +149,11 @@ NodeInfo MultiNodeAgent::self_info(int previous_rank) {
   n.nnodes_max = spec_.nnodes_max;
   n.max_restarts = job_.max_restarts;
   n.pid = ::getpid();
-  if (endpoint_) {  // where the other nodes (group rank 0's page) reach this node's endpoint
+  if (const status::StatusEndpoint* endpoint = session_.endpoint()) {  // how the other nodes reach it
     const std::string& h = job_.status.host;
     const std::string at = h == "0.0.0.0" || h == "::" ? n.addr : h;
     n.status_url =
-        fmt::format(at.find(':') != std::string::npos ? "http://[{}]:{}" : "http://{}:{}", at, endpoint_->port());
+        fmt::format(at.find(':') != std::string::npos ? "http://[{}]:{}" : "http://{}:{}", at, endpoint->port());
   }
   return n;
 }
@@ -221,12 +225,12 @@ Round MultiNodeAgent::join_round(Rendezvous& rendezvous, const NextRound& next) 
   return r;
 }
 
-supervise::AttemptResult MultiNodeAgent::run_round(const Round& r) {
+report::AttemptResult MultiNodeAgent::run_round(const Round& r) {
   const RoundPlan& plan = r.plan;
-  supervise::NodePlacement where{r.rank(),          static_cast<int>(plan.nodes.size()),
-                                 r.me.base_rank,    plan.world_size,
-                                 plan.master_addr,  plan.master_port,
-                                 plan.restart_count};
+  node::NodePlacement where{r.rank(),          static_cast<int>(plan.nodes.size()),
+                            r.me.base_rank,    plan.world_size,
+                            plan.master_addr,  plan.master_port,
+                            plan.restart_count};
   where.agent_store = plan.nodes[0].info.agent_store;
   if (r.rank() == 0 && where.agent_store && worker_store_) {
     std::vector<std::string> nodes;
@@ -242,22 +246,20 @@ supervise::AttemptResult MultiNodeAgent::run_round(const Round& r) {
                                       r.me.base_rank + group.local_world_size - 1, plan.world_size,
                                       format_host_port(plan.master_addr, plan.master_port),
                                       plan.restart_count ? fmt::format(" (restart {})", plan.restart_count) : ""));
-  events_->set_node(r.rank());
-  events_->set_attempt(plan.restart_count);
+  events_.set_node(r.rank());
+  session_.begin_attempt(plan.restart_count, plan.world_size);
   board_.job.node_rank = r.rank();
   board_.round = r.number();
-  board_.attempt = plan.restart_count;
-  board_.world_size = plan.world_size;
   board_.nodes.clear();
   if (r.rank() == 0)  // group rank 0's page links every node's
     for (const auto& n : plan.nodes) board_.nodes.push_back({n.group_rank, n.info.host, n.info.status_url});
-  events_->write("rendezvous", {{"round", r.number()},
-                                {"nnodes", group.nnodes},
-                                {"world_size", plan.world_size},
-                                {"base_rank", r.me.base_rank},
-                                {"nproc", group.local_world_size},
-                                {"master_addr", plan.master_addr},
-                                {"master_port", plan.master_port}});
+  events_.write("rendezvous", {{"round", r.number()},
+                               {"nnodes", group.nnodes},
+                               {"world_size", plan.world_size},
+                               {"base_rank", r.me.base_rank},
+                               {"nproc", group.local_world_size},
+                               {"master_addr", plan.master_addr},
+                               {"master_port", plan.master_port}});
   // A hang detected on another node: this node's workers' stacks are captured too.
   const supervise::AttemptCheck check{
       ms(spec_.rdzv.heartbeat_interval_s), [&] { return this->check(r); },
@@ -265,12 +267,9 @@ supervise::AttemptResult MultiNodeAgent::run_round(const Round& r) {
   state_ = RoundFindings{};
   abort_seen_.reset();
   abort_thread_->wait_for_round(r.number());
-  supervisor_.set_standbys_wanted(plan.restart_count < job_.max_restarts);  // a restart is left to take over
-  std::vector<supervise::WorkerLaunch> launches = prepare_attempt(job_, worker_env_, group, *layout_, snapshots_.get());
-  recovery_->rendezvous_done();
-  supervise::AttemptResult result = supervisor_.run_attempt(std::move(launches), check);
-  recovery_->attempt_ended(result.kind == supervise::AttemptResult::Kind::kSucceeded);
-  return result;
+  std::vector<worker::WorkerLaunch> launches =
+      prepare_attempt(job_, worker_env_, group, layout_, &session_.snapshots());
+  return session_.run_attempt(std::move(launches), check);
 }
 
 // The round's abort record, once the check stopped us; nullopt when the store is lost.
@@ -307,7 +306,7 @@ Settled MultiNodeAgent::after_success(const Round& r) {
 // Our worker failed with what reads like a communication error: most likely the symptom of
 // something elsewhere. For up to one heartbeat timeout, look for a better root cause (the
 // round's record, a dropped peer, a lost store); docs/multinode.md "Which event is the root cause".
-std::optional<Settled> MultiNodeAgent::symptom_of_known_cause(const Round& r, const supervise::WorkerOutcome& root) {
+std::optional<Settled> MultiNodeAgent::symptom_of_known_cause(const Round& r, const report::WorkerOutcome& root) {
   const auto deadline = std::chrono::steady_clock::now() + ms(spec_.rdzv.heartbeat_timeout_s);
   std::optional<std::string> cause;
   const int sig = supervisor_.wait_until(kBarrierTick, [&] {
@@ -326,9 +325,9 @@ std::optional<Settled> MultiNodeAgent::symptom_of_known_cause(const Round& r, co
 // Our worker failed, or hung (a hang verdict here, its stacks captured on this node):
 // publish it (the first failure of the round wins) and, if it is the final one and ours,
 // report it here. A hang is a root cause of its own, never a communication symptom.
-Settled MultiNodeAgent::after_failure(const Round& r, const supervise::AttemptResult& result) {
-  const supervise::WorkerOutcome& root = result.outcomes[*result.root_cause];
-  if (!is_hang(root.failure) && supervise::looks_like_comm_error(root))
+Settled MultiNodeAgent::after_failure(const Round& r, const report::AttemptResult& result) {
+  const report::WorkerOutcome& root = result.outcomes[*result.root_cause];
+  if (!is_hang(root.failure) && report::looks_like_comm_error(root))
     if (std::optional<Settled> known = symptom_of_known_cause(r, root)) return *known;
   const AbortRecord mine =
       AbortRecord::worker_failure(root, r.rank(), os::host_name(), r.plan.restart_count >= job_.max_restarts);
@@ -339,11 +338,11 @@ Settled MultiNodeAgent::after_failure(const Round& r, const supervise::AttemptRe
     state_.store_lost = e.what();
   }
   if (!(abort.final && abort.node_rank == r.rank() && abort.pid == mine.pid)) return {std::nullopt, abort};
-  log_abort(*events_, abort);
-  supervise::keep_reported_error_file(*layout_, root);
-  const supervise::ReportContext ctx{job_.program, os::host_name(), r.plan.restart_count, job_.max_restarts};
-  worker::write_all(STDERR_FILENO, supervise::format_failure_report(ctx, result.outcomes, *result.root_cause));
-  supervise::write_termination_log(job_.status.termination_log, supervise::termination_message(ctx, root));
+  log_abort(events_, abort);
+  node::keep_reported_error_file(layout_, root);
+  const report::ReportContext ctx{job_.program, os::host_name(), r.plan.restart_count, job_.max_restarts};
+  worker::write_all(STDERR_FILENO, report::format_failure_report(ctx, result.outcomes, *result.root_cause));
+  report::write_termination_log(job_.status.termination_log, report::termination_message(ctx, root));
   if (state_.store_lost.empty()) leave(r);
   return {abort.exit_code, std::nullopt};
 }
@@ -354,9 +353,10 @@ Settled MultiNodeAgent::after_failure(const Round& r, const supervise::AttemptRe
 // between rounds or in the next one). The leader waits for the others to read either
 // before the store goes.
 int MultiNodeAgent::after_interrupt(const Round& r, int signal) {
-  worker::launcher_notice("stopped" + stopped_how(signal));
-  const AbortRecord stop = AbortRecord::stopped_by_signal(r.rank(), os::host_name(), signal, stop_reason());
-  if (stop_reason()) log_abort(*events_, stop);  // the launching machine said why (a many-host agent)
+  const std::optional<std::string>& note = supervisor_.stop_note();  // the launching machine said why
+  worker::launcher_notice("stopped" + stopped_how(signal, note));
+  const AbortRecord stop = AbortRecord::stopped_by_signal(r.rank(), os::host_name(), signal, note);
+  if (note) log_abort(events_, stop);
   try {
     publish_abort(*store_.job, r.number(), stop);
     publish_job_stop(stop);
@@ -375,10 +375,11 @@ void MultiNodeAgent::publish_job_stop(const AbortRecord& stop) {
 // A stop signal during a rendezvous (between rounds, or before the first): publish the
 // job's stop record; the leader waits for the nodes of the last round to read it.
 int MultiNodeAgent::stopped_between_rounds(const std::optional<Round>& last, int signal) {
-  worker::launcher_notice("stopped" + stopped_how(signal));
+  const std::optional<std::string>& note = supervisor_.stop_note();
+  worker::launcher_notice("stopped" + stopped_how(signal, note));
   const AbortRecord stop =
-      AbortRecord::stopped_by_signal(last ? last->rank() : spec_.node_rank, os::host_name(), signal, stop_reason());
-  if (events_ && stop_reason()) log_abort(*events_, stop);
+      AbortRecord::stopped_by_signal(last ? last->rank() : spec_.node_rank, os::host_name(), signal, note);
+  if (note) log_abort(events_, stop);
   try {
     publish_job_stop(stop);
     if (store_.leader && last) wait_for_others_to_leave(*last);
@@ -392,8 +393,8 @@ int MultiNodeAgent::stopped_between_rounds(const std::optional<Round>& last, int
 // say so, and (the leader) wait for the nodes of the last round to read it too.
 int MultiNodeAgent::job_stopped(const std::optional<Round>& last, const AbortRecord& stop) {
   worker::write_all(STDERR_FILENO,
-                    supervise::format_remote_failure_report(job_.program, stop.remote_failure(),
-                                                            last ? last->rank() : spec_.node_rank, os::host_name()));
+                    report::format_remote_failure_report(job_.program, stop.remote_failure(),
+                                                         last ? last->rank() : spec_.node_rank, os::host_name()));
   try {
     store_.job->set(JobKeys::stop_seen(store_.name), "1");
     if (store_.leader && last) wait_for_others_to_leave(*last);
@@ -403,12 +404,12 @@ int MultiNodeAgent::job_stopped(const std::optional<Round>& last, const AbortRec
   return stop.exit_code;
 }
 
-Settled MultiNodeAgent::settle(const Round& r, const supervise::AttemptResult& result) {
+Settled MultiNodeAgent::settle(const Round& r, const report::AttemptResult& result) {
   switch (result.kind) {
-    case supervise::AttemptResult::Kind::kSucceeded: return after_success(r);
-    case supervise::AttemptResult::Kind::kFailed: return after_failure(r, result);
-    case supervise::AttemptResult::Kind::kInterrupted: return {after_interrupt(r, result.signal), std::nullopt};
-    case supervise::AttemptResult::Kind::kStopped: break;  // by the check
+    case report::AttemptResult::Kind::kSucceeded: return after_success(r);
+    case report::AttemptResult::Kind::kFailed: return after_failure(r, result);
+    case report::AttemptResult::Kind::kInterrupted: return {after_interrupt(r, result.signal), std::nullopt};
+    case report::AttemptResult::Kind::kStopped: break;  // by the check
   }
   return {std::nullopt, read_abort(r.number())};
 }
@@ -417,8 +418,8 @@ Settled MultiNodeAgent::settle(const Round& r, const supervise::AttemptResult& r
 std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settled, NextRound& next) {
   if (settled.exit_code) return settled.exit_code;
   if (!settled.abort) {  // the store was lost before any record could be read
-    events_->write("failure",
-                   {{"kind", to_string(FailureKind::kStoreLost)}, {"final", true}, {"reason", state_.store_lost}});
+    events_.write("failure",
+                  {{"kind", to_string(FailureKind::kStoreLost)}, {"final", true}, {"reason", state_.store_lost}});
     throw LaunchError(exit_code::kRendezvousFailed,
                       fmt::format("this node's workers were stopped: {}", state_.store_lost));
   }
@@ -426,24 +427,24 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
   if (abort.failure == FailureKind::kStopped && !abort.stop_note.empty() && abort.final) {
     // The launching machine stops every host for this: this node's stop, told as it was asked,
     // whether its own word came first or another node's record did.
-    note_stop_reason(abort.stop_note);
-    worker::launcher_notice("stopped" + stopped_how(SIGTERM));
-    const AbortRecord mine = AbortRecord::stopped_by_signal(r.rank(), os::host_name(), SIGTERM, stop_reason());
-    log_abort(*events_, mine);
+    const std::string note = supervisor_.stop_note().value_or(abort.stop_note);  // its own word, if first
+    worker::launcher_notice("stopped" + stopped_how(SIGTERM, note));
+    const AbortRecord mine = AbortRecord::stopped_by_signal(r.rank(), os::host_name(), SIGTERM, note);
+    log_abort(events_, mine);
     leave(r);
     return abort.exit_code;
   }
-  log_abort(*events_, abort);
+  log_abort(events_, abort);
   if (abort.final) {
-    if (is_hang(abort.failure) && layout_->temporary()) {  // this node's stacks were captured there
-      layout_->keep();
+    if (is_hang(abort.failure) && layout_.temporary()) {  // this node's stacks were captured there
+      layout_.keep();
       worker::launcher_notice(
-          fmt::format("kept the run directory {}: it holds this node's stacks files", layout_->run_dir()));
+          fmt::format("kept the run directory {}: it holds this node's stacks files", layout_.run_dir()));
     }
-    worker::write_all(STDERR_FILENO, supervise::format_remote_failure_report(job_.program, abort.remote_failure(),
-                                                                             r.rank(), os::host_name()));
-    supervise::write_termination_log(job_.status.termination_log,
-                                     supervise::termination_message(job_.program, abort.remote_failure()));
+    worker::write_all(STDERR_FILENO, report::format_remote_failure_report(job_.program, abort.remote_failure(),
+                                                                          r.rank(), os::host_name()));
+    report::write_termination_log(job_.status.termination_log,
+                                  report::termination_message(job_.program, abort.remote_failure()));
     leave(r);
     return abort.exit_code;
   }
@@ -455,12 +456,12 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
   if (abort.failure == FailureKind::kNodeLost) next.expected_nodes -= 1;
   if (abort.failure == FailureKind::kMembership && (store_.leader || store_.leaderless))
     next.expected_nodes += static_cast<int>(store_.job->add(JobKeys::waiting(r.number()), 0));
-  events_->set_attempt(next.restart_count);
-  ++board_.restarts[abort.failure];
-  events_->write("restart", {{"round", next.round},
-                             {"restart", next.restart_count},
-                             {"max_restarts", job_.max_restarts},
-                             {"reason", abort.reason}});
+  events_.set_attempt(next.restart_count);
+  session_.count_restart(abort.failure);
+  events_.write("restart", {{"round", next.round},
+                            {"restart", next.restart_count},
+                            {"max_restarts", job_.max_restarts},
+                            {"reason", abort.reason}});
   return std::nullopt;
 }
 
@@ -468,30 +469,18 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
 int MultiNodeAgent::run() {
   try {
     const int code = run_rounds();
-    if (events_) events_->write("finish", {{"outcome", code == 0 ? "succeeded" : "failed"}, {"exit_code", code}});
+    events_.write("finish", {{"outcome", code == 0 ? "succeeded" : "failed"}, {"exit_code", code}});
     return code;
   } catch (const LaunchError& e) {  // not swallowed: logged, then main() reports it
-    if (snapshots_) snapshots_->persist(supervise::PersistReason::kEnd);
-    if (events_) events_->write("finish", {{"outcome", "error"}, {"exit_code", e.exit_code()}, {"message", e.what()}});
+    session_.persist_at_end();
+    events_.write("finish", {{"outcome", "error"}, {"exit_code", e.exit_code()}, {"message", e.what()}});
     throw;
   } catch (const store::StoreError& e) {  // not swallowed: run_multi_node_agent reports it
-    if (snapshots_) snapshots_->persist(supervise::PersistReason::kEnd);
-    if (events_) {
-      events_->write("failure", {{"kind", to_string(FailureKind::kStoreLost)}, {"final", true}, {"reason", e.what()}});
-      events_->write("finish",
-                     {{"outcome", "error"}, {"exit_code", exit_code::kRendezvousFailed}, {"message", e.what()}});
-    }
+    session_.persist_at_end();
+    events_.write("failure", {{"kind", to_string(FailureKind::kStoreLost)}, {"final", true}, {"reason", e.what()}});
+    events_.write("finish", {{"outcome", "error"}, {"exit_code", exit_code::kRendezvousFailed}, {"message", e.what()}});
     throw;
   }
-}
-
-// The round's workers are gone: their newest snapshot to disk, in the background (a
-// restart does not wait for it; the job's end does, in the regions' destructor).
-void MultiNodeAgent::persist_after(const supervise::AttemptResult& result) {
-  using Kind = supervise::AttemptResult::Kind;
-  const bool membership = state_.abort && state_.abort->failure == FailureKind::kMembership;  // a bigger round
-  if (result.kind == Kind::kInterrupted) snapshots_->persist(supervise::PersistReason::kStop);
-  else if (result.kind != Kind::kSucceeded && !membership) snapshots_->persist(supervise::PersistReason::kFailure);
 }
 
 int MultiNodeAgent::run_rounds() {
@@ -505,9 +494,9 @@ int MultiNodeAgent::run_rounds() {
       hosts.push_back(e.address.host);
   if (const int signal = wait_for_dns(hosts, spec_.rdzv.join_timeout_s,
                                       [this] { return rendezvous_signal_ = supervisor_.poll_signals(); })) {
-    worker::launcher_notice(
-        fmt::format("stopped{} while waiting for DNS of {}", stopped_how(signal), fmt::join(hosts, ", ")));
-    return AbortRecord::stopped_by_signal(spec_.node_rank, os::host_name(), signal, stop_reason()).exit_code;
+    worker::launcher_notice(fmt::format("stopped{} while waiting for DNS of {}",
+                                        stopped_how(signal, supervisor_.stop_note()), fmt::join(hosts, ", ")));
+    return AbortRecord::stopped_by_signal(spec_.node_rank, os::host_name(), signal, supervisor_.stop_note()).exit_code;
   }
   store_ = connect_job_store(spec_, job_.run_id);
   worker_env_ =
@@ -519,25 +508,6 @@ int MultiNodeAgent::run_rounds() {
     rendezvous.elect_leaders(store_.name, [root = store_.root](const std::string& name) {
       return root->try_get(store::kDroppedPrefix + name).has_value();  // its liveness lease expired
     });
-  supervise::notice_omp_threads(env_, job_.devices.nproc);
-  layout_ = std::make_unique<worker::RunLayout>(job_.layout, env_);
-  snapshots_ = std::make_unique<supervise::SnapshotRegions>(env_);
-  if (layout_->enabled() && !layout_->temporary()) worker::launcher_notice("logs in " + layout_->run_dir());
-  events_ = std::make_unique<supervise::EventLog>(layout_->run_dir(), spec_.node_rank);
-  events_->set_console(job_.events_to_console);
-  snapshots_->persist_to(job_.snapshot_persist, events_.get());
-  supervisor_.set_event_log(events_.get());
-  recovery_ = std::make_unique<supervise::RecoveryLog>(*events_);
-  supervisor_.set_attempt_observer(recovery_.get());
-  board_ = supervise::make_status_board(job_, spec_.node_rank, spec_.nnodes_max);
-  supervisor_.set_status_board(&board_);
-  recovery_->set_status_board(&board_);
-  if (job_.status.enabled)
-    endpoint_ = std::make_unique<supervise::StatusEndpoint>(supervisor_, board_, job_.status,
-                                                            supervise::shown_worker_args(job_), layout_->run_dir());
-  events_->set_tap([this](const std::string& line) { board_.add_event(line); });
-  supervise::enable_warm_restarts(supervisor_, job_);
-  supervise::log_start(*events_, job_);
   NextRound next;
   next.round = store_.leader ? 0 : -1;
   std::optional<Round> last;
@@ -545,32 +515,34 @@ int MultiNodeAgent::run_rounds() {
     try {
       last = join_round(rendezvous, next);
     } catch (const JobStopped& e) {
-      snapshots_->persist(supervise::PersistReason::kStop);
+      session_.snapshots().persist(snapshot::PersistReason::kStop);
       return job_stopped(last, e.record);
     } catch (const LaunchError&) {
       if (rendezvous_signal_ != 0) {
-        snapshots_->persist(supervise::PersistReason::kStop);
+        session_.snapshots().persist(snapshot::PersistReason::kStop);
         return stopped_between_rounds(last, rendezvous_signal_);
       }
       throw;
     }
-    const supervise::AttemptResult result = run_round(*last);
-    persist_after(result);
+    const report::AttemptResult result = run_round(*last);
+    // A restart or the end is known only once settled: the end persists again below.
+    session_.after_attempt(result, false, state_.abort && state_.abort->failure == FailureKind::kMembership);
     const std::optional<int> code = conclude(*last, settle(*last, result), next);
     worker_store_.reset();  // every node's workers are gone (or the job ends): the round's store too
     if (code) {
-      snapshots_->persist(supervise::PersistReason::kEnd);  // skipped if that step was just written
+      session_.persist_at_end();  // skipped if that step was just written
       return *code;
     }
-    recovery_->begin(supervise::failed_attempt(result, abort_seen_.value_or(std::chrono::system_clock::now())));
+    session_.recovery().begin(report::failed_attempt(result, abort_seen_.value_or(std::chrono::system_clock::now())));
   }
 }
 
 }  // namespace
 
-int run_multi_node_agent(const supervise::JobConfig& job, const MultiNodeSpec& spec, const cli::Environment& env) {
+int run_multi_node_agent(const node::JobConfig& job, const MultiNodeSpec& spec, const cli::Environment& env,
+                         supervise::StopRequests* stops) {
   try {
-    return MultiNodeAgent(job, spec, env).run();
+    return MultiNodeAgent(job, spec, env, stops).run();
   } catch (const store::StoreError& e) {  // unreachable, refused or lost store outside a round
     throw LaunchError(exit_code::kRendezvousFailed, e.what());
   }

@@ -12,7 +12,8 @@
 
 #include "launcher/cli/environment.hpp"
 #include "launcher/cli/rendezvous_conf.hpp"  // RendezvousConf
-#include "launcher/supervise/job_config.hpp"
+#include "launcher/node/job_config.hpp"
+#include "launcher/supervise/stop_requests.hpp"
 
 namespace ddp::launch::multinode {
 
@@ -30,6 +31,8 @@ struct MultiNodeSpec {
   int nnodes_max = 1;
 };
 
-int run_multi_node_agent(const supervise::JobConfig& job, const MultiNodeSpec& spec, const cli::Environment& env);
+// stops (may be null): stop requests from another thread (a many-host agent's stdin).
+int run_multi_node_agent(const node::JobConfig& job, const MultiNodeSpec& spec, const cli::Environment& env,
+                         supervise::StopRequests* stops = nullptr);
 
 }  // namespace ddp::launch::multinode

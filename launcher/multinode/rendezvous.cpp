@@ -8,7 +8,7 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
-#include "launcher/base/stop_note.hpp"
+#include "launcher/base/signal_names.hpp"
 #include "launcher/base/text.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/worker/output.hpp"
@@ -53,7 +53,8 @@ Rendezvous::Rendezvous(store::Store& job, const cli::RendezvousConf& conf, bool 
 void Rendezvous::check_interrupted() {
   if (!interrupted_) return;
   if (int sig = interrupted_())
-    throw LaunchError(exit_code::from_signal(sig), fmt::format("stopped{} during rendezvous", stopped_how(sig)));
+    throw LaunchError(exit_code::from_signal(sig),
+                      fmt::format("stopped{} during rendezvous", stopped_how(sig, std::nullopt)));
   if (std::optional<std::string> stop = job_.try_get(JobKeys::stop())) throw JobStopped(abort_from_json(*stop));
 }
 

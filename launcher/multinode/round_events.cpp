@@ -4,8 +4,8 @@
 
 namespace ddp::launch::multinode {
 
-void log_abort(supervise::EventLog& log, const AbortRecord& a) {
-  std::vector<supervise::EventField> f = {{"kind", to_string(a.failure)}, {"node_rank", a.node_rank}, {"host", a.host}};
+void log_abort(report::EventLog& log, const AbortRecord& a) {
+  std::vector<report::EventField> f = {{"kind", to_string(a.failure)}, {"node_rank", a.node_rank}, {"host", a.host}};
   if (a.rank >= 0) {
     f.emplace_back("rank", a.rank);
     f.emplace_back("local_rank", a.local_rank);

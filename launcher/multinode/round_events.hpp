@@ -1,4 +1,4 @@
-// The multi-node agent's entries in events.jsonl (supervise/event_log.hpp): a round's abort
+// The multi-node agent's entries in events.jsonl (report/event_log.hpp): a round's abort
 // record as a failure event with its root-cause kind (the record's FailureKind), as every
 // node reads it. No I/O beyond the log's own.
 #pragma once
@@ -6,11 +6,11 @@
 #include <string>
 
 #include "launcher/multinode/round_plan.hpp"
-#include "launcher/supervise/event_log.hpp"
+#include "launcher/report/event_log.hpp"
 
 namespace ddp::launch::multinode {
 
 // {"event": "failure", "kind": ..., "final": ..., "node_rank" (where it happened), ...}
-void log_abort(supervise::EventLog& log, const AbortRecord& abort);
+void log_abort(report::EventLog& log, const AbortRecord& abort);
 
 }  // namespace ddp::launch::multinode

@@ -197,7 +197,7 @@ std::pair<int, int> role_ranks(const RoundPlan& plan, int group_rank) {
   return {base, size};
 }
 
-AbortRecord AbortRecord::worker_failure(const supervise::WorkerOutcome& root, int node_rank, const std::string& host,
+AbortRecord AbortRecord::worker_failure(const report::WorkerOutcome& root, int node_rank, const std::string& host,
                                         bool final) {
   AbortRecord r;
   r.failure = root.failure;
@@ -209,7 +209,7 @@ AbortRecord AbortRecord::worker_failure(const supervise::WorkerOutcome& root, in
   r.rank = root.rank;
   r.local_rank = root.local_rank;
   r.pid = root.pid;
-  r.exit_code = supervise::failure_exit_code(root);
+  r.exit_code = report::failure_exit_code(root);
   r.status = is_hang(root.failure) ? fmt::format("stopped by ddp-launch: a hang (exit code {})", r.exit_code)
                                    : root.status.describe();
   if (is_hang(root.failure)) {
@@ -259,9 +259,9 @@ AbortRecord AbortRecord::stopped_by_signal(int node_rank, const std::string& hos
   return r;
 }
 
-supervise::RemoteFailure AbortRecord::remote_failure() const {
-  return supervise::RemoteFailure{node_rank, host,    rank, local_rank, pid, status.empty() ? reason : status, error,
-                                  traceback, failure, hang, stacks_file};
+report::RemoteFailure AbortRecord::remote_failure() const {
+  return report::RemoteFailure{node_rank, host,      rank,    local_rank, pid,        status.empty() ? reason : status,
+                               error,     traceback, failure, hang,       stacks_file};
 }
 
 std::string to_json(const NodeInfo& info) { return info_json(info).dump(); }

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "launcher/supervise/failure_report.hpp"
+#include "launcher/report/failure_report.hpp"
 
 namespace ddp::launch::multinode {
 
@@ -65,7 +65,7 @@ std::pair<int, int> role_ranks(const RoundPlan& plan, int group_rank);
 struct AbortRecord {
   // A worker of node `node_rank` failed, or hung (is_hang(root.failure): the verdict, 119);
   // final: no restart left.
-  static AbortRecord worker_failure(const supervise::WorkerOutcome& root, int node_rank, const std::string& host,
+  static AbortRecord worker_failure(const report::WorkerOutcome& root, int node_rank, const std::string& host,
                                     bool final);
   // The store lost node `node_rank` (`why`: the store's reason) while it had not finished.
   static AbortRecord lost_node(int node_rank, const std::string& host, const std::string& why, bool final);
@@ -77,7 +77,7 @@ struct AbortRecord {
                                        const std::optional<std::string>& why = std::nullopt);
 
   // The root cause as the other nodes report it.
-  supervise::RemoteFailure remote_failure() const;
+  report::RemoteFailure remote_failure() const;
 
   // crash, signal, hang, desync (a worker's), node_lost, stopped or membership. On the wire
   // as "failure" (its name) and, for older launchers, "kind" (0 a worker or a stop signal,

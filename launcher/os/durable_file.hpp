@@ -1,6 +1,6 @@
 // Files that survive a crash or a power loss whole or not at all: written to a temporary
 // name beside the final one, fsync'ed, renamed over it, the folder fsync'ed. For the
-// snapshot persister (supervise/snapshot_persister). Blocking (the write and the fsyncs);
+// snapshot persister (snapshot/snapshot_persister). Blocking (the write and the fsyncs);
 // no shared state (thread-safe); never throws: errors come back as text.
 #pragma once
 

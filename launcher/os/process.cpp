@@ -259,4 +259,6 @@ std::string host_name() {
 
 void ignore_sigpipe() { ::signal(SIGPIPE, SIG_IGN); }
 
+void exit_at_once(int code) { ::_exit(code); }
+
 }  // namespace ddp::launch::os

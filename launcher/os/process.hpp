@@ -116,4 +116,9 @@ bool same_file(int fd_a, int fd_b);
 // default back in spawn_worker.
 void ignore_sigpipe();
 
+// Ends the process now with `code`, from any thread: no destructor, atexit handler or stdio
+// flush runs (as a SIGKILL would, without a signal). Workers go by PR_SET_PDEATHSIG and the
+// watchdog.
+[[noreturn]] void exit_at_once(int code);
+
 }  // namespace ddp::launch::os

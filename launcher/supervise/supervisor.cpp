@@ -17,15 +17,16 @@
 #include <fmt/format.h>
 
 #include "launcher/base/launch_error.hpp"
-#include "launcher/base/stop_note.hpp"
+#include "launcher/base/signal_names.hpp"
 #include "launcher/os/watchdog.hpp"
-#include "launcher/supervise/event_log.hpp"
-#include "launcher/supervise/first_step_watch.hpp"
+#include "launcher/report/event_log.hpp"
+#include "launcher/progress/first_step_watch.hpp"
 #include "launcher/supervise/live_console.hpp"
-#include "launcher/supervise/progress_monitor.hpp"
+#include "launcher/progress/progress_monitor.hpp"
 #include "launcher/supervise/stack_capture.hpp"
-#include "launcher/supervise/standby_pool.hpp"
-#include "launcher/supervise/status_board.hpp"
+#include "launcher/supervise/stop_requests.hpp"
+#include "launcher/warm/standby_pool.hpp"
+#include "launcher/report/status_board.hpp"
 #include "launcher/supervise/worker_pipes.hpp"
 #include "launcher/worker/output.hpp"
 
@@ -38,18 +39,24 @@ constexpr std::chrono::milliseconds kPythonDump{2000};  // SIGABRT -> SIGTERM, f
 namespace {
 
 struct Worker {
-  WorkerLaunch launch;
+  worker::WorkerLaunch launch;
   pid_t pid = -1;
   std::unique_ptr<WorkerPipes> pipes;  // its stdout and stderr, read on the loop
-  std::optional<WorkerOutcome> outcome;
+  std::optional<report::WorkerOutcome> outcome;
   bool warm = false;  // an adopted standby
 };
 
 }  // namespace
 
 struct Supervisor::Impl {
-  explicit Impl(SupervisorConfig c)
+  Impl(asio::io_context& loop, os::Watchdog& dog, SupervisorConfig c, SupervisorLinks l)
       : config(std::move(c)),
+        io(loop),
+        watchdog(dog),
+        standbys(l.standbys),
+        events(l.events),
+        board(l.board),
+        stops(l.stops),
         child_signals(io, SIGCHLD),
         handled_signals(io),
         grace_timer(io),
@@ -58,46 +65,54 @@ struct Supervisor::Impl {
         standby_timer(io),
         monitor(io, {config.hang_timeout_s, config.straggler_threshold}),
         console(io),
+        observer(l.observer),
         first_step_watch(io) {
     for (int s : config.stop_signals) handled_signals.add(s);
     for (int s : config.forward_signals) handled_signals.add(s);
+    monitor.set_event_log(events);
+    monitor.set_status_board(board);
     wait_for_children();
     wait_for_signals();
+    if (stops) stops->attach(io, [this](const std::string& reason) { on_stop_request(reason); });
+  }
+  ~Impl() {
+    if (stops) stops->detach();
   }
 
   SupervisorConfig config;
-  asio::io_context io;
+  asio::io_context& io;
+  os::Watchdog& watchdog;
+  warm::StandbyPool* standbys;  // borrowed (null: no warm restarts)
+  report::EventLog* events;     // borrowed
+  report::StatusBoard* board;   // borrowed
+  StopRequests* stops;          // borrowed
   asio::signal_set child_signals;
   asio::signal_set handled_signals;
   asio::steady_timer grace_timer;
   asio::steady_timer tick_timer;
-  asio::steady_timer capture_timer;  // Python's stack dump, then the stop
-  asio::steady_timer standby_timer;  // the attempt's workers are up: keep standbys
-  ProgressMonitor monitor;           // hang verdicts and straggler notices
-  std::optional<HangVerdict> hang;   // this attempt's verdict
-  bool stacks_captured = false;      // this attempt's workers' stacks were taken
-  LiveConsole console;               // the terminal's live lines
-  os::Watchdog watchdog;
-  std::unique_ptr<StandbyPool> standbys;  // warm restarts (after watchdog: goes first)
-  bool standbys_wanted = false;
-  int warm_started = 0;          // this attempt's workers started from standbys
-  EventLog* events = nullptr;    // borrowed from the agent
-  StatusBoard* board = nullptr;  // borrowed from the agent
+  asio::steady_timer capture_timer;           // Python's stack dump, then the stop
+  asio::steady_timer standby_timer;           // the attempt's workers are up: keep standbys
+  progress::ProgressMonitor monitor;          // hang verdicts and straggler notices
+  std::optional<progress::HangVerdict> hang;  // this attempt's verdict
+  bool stacks_captured = false;               // this attempt's workers' stacks were taken
+  LiveConsole console;                        // the terminal's live lines
+  int warm_started = 0;                       // this attempt's workers started from standbys
   AttemptCheck check;
   std::optional<std::string> stop_reason;  // the check stopped the workers
   std::function<void()> on_wake;           // what wake() runs now (loop thread only)
 
   std::vector<Worker> workers;
   bool attempt_running = false;
-  bool stopping = false;             // SIGTERM (or a forwarded stop signal) went out
-  int interrupt_signal = 0;          // a stop signal the launcher received
-  unsigned stops_received = 0;       // how many stop signals arrived (wait_until ends on a new one)
-  std::optional<size_t> root_cause;  // first worker that failed by itself
-  bool draining = false;             // every worker exited: the drain timer runs
-  unsigned attempt_id = 0;           // a timer handler acts only on the attempt that armed it
+  bool stopping = false;                 // SIGTERM (or a forwarded stop signal) went out
+  int interrupt_signal = 0;              // a stop signal the launcher received
+  std::optional<std::string> stop_note;  // what the stop's asker said (a stop request)
+  unsigned stops_received = 0;           // how many stop signals arrived (wait_until ends on a new one)
+  std::optional<size_t> root_cause;      // first worker that failed by itself
+  bool draining = false;                 // every worker exited: the drain timer runs
+  unsigned attempt_id = 0;               // a timer handler acts only on the attempt that armed it
 
-  AttemptObserver* observer = nullptr;  // borrowed from the agent
-  FirstStepWatch first_step_watch;      // for the observer: the attempt's first step
+  report::AttemptObserver* observer;          // borrowed
+  progress::FirstStepWatch first_step_watch;  // for the observer: the attempt's first step
 
   // --- events -------------------------------------------------------------------------
   void wait_for_children() {
@@ -133,12 +148,17 @@ struct Supervisor::Impl {
     }
     interrupt_signal = signo;
     if (!attempt_running) return;
-    const std::optional<std::string> asked = ddp::launch::stop_reason();  // what the stop's asker said
     worker::launcher_notice(
         fmt::format("received {}{}: forwarding it to the workers, SIGKILL after {} s (send it "
                     "again to kill them now)",
-                    signal_name(signo), asked ? " (" + *asked + ")" : "", config.shutdown_timeout_s));
+                    signal_name(signo), stop_note ? " (" + *stop_note + ")" : "", config.shutdown_timeout_s));
     begin_stop(signo);
+  }
+
+  // Another thread asked for a stop and said why: a SIGTERM whose reports tell the reason.
+  void on_stop_request(const std::string& reason) {
+    if (!stop_note) stop_note = reason;
+    on_signal(SIGTERM);
   }
 
   void reap() {
@@ -147,14 +167,14 @@ struct Supervisor::Impl {
       if (w.pid <= 0 || w.outcome) continue;
       auto status = os::try_reap(w.pid);
       if (!status) continue;
-      WorkerOutcome o;
+      report::WorkerOutcome o;
       o.rank = w.launch.rank;
       o.local_rank = w.launch.local_rank;
       o.pid = w.pid;
       o.status = *status;
       o.time = Clock::now();
       o.error_file = w.launch.error_file;
-      o.error = read_error_file(w.launch.error_file);
+      o.error = report::read_error_file(w.launch.error_file);
       // A vanished worker's end is unknown (ECHILD): never claim the launcher stopped it.
       o.stopped_by_launcher = stopping && !status->vanished &&
                               (status->signaled ? (status->signal == SIGTERM || status->signal == SIGKILL ||
@@ -243,26 +263,26 @@ struct Supervisor::Impl {
     board->set_workers(rows);
   }
 
-  void mark_exit(const WorkerOutcome& o) {
-    RankStatus* row = board->find_rank(o.rank);
+  void mark_exit(const report::WorkerOutcome& o) {
+    report::RankStatus* row = board->find_rank(o.rank);
     if (!row) return;
-    row->state = o.status.success()      ? WorkerState::kSucceeded
-                 : o.stopped_by_launcher ? WorkerState::kStopped
-                                         : WorkerState::kFailed;
+    row->state = o.status.success()      ? report::WorkerState::kSucceeded
+                 : o.stopped_by_launcher ? report::WorkerState::kStopped
+                                         : report::WorkerState::kFailed;
   }
 
   // --- hangs -------------------------------------------------------------------------
   void start_progress_monitor() {
-    std::vector<ProgressMonitor::Worker> monitored;
+    std::vector<progress::ProgressMonitor::Worker> monitored;
     for (const Worker& w : workers)
       monitored.push_back({w.launch.rank, static_cast<long>(w.pid), w.launch.progress_file});
-    ProgressMonitor::Probe probe{[this](size_t i) { return workers[i].pid > 0 && !workers[i].outcome; },
-                                 [this](size_t i) { return workers[i].pipes->bytes_read(); }};
-    monitor.start(std::move(monitored), std::move(probe), [this](HangVerdict v) { on_hang(std::move(v)); });
+    progress::ProgressMonitor::Probe probe{[this](size_t i) { return workers[i].pid > 0 && !workers[i].outcome; },
+                                           [this](size_t i) { return workers[i].pipes->bytes_read(); }};
+    monitor.start(std::move(monitored), std::move(probe), [this](progress::HangVerdict v) { on_hang(std::move(v)); });
   }
 
   // The verdict, then every live worker's stacks, and only then the stop.
-  void on_hang(HangVerdict verdict) {
+  void on_hang(progress::HangVerdict verdict) {
     worker::launcher_notice(verdict.summary);
     if (board) ++board->hang_verdicts;
     root_cause = verdict.culprit;
@@ -295,9 +315,9 @@ struct Supervisor::Impl {
   void observe_start() {
     if (!observer) return;
     observer->workers_started({Clock::now(), workers.size(), static_cast<size_t>(warm_started)});
-    std::vector<FirstStepWatch::Worker> watched;
+    std::vector<progress::FirstStepWatch::Worker> watched;
     for (const Worker& w : workers) watched.push_back({w.launch.rank, w.launch.progress_file});
-    first_step_watch.start(std::move(watched), [this](const std::optional<FirstStep>& step) {
+    first_step_watch.start(std::move(watched), [this](const std::optional<report::FirstStep>& step) {
       if (observer) observer->first_step(step);
     });
   }
@@ -335,7 +355,7 @@ struct Supervisor::Impl {
   // Hands each worker to its local rank's standby where one is kept (its pid becomes the
   // worker's), else forks it; forks every cold worker first and only then waits for their
   // execs, so they exec in parallel.
-  void start(std::vector<WorkerLaunch> launches) {
+  void start(std::vector<worker::WorkerLaunch> launches) {
     workers.clear();
     workers.reserve(launches.size());
     warm_started = 0;
@@ -371,40 +391,41 @@ struct Supervisor::Impl {
   // Once the attempt's workers are up (they compete for the CPUs with a starting standby:
   // docs/warm-restarts.md), a standby per local rank for the next restart.
   void arm_standbys() {
-    if (!standbys || !standbys_wanted) return;
+    if (!standbys || !standbys->wanted()) return;
     standby_timer.expires_after(Supervisor::kStandbyDelay);
     standby_timer.async_wait([this, id = attempt_id](const boost::system::error_code& ec) {
-      if (ec || id != attempt_id || !attempt_running || !standbys_wanted) return;
-      std::vector<WorkerLaunch> slots;
+      if (ec || id != attempt_id || !attempt_running || !standbys->wanted()) return;
+      std::vector<worker::WorkerLaunch> slots;
       for (const Worker& w : workers) slots.push_back(w.launch);
       standbys->fill(slots);
     });
   }
 
-  AttemptResult finish() {
-    AttemptResult result;
+  report::AttemptResult finish() {
+    report::AttemptResult result;
     if (stopping)
       for (const Worker& w : workers) os::signal_group(w.pid, SIGKILL);  // stragglers in the groups
     for (Worker& w : workers) {
       watchdog.forget(w.pid);
-      WorkerOutcome o = std::move(*w.outcome);
+      report::WorkerOutcome o = std::move(*w.outcome);
       if (stacks_captured) o.stacks_file = w.launch.stacks_file;
       const auto& tail = w.pipes->stderr_tail();
       o.stderr_tail.assign(tail.begin(), tail.end());
       result.outcomes.push_back(std::move(o));
     }
     if (interrupt_signal != 0) {
-      result.kind = AttemptResult::Kind::kInterrupted;
+      result.kind = report::AttemptResult::Kind::kInterrupted;
       result.signal = interrupt_signal;
+      result.stop_note = stop_note;
     } else if (root_cause) {
-      result.kind = AttemptResult::Kind::kFailed;
+      result.kind = report::AttemptResult::Kind::kFailed;
       result.root_cause = root_cause;
       if (hang) {
         result.outcomes[*root_cause].failure = hang->desync ? FailureKind::kDesync : FailureKind::kHang;
         result.outcomes[*root_cause].hang = hang->summary;
       }
     } else if (stop_reason) {
-      result.kind = AttemptResult::Kind::kStopped;
+      result.kind = report::AttemptResult::Kind::kStopped;
       result.stop_reason = *stop_reason;
     }
     result.workers_started_warm = warm_started;
@@ -413,46 +434,20 @@ struct Supervisor::Impl {
   }
 };
 
-Supervisor::Supervisor(SupervisorConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+Supervisor::Supervisor(asio::io_context& loop, os::Watchdog& watchdog, SupervisorConfig config, SupervisorLinks links)
+    : impl_(std::make_unique<Impl>(loop, watchdog, std::move(config), links)) {}
 Supervisor::~Supervisor() = default;
 
-void Supervisor::set_event_log(EventLog* log) {
-  impl_->events = log;
-  impl_->monitor.set_event_log(log);
-  if (impl_->standbys) impl_->standbys->set_event_log(log);
-}
-
-void Supervisor::set_attempt_observer(AttemptObserver* observer) { impl_->observer = observer; }
-
-void Supervisor::set_status_board(StatusBoard* board) {
-  impl_->board = board;
-  impl_->monitor.set_status_board(board);
-}
-
-asio::io_context& Supervisor::loop() { return impl_->io; }
-
-void Supervisor::enable_standbys(StandbyPlan plan) {
-  Impl& s = *impl_;
-  if (plan.kind == StandbyKind::kNone) {
-    s.standbys.reset();
-    return;
-  }
-  s.standbys = std::make_unique<StandbyPool>(s.io, s.watchdog, std::move(plan));
-  s.standbys->set_event_log(s.events);
-}
-
-void Supervisor::set_standbys_wanted(bool wanted) { impl_->standbys_wanted = wanted; }
-
-int Supervisor::workers_started_warm() const { return impl_->warm_started; }
-
 int Supervisor::interrupted_by() const { return impl_->interrupt_signal; }
+
+const std::optional<std::string>& Supervisor::stop_note() const { return impl_->stop_note; }
 
 int Supervisor::poll_signals() {
   impl_->io.poll();
   return impl_->interrupt_signal;
 }
 
-AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const AttemptCheck& check) {
+report::AttemptResult Supervisor::run_attempt(std::vector<worker::WorkerLaunch> workers, const AttemptCheck& check) {
   Impl& s = *impl_;
   s.io.poll();  // deliver a signal that arrived between attempts
   s.stopping = false;
@@ -464,9 +459,10 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   s.stacks_captured = false;
   s.check = check;
   if (s.interrupt_signal != 0) {
-    AttemptResult r;
-    r.kind = AttemptResult::Kind::kInterrupted;
+    report::AttemptResult r;
+    r.kind = report::AttemptResult::Kind::kInterrupted;
     r.signal = s.interrupt_signal;
+    r.stop_note = s.stop_note;
     return r;
   }
   s.attempt_running = true;
@@ -486,7 +482,7 @@ AttemptResult Supervisor::run_attempt(std::vector<WorkerLaunch> workers, const A
   s.board_workers();
   s.observe_start();
   s.reap();  // a worker may have exited before the SIGCHLD wait was armed
-  if (s.standbys && !s.standbys_wanted) s.standbys->clear();  // no restart left to take over
+  if (s.standbys && !s.standbys->wanted()) s.standbys->clear();  // no restart left to take over
   if (s.standbys) s.standbys->reap();
   s.arm_standbys();
   s.schedule_tick();

@@ -9,7 +9,9 @@
 // failure whose root cause is the rank behind (its outcome carries the verdict). An attempt
 // check may ask for the same capture before its stop (a hang on another node). Worker exits
 // and stragglers go to the event log if one is set; an attempt observer hears of each attempt's
-// start and first step. Blocks in run_attempt.
+// start and first step. A stop request (stop_requests.hpp) is a stop signal that says why.
+// The loop, the watchdog and the collaborators are its owner's (node/node_session.hpp), lent
+// for the Supervisor's life. Blocks in run_attempt and wait_until.
 #pragma once
 
 #include <chrono>
@@ -19,46 +21,23 @@
 #include <string>
 #include <vector>
 
-#include "launcher/supervise/attempt_observer.hpp"
-#include "launcher/supervise/failure_report.hpp"
-#include "launcher/supervise/standby_plan.hpp"
 #include "launcher/os/process.hpp"
+#include "launcher/os/watchdog.hpp"
+#include "launcher/report/attempt_observer.hpp"
+#include "launcher/report/attempt_result.hpp"
+#include "launcher/report/event_log.hpp"
+#include "launcher/report/failure_report.hpp"
+#include "launcher/report/status_board.hpp"
+#include "launcher/supervise/stop_requests.hpp"
+#include "launcher/warm/standby_pool.hpp"
 #include "launcher/worker/output.hpp"
+#include "launcher/worker/worker_launch.hpp"
 
 namespace boost::asio {
 class io_context;
 }
 
 namespace ddp::launch::supervise {
-
-struct WorkerLaunch {
-  int rank = 0;
-  int local_rank = 0;
-  os::SpawnSpec spawn;     // stdout_fd/stderr_fd are set by the supervisor (pipes)
-  std::string error_file;  // TORCHELASTIC_ERROR_FILE given to the worker
-  std::string prefix;      // console line prefix
-  bool stdout_to_console = true;
-  bool stderr_to_console = true;
-  std::string stdout_log;  // "" = no file
-  std::string stderr_log;
-  // --duplicate-*-filters: the attempt's filtered_{stdout,stderr}.log, for a tee'd stream
-  // of a rank on the console (null: its lines are not copied).
-  std::shared_ptr<worker::DuplicateLog> stdout_duplicate;
-  std::shared_ptr<worker::DuplicateLog> stderr_duplicate;
-  std::string progress_file;  // the progress record it feeds ("": not monitored)
-  std::string stacks_file;    // where a hang's post-mortem goes
-  bool python = false;        // gets SIGABRT after the native capture (faulthandler)
-};
-
-struct AttemptResult {
-  enum class Kind { kSucceeded, kFailed, kInterrupted, kStopped };
-  Kind kind = Kind::kSucceeded;
-  std::string stop_reason;              // when kStopped: why the check stopped the workers
-  std::vector<WorkerOutcome> outcomes;  // one per worker, in local-rank order
-  std::optional<size_t> root_cause;     // index into outcomes when kFailed
-  int signal = 0;                       // when kInterrupted
-  int workers_started_warm = 0;         // adopted standbys (warm restarts); the rest started cold
-};
 
 struct SupervisorConfig {
   double shutdown_timeout_s = 30.0;
@@ -79,19 +58,27 @@ struct AttemptCheck {
   std::function<bool()> capture_stacks;
 };
 
-class EventLog;
-struct StatusBoard;
+// What the Supervisor reports to and starts from, borrowed from its owner; each may be null.
+struct SupervisorLinks {
+  report::EventLog* events = nullptr;           // worker exits, straggler notices
+  report::AttemptObserver* observer = nullptr;  // every attempt's start and first step
+  report::StatusBoard* board = nullptr;         // the workers' rows, states, progress, hang verdicts
+  warm::StandbyPool* standbys = nullptr;        // warm restarts: workers start from its standbys
+  supervise::StopRequests* stops = nullptr;     // stop requests from other threads
+};
 
 class Supervisor {
  public:
-  explicit Supervisor(SupervisorConfig config);
+  Supervisor(boost::asio::io_context& loop, os::Watchdog& watchdog, supervise::SupervisorConfig config,
+             supervise::SupervisorLinks links = {});
   ~Supervisor();
-  Supervisor(const Supervisor&) = delete;
-  Supervisor& operator=(const Supervisor&) = delete;
+  Supervisor(const supervise::Supervisor&) = delete;
+  supervise::Supervisor& operator=(const supervise::Supervisor&) = delete;
 
   // Starts the workers and returns when every one has exited. Throws LaunchError if a
   // worker cannot be started (the ones already started are killed first).
-  AttemptResult run_attempt(std::vector<WorkerLaunch> workers, const AttemptCheck& check = {});
+  report::AttemptResult run_attempt(std::vector<worker::WorkerLaunch> workers,
+                                    const supervise::AttemptCheck& check = {});
 
   // With no workers running: calls done() every interval until it returns true (0 is
   // returned) or a stop signal arrives during the call (the first stop signal received is
@@ -104,29 +91,14 @@ class Supervisor {
   // on another thread (the multi-node agent's abort wait thread: a store key appeared).
   void wake();
 
-  // Where worker exits and straggler notices are logged (null: nowhere); borrowed.
-  void set_event_log(EventLog* log);
-  // Told of every attempt's start and first step (null: nobody); borrowed.
-  void set_attempt_observer(AttemptObserver* observer);
-  // Where the workers' rows, states, progress and hang verdicts go (status_board.hpp; null:
-  // nowhere); borrowed. With one set the progress monitor always ticks.
-  void set_status_board(StatusBoard* board);
-  // The loop everything above runs on, for a server that shares it (status_endpoint.hpp).
-  boost::asio::io_context& loop();
-
-  // Warm restarts (standby_pool.hpp): from now on each attempt starts its workers from the
-  // standbys kept for their local ranks where it can (the rest cold) and, once its workers
-  // are up (kStandbyDelay), keeps a standby per local rank while set_standbys_wanted(true)
-  // (the agent: a restart is left). A plan of kind kNone keeps none.
-  void enable_standbys(StandbyPlan plan);
-  // For the next run_attempt: false kills the standbys it did not adopt, once its workers started.
-  void set_standbys_wanted(bool wanted);
-  // How many of the last attempt's workers were started warm.
-  int workers_started_warm() const;
+  // Once an attempt's workers are up, the standbys (warm restarts) for the next one are started.
   static constexpr std::chrono::milliseconds kStandbyDelay{1500};
 
-  // The stop signal received so far (0 if none): the agent stops restarting once set.
+  // The stop signal received so far (0 if none; SIGTERM for a stop request): the agent stops
+  // restarting once set.
   int interrupted_by() const;
+  // What the stop's asker said (a stop request's reason); nullopt for a plain signal.
+  const std::optional<std::string>& stop_note() const;
   // Delivers pending signals without blocking, then returns interrupted_by().
   int poll_signals();
 

@@ -13,9 +13,9 @@ namespace ddp::launch::supervise {
 WorkerPipes::Reader::Reader(boost::asio::io_context& io, os::UniqueFd read_end, worker::WorkerStream s)
     : descriptor(io, read_end.release()), stream(std::move(s)) {}
 
-WorkerPipes::Reader WorkerPipes::make_reader(boost::asio::io_context& io, os::Pipe& pipe, const WorkerLaunch& launch,
-                                             bool to_console, int console_fd, const std::string& log,
-                                             worker::ConsoleBoard* board,
+WorkerPipes::Reader WorkerPipes::make_reader(boost::asio::io_context& io, os::Pipe& pipe,
+                                             const worker::WorkerLaunch& launch, bool to_console, int console_fd,
+                                             const std::string& log, worker::ConsoleBoard* board,
                                              std::shared_ptr<worker::DuplicateLog> duplicate) {
   os::UniqueFd file = log.empty() ? os::UniqueFd() : worker::open_log_file(log);
   const bool on_board = board && os::is_terminal(console_fd) && os::same_file(console_fd, board->fd());
@@ -25,7 +25,7 @@ WorkerPipes::Reader WorkerPipes::make_reader(boost::asio::io_context& io, os::Pi
                                      on_board ? board : nullptr, slot, std::move(duplicate)));
 }
 
-WorkerPipes::WorkerPipes(boost::asio::io_context& io, WorkerLaunch& launch, worker::ConsoleBoard* board,
+WorkerPipes::WorkerPipes(boost::asio::io_context& io, worker::WorkerLaunch& launch, worker::ConsoleBoard* board,
                          std::function<void()> on_data)
     : out_pipe_(os::make_pipe()),
       err_pipe_(os::make_pipe()),

@@ -24,7 +24,7 @@ namespace ddp::launch::supervise {
 class WorkerPipes {
  public:
   // board may be null. on_data runs after every chunk read (e.g. to redraw live lines).
-  WorkerPipes(boost::asio::io_context& io, WorkerLaunch& launch, worker::ConsoleBoard* board,
+  WorkerPipes(boost::asio::io_context& io, worker::WorkerLaunch& launch, worker::ConsoleBoard* board,
               std::function<void()> on_data);
   WorkerPipes(const WorkerPipes&) = delete;
   WorkerPipes& operator=(const WorkerPipes&) = delete;
@@ -44,8 +44,8 @@ class WorkerPipes {
     std::array<char, 65536> buffer{};
     bool open = true;
   };
-  static Reader make_reader(boost::asio::io_context& io, os::Pipe& pipe, const WorkerLaunch& launch, bool to_console,
-                            int console_fd, const std::string& log, worker::ConsoleBoard* board,
+  static Reader make_reader(boost::asio::io_context& io, os::Pipe& pipe, const worker::WorkerLaunch& launch,
+                            bool to_console, int console_fd, const std::string& log, worker::ConsoleBoard* board,
                             std::shared_ptr<worker::DuplicateLog> duplicate);
   void read(Reader& reader);
 

@@ -82,14 +82,14 @@ void expect(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error("check failed: " + what);
 }
 
-progress::Record read_record(const std::string& path) {
-  auto r = progress::read_record_file(path);
+ddp::progress::Record read_record(const std::string& path) {
+  auto r = ddp::progress::read_record_file(path);
   expect(r.has_value(), path + ": no initialised record");
   return *r;
 }
 
-void expect_collective(const progress::Record& r, uint64_t seq, progress::Op op, uint64_t numel, progress::DType dtype,
-                       uint32_t group, const std::string& what) {
+void expect_collective(const ddp::progress::Record& r, uint64_t seq, ddp::progress::Op op, uint64_t numel,
+                       ddp::progress::DType dtype, uint32_t group, const std::string& what) {
   expect(r.seq_entered == seq && r.seq_completed == seq, what + ": seq " + std::to_string(r.seq_entered) + "/" +
                                                              std::to_string(r.seq_completed) + ", want " +
                                                              std::to_string(seq));
@@ -103,26 +103,27 @@ void expect_collective(const progress::Record& r, uint64_t seq, progress::Op op,
 int feed_record() {
   const char* out = std::getenv("DDP_TEST_OUT");
   const std::string path = std::string(out ? out : "/tmp") + "/progress_" + std::getenv("RANK");
-  expect(progress::create_record_file(path) == 0, "create " + path);
-  ::setenv(progress::kEnvVar, path.c_str(), 1);
+  expect(ddp::progress::create_record_file(path) == 0, "create " + path);
+  ::setenv(ddp::progress::kEnvVar, path.c_str(), 1);
   expect(!progress_feed_enabled(), "no feed before init_process_group");
   init_process_group(gloo_options());
   expect(progress_feed_enabled(), "feed on after init_process_group");
   auto r = read_record(path);
-  expect(r.magic == progress::kMagic && r.version == progress::kVersion && r.updates > 0, "header");
+  expect(r.magic == ddp::progress::kMagic && r.version == ddp::progress::kVersion && r.updates > 0, "header");
   uint64_t updates = r.updates;
   auto t = torch::ones({7}, torch::kDouble);
   all_reduce(t);
   r = read_record(path);
-  expect_collective(r, 1, progress::Op::kAllReduce, 7, progress::DType::kFloat64, 0, "all_reduce");
+  expect_collective(r, 1, ddp::progress::Op::kAllReduce, 7, ddp::progress::DType::kFloat64, 0, "all_reduce");
   expect(r.updates > updates, "updates grows");
   updates = r.updates;
   Group g = new_group({0, 1});
   auto l = torch::zeros({3}, torch::kLong);
   broadcast(l, 0, g);
-  expect_collective(read_record(path), 2, progress::Op::kBroadcast, 3, progress::DType::kInt64, 1, "broadcast");
+  expect_collective(read_record(path), 2, ddp::progress::Op::kBroadcast, 3, ddp::progress::DType::kInt64, 1,
+                    "broadcast");
   barrier();
-  expect_collective(read_record(path), 3, progress::Op::kBarrier, 0, progress::DType::kUnknown, 0, "barrier");
+  expect_collective(read_record(path), 3, ddp::progress::Op::kBarrier, 0, ddp::progress::DType::kUnknown, 0, "barrier");
   Net net = make_net(false, 1000);
   auto model = DistributedDataParallel(net);
   auto opt = make_optimizer(net->parameters());
@@ -132,14 +133,14 @@ int feed_record() {
   int64_t params = 0;
   for (const auto& p : net->parameters()) params += p.numel();
   // After 3 + DDP's own (2 all_gathers, 1 broadcast, 2 bucket all-reduces, 1 rebuild broadcast).
-  expect_collective(r, 9, progress::Op::kAllReduce, static_cast<uint64_t>(params), progress::DType::kFloat32, 0,
-                    "DDP bucket");
+  expect_collective(r, 9, ddp::progress::Op::kAllReduce, static_cast<uint64_t>(params), ddp::progress::DType::kFloat32,
+                    0, "DDP bucket");
   // The other collectives too, async ones once their Work was waited for; send/recv as well.
   auto scattered = torch::empty({2});
   std::vector<torch::Tensor> ins{torch::ones({2}), torch::ones({2})};
   Work w = async::reduce_scatter(scattered, ins);
   w.wait();
-  expect_collective(read_record(path), 10, progress::Op::kReduceScatter, 2, progress::DType::kFloat32, 0,
+  expect_collective(read_record(path), 10, ddp::progress::Op::kReduceScatter, 2, ddp::progress::DType::kFloat32, 0,
                     "async reduce_scatter");
   auto p2p = torch::ones({5}, torch::kInt);
   if (get_rank() == 0) {
@@ -147,8 +148,8 @@ int feed_record() {
   } else {
     recv(p2p, 0);
   }
-  expect_collective(read_record(path), 11, get_rank() == 0 ? progress::Op::kSend : progress::Op::kRecv, 5,
-                    progress::DType::kInt32, 0, "send/recv");
+  expect_collective(read_record(path), 11, get_rank() == 0 ? ddp::progress::Op::kSend : ddp::progress::Op::kRecv, 5,
+                    ddp::progress::DType::kInt32, 0, "send/recv");
   {
     PauseProgress pause(std::chrono::seconds(100));
     r = read_record(path);

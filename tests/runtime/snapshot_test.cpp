@@ -43,7 +43,7 @@ void fill(torch::nn::Sequential& net, double value) {
 // The region of this process: an empty file named by DDP_LAUNCH_SNAPSHOT_FILE.
 void use_region(const std::string& path) {
   std::ofstream(path, std::ios::trunc).flush();
-  ::setenv(snapshot::kEnvVar, path.c_str(), 1);
+  ::setenv(ddp::snapshot::kEnvVar, path.c_str(), 1);
 }
 
 // Rank r snapshots steps 1..DDP_TEST_SNAPSHOT_SAVES[r] (default "3,2"), its parameters filled
@@ -55,7 +55,7 @@ int snapshot_agree() {
   const bool region = env_int("DDP_TEST_SNAPSHOT_NONE_RANK", -1) != rank;
   const std::string path = out_path("region." + std::to_string(rank));
   if (region) use_region(path);
-  else ::unsetenv(snapshot::kEnvVar);
+  else ::unsetenv(ddp::snapshot::kEnvVar);
   const char* saves_env = std::getenv("DDP_TEST_SNAPSHOT_SAVES");
   const std::string saves = saves_env ? saves_env : "3,2";
   const int last_step = saves[static_cast<size_t>(2 * rank)] - '0';
@@ -82,7 +82,7 @@ int snapshot_agree() {
     log() << "error: " << e.what();
   }
   if (region) {
-    const auto held = snapshot::read_newest_snapshot(path);
+    const auto held = ddp::snapshot::read_newest_snapshot(path);
     log() << "region holds " << (held ? "step " + std::to_string(held->step) : std::string("nothing"));
   }
   destroy_process_group();
@@ -123,9 +123,9 @@ TEST_CASE("Snapshot in one process: round trip, a torn slot skipped, another mod
 
   SECTION("a torn newest slot: the older one is restored") {
     const int fd = ::open((scratch / "region").c_str(), O_RDWR);
-    snapshot::Header h{};
+    ddp::snapshot::Header h{};
     REQUIRE(::pread(fd, &h, sizeof h, 0) == sizeof h);
-    const snapshot::Slot& newest = h.slots[h.slots[0].seq > h.slots[1].seq ? 0 : 1];
+    const ddp::snapshot::Slot& newest = h.slots[h.slots[0].seq > h.slots[1].seq ? 0 : 1];
     REQUIRE(::pwrite(fd, "!", 1, static_cast<off_t>(newest.offset + newest.length / 2)) == 1);
     ::close(fd);
     auto older = snap.restore(copy, &copy_opt, torch::kCPU);
@@ -145,11 +145,11 @@ TEST_CASE("Snapshot in one process: round trip, a torn slot skipped, another mod
     }
     CHECK(torch::equal(other->parameters()[0], before));
   }
-  ::unsetenv(snapshot::kEnvVar);
+  ::unsetenv(ddp::snapshot::kEnvVar);
 }
 
 TEST_CASE("Snapshot without a launcher's region is off: save does nothing, restore finds nothing", "[snapshot]") {
-  ::unsetenv(snapshot::kEnvVar);
+  ::unsetenv(ddp::snapshot::kEnvVar);
   Snapshot snap;
   auto net = small_net(1);
   CHECK_FALSE(snap.enabled());
@@ -168,11 +168,11 @@ TEST_CASE("Snapshot writes in the background: the state of save() time, landed b
     REQUIRE(snap.save(step, net, nullptr));
   }
   REQUIRE(snap.wait());
-  const auto newest = snapshot::read_newest_snapshot(scratch / "region");
+  const auto newest = ddp::snapshot::read_newest_snapshot(scratch / "region");
   REQUIRE(newest);
   CHECK(newest->step == 5);
   const int fd = ::open((scratch / "region").c_str(), O_RDONLY);
-  const snapshot::Header h = snapshot::read_header(fd);
+  const ddp::snapshot::Header h = ddp::snapshot::read_header(fd);
   ::close(fd);
   CHECK(std::min(h.slots[0].step, h.slots[1].step) == 4);  // the previous one kept intact
   CHECK(snap.last_copy_seconds() > 0);
@@ -188,7 +188,7 @@ TEST_CASE("Snapshot writes in the background: the state of save() time, landed b
   REQUIRE(restored);
   CHECK(restored->step == 6);
   CHECK(copy->parameters()[0].view(-1)[0].item<double>() == 6);
-  ::unsetenv(snapshot::kEnvVar);
+  ::unsetenv(ddp::snapshot::kEnvVar);
 }
 
 // save() of step 1, then at once (while the write may run) another training step, the
@@ -242,7 +242,7 @@ TEST_CASE("Snapshot serialises in the background from copies: every tensor as of
   at::set_num_threads(threads_before);
   REQUIRE(background_seconds >= 0);
   CHECK((background_seconds > 0) == spare);
-  const auto newest = snapshot::read_newest_snapshot(scratch / "region");
+  const auto newest = ddp::snapshot::read_newest_snapshot(scratch / "region");
   REQUIRE(newest);
   const bool same_bytes = newest->payload == expected;  // (not CHECKed directly: Catch would print 16 MiB)
   CHECK(same_bytes);                                    // nothing of the later changes, no byte different
@@ -255,7 +255,7 @@ TEST_CASE("Snapshot serialises in the background from copies: every tensor as of
   for (size_t i = 0; i < params_then.size(); ++i) CHECK(torch::equal(copy->parameters()[i], params_then[i]));
   CHECK(restored->extra.at("history").toList().get(0).toTensor().equal(torch::full({3}, 1.5)));
   CHECK(restored->extra.at("rng").toTensor().equal(torch::arange(int64_t(1) << 21)));
-  ::unsetenv(snapshot::kEnvVar);
+  ::unsetenv(ddp::snapshot::kEnvVar);
 }
 
 TEST_CASE("Snapshot of a value it cannot stage (a sparse tensor) serialises it on the caller's thread", "[snapshot]") {
@@ -277,7 +277,7 @@ TEST_CASE("Snapshot of a value it cannot stage (a sparse tensor) serialises it o
   REQUIRE(restored);
   CHECK(restored->extra.at("sparse").toTensor().to_dense().equal(torch::eye(3)));
   CHECK(copy->parameters()[0].view(-1)[0].item<double>() != 42);
-  ::unsetenv(snapshot::kEnvVar);
+  ::unsetenv(ddp::snapshot::kEnvVar);
 }
 
 TEST_CASE("Snapshot whose background write fails (the region cannot grow): one warning, then off", "[snapshot]") {
@@ -289,7 +289,7 @@ TEST_CASE("Snapshot whose background write fails (the region cannot grow): one w
   REQUIRE(::getrlimit(RLIMIT_FSIZE, &before) == 0);
   const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
   struct rlimit small = before;
-  small.rlim_cur = snapshot::kHeaderSize + 512;  // files this process writes stop here
+  small.rlim_cur = ddp::snapshot::kHeaderSize + 512;  // files this process writes stop here
   REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
   const bool started = snap.save(1, net, nullptr);  // the failure shows in the background
   const bool landed = snap.wait();
@@ -299,8 +299,8 @@ TEST_CASE("Snapshot whose background write fails (the region cannot grow): one w
   CHECK_FALSE(landed);
   CHECK_FALSE(snap.enabled());
   CHECK_FALSE(snap.save(2, net, nullptr));
-  CHECK_FALSE(snapshot::read_newest_snapshot(scratch / "region").has_value());
-  ::unsetenv(snapshot::kEnvVar);
+  CHECK_FALSE(ddp::snapshot::read_newest_snapshot(scratch / "region").has_value());
+  ::unsetenv(ddp::snapshot::kEnvVar);
 }
 
 TEST_CASE("Snapshot over two workers: the newest step all hold, or nothing when no rank has one", "[snapshot]") {

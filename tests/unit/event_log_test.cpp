@@ -6,11 +6,11 @@
 
 #include <filesystem>
 
-#include "launcher/supervise/event_log.hpp"
+#include "launcher/report/event_log.hpp"
 #include "tests/support/test_support.hpp"
 
 using namespace ddp::launch;
-using namespace ddp::launch::supervise;
+using namespace ddp::launch::report;
 using namespace ddp::test;
 
 TEST_CASE("event log: one JSON object per line, in order, with event, time and attempt first") {

@@ -3,11 +3,11 @@
 
 #include <csignal>
 
-#include "launcher/supervise/failure_report.hpp"
+#include "launcher/report/failure_report.hpp"
 
 using namespace ddp::launch;
 using namespace ddp::launch::os;
-using namespace ddp::launch::supervise;
+using namespace ddp::launch::report;
 
 TEST_CASE("the nested @record format is read") {
   auto r = parse_error_record(R"({"message": {"message": "RuntimeError: boom",

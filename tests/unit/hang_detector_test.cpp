@@ -1,29 +1,29 @@
 // judge(): the hang verdict from the workers' progress records (no processes).
 #include <catch2/catch.hpp>
 
-#include "launcher/supervise/hang_detector.hpp"
+#include "launcher/progress/hang_detector.hpp"
 
 using namespace ddp::launch;
-using namespace ddp::launch::supervise;
+using namespace ddp::launch::progress;
 namespace progress = ddp::progress;
 
 namespace {
 
-progress::Record record(uint64_t step, uint64_t entered, uint64_t completed, progress::Op op = progress::Op::kAllReduce,
-                        uint64_t numel = 4996) {
-  progress::Record r{};
-  r.magic = progress::kMagic;
-  r.version = progress::kVersion;
+ddp::progress::Record record(uint64_t step, uint64_t entered, uint64_t completed,
+                             ddp::progress::Op op = ddp::progress::Op::kAllReduce, uint64_t numel = 4996) {
+  ddp::progress::Record r{};
+  r.magic = ddp::progress::kMagic;
+  r.version = ddp::progress::kVersion;
   r.step = step;
   r.seq_entered = entered;
   r.seq_completed = completed;
   r.op = static_cast<uint32_t>(op);
   r.numel = numel;
-  r.dtype = static_cast<uint32_t>(progress::DType::kFloat32);
+  r.dtype = static_cast<uint32_t>(ddp::progress::DType::kFloat32);
   return r;
 }
 
-RankProgress rank(int r, std::optional<progress::Record> rec, double idle = 40) {
+RankProgress rank(int r, std::optional<ddp::progress::Record> rec, double idle = 40) {
   return RankProgress{r, 4700 + r, rec, idle, false};
 }
 
@@ -58,7 +58,7 @@ TEST_CASE("judge: a rank that never fed is behind every rank that did") {
 }
 
 TEST_CASE("judge: the same sequence number in different collectives is a desync") {
-  auto v = judge({rank(0, record(3, 5, 4, progress::Op::kBroadcast, 10)), rank(1, record(3, 5, 4))}, 30);
+  auto v = judge({rank(0, record(3, 5, 4, ddp::progress::Op::kBroadcast, 10)), rank(1, record(3, 5, 4))}, 30);
   REQUIRE(v);
   CHECK(v->desync);
   CHECK(v->summary ==

@@ -14,12 +14,12 @@
 #include "launcher/base/launch_error.hpp"
 #include "launcher/os/cpu_time.hpp"
 #include "launcher/os/process.hpp"
-#include "launcher/supervise/failure_report.hpp"
+#include "launcher/report/failure_report.hpp"
 #include "tests/support/test_support.hpp"
 
 using namespace ddp::launch;
 using namespace ddp::launch::os;
-using namespace ddp::launch::supervise;
+using namespace ddp::launch::report;
 
 namespace {
 

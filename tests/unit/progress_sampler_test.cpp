@@ -1,21 +1,21 @@
 // ProgressSampler and HangDetector: synthetic records and a synthetic clock (no processes).
 #include <catch2/catch.hpp>
 
-#include "launcher/supervise/hang_detector.hpp"
-#include "launcher/supervise/progress_sampler.hpp"
+#include "launcher/progress/hang_detector.hpp"
+#include "launcher/progress/progress_sampler.hpp"
 
 using namespace ddp::launch;
-using namespace ddp::launch::supervise;
+using namespace ddp::launch::progress;
 namespace progress = ddp::progress;
 
 namespace {
 
 constexpr double kStart = 1000;  // the synthetic clock, in seconds
 
-progress::Record record(uint64_t updates, uint64_t step = 0, double step_time_s = 0) {
-  progress::Record r{};
-  r.magic = progress::kMagic;
-  r.version = progress::kVersion;
+ddp::progress::Record record(uint64_t updates, uint64_t step = 0, double step_time_s = 0) {
+  ddp::progress::Record r{};
+  r.magic = ddp::progress::kMagic;
+  r.version = ddp::progress::kVersion;
   r.updates = updates;
   r.step = step;
   r.step_time_ns = static_cast<uint64_t>(step_time_s * 1e9);

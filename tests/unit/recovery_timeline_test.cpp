@@ -10,14 +10,15 @@
 #include <nlohmann/json.hpp>
 
 #include "contract/progress_file.hpp"
-#include "launcher/supervise/event_log.hpp"
-#include "launcher/supervise/first_step_watch.hpp"
-#include "launcher/supervise/recovery_log.hpp"
-#include "launcher/supervise/recovery_timeline.hpp"
+#include "launcher/report/event_log.hpp"
+#include "launcher/progress/first_step_watch.hpp"
+#include "launcher/report/recovery_log.hpp"
+#include "launcher/report/recovery_timeline.hpp"
 #include "tests/support/test_support.hpp"
 
 using namespace ddp::launch;
-using namespace ddp::launch::supervise;
+using namespace ddp::launch::report;
+using namespace ddp::launch::progress;
 using namespace ddp::test;
 using Clock = std::chrono::system_clock;
 using nlohmann::json;

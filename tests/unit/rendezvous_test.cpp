@@ -13,8 +13,8 @@
 
 using namespace ddp::launch;
 using namespace ddp::launch::cli;
-using namespace ddp::launch::supervise;
 using namespace ddp::launch::multinode;
+using namespace ddp::launch::report;
 
 namespace {
 

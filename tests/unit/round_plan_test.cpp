@@ -9,8 +9,8 @@
 
 using namespace ddp::launch;
 using namespace ddp::launch::os;
-using namespace ddp::launch::supervise;
 using namespace ddp::launch::multinode;
+using namespace ddp::launch::report;
 
 namespace {
 

@@ -12,14 +12,15 @@
 
 #include "contract/snapshot_file.hpp"
 #include "launcher/os/durable_file.hpp"
-#include "launcher/supervise/event_log.hpp"
-#include "launcher/supervise/persist_plan.hpp"
-#include "launcher/supervise/snapshot_persister.hpp"
+#include "launcher/report/event_log.hpp"
+#include "launcher/snapshot/persist_plan.hpp"
+#include "launcher/snapshot/snapshot_persister.hpp"
 #include "tests/support/files.hpp"
 #include "tests/support/processes.hpp"
 
 using namespace ddp::launch;
-using namespace ddp::launch::supervise;
+using namespace ddp::launch::report;
+using namespace ddp::launch::snapshot;
 using namespace std::chrono_literals;
 using ddp::test::TempDir;
 namespace fs = std::filesystem;

@@ -6,11 +6,11 @@
 #include "contract/standby_handoff.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/cli/options.hpp"
-#include "launcher/supervise/standby_plan.hpp"
+#include "launcher/warm/standby_plan.hpp"
 #include "tests/support/test_support.hpp"
 
 using namespace ddp::launch;
-using namespace ddp::launch::supervise;
+using namespace ddp::launch::warm;
 
 namespace {
 

@@ -15,13 +15,14 @@
 #include "launcher/http/prometheus_text.hpp"
 #include "launcher/http/server.hpp"
 #include "launcher/status_command.hpp"
-#include "launcher/supervise/status_json.hpp"
-#include "launcher/supervise/status_metrics.hpp"
-#include "launcher/supervise/status_page.hpp"
-#include "launcher/supervise/termination_log.hpp"
+#include "launcher/status/status_json.hpp"
+#include "launcher/status/status_metrics.hpp"
+#include "launcher/status/status_page.hpp"
+#include "launcher/report/termination_log.hpp"
 
 using namespace ddp::launch;
-using namespace ddp::launch::supervise;
+using namespace ddp::launch::report;
+using namespace ddp::launch::status;
 
 namespace {
 

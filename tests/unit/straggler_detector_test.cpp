@@ -5,21 +5,21 @@
 #include <cmath>
 #include <random>
 
-#include "launcher/supervise/progress_sampler.hpp"
-#include "launcher/supervise/straggler_detector.hpp"
+#include "launcher/progress/progress_sampler.hpp"
+#include "launcher/progress/straggler_detector.hpp"
 
 using namespace ddp::launch;
-using namespace ddp::launch::supervise;
+using namespace ddp::launch::progress;
 namespace progress = ddp::progress;
 
 namespace {
 
 constexpr double kTick = 0.5;
 
-progress::Record record(uint64_t step, double step_time_s, bool waiting) {
-  progress::Record r{};
-  r.magic = progress::kMagic;
-  r.version = progress::kVersion;
+ddp::progress::Record record(uint64_t step, double step_time_s, bool waiting) {
+  ddp::progress::Record r{};
+  r.magic = ddp::progress::kMagic;
+  r.version = ddp::progress::kVersion;
   r.step = step;
   r.step_time_ns = static_cast<uint64_t>(step_time_s * 1e9);
   r.seq_entered = step + (waiting ? 1 : 0);
@@ -37,7 +37,7 @@ std::vector<ProgressSampler::Rank> ranks(int n) {
 struct SampledDetector {
   SampledDetector(int n, double threshold) : sampler(ranks(n), 100), detector(threshold) {}
   std::vector<StragglerDetector::Flag> observe(double now_s,
-                                               const std::vector<std::optional<progress::Record>>& records) {
+                                               const std::vector<std::optional<ddp::progress::Record>>& records) {
     sampler.observe(now_s, records, std::vector<bool>(records.size(), true));
     return detector.observe(now_s, sampler);
   }
@@ -56,7 +56,7 @@ std::vector<std::string> simulate(SampledDetector& watch, int n, double seconds,
   std::vector<std::string> notices;
   int tick = 0;
   for (double t = kTick; t <= seconds; t += kTick, ++tick) {
-    std::vector<std::optional<progress::Record>> records;
+    std::vector<std::optional<ddp::progress::Record>> records;
     for (int i = 0; i < n; ++i) {
       while (next[i] <= t) {
         last[i] = next[i];

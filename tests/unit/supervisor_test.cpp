@@ -4,11 +4,16 @@
 
 #include <signal.h>
 
+#include <boost/asio/io_context.hpp>
+
+#include "launcher/os/watchdog.hpp"
 #include "launcher/supervise/supervisor.hpp"
 #include "tests/support/test_support.hpp"
 
 using namespace ddp::launch;
 using namespace ddp::launch::supervise;
+using namespace ddp::launch::report;
+using namespace ddp::launch::worker;
 using namespace ddp::test;
 
 namespace {
@@ -29,7 +34,9 @@ WorkerLaunch shell_worker(const std::string& script, const std::string& stdout_l
 
 TEST_CASE("a SIGCHLD left over from the previous attempt does not cut the next attempt's output") {
   TempDir dir;
-  Supervisor supervisor(SupervisorConfig{});
+  boost::asio::io_context loop;
+  os::Watchdog watchdog;
+  Supervisor supervisor(loop, watchdog, SupervisorConfig{});
   std::vector<WorkerLaunch> first;
   first.push_back(shell_worker("echo first", dir / "first.log"));
   REQUIRE(supervisor.run_attempt(std::move(first)).kind == AttemptResult::Kind::kSucceeded);

@@ -1,0 +1,115 @@
+#include "launcher/node/node_session.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include "launcher/cli/options.hpp"
+#include "launcher/node/worker_launches.hpp"
+#include "launcher/os/process.hpp"
+#include "launcher/status/status_endpoint.hpp"
+#include "launcher/warm/standby_pool.hpp"
+#include "launcher/worker/output.hpp"
+
+namespace ddp::launch::node {
+namespace {
+
+using Kind = report::AttemptResult::Kind;
+using snapshot::PersistReason;
+
+report::StatusBoard job_board(const JobConfig& job, const NodeSeat& seat) {
+  report::StatusBoard b;
+  b.job = {job.program,     job.run_id,     job.role,    job.status.backend, cli::kLauncherVersion,
+           os::host_name(), seat.node_rank, seat.nnodes, job.max_restarts};
+  b.started_unix_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return b;
+}
+
+std::unique_ptr<warm::StandbyPool> standby_pool(boost::asio::io_context& loop, os::Watchdog& watchdog,
+                                                const JobConfig& job) {
+  if (job.standby.kind == warm::StandbyKind::kNone) return nullptr;
+  return std::make_unique<warm::StandbyPool>(loop, watchdog, job.standby);
+}
+
+// The workers' thread notice comes before anything of the run is set up.
+const worker::RunLayoutSpec& layout_after_notices(const JobConfig& job, const cli::Environment& env) {
+  notice_omp_threads(env, job.devices.nproc);
+  return job.layout;
+}
+
+// The job starts on this node: run_id, host, launcher pid, program, nproc, max_restarts,
+// hang_timeout ("auto", or seconds; 0: off), straggler_threshold.
+void log_start(report::EventLog& log, const JobConfig& job) {
+  const double hang = job.supervisor.hang_timeout_s;
+  log.write("start", {{"run_id", job.run_id},
+                      {"host", os::host_name()},
+                      {"launcher_pid", static_cast<long>(::getpid())},
+                      {"program", job.program},
+                      {"nproc", job.devices.nproc},
+                      {"max_restarts", job.max_restarts},
+                      hang < 0 ? report::EventField("hang_timeout", "auto") : report::EventField("hang_timeout", hang),
+                      {"straggler_threshold", job.supervisor.straggler_threshold}});
+}
+
+// The worker's arguments the endpoint may show: with --metrics-show-args only.
+std::optional<std::vector<std::string>> shown_worker_args(const JobConfig& job) {
+  if (!job.status.show_args) return std::nullopt;
+  return job.command.argv_for(0);
+}
+
+}  // namespace
+
+std::optional<snapshot::PersistReason> persist_reason(Kind kind, bool job_ends, bool stopping, bool membership) {
+  if (kind == Kind::kInterrupted) return snapshot::PersistReason::kStop;
+  if (kind == Kind::kSucceeded) return job_ends ? std::optional(snapshot::PersistReason::kEnd) : std::nullopt;
+  if (membership) return std::nullopt;  // no failure: a bigger round
+  if (!job_ends) return snapshot::PersistReason::kFailure;
+  return stopping ? snapshot::PersistReason::kStop : snapshot::PersistReason::kEnd;
+}
+
+NodeSession::NodeSession(const JobConfig& job, const cli::Environment& env, const NodeSeat& seat,
+                         supervise::StopRequests* stops)
+    : job_(job),
+      layout_(layout_after_notices(job, env), env),
+      board_(job_board(job, seat)),
+      events_(layout_.run_dir(), seat.event_node),
+      recovery_(events_),
+      snapshots_(env),
+      standbys_(standby_pool(loop_, watchdog_, job)),
+      supervisor_(loop_, watchdog_, job.supervisor, {&events_, &recovery_, &board_, standbys_.get(), stops}) {
+  if (layout_.enabled() && !layout_.temporary()) worker::launcher_notice("logs in " + layout_.run_dir());
+  events_.set_console(job.events_to_console);
+  events_.set_tap([this](const std::string& line) { board_.add_event(line); });
+  log_start(events_, job);
+  snapshots_.persist_to(job.snapshot_persist, &events_);
+  recovery_.set_status_board(&board_);
+  if (standbys_) standbys_->set_event_log(&events_);
+  if (!job.standby.cold_reason.empty()) worker::launcher_notice(job.standby.cold_reason);
+  if (job.status.enabled)
+    endpoint_ =
+        std::make_unique<status::StatusEndpoint>(loop_, board_, job.status, shown_worker_args(job), layout_.run_dir());
+}
+
+NodeSession::~NodeSession() = default;
+
+void NodeSession::begin_attempt(int restart_count, int world_size) {
+  events_.set_attempt(restart_count);
+  board_.attempt = restart_count;
+  board_.world_size = world_size;
+  if (standbys_) standbys_->set_wanted(restart_count < job_.max_restarts);  // a restart is left to take over
+}
+
+report::AttemptResult NodeSession::run_attempt(std::vector<worker::WorkerLaunch> launches,
+                                               const supervise::AttemptCheck& check) {
+  recovery_.rendezvous_done();
+  report::AttemptResult result = supervisor_.run_attempt(std::move(launches), check);
+  recovery_.attempt_ended(result.kind == Kind::kSucceeded);
+  return result;
+}
+
+void NodeSession::after_attempt(const report::AttemptResult& result, bool job_ends, bool membership) {
+  if (auto why = persist_reason(result.kind, job_ends, supervisor_.interrupted_by() != 0, membership))
+    snapshots_.persist(*why);
+}
+
+}  // namespace ddp::launch::node

@@ -1,0 +1,94 @@
+// NodeSession: one node's services for a whole job, built once, in one place, by either agent
+// (single_node_agent.hpp, multinode/multinode_agent.hpp): the run layout, the event log (its
+// `start` event), the status board and endpoint, the recovery log, the snapshot regions and
+// their persister, the warm standbys, the orphan watchdog, and the Supervisor, all on one
+// event loop this session owns and lends. Members are built in declaration order and go in
+// reverse, so each outlives what borrows it. run_attempt and after_attempt hold what every
+// attempt does around the Supervisor: counters, the recovery timeline's marks, the persist
+// policy. Single-threaded (the snapshot persister has its own thread).
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include <boost/asio/io_context.hpp>
+
+#include "launcher/base/failure_kind.hpp"
+#include "launcher/cli/environment.hpp"
+#include "launcher/node/job_config.hpp"
+#include "launcher/os/watchdog.hpp"
+#include "launcher/report/attempt_result.hpp"
+#include "launcher/report/event_log.hpp"
+#include "launcher/report/recovery_log.hpp"
+#include "launcher/report/status_board.hpp"
+#include "launcher/snapshot/snapshot_regions.hpp"
+#include "launcher/status/status_endpoint.hpp"
+#include "launcher/supervise/stop_requests.hpp"
+#include "launcher/supervise/supervisor.hpp"
+#include "launcher/warm/standby_pool.hpp"
+#include "launcher/worker/run_layout.hpp"
+
+namespace ddp::launch::node {
+
+// Where the session's node sits, for its reports: the event log's node (-1: none, a single
+// node) and the status board's header.
+struct NodeSeat {
+  int event_node = -1;
+  int node_rank = 0;
+  int nnodes = 1;
+};
+
+// Why the newest snapshot goes to disk once an attempt's workers are gone (nullopt: not now).
+// job_ends: no restart follows; stopping: a stop signal came; membership: the round ends only
+// for a bigger one. Pure.
+std::optional<snapshot::PersistReason> persist_reason(report::AttemptResult::Kind kind, bool job_ends, bool stopping,
+                                                      bool membership);
+
+class NodeSession {
+ public:
+  // Sets the node up (notices, the run directory, the `start` event, the endpoint listening).
+  // stops (may be null): stop requests from another thread, for the Supervisor. Throws
+  // LaunchError as the parts do (a --metrics-port in use).
+  NodeSession(const node::JobConfig& job, const cli::Environment& env, const node::NodeSeat& seat,
+              supervise::StopRequests* stops = nullptr);
+  ~NodeSession();
+  NodeSession(const node::NodeSession&) = delete;
+  node::NodeSession& operator=(const node::NodeSession&) = delete;
+
+  supervise::Supervisor& supervisor() { return supervisor_; }
+  worker::RunLayout& layout() { return layout_; }
+  report::EventLog& events() { return events_; }
+  report::StatusBoard& board() { return board_; }
+  report::RecoveryLog& recovery() { return recovery_; }
+  snapshot::SnapshotRegions& snapshots() { return snapshots_; }
+  const status::StatusEndpoint* endpoint() const { return endpoint_.get(); }
+
+  // Attempt `restart_count` of `world_size` ranks begins: the event log's and the board's
+  // attempt, and whether standbys are kept for a restart after it.
+  void begin_attempt(int restart_count, int world_size);
+  // Runs the attempt on the Supervisor, marking the recovery timeline around it.
+  report::AttemptResult run_attempt(std::vector<worker::WorkerLaunch> launches,
+                                    const supervise::AttemptCheck& check = {});
+  // The attempt's workers are gone: their newest snapshot to disk, in the background, for
+  // persist_reason's reason (a restart does not wait for it; the job's end does).
+  void after_attempt(const report::AttemptResult& result, bool job_ends, bool membership = false);
+  // A restart follows a failure of `kind`: counted on the board.
+  void count_restart(FailureKind kind) { ++board_.restarts[kind]; }
+  // The job ends with an error (LaunchError, a lost store): the newest snapshot is persisted.
+  void persist_at_end() { snapshots_.persist(snapshot::PersistReason::kEnd); }
+
+ private:
+  const node::JobConfig& job_;
+  boost::asio::io_context loop_;  // first: every part below uses it
+  worker::RunLayout layout_;
+  report::StatusBoard board_;  // before the event log: its tap writes here
+  report::EventLog events_;
+  report::RecoveryLog recovery_;
+  snapshot::SnapshotRegions snapshots_;  // its persister writes to events_
+  os::Watchdog watchdog_;
+  std::unique_ptr<warm::StandbyPool> standbys_;  // null without warm restarts
+  supervise::Supervisor supervisor_;
+  std::unique_ptr<status::StatusEndpoint> endpoint_;  // --metrics-port; on loop_
+};
+
+}  // namespace ddp::launch::node

@@ -1,0 +1,32 @@
+// The single-node agent: picks or checks the workers' store port, prepares the run's log
+// files, then runs attempts on the Supervisor, restarting the whole group up to
+// --max-restarts times, and ends with the failure report (and the launcher's own error
+// file when TORCHELASTIC_ERROR_FILE is set). Returns the launcher's exit code. Blocks.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "launcher/cli/environment.hpp"
+#include "launcher/node/job_config.hpp"
+#include "launcher/supervise/stop_requests.hpp"
+
+namespace ddp::launch::node {
+
+// Where this node sits when no rendezvous decides it (also --dry-run's view).
+struct SingleNodeSpec {
+  int node_rank = 0;  // --node-rank
+  int nnodes = 1;     // --nnodes (MAX)
+  std::string master_addr = "127.0.0.1";
+  std::optional<int> master_port;  // fixed by --master-port; absent: a free port per attempt
+};
+
+// Ranks and the workers' store for attempt 0. Node 0 checks a fixed port is free
+// (LaunchError(kAddressInUse) if not); without one, a free port is picked.
+worker::GroupPlan single_node_group(const node::JobConfig& job, const node::SingleNodeSpec& node);
+
+// stops (may be null): stop requests from another thread (a many-host agent's stdin).
+int run_single_node_agent(const node::JobConfig& job, const node::SingleNodeSpec& node, const cli::Environment& env,
+                          supervise::StopRequests* stops = nullptr);
+
+}  // namespace ddp::launch::node

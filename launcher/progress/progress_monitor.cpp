@@ -1,0 +1,127 @@
+#include "launcher/progress/progress_monitor.hpp"
+
+#include <set>
+
+#include "contract/progress_file.hpp"
+#include "launcher/os/cpu_time.hpp"
+#include "launcher/report/event_log.hpp"
+#include "launcher/report/status_board.hpp"
+#include "launcher/worker/output.hpp"
+
+namespace ddp::launch::progress {
+namespace {
+
+// CLOCK_MONOTONIC seconds (steady_clock on Linux): the clock of the records' own times.
+double monotonic_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+const std::vector<RankSample> kNoSamples;
+
+}  // namespace
+
+ProgressMonitor::ProgressMonitor(boost::asio::io_context& io, ProgressMonitorConfig config)
+    : timer_(io), config_(config) {}
+
+const std::vector<RankSample>& ProgressMonitor::samples() const { return sampler_ ? sampler_->samples() : kNoSamples; }
+
+void ProgressMonitor::start(std::vector<Worker> workers, Probe probe, std::function<void(HangVerdict)> on_hang) {
+  stop();
+  sampler_.reset();
+  hang_.reset();
+  straggler_.reset();
+  workers_ = std::move(workers);
+  probe_ = std::move(probe);
+  on_hang_ = std::move(on_hang);
+  if (workers_.empty()) return;
+  std::vector<ProgressSampler::Rank> ranks;
+  for (const Worker& w : workers_) {
+    if (w.progress_file.empty()) return;  // no run directory: nothing to read
+    ranks.push_back({w.rank, w.pid});
+  }
+  const double now = monotonic_s();
+  if (config_.hang_timeout_s != 0) hang_.emplace(config_.hang_timeout_s, workers_.size(), now);
+  if (config_.straggler_threshold > 0) straggler_.emplace(config_.straggler_threshold);
+  if (!hang_ && !straggler_ && !board_) return;
+  sampler_.emplace(std::move(ranks), now);
+  schedule();
+}
+
+void ProgressMonitor::stop() {
+  ++generation_;
+  timer_.cancel();
+}
+
+void ProgressMonitor::schedule() {
+  timer_.expires_after(kTick);
+  timer_.async_wait([this, generation = generation_](const boost::system::error_code& ec) {
+    if (ec || generation != generation_) return;
+    tick();
+  });
+}
+
+void ProgressMonitor::tick() {
+  std::vector<std::optional<ddp::progress::Record>> records;
+  std::vector<bool> live;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    live.push_back(probe_.live(i));
+    records.push_back(live.back() ? ddp::progress::read_record_file(workers_[i].progress_file) : std::nullopt);
+  }
+  const double now = monotonic_s();
+  sampler_->observe(now, records, live);
+  if (board_) post_samples();
+  if (hang_) {
+    const auto signs =
+        HangDetector::wants_signs_of_life(*sampler_) ? signs_of_life() : std::vector<HangDetector::SignsOfLife>{};
+    if (auto verdict = hang_->observe(now, *sampler_, signs)) {
+      stop();
+      on_hang_(std::move(*verdict));
+      return;
+    }
+  }
+  if (straggler_) {
+    for (const auto& flag : straggler_->observe(now, *sampler_)) {
+      worker::launcher_notice(flag.notice);
+      if (board_)
+        if (report::RankStatus* row = board_->find_rank(flag.rank)) row->straggler = true;
+      if (events_)
+        events_->write("straggler", {{"rank", flag.rank},
+                                     {"pid", flag.pid},
+                                     {"step_s", flag.step_s},
+                                     {"median_s", flag.median_s},
+                                     {"threshold", config_.straggler_threshold}});
+    }
+  }
+  schedule();
+}
+
+// This tick's samples into the board's rows (the last known values stay once a worker exits).
+void ProgressMonitor::post_samples() const {
+  const double now_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  for (const RankSample& s : sampler_->samples()) {
+    report::RankStatus* row = board_->find_rank(s.rank);
+    if (!row) continue;
+    row->fed = row->fed || s.ever_fed;
+    row->since_progress_s = s.idle_s;
+    if (s.step_s) {
+      row->step_s = s.step_s;
+      row->record_step_time(now_unix, *s.step_s);
+    }
+    if (s.record) {
+      row->step = s.record->step;
+      row->collective_seq = s.record->seq_completed;
+    }
+  }
+}
+
+// Output and CPU time per worker, for a hang detector with a worker that feeds nothing yet.
+std::vector<HangDetector::SignsOfLife> ProgressMonitor::signs_of_life() const {
+  std::set<long> groups;
+  for (const Worker& w : workers_) groups.insert(w.pid);
+  const auto cpu = os::process_group_cpu_ticks(groups);
+  std::vector<HangDetector::SignsOfLife> signs;
+  for (size_t i = 0; i < workers_.size(); ++i) signs.push_back({probe_.output_bytes(i), cpu.at(workers_[i].pid)});
+  return signs;
+}
+
+}  // namespace ddp::launch::progress

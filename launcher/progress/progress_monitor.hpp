@@ -1,0 +1,85 @@
+// The progress monitor: a timer on the Supervisor's event loop that, every kTick while an
+// attempt runs, reads each worker's progress record once (contract/progress_file.hpp) into
+// the progress sampler and hands the samples to its consumers: the hang detector (a verdict
+// goes to on_hang; the monitor then stops ticking) and the straggler detector (its notices
+// are printed and logged here). It runs whenever some consumer is on. Single-threaded
+// (the loop's thread); never blocks beyond reading small files.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "launcher/progress/hang_detector.hpp"
+#include "launcher/progress/progress_sampler.hpp"
+#include "launcher/progress/straggler_detector.hpp"
+#include "launcher/report/event_log.hpp"
+#include "launcher/report/status_board.hpp"
+
+namespace ddp::launch::progress {
+
+struct ProgressMonitorConfig {
+  double hang_timeout_s = 0;       // --hang-timeout; 0: no hang detection; < 0: auto
+  double straggler_threshold = 0;  // --straggler-threshold; 0: no straggler notices
+};
+
+class ProgressMonitor {
+ public:
+  static constexpr std::chrono::milliseconds kTick{500};  // a verdict within the limit + this
+
+  struct Worker {
+    int rank = 0;
+    long pid = 0;  // also its process group (it leads its own session)
+    std::string progress_file;
+  };
+  // What the Supervisor answers at each tick, for worker i (by index).
+  struct Probe {
+    std::function<bool(size_t)> live;              // it has not exited
+    std::function<uint64_t(size_t)> output_bytes;  // read from its pipes so far
+  };
+
+  ProgressMonitor(boost::asio::io_context& io, ProgressMonitorConfig config);
+  ProgressMonitor(const ProgressMonitor&) = delete;
+  ProgressMonitor& operator=(const ProgressMonitor&) = delete;
+
+  // Where straggler notices are logged (null: nowhere); borrowed.
+  void set_event_log(report::EventLog* log) { events_ = log; }
+  // Where each tick's samples and straggler flags go (null: nowhere; a board is a consumer:
+  // the monitor ticks for it alone); borrowed.
+  void set_status_board(report::StatusBoard* board) { board_ = board; }
+
+  // A new attempt's workers: ticks start (if a consumer is on and every worker has a
+  // progress file). on_hang gets the verdict (culprit: an index into `workers`).
+  void start(std::vector<Worker> workers, Probe probe, std::function<void(HangVerdict)> on_hang);
+  // No more ticks for this attempt (safe to call twice, and from a tick's handler).
+  void stop();
+
+  // The latest samples (empty before the first tick), for any other consumer.
+  const std::vector<RankSample>& samples() const;
+
+ private:
+  void schedule();
+  void tick();
+  std::vector<HangDetector::SignsOfLife> signs_of_life() const;
+  void post_samples() const;
+
+  boost::asio::steady_timer timer_;
+  ProgressMonitorConfig config_;
+  report::EventLog* events_ = nullptr;
+  report::StatusBoard* board_ = nullptr;
+  std::vector<Worker> workers_;
+  Probe probe_;
+  std::function<void(HangVerdict)> on_hang_;
+  std::optional<ProgressSampler> sampler_;
+  std::optional<HangDetector> hang_;
+  std::optional<StragglerDetector> straggler_;
+  unsigned generation_ = 0;  // a tick armed for an earlier attempt does nothing
+};
+
+}  // namespace ddp::launch::progress

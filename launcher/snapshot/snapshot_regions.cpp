@@ -1,0 +1,49 @@
+#include "launcher/snapshot/snapshot_regions.hpp"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "launcher/os/shm_file.hpp"
+#include "launcher/worker/output.hpp"
+
+namespace ddp::launch::snapshot {
+
+SnapshotRegions::SnapshotRegions(const cli::Environment& env) {
+  const auto dir = cli::lookup(env, kSnapshotDirEnvVar);
+  dir_ = dir && !dir->empty() ? *dir : "/dev/shm";
+  os::sweep_orphaned_shm_files(dir_, kSnapshotFilePrefix);
+}
+
+SnapshotRegions::~SnapshotRegions() {
+  persister_.reset();  // the end's or a stop's persist reads the regions: before they go
+  for (const auto& [rank, path] : paths_) ::unlink(path.c_str());
+}
+
+std::string SnapshotRegions::path_for(int local_rank) {
+  if (unavailable_) return "";
+  if (auto it = paths_.find(local_rank); it != paths_.end()) return it->second;
+  os::ShmFileResult r = os::create_private_shm_file(dir_, kSnapshotFilePrefix, std::to_string(local_rank));
+  if (r.path.empty()) {
+    unavailable_ = true;
+    worker::launcher_notice(
+        fmt::format("in-memory snapshots are off: {}; the workers run without them "
+                    "(set {} to a writable tmpfs folder)",
+                    r.error, kSnapshotDirEnvVar));
+    return "";
+  }
+  if (local_rank == 0 && persister_) persister_->set_source(r.path);
+  return paths_[local_rank] = r.path;
+}
+
+void SnapshotRegions::persist_to(const SnapshotPersistConfig& config, report::EventLog* events) {
+  if (config.dir.empty()) return;
+  persister_ = std::make_unique<SnapshotPersister>(config, events);
+  if (auto it = paths_.find(0); it != paths_.end()) persister_->set_source(it->second);
+}
+
+void SnapshotRegions::persist(PersistReason why) {
+  if (persister_) persister_->request(why);
+}
+
+}  // namespace ddp::launch::snapshot

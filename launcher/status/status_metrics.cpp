@@ -1,0 +1,87 @@
+#include "launcher/status/status_metrics.hpp"
+
+#include <vector>
+
+#include "launcher/http/prometheus_text.hpp"
+
+namespace ddp::launch::status {
+namespace {
+
+http::Labels rank_labels(const report::RankStatus& r) {
+  return {{"rank", std::to_string(r.rank)}, {"local_rank", std::to_string(r.local_rank)}};
+}
+
+void rank_series(http::PrometheusText& t, const report::StatusBoard& b) {
+  t.family("ddp_launch_rank_step", "gauge", "Steps the rank completed (its progress record)");
+  for (const report::RankStatus& r : b.ranks)
+    if (r.fed) t.sample("ddp_launch_rank_step", rank_labels(r), static_cast<double>(r.step));
+  t.family("ddp_launch_rank_step_seconds", "gauge", "The rank's recent step time, seconds");
+  for (const report::RankStatus& r : b.ranks)
+    if (r.step_s) t.sample("ddp_launch_rank_step_seconds", rank_labels(r), *r.step_s);
+  t.family("ddp_launch_rank_seconds_since_progress", "gauge", "Seconds since the rank's progress record last changed");
+  for (const report::RankStatus& r : b.ranks)
+    if (r.state == report::WorkerState::kRunning)
+      t.sample("ddp_launch_rank_seconds_since_progress", rank_labels(r), r.since_progress_s);
+  t.family("ddp_launch_rank_collective_seq", "gauge", "Sequence number of the rank's last completed collective");
+  for (const report::RankStatus& r : b.ranks)
+    if (r.fed) t.sample("ddp_launch_rank_collective_seq", rank_labels(r), static_cast<double>(r.collective_seq));
+  t.family("ddp_launch_rank_straggler", "gauge", "1 if the rank was named a straggler in this attempt");
+  for (const report::RankStatus& r : b.ranks)
+    t.sample("ddp_launch_rank_straggler", rank_labels(r), r.straggler ? 1 : 0);
+  t.family("ddp_launch_rank_running", "gauge", "1 while the rank's worker runs");
+  for (const report::RankStatus& r : b.ranks)
+    t.sample("ddp_launch_rank_running", rank_labels(r), r.state == report::WorkerState::kRunning ? 1 : 0);
+}
+
+}  // namespace
+
+std::string metrics_text(const report::StatusBoard& b, const os::SelfUsage& self) {
+  http::PrometheusText t;
+  t.family("ddp_launch_job_info", "gauge", "The job this launcher runs (value 1)");
+  t.sample("ddp_launch_job_info",
+           {{"run_id", b.job.run_id}, {"role", b.job.role}, {"backend", b.job.backend}, {"version", b.job.version}}, 1);
+  t.family("ddp_launch_node_rank", "gauge", "This launcher's node rank");
+  t.sample("ddp_launch_node_rank", {}, b.job.node_rank);
+  t.family("ddp_launch_attempt", "gauge", "Restarts so far: the current attempt's number (TORCHELASTIC_RESTART_COUNT)");
+  t.sample("ddp_launch_attempt", {}, b.attempt);
+  if (b.round) {
+    t.family("ddp_launch_rendezvous_round", "gauge", "The current rendezvous round (multi-node)");
+    t.sample("ddp_launch_rendezvous_round", {}, *b.round);
+  }
+  t.family("ddp_launch_world_size", "gauge", "Workers in the job, all nodes (WORLD_SIZE)");
+  t.sample("ddp_launch_world_size", {}, b.world_size);
+  t.family("ddp_launch_workers", "gauge", "This node's workers of the current attempt, by state");
+  for (report::WorkerState s : report::kAllWorkerStates) {
+    size_t n = 0;
+    for (const report::RankStatus& r : b.ranks) n += r.state == s;
+    t.sample("ddp_launch_workers", {{"state", to_string(s)}}, static_cast<double>(n));
+  }
+  rank_series(t, b);
+  t.family("ddp_launch_restarts_total", "counter", "Restarts of the worker group, by the failure that caused them");
+  for (FailureKind k : kAllFailureKinds) {
+    auto it = b.restarts.find(k);
+    t.sample("ddp_launch_restarts_total", {{"cause", std::string(to_string(k))}},
+             it == b.restarts.end() ? 0 : static_cast<double>(it->second));
+  }
+  t.family("ddp_launch_recovery_seconds", "histogram",
+           "Each restart's recovery, by phase: stop, store, start, first_step, total (failure to first step)");
+  const std::vector<double> bounds(report::DurationHistogram::kBounds.begin(),
+                                   report::DurationHistogram::kBounds.end());
+  for (const char* phase : {"stop", "store", "start", "first_step", "total"}) {
+    auto it = b.recovery.find(phase);
+    const report::DurationHistogram h = it == b.recovery.end() ? report::DurationHistogram{} : it->second;
+    t.histogram("ddp_launch_recovery_seconds", {{"phase", phase}}, bounds,
+                std::vector<unsigned long long>(h.cumulative.begin(), h.cumulative.end()), h.count, h.sum);
+  }
+  t.family("ddp_launch_hang_verdicts_total", "counter", "Hang (or desync) verdicts this launcher reached");
+  t.sample("ddp_launch_hang_verdicts_total", {}, static_cast<double>(b.hang_verdicts));
+  t.family("process_cpu_seconds_total", "counter", "The launcher's own CPU time (user + system), seconds");
+  t.sample("process_cpu_seconds_total", {}, self.cpu_seconds);
+  t.family("process_resident_memory_bytes", "gauge", "The launcher's own resident memory, bytes");
+  t.sample("process_resident_memory_bytes", {}, self.resident_bytes);
+  t.family("process_start_time_seconds", "gauge", "When the launcher started, seconds since the Unix epoch");
+  t.sample("process_start_time_seconds", {}, self.start_time_unix_s);
+  return t.str();
+}
+
+}  // namespace ddp::launch::status

@@ -1,0 +1,236 @@
+// StandbyPool: spawning standbys (os::start_worker with the channel inherited), their
+// readiness byte and output read on the loop, the handoff (os::send_handoff), reaping.
+#include "launcher/warm/standby_pool.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
+#include <filesystem>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <fmt/format.h>
+
+#include "contract/standby_handoff.hpp"
+#include "launcher/base/launch_error.hpp"
+#include "launcher/os/standby_channel.hpp"
+#include "launcher/report/event_log.hpp"
+#include "launcher/worker/output.hpp"
+
+namespace ddp::launch::warm {
+
+const char* standby_bootstrap();  // python/ddp_standby.py, embedded at build time
+
+namespace {
+constexpr size_t kOutputTail = 4096;  // what the give-up notice shows of a standby's output
+}  // namespace
+
+struct StandbyPool::Standby {
+  Standby(boost::asio::io_context& io, int fd, int out_fd) : channel(io, fd), output(io, out_fd) {}
+  int local_rank = 0;
+  pid_t pid = -1;
+  std::string executable;
+  std::vector<std::string> slot_argv;  // the worker slot's argv it was started for
+  boost::asio::posix::stream_descriptor channel;
+  boost::asio::posix::stream_descriptor output;  // its stdout and stderr until the handoff
+  std::string output_tail;
+  char ready_byte = 0;
+  std::array<char, 4096> buffer{};
+  bool ready = false;
+};
+
+StandbyPool::StandbyPool(boost::asio::io_context& io, os::Watchdog& watchdog, StandbyPlan plan)
+    : io_(io), watchdog_(watchdog), plan_(std::move(plan)), dev_null_(os::open_dev_null()) {}
+
+// Teardown logs nothing: the borrowed event log may already be gone (the multi-node agent
+// destroys its log before its Supervisor, which owns this pool).
+StandbyPool::~StandbyPool() {
+  events_ = nullptr;
+  clear();
+}
+
+size_t StandbyPool::ready_count() const {
+  size_t n = 0;
+  for (const auto& [rank, s] : standbys_) n += s->ready ? 1 : 0;
+  return n;
+}
+
+void StandbyPool::log(const char* state, const Standby& s, int rank) {
+  if (!events_) return;
+  std::vector<report::EventField> fields{
+      {"state", state}, {"pid", static_cast<long>(s.pid)}, {"local_rank", s.local_rank}};
+  if (rank >= 0) fields.emplace_back("rank", rank);
+  events_->write("standby", fields);
+}
+
+void StandbyPool::log_exit(const Standby& s, const os::ExitStatus& status) {
+  if (!events_) return;
+  std::vector<report::EventField> fields{
+      {"state", "exited"}, {"pid", static_cast<long>(s.pid)}, {"local_rank", s.local_rank}};
+  if (status.vanished) fields.emplace_back("status", "unknown");
+  else if (status.signaled) fields.emplace_back("signal", std::string(signal_name(status.signal)));
+  else fields.emplace_back("exit_code", status.code);
+  events_->write("standby", fields);
+}
+
+void StandbyPool::fill(const std::vector<worker::WorkerLaunch>& launches) {
+  if (plan_.kind == StandbyKind::kNone || retries_.given_up()) return;
+  for (const worker::WorkerLaunch& l : launches) {
+    slots_[l.local_rank] = Slot{l.spawn.executable, l.spawn.argv, l.spawn.env};
+    auto it = standbys_.find(l.local_rank);
+    if (it != standbys_.end() && adoptable(plan_, it->second->executable, it->second->slot_argv, l.spawn)) continue;
+    if (it != standbys_.end()) kill(*it->second);  // reaped by reap(), which starts its replacement
+    else start(l.local_rank, slots_[l.local_rank]);
+  }
+}
+
+void StandbyPool::start(int local_rank, const Slot& slot) {
+  os::ChannelPair channel = os::make_channel();
+  os::Pipe output = os::make_pipe();
+  os::SpawnSpec spec;
+  spec.executable = slot.executable;
+  spec.argv = standby_argv(plan_, slot.argv, standby_bootstrap());
+  spec.env = slot.env;  // the slot's: libraries that read it at load time see the worker's values
+  spec.env.push_back(fmt::format("{}={}", standby::kFdEnvVar, channel.standby_end.get()));
+  if (plan_.kind == StandbyKind::kPython) {
+    std::string preload;
+    for (const auto& m : plan_.preload) preload += (preload.empty() ? "" : ",") + m;
+    spec.env.push_back("DDP_LAUNCH_STANDBY_PRELOAD=" + preload);
+  }
+  spec.stdout_fd = output.write_end.get();
+  spec.stderr_fd = output.write_end.get();
+  spec.inherit_fd = channel.standby_end.get();
+  auto s = std::make_shared<Standby>(io_, channel.launcher_end.release(), output.read_end.release());
+  s->local_rank = local_rank;
+  s->executable = slot.executable;
+  s->slot_argv = slot.argv;
+  try {
+    os::StartedWorker started = os::start_worker(spec);
+    s->pid = started.pid;
+    watchdog_.watch(s->pid);
+    os::confirm_exec(started);
+  } catch (const LaunchError& e) {  // not swallowed: said once; the restarts are cold
+    if (s->pid > 0) watchdog_.forget(s->pid);
+    worker::launcher_notice(fmt::format("cannot start a standby: {}; restarts are cold", e.what()));
+    retries_.give_up();
+    return;
+  }
+  standbys_[local_rank] = s;
+  log("started", *s);
+  watch_ready(s);
+}
+
+// The one readiness byte, then the standby's output until it is adopted or dies.
+void StandbyPool::watch_ready(const std::shared_ptr<Standby>& standby) {
+  std::weak_ptr<Standby> weak = standby;
+  standby->channel.async_read_some(boost::asio::buffer(&standby->ready_byte, 1),
+                                   [this, weak](const boost::system::error_code& ec, size_t n) {
+                                     auto s = weak.lock();
+                                     if (!s || ec || n != 1 || s->ready_byte != standby::kReadyByte) return;
+                                     s->ready = true;
+                                     retries_.ready();
+                                     log("ready", *s);
+                                   });
+  read_output(weak);
+}
+
+void StandbyPool::read_output(std::weak_ptr<Standby> weak) {
+  auto standby = weak.lock();
+  if (!standby) return;
+  standby->output.async_read_some(boost::asio::buffer(standby->buffer),
+                                  [this, weak](const boost::system::error_code& ec, size_t n) {
+                                    auto s = weak.lock();
+                                    if (!s || ec) return;
+                                    s->output_tail.append(s->buffer.data(), n);
+                                    if (s->output_tail.size() > 2 * kOutputTail)
+                                      s->output_tail.erase(0, s->output_tail.size() - kOutputTail);
+                                    read_output(weak);
+                                  });
+}
+
+std::optional<pid_t> StandbyPool::adopt(const worker::WorkerLaunch& launch) {
+  if (retries_.given_up()) return std::nullopt;
+  auto it = standbys_.find(launch.local_rank);
+  if (it == standbys_.end()) return std::nullopt;
+  std::shared_ptr<Standby> s = it->second;
+  if (!adoptable(plan_, s->executable, s->slot_argv, launch.spawn)) {
+    slots_.erase(launch.local_rank);  // a stale slot: the next fill() says what it is now
+    kill(*s);
+    return std::nullopt;
+  }
+  reap();  // one that already died is replaced, not handed a worker
+  it = standbys_.find(launch.local_rank);
+  if (it == standbys_.end() || it->second != s) return std::nullopt;
+  standby::Handoff h{launch.spawn.argv, launch.spawn.env, std::filesystem::current_path().string()};
+  const std::array<int, 3> fds{launch.spawn.stdin_fd >= 0 ? launch.spawn.stdin_fd : dev_null_.get(),
+                               launch.spawn.stdout_fd >= 0 ? launch.spawn.stdout_fd : STDOUT_FILENO,
+                               launch.spawn.stderr_fd >= 0 ? launch.spawn.stderr_fd : STDERR_FILENO};
+  std::string error;
+  if (!os::send_handoff(s->channel.native_handle(), standby::encode_handoff(h), fds, kHandoffTimeout, &error)) {
+    worker::launcher_notice(
+        fmt::format("standby for local_rank {} (pid {}): {}; starting that worker cold", s->local_rank, s->pid, error));
+    kill(*s);
+    return std::nullopt;
+  }
+  log("adopted", *s, launch.rank);
+  const pid_t pid = s->pid;
+  standbys_.erase(it);  // the supervisor owns it now (still under the watchdog)
+  s->channel.close();
+  s->output.close();
+  return pid;
+}
+
+void StandbyPool::kill(Standby& s) {
+  if (s.pid > 0) os::signal_group(s.pid, SIGKILL);
+}
+
+void StandbyPool::reap() {
+  std::vector<std::shared_ptr<Standby>> dead;
+  for (auto it = standbys_.begin(); it != standbys_.end();) {
+    auto status = os::try_reap(it->second->pid);
+    if (!status) {
+      ++it;
+      continue;
+    }
+    std::shared_ptr<Standby> s = it->second;
+    it = standbys_.erase(it);
+    watchdog_.forget(s->pid);
+    log_exit(*s, *status);
+    boost::system::error_code ec;  // the rest of its output (it is gone: nothing blocks)
+    s->output.non_blocking(true, ec);
+    for (size_t n; !ec && (n = s->output.read_some(boost::asio::buffer(s->buffer), ec)) > 0;)
+      s->output_tail.append(s->buffer.data(), n);
+    if (retries_.exited(s->ready)) {
+      std::string tail = s->output_tail.size() > kOutputTail
+                             ? s->output_tail.substr(s->output_tail.size() - kOutputTail)
+                             : s->output_tail;
+      worker::launcher_notice(fmt::format(
+          "standbys keep dying before they are ready ({} in a row; the last, for local_rank {}, ended with {}): "
+          "restarts are cold from now on{}{}",
+          StandbyRetries::kMaxEarlyDeaths, s->local_rank, status->describe(),
+          tail.empty() ? "" : "; its output ended with:\n", tail));
+      for (auto& [rank, other] : standbys_) kill(*other);  // warming up in vain: reaped below or later
+    }
+    dead.push_back(std::move(s));
+  }
+  // Replace them: the same slot's spec (executable, argv, env) as before.
+  for (auto& s : dead) {
+    auto slot = slots_.find(s->local_rank);
+    if (retries_.given_up() || standbys_.count(s->local_rank) || slot == slots_.end()) continue;
+    start(s->local_rank, slot->second);
+  }
+}
+
+void StandbyPool::clear() {
+  for (auto& [rank, s] : standbys_) {
+    kill(*s);
+    const os::ExitStatus status = os::wait_for(s->pid);
+    watchdog_.forget(s->pid);
+    log_exit(*s, status);
+  }
+  standbys_.clear();
+  slots_.clear();
+}
+
+}  // namespace ddp::launch::warm
