@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "contract/progress_file.hpp"
-
 namespace ddp::launch::progress {
 namespace {
 
@@ -21,66 +19,22 @@ std::chrono::system_clock::time_point wall_time(uint64_t monotonic_ns) {
 
 }  // namespace
 
-FirstStepWatch::FirstStepWatch(boost::asio::io_context& io) : timer_(io) {}
+FirstStepWatch::FirstStepWatch(std::vector<int> ranks, SteadyClock::time_point started)
+    : ranks_(std::move(ranks)), started_(started) {}
 
-void FirstStepWatch::start(std::vector<Worker> workers,
-                           std::function<void(const std::optional<report::FirstStep>&)> done) {
-  stop();
-  workers_ = std::move(workers);
-  done_ = std::move(done);
-  started_ = SteadyClock::now();
-  fed_ = false;
-  bool any = false;
-  for (const Worker& w : workers_) any = any || !w.progress_file.empty();
-  if (!any) return finish(std::nullopt);
-  poll();
-}
-
-void FirstStepWatch::stop() {
-  ++generation_;
-  timer_.cancel();
-  done_ = nullptr;
-}
-
-void FirstStepWatch::schedule() {
-  timer_.expires_after(kPoll);
-  timer_.async_wait([this, generation = generation_](const boost::system::error_code& ec) {
-    if (ec || generation != generation_) return;
-    poll();
-  });
-}
-
-void FirstStepWatch::end() {
-  if (!done_) return;
-  if (std::optional<report::FirstStep> first = earliest_step()) return finish(first);
-  stop();
-}
-
-void FirstStepWatch::poll() {
-  if (std::optional<report::FirstStep> first = earliest_step()) return finish(first);
-  if (!fed_ && SteadyClock::now() - started_ >= kNoRecord) return finish(std::nullopt);
-  schedule();
-}
-
-// The earliest completed step among the ranks that completed one by now.
-std::optional<report::FirstStep> FirstStepWatch::earliest_step() {
-  std::optional<report::FirstStep> first;
-  for (const Worker& w : workers_) {
-    if (w.progress_file.empty()) continue;
-    const auto record = ddp::progress::read_record_file(w.progress_file);
-    if (!record) continue;
+FirstStepWatch::Answer FirstStepWatch::observe(const std::vector<std::optional<ddp::progress::Record>>& records,
+                                               SteadyClock::time_point now, bool end_of_attempt) {
+  std::optional<report::FirstStep> first;  // the earliest completed step among the ranks
+  for (size_t i = 0; i < records.size() && i < ranks_.size(); ++i) {
+    if (!records[i]) continue;
     fed_ = true;
-    if (record->step == 0) continue;
-    const report::FirstStep step{wall_time(record->step_time_ns), w.rank, record->step};
+    if (records[i]->step == 0) continue;
+    const report::FirstStep step{wall_time(records[i]->step_time_ns), ranks_[i], records[i]->step};
     if (!first || step.time < first->time) first = step;
   }
-  return first;
-}
-
-void FirstStepWatch::finish(const std::optional<report::FirstStep>& step) {
-  auto done = std::move(done_);
-  stop();
-  if (done) done(step);
+  if (first) return {Seen::kStep, *first};
+  if (!end_of_attempt && !fed_ && now - started_ >= kNoRecord) return {Seen::kNoRecord, {}};
+  return {};
 }
 
 }  // namespace ddp::launch::progress

@@ -1,19 +1,15 @@
-// The first-step watch: a timer on the Supervisor's loop that, while an attempt runs, reads
-// every worker's progress record (contract/progress_file.hpp) each kPoll until some rank has
-// completed a step, then reports it once and stops; a group that initialised no record within
-// kNoRecord (a program that feeds none) is reported once as nullopt. Single-threaded (the
-// loop's thread); never blocks beyond reading small files.
+// The first-step watch: a consumer of the progress monitor's reads (progress_monitor.hpp)
+// that, for the attempt observer, finds the earliest completed step of any rank: told once
+// per attempt, at the first read that shows one; a group that initialised no record within
+// kNoRecord (a program that feeds none) is told once as "none". The monitor reads every
+// kPoll while this watch waits. Pure: no I/O, no clock of its own; single-threaded.
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <optional>
-#include <string>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
-
+#include "contract/progress_record.hpp"
 #include "launcher/report/attempt_observer.hpp"
 
 namespace ddp::launch::progress {
@@ -24,36 +20,24 @@ class FirstStepWatch {
   // Generous: a Python worker's record is initialised only after its imports (torch: seconds).
   static constexpr std::chrono::seconds kNoRecord{30};
 
-  struct Worker {
-    int rank = 0;
-    std::string progress_file;  // "": it has none
+  enum class Seen { kNothingYet, kStep, kNoRecord };
+  struct Answer {
+    Seen seen = Seen::kNothingYet;
+    report::FirstStep step;  // when kStep
   };
 
-  explicit FirstStepWatch(boost::asio::io_context& io);
-  FirstStepWatch(const FirstStepWatch&) = delete;
-  FirstStepWatch& operator=(const FirstStepWatch&) = delete;
+  // ranks: each worker's global rank, in the order of the records observe() gets.
+  FirstStepWatch(std::vector<int> ranks, std::chrono::steady_clock::time_point started);
 
-  // A new attempt's workers: polls start; done() is called at most once. No worker with a
-  // progress file: done(nullopt) at once.
-  void start(std::vector<Worker> workers, std::function<void(const std::optional<report::FirstStep>&)> done);
-  // No more polls for this attempt (safe to call twice).
-  void stop();
-  // The attempt ended: one last read (a step completed just before the workers exited, within
-  // a poll interval) that may still report it, then stop(). Nothing found: done() is not called.
-  void end();
+  // One read of every worker's record (nullopt: none, or unreadable), taken at `now`.
+  // end_of_attempt: the last look (no kNoRecord answer: nothing found is nothing told).
+  Answer observe(const std::vector<std::optional<ddp::progress::Record>>& records,
+                 std::chrono::steady_clock::time_point now, bool end_of_attempt = false);
 
  private:
-  void schedule();
-  void poll();
-  std::optional<report::FirstStep> earliest_step();
-  void finish(const std::optional<report::FirstStep>& step);
-
-  boost::asio::steady_timer timer_;
-  std::vector<Worker> workers_;
-  std::function<void(const std::optional<report::FirstStep>&)> done_;
+  std::vector<int> ranks_;
   std::chrono::steady_clock::time_point started_;
-  bool fed_ = false;         // some record was initialised
-  unsigned generation_ = 0;  // a poll armed for an earlier attempt does nothing
+  bool fed_ = false;  // some record was initialised
 };
 
 }  // namespace ddp::launch::progress

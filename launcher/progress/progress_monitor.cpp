@@ -1,5 +1,6 @@
 #include "launcher/progress/progress_monitor.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "contract/progress_file.hpp"
@@ -25,35 +26,59 @@ ProgressMonitor::ProgressMonitor(boost::asio::io_context& io, ProgressMonitorCon
 
 const std::vector<RankSample>& ProgressMonitor::samples() const { return sampler_ ? sampler_->samples() : kNoSamples; }
 
-void ProgressMonitor::start(std::vector<Worker> workers, Probe probe, std::function<void(HangVerdict)> on_hang) {
-  stop();
+void ProgressMonitor::start(std::vector<Worker> workers, Probe probe, std::function<void(HangVerdict)> on_hang,
+                            FirstStepHandler on_first_step) {
+  ++generation_;  // the previous attempt's tick, still queued, does nothing
+  timer_.cancel();
+  sampling_ = false;
+  first_step_.reset();
+  on_first_step_ = nullptr;
   sampler_.reset();
   hang_.reset();
   straggler_.reset();
   workers_ = std::move(workers);
   probe_ = std::move(probe);
   on_hang_ = std::move(on_hang);
-  if (workers_.empty()) return;
-  std::vector<ProgressSampler::Rank> ranks;
-  for (const Worker& w : workers_) {
-    if (w.progress_file.empty()) return;  // no run directory: nothing to read
-    ranks.push_back({w.rank, w.pid});
+  const bool files = !workers_.empty() && std::none_of(workers_.begin(), workers_.end(), [](const Worker& w) {
+    return w.progress_file.empty();  // no run directory: nothing to read
+  });
+  if (on_first_step) {
+    if (!files) return on_first_step(std::nullopt);
+    std::vector<int> ranks;
+    for (const Worker& w : workers_) ranks.push_back(w.rank);
+    first_step_.emplace(std::move(ranks), std::chrono::steady_clock::now());
+    on_first_step_ = std::move(on_first_step);
   }
-  const double now = monotonic_s();
-  if (config_.hang_timeout_s != 0) hang_.emplace(config_.hang_timeout_s, workers_.size(), now);
-  if (config_.straggler_threshold > 0) straggler_.emplace(config_.straggler_threshold);
-  if (!hang_ && !straggler_ && !board_) return;
-  sampler_.emplace(std::move(ranks), now);
+  if (files) {
+    std::vector<ProgressSampler::Rank> ranks;
+    for (const Worker& w : workers_) ranks.push_back({w.rank, w.pid});
+    const double now = monotonic_s();
+    if (config_.hang_timeout_s != 0) hang_.emplace(config_.hang_timeout_s, workers_.size(), now);
+    if (config_.straggler_threshold > 0) straggler_.emplace(config_.straggler_threshold);
+    sampling_ = hang_ || straggler_ || board_;
+    if (sampling_) sampler_.emplace(std::move(ranks), now);
+    next_sample_ = std::chrono::steady_clock::now() + kTick;
+  }
+  if (first_step_) watch_first_step(read_records(), false);  // a restart's workers may be fast
   schedule();
 }
 
-void ProgressMonitor::stop() {
+void ProgressMonitor::stop() { sampling_ = false; }
+
+void ProgressMonitor::end() {
+  if (first_step_) watch_first_step(read_records(), true);
+  first_step_.reset();
+  on_first_step_ = nullptr;
+  sampling_ = false;
   ++generation_;
   timer_.cancel();
 }
 
 void ProgressMonitor::schedule() {
-  timer_.expires_after(kTick);
+  if (!sampling_ && !first_step_) return;
+  const auto poll = std::chrono::steady_clock::now() + FirstStepWatch::kPoll;
+  const auto at = !sampling_ ? poll : first_step_ ? std::min(poll, next_sample_) : next_sample_;
+  timer_.expires_at(at);
   timer_.async_wait([this, generation = generation_](const boost::system::error_code& ec) {
     if (ec || generation != generation_) return;
     tick();
@@ -61,11 +86,40 @@ void ProgressMonitor::schedule() {
 }
 
 void ProgressMonitor::tick() {
+  const std::vector<std::optional<ddp::progress::Record>> records = read_records();
+  if (first_step_) watch_first_step(records, false);
+  if (sampling_ && std::chrono::steady_clock::now() >= next_sample_) {
+    next_sample_ = std::chrono::steady_clock::now() + kTick;
+    sample(records);
+  }
+  schedule();
+}
+
+// Every worker's record, read once (nullopt: none yet, or unreadable).
+std::vector<std::optional<ddp::progress::Record>> ProgressMonitor::read_records() const {
+  std::vector<std::optional<ddp::progress::Record>> records;
+  for (const Worker& w : workers_) records.push_back(ddp::progress::read_record_file(w.progress_file));
+  return records;
+}
+
+void ProgressMonitor::watch_first_step(const std::vector<std::optional<ddp::progress::Record>>& records,
+                                       bool end_of_attempt) {
+  const FirstStepWatch::Answer answer = first_step_->observe(records, std::chrono::steady_clock::now(), end_of_attempt);
+  if (answer.seen == FirstStepWatch::Seen::kNothingYet) return;
+  FirstStepHandler told = std::move(on_first_step_);
+  first_step_.reset();
+  on_first_step_ = nullptr;
+  if (told) told(answer.seen == FirstStepWatch::Seen::kStep ? std::optional(answer.step) : std::nullopt);
+}
+
+// The sampler and its consumers: the hang detector, the straggler detector, the board. An
+// exited worker's record counts as unread (the sampler keeps its last values).
+void ProgressMonitor::sample(const std::vector<std::optional<ddp::progress::Record>>& read) {
   std::vector<std::optional<ddp::progress::Record>> records;
   std::vector<bool> live;
   for (size_t i = 0; i < workers_.size(); ++i) {
     live.push_back(probe_.live(i));
-    records.push_back(live.back() ? ddp::progress::read_record_file(workers_[i].progress_file) : std::nullopt);
+    records.push_back(live.back() ? read[i] : std::nullopt);
   }
   const double now = monotonic_s();
   sampler_->observe(now, records, live);
@@ -92,7 +146,6 @@ void ProgressMonitor::tick() {
                                      {"threshold", config_.straggler_threshold}});
     }
   }
-  schedule();
 }
 
 // This tick's samples into the board's rows (the last known values stay once a worker exits).

@@ -1,9 +1,11 @@
-// The progress monitor: a timer on the Supervisor's event loop that, every kTick while an
-// attempt runs, reads each worker's progress record once (contract/progress_file.hpp) into
-// the progress sampler and hands the samples to its consumers: the hang detector (a verdict
-// goes to on_hang; the monitor then stops ticking) and the straggler detector (its notices
-// are printed and logged here). It runs whenever some consumer is on. Single-threaded
-// (the loop's thread); never blocks beyond reading small files.
+// The progress monitor: the one reader of the workers' progress records
+// (contract/progress_file.hpp). A timer on the Supervisor's event loop reads each record once
+// per tick and hands the reads to its consumers: every kTick the progress sampler, and through
+// it the hang detector (a verdict goes to on_hang; sampling then stops) and the straggler
+// detector (its notices are printed and logged here) and the status board; every
+// FirstStepWatch::kPoll, until the attempt's first step is seen, the first-step watch (for the
+// attempt observer). It runs while some consumer is on. Single-threaded (the loop's thread);
+// never blocks beyond reading small files.
 #pragma once
 
 #include <chrono>
@@ -16,6 +18,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "launcher/progress/first_step_watch.hpp"
 #include "launcher/progress/hang_detector.hpp"
 #include "launcher/progress/progress_sampler.hpp"
 #include "launcher/progress/straggler_detector.hpp"
@@ -54,11 +57,21 @@ class ProgressMonitor {
   // the monitor ticks for it alone); borrowed.
   void set_status_board(report::StatusBoard* board) { board_ = board; }
 
-  // A new attempt's workers: ticks start (if a consumer is on and every worker has a
-  // progress file). on_hang gets the verdict (culprit: an index into `workers`).
-  void start(std::vector<Worker> workers, Probe probe, std::function<void(HangVerdict)> on_hang);
-  // No more ticks for this attempt (safe to call twice, and from a tick's handler).
+  using FirstStepHandler = std::function<void(const std::optional<report::FirstStep>&)>;
+
+  // A new attempt's workers: ticks start while a consumer is on (sampling needs every worker
+  // to have a progress file). on_hang gets the verdict (culprit: an index into `workers`).
+  // on_first_step (may be empty) is told once of the attempt's earliest completed step, or of
+  // none (nullopt: no record initialised within FirstStepWatch::kNoRecord, or no worker has a
+  // progress file: then at once).
+  void start(std::vector<Worker> workers, Probe probe, std::function<void(HangVerdict)> on_hang,
+             FirstStepHandler on_first_step = {});
+  // No more sampling for this attempt (safe to call twice, and from a tick's handler); the
+  // first-step watch goes on until end().
   void stop();
+  // The attempt ended: a last read that may still tell of a first step (one completed within a
+  // poll of the workers' exit; nothing found: nothing told), then no more ticks.
+  void end();
 
   // The latest samples (empty before the first tick), for any other consumer.
   const std::vector<RankSample>& samples() const;
@@ -66,6 +79,9 @@ class ProgressMonitor {
  private:
   void schedule();
   void tick();
+  std::vector<std::optional<ddp::progress::Record>> read_records() const;
+  void sample(const std::vector<std::optional<ddp::progress::Record>>& records);
+  void watch_first_step(const std::vector<std::optional<ddp::progress::Record>>& records, bool end_of_attempt);
   std::vector<HangDetector::SignsOfLife> signs_of_life() const;
   void post_samples() const;
 
@@ -79,6 +95,10 @@ class ProgressMonitor {
   std::optional<ProgressSampler> sampler_;
   std::optional<HangDetector> hang_;
   std::optional<StragglerDetector> straggler_;
+  bool sampling_ = false;  // the sampler's consumers are on
+  std::chrono::steady_clock::time_point next_sample_;
+  std::optional<FirstStepWatch> first_step_;  // waiting for the attempt's first step
+  FirstStepHandler on_first_step_;
   unsigned generation_ = 0;  // a tick armed for an earlier attempt does nothing
 };
 

@@ -20,7 +20,6 @@
 #include "launcher/base/signal_names.hpp"
 #include "launcher/os/watchdog.hpp"
 #include "launcher/report/event_log.hpp"
-#include "launcher/progress/first_step_watch.hpp"
 #include "launcher/supervise/live_console.hpp"
 #include "launcher/progress/progress_monitor.hpp"
 #include "launcher/supervise/stack_capture.hpp"
@@ -65,8 +64,7 @@ struct Supervisor::Impl {
         standby_timer(io),
         monitor(io, {config.hang_timeout_s, config.straggler_threshold}),
         console(io),
-        observer(l.observer),
-        first_step_watch(io) {
+        observer(l.observer) {
     for (int s : config.stop_signals) handled_signals.add(s);
     for (int s : config.forward_signals) handled_signals.add(s);
     monitor.set_event_log(events);
@@ -111,8 +109,7 @@ struct Supervisor::Impl {
   bool draining = false;                 // every worker exited: the drain timer runs
   unsigned attempt_id = 0;               // a timer handler acts only on the attempt that armed it
 
-  report::AttemptObserver* observer;          // borrowed
-  progress::FirstStepWatch first_step_watch;  // for the observer: the attempt's first step
+  report::AttemptObserver* observer;  // borrowed
 
   // --- events -------------------------------------------------------------------------
   void wait_for_children() {
@@ -278,7 +275,11 @@ struct Supervisor::Impl {
       monitored.push_back({w.launch.rank, static_cast<long>(w.pid), w.launch.progress_file});
     progress::ProgressMonitor::Probe probe{[this](size_t i) { return workers[i].pid > 0 && !workers[i].outcome; },
                                            [this](size_t i) { return workers[i].pipes->bytes_read(); }};
-    monitor.start(std::move(monitored), std::move(probe), [this](progress::HangVerdict v) { on_hang(std::move(v)); });
+    progress::ProgressMonitor::FirstStepHandler first_step;  // for the observer: the attempt's first step
+    if (observer) first_step = [this](const std::optional<report::FirstStep>& step) { observer->first_step(step); };
+    monitor.start(
+        std::move(monitored), std::move(probe), [this](progress::HangVerdict v) { on_hang(std::move(v)); },
+        std::move(first_step));
   }
 
   // The verdict, then every live worker's stacks, and only then the stop.
@@ -315,11 +316,6 @@ struct Supervisor::Impl {
   void observe_start() {
     if (!observer) return;
     observer->workers_started({Clock::now(), workers.size(), static_cast<size_t>(warm_started)});
-    std::vector<progress::FirstStepWatch::Worker> watched;
-    for (const Worker& w : workers) watched.push_back({w.launch.rank, w.launch.progress_file});
-    first_step_watch.start(std::move(watched), [this](const std::optional<report::FirstStep>& step) {
-      if (observer) observer->first_step(step);
-    });
   }
 
   // --- helpers -------------------------------------------------------------------------
@@ -497,8 +493,7 @@ report::AttemptResult Supervisor::run_attempt(std::vector<worker::WorkerLaunch> 
   s.console.cancel();
   s.capture_timer.cancel();
   s.standby_timer.cancel();
-  s.monitor.stop();
-  s.first_step_watch.end();
+  s.monitor.end();  // a first step within a poll of the exits is still told
   s.attempt_running = false;
   return s.finish();
 }

@@ -11,7 +11,7 @@
 
 #include "contract/progress_file.hpp"
 #include "launcher/report/event_log.hpp"
-#include "launcher/progress/first_step_watch.hpp"
+#include "launcher/progress/progress_monitor.hpp"
 #include "launcher/report/recovery_log.hpp"
 #include "launcher/report/recovery_timeline.hpp"
 #include "tests/support/test_support.hpp"
@@ -204,9 +204,11 @@ TEST_CASE(
   REQUIRE(ddp::progress::create_record_file(a) == 0);
   REQUIRE(ddp::progress::create_record_file(b) == 0);
   boost::asio::io_context io;
-  FirstStepWatch watch(io);
+  ProgressMonitor watch(io, {});  // no sampling consumer: it reads for the first-step watch alone
+  const ProgressMonitor::Probe probe{[](size_t) { return true; }, [](size_t) { return uint64_t{0}; }};
+  const auto on_hang = [](HangVerdict) {};
   std::vector<std::optional<FirstStep>> seen;
-  watch.start({{0, a}, {1, b}}, [&](const std::optional<FirstStep>& s) { seen.push_back(s); });
+  watch.start({{0, 0, a}, {1, 0, b}}, probe, on_hang, [&](const std::optional<FirstStep>& s) { seen.push_back(s); });
   io.run_for(FirstStepWatch::kPoll * 3);
   CHECK(seen.empty());  // zeroed records: nobody fed one yet
   // Rank 1 completes step 3 (its record's own time), rank 0 only initialises its record.
@@ -238,16 +240,16 @@ TEST_CASE(
   CHECK(seen[0]->time <= Clock::now());
   seen.clear();
   // The attempt ends before a poll: the last look still finds rank 1's step, once.
-  watch.start({{0, a}, {1, b}}, [&](const std::optional<FirstStep>& s) { seen.push_back(s); });
+  watch.start({{0, 0, a}, {1, 0, b}}, probe, on_hang, [&](const std::optional<FirstStep>& s) { seen.push_back(s); });
   watch.end();
   watch.end();
   REQUIRE(seen.size() == 1);
   CHECK(seen[0]->rank == 1);
   seen.clear();
-  watch.start({{0, a}}, [&](const std::optional<FirstStep>& s) { seen.push_back(s); });
+  watch.start({{0, 0, a}}, probe, on_hang, [&](const std::optional<FirstStep>& s) { seen.push_back(s); });
   watch.end();  // nothing found: no report
   CHECK(seen.empty());
-  watch.start({{0, ""}}, [&](const std::optional<FirstStep>& s) { seen.push_back(s); });
+  watch.start({{0, 0, ""}}, probe, on_hang, [&](const std::optional<FirstStep>& s) { seen.push_back(s); });
   REQUIRE(seen.size() == 1);
   CHECK(!seen[0]);
 }
