@@ -34,32 +34,32 @@ for layer in "${!allowed[@]}"; do
   [[ -d $layer ]] || { echo "check-layers: launcher/$layer is missing"; status=1; continue; }
   while IFS= read -r hit; do
     file=${hit%%:*}
-    used=$(sed -E 's#.*"launcher/([a-z_]+)/.*#\1#' <<<"$hit")
+    used=$(sed -E 's#.*"launcher/([a-z0-9_]+)/.*#\1#' <<<"$hit")
     if [[ " ${allowed[$layer]} " != *" $used "* ]]; then
       echo "check-layers: launcher/$file includes launcher/$used/ (a $layer file may use: ${allowed[$layer]})"
       status=1
     fi
-  done < <(grep -rHE '^#include "launcher/[a-z_]+/' "$layer" || true)
+  done < <(grep -rHE '^#include "launcher/[a-z0-9_]+/' "$layer" || true)
   # A relative include could climb out of the layer; none may.
   if grep -rHE '^#include "\.\./' "$layer"; then status=1; fi
   # Namespaces mirror folders.
   own=ddp::launch::$layer
   [[ $layer == base ]] && own=ddp::launch
   while IFS= read -r hit; do
-    ns=$(sed -E 's#^[^:]+:namespace ([A-Za-z_:]+) \{.*#\1#' <<<"$hit")
+    ns=$(sed -E 's#^[^:]+:namespace ([A-Za-z0-9_:]+) \{.*#\1#' <<<"$hit")
     if [[ $ns != "$own" && $ns != "$own"::* ]]; then
       echo "check-layers: launcher/${hit%%:*} opens namespace $ns (launcher/$layer/ is $own)"
       status=1
     fi
-  done < <(grep -rHE '^namespace ddp[A-Za-z_:]* \{' "$layer" || true)
+  done < <(grep -rHE '^namespace ddp[A-Za-z0-9_:]* \{' "$layer" || true)
 done
 while IFS= read -r hit; do
-  ns=$(sed -E 's#^[^:]+:namespace ([A-Za-z_:]+) \{.*#\1#' <<<"$hit")
+  ns=$(sed -E 's#^[^:]+:namespace ([A-Za-z0-9_:]+) \{.*#\1#' <<<"$hit")
   if [[ $ns != ddp::launch && $ns != ddp::launch::* ]]; then
     echo "check-layers: launcher/${hit%%:*} opens namespace $ns (launcher/ is ddp::launch)"
     status=1
   fi
-done < <(grep -HE '^namespace ddp[A-Za-z_:]* \{' ./*.cpp ./*.hpp || true)
+done < <(grep -HE '^namespace ddp[A-Za-z0-9_:]* \{' ./*.cpp ./*.hpp || true)
 for f in *; do
   [[ -f $f || -n ${allowed[$f]+x} ]] || { echo "check-layers: launcher/$f is not a known layer; add it to this script and docs/architecture.md"; status=1; }
 done
