@@ -4,8 +4,9 @@
 # (ddp::launch::F, or nested in it; base/ and the top-level files: ddp::launch itself, or
 # nested in it). A layer may use the layers below it:
 #   base  <-  cli, os  <-  worker  <-  supervise  <-  multinode  ->  store, etcd (-> base)
-# store and c10d (the workers' store, used by supervise and multinode) use nothing of the
-# launcher's, etcd and http (the status endpoint's server) only base; hosts (the pure host list,
+# net (what the three servers share: the listen sequence, ListenError) uses nothing of the
+# launcher's; store and c10d (the workers' store, used by supervise and multinode) only net;
+# etcd only base, http (the status endpoint's server) base and net; hosts (the pure host list,
 # filters, env forwarding and agent plan of a many-host launch) only base; remote (its ssh
 # connections, output relay and coordinator) base, cli, os, worker and hosts; the top-level
 # agent and main may use everything.
@@ -19,12 +20,13 @@ declare -A allowed=(
   [cli]="base cli"
   [os]="base os"
   [worker]="base cli os worker"
-  [supervise]="base cli os worker supervise c10d http"
-  [multinode]="base cli os worker supervise multinode store etcd c10d http"
-  [store]="store"
-  [c10d]="c10d"
+  [supervise]="base cli os worker supervise c10d http net"
+  [multinode]="base cli os worker supervise multinode store etcd c10d http net"
+  [net]="net"
+  [store]="store net"
+  [c10d]="c10d net"
   [etcd]="base etcd"
-  [http]="base http"
+  [http]="base http net"
   [hosts]="base hosts"
   [remote]="base cli os worker hosts remote"
 )

@@ -4,6 +4,7 @@
 #include <boost/asio/write.hpp>
 #include <fmt/format.h>
 
+#include "launcher/net/endpoint.hpp"
 #include "launcher/store/hmac.hpp"
 
 namespace ddp::launch::store {
@@ -48,7 +49,7 @@ Session::Session(asio::ip::tcp::socket socket, ServerShared& shared)
       wait_timer_(socket_.get_executor()) {
   boost::system::error_code ec;
   auto ep = socket_.remote_endpoint(ec);
-  peer_ = ec ? "?" : fmt::format("{}:{}", ep.address().to_string(), ep.port());
+  peer_ = ec ? "?" : net::endpoint_text(ep);
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
 }
 
