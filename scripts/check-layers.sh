@@ -2,10 +2,16 @@
 # Checks that launcher/ keeps its layers (docs/architecture.md): every #include "launcher/X/..."
 # in folder F must name a layer F may use, and every namespace F's files open is F's own
 # (ddp::launch::F, or nested in it; base/ and the top-level files: ddp::launch itself, or
-# nested in it). A layer may use the layers below it:
-#   base  <-  cli, os  <-  worker  <-  supervise  <-  multinode  ->  store, etcd (-> base)
-# store and c10d (the workers' store, used by supervise and multinode) use nothing of the
-# launcher's, etcd and http (the status endpoint's server) only base; hosts (the pure host list,
+# nested in it). A layer may use the layers below it (the table below is the rule):
+#   base  <-  cli, os  <-  worker  <-  report  <-  progress, snapshot, warm  <-  supervise
+#   <-  status (also http)  <-  node  <-  multinode  ->  store, etcd (-> base)
+# report: event log, status board, failure reports, recovery timeline; progress: the one reader
+# of the progress records (hang, stragglers, first step); snapshot: the in-memory snapshot files
+# and their persister; warm: standbys; supervise: one attempt's processes; status: the status
+# endpoint; node: a node's services for a job (NodeSession) and the single-node agent.
+# net (what the three servers share: the listen sequence, ListenError) uses nothing of the
+# launcher's; store and c10d (the workers' store, used by node and multinode) only net;
+# etcd only base, http (the status endpoint's server) base and net; hosts (the pure host list,
 # filters, env forwarding and agent plan of a many-host launch) only base; remote (its ssh
 # connections, output relay and coordinator) base, cli, os, worker and hosts; the top-level
 # agent and main may use everything.
@@ -24,13 +30,14 @@ declare -A allowed=(
   [snapshot]="base cli os worker report snapshot"
   [warm]="base os worker report warm"
   [supervise]="base cli os worker report progress warm supervise"
-  [status]="base cli os worker report http status"
-  [node]="base cli os worker report progress snapshot warm supervise status c10d node"
-  [multinode]="base cli os worker report snapshot supervise status node multinode store etcd c10d"
-  [store]="store"
-  [c10d]="c10d"
+  [status]="base cli os worker report http net status"
+  [node]="base cli os worker report progress snapshot warm supervise status c10d net node"
+  [multinode]="base cli os worker report snapshot supervise status node multinode store etcd c10d net"
+  [net]="net"
+  [store]="store net"
+  [c10d]="c10d net"
   [etcd]="base etcd"
-  [http]="base http"
+  [http]="base http net"
   [hosts]="base hosts"
   [remote]="base cli os worker hosts remote"
 )
@@ -40,32 +47,32 @@ for layer in "${!allowed[@]}"; do
   [[ -d $layer ]] || { echo "check-layers: launcher/$layer is missing"; status=1; continue; }
   while IFS= read -r hit; do
     file=${hit%%:*}
-    used=$(sed -E 's#.*"launcher/([a-z_]+)/.*#\1#' <<<"$hit")
+    used=$(sed -E 's#.*"launcher/([a-z0-9_]+)/.*#\1#' <<<"$hit")
     if [[ " ${allowed[$layer]} " != *" $used "* ]]; then
       echo "check-layers: launcher/$file includes launcher/$used/ (a $layer file may use: ${allowed[$layer]})"
       status=1
     fi
-  done < <(grep -rHE '^#include "launcher/[a-z_]+/' "$layer" || true)
+  done < <(grep -rHE '^#include "launcher/[a-z0-9_]+/' "$layer" || true)
   # A relative include could climb out of the layer; none may.
   if grep -rHE '^#include "\.\./' "$layer"; then status=1; fi
   # Namespaces mirror folders.
   own=ddp::launch::$layer
   [[ $layer == base ]] && own=ddp::launch
   while IFS= read -r hit; do
-    ns=$(sed -E 's#^[^:]+:namespace ([A-Za-z_:]+) \{.*#\1#' <<<"$hit")
+    ns=$(sed -E 's#^[^:]+:namespace ([A-Za-z0-9_:]+) \{.*#\1#' <<<"$hit")
     if [[ $ns != "$own" && $ns != "$own"::* ]]; then
       echo "check-layers: launcher/${hit%%:*} opens namespace $ns (launcher/$layer/ is $own)"
       status=1
     fi
-  done < <(grep -rHE '^namespace ddp[A-Za-z_:]* \{' "$layer" || true)
+  done < <(grep -rHE '^namespace ddp[A-Za-z0-9_:]* \{' "$layer" || true)
 done
 while IFS= read -r hit; do
-  ns=$(sed -E 's#^[^:]+:namespace ([A-Za-z_:]+) \{.*#\1#' <<<"$hit")
+  ns=$(sed -E 's#^[^:]+:namespace ([A-Za-z0-9_:]+) \{.*#\1#' <<<"$hit")
   if [[ $ns != ddp::launch && $ns != ddp::launch::* ]]; then
     echo "check-layers: launcher/${hit%%:*} opens namespace $ns (launcher/ is ddp::launch)"
     status=1
   fi
-done < <(grep -HE '^namespace ddp[A-Za-z_:]* \{' ./*.cpp ./*.hpp || true)
+done < <(grep -HE '^namespace ddp[A-Za-z0-9_:]* \{' ./*.cpp ./*.hpp || true)
 for f in *; do
   [[ -f $f || -n ${allowed[$f]+x} ]] || { echo "check-layers: launcher/$f is not a known layer; add it to this script and docs/architecture.md"; status=1; }
 done

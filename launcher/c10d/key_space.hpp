@@ -46,6 +46,25 @@ class KeySpace {
               std::vector<Outgoing>& out);
   void cancel_wait(ConnId id);
 
+  // One per request type (apply's switch): each appends its replies to `out`; the ones that
+  // can refuse a request return the error line apply returns.
+  void queue_push(const Request& r, std::vector<Outgoing>& out);
+  void multi_set(const Request& r, std::vector<Outgoing>& out);
+  void append(const Request& r, std::vector<Outgoing>& out);
+  void compare_set(ConnId from, const Request& r, std::vector<Outgoing>& out);
+  void get(ConnId from, const Request& r, std::vector<Outgoing>& out) const;
+  void multi_get(ConnId from, const Request& r, std::vector<Outgoing>& out) const;
+  std::optional<std::string> add(ConnId from, const Request& r, std::vector<Outgoing>& out);
+  void check(ConnId from, const Request& r, std::vector<Outgoing>& out) const;
+  void wait(ConnId from, const Request& r, std::vector<Outgoing>& out);
+  void cancel_wait_request(ConnId from, std::vector<Outgoing>& out);
+  std::optional<std::string> barrier(ConnId from, const Request& r, std::vector<Outgoing>& out);
+  void list_keys(ConnId from, std::vector<Outgoing>& out) const;
+  void delete_key(ConnId from, const Request& r, std::vector<Outgoing>& out);
+  void watch_key(ConnId from, const Request& r, std::vector<Outgoing>& out);
+  void queue_pop(ConnId from, const Request& r, std::vector<Outgoing>& out);
+  void queue_len(ConnId from, const Request& r, std::vector<Outgoing>& out) const;
+
   std::unordered_map<std::string, std::string> data_;
   std::unordered_map<std::string, std::deque<std::string>> queues_;
   std::unordered_map<ConnId, size_t> waits_;                       // parked connection -> keys still missing

@@ -7,13 +7,14 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <fmt/format.h>
 
 #include "launcher/c10d/key_space.hpp"
+#include "launcher/net/endpoint.hpp"
+#include "launcher/net/listen.hpp"
 
 namespace ddp::launch::c10d {
 
@@ -23,28 +24,18 @@ using asio::ip::tcp;
 namespace {
 constexpr size_t kReadChunk = 64 * 1024;
 constexpr size_t kMaxWriteBacklog = 8u << 20;  // stop reading a client that does not take its replies
-
-asio::ip::address plain(const asio::ip::address& a) {
-  if (a.is_v6() && a.to_v6().is_v4_mapped()) return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
-  return a;
-}
-
-std::string endpoint_text(const tcp::endpoint& ep) {
-  const auto a = plain(ep.address());
-  return a.is_v6() ? fmt::format("[{}]:{}", a.to_string(), ep.port()) : fmt::format("{}:{}", a.to_string(), ep.port());
-}
 }  // namespace
 
 bool peer_allowed(const std::string& remote_ip, const std::string& local_ip, const std::vector<std::string>& allowed) {
   boost::system::error_code ec;
-  const auto remote = plain(asio::ip::make_address(remote_ip, ec));
+  const auto remote = net::unmapped(asio::ip::make_address(remote_ip, ec));
   if (ec) return false;
   if (remote.is_loopback()) return true;
-  const auto local = plain(asio::ip::make_address(local_ip, ec));
+  const auto local = net::unmapped(asio::ip::make_address(local_ip, ec));
   if (!ec && remote == local) return true;
   for (const auto& a : allowed) {
     const auto ip = asio::ip::make_address(a, ec);
-    if (!ec && plain(ip) == remote) return true;
+    if (!ec && net::unmapped(ip) == remote) return true;
   }
   return false;
 }
@@ -222,8 +213,8 @@ struct Server::Impl {
 
   bool admitted(const tcp::socket& s, const std::string& peer) {
     boost::system::error_code ec1, ec2;
-    const auto remote = plain(s.remote_endpoint(ec1).address());
-    const auto local = plain(s.local_endpoint(ec2).address());
+    const auto remote = net::unmapped(s.remote_endpoint(ec1).address());
+    const auto local = net::unmapped(s.local_endpoint(ec2).address());
     if (ec1 || ec2) return false;
     if (shared.connections.size() >= shared.options.max_connections) {
       shared.log(fmt::format("refused a connection from {}: {} connections are open, the limit", peer,
@@ -251,7 +242,7 @@ struct Server::Impl {
         return;
       }
       boost::system::error_code pe;
-      const std::string peer = endpoint_text(socket.remote_endpoint(pe));
+      const std::string peer = net::endpoint_text(socket.remote_endpoint(pe));
       if (!pe && admitted(socket, peer)) {
         const ConnId id = shared.next_id++;
         auto c = std::make_shared<Connection>(std::move(socket), shared, id, peer);
@@ -280,49 +271,17 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
 
 Server::~Server() { stop(); }
 
-namespace {
-// Opens, binds and listens on `endpoint`; dual_stack: an IPv6 socket that takes IPv4 too
-// (IPV6_V6ONLY off). On failure the acceptor is closed again and ec says why.
-void open_listener(tcp::acceptor& acc, const tcp::endpoint& endpoint, bool dual_stack, boost::system::error_code& ec) {
-  acc.open(endpoint.protocol(), ec);
-  if (!ec && dual_stack) acc.set_option(asio::ip::v6_only(false), ec);
-  if (!ec) acc.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) acc.bind(endpoint, ec);
-  if (!ec) acc.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    boost::system::error_code ignored;
-    acc.close(ignored);
-  }
-}
-}  // namespace
-
 void Server::listen() {
   if (impl_->listening) return;
   const auto& o = impl_->shared.options;
-  const std::string where = fmt::format("{}:{}", o.host, o.port);
-  boost::system::error_code ec;
-  const auto address = asio::ip::make_address(o.host, ec);
-  if (ec) throw ListenError(fmt::format("cannot listen for the workers' store on {}: not an IP address", where), false);
-  auto& acc = impl_->acceptor;
-  if (address.is_unspecified()) {
-    // Every interface, as c10d's own server: "::" with IPv4 mapped in, so clients reach it
-    // over either family; "0.0.0.0" where this host has no IPv6 (the socket or the option
-    // is refused). A taken port is taken for both: no fallback then.
-    open_listener(acc, tcp::endpoint(tcp::v6(), o.port), true, ec);
-    if (ec && ec != asio::error::address_in_use && ec != asio::error::access_denied)
-      open_listener(acc, tcp::endpoint(tcp::v4(), o.port), false, ec);
-  } else {
-    open_listener(acc, tcp::endpoint(address, o.port), false, ec);
-  }
-  if (ec) {
-    const bool in_use = ec == asio::error::address_in_use;
-    throw ListenError(fmt::format("cannot listen for the workers' store on {}: {}", where,
-                                  in_use ? "address already in use; another program holds the port: stop it "
-                                           "or choose another --master-port"
-                                         : ec.message()),
-                      in_use);
-  }
-  const tcp::endpoint bound = acc.local_endpoint();
+  net::ListenSpec spec;
+  spec.host = o.host;
+  spec.port = o.port;
+  spec.where = fmt::format("cannot listen for the workers' store on {}:{}", o.host, o.port);
+  spec.in_use_advice = "another program holds the port: stop it or choose another --master-port";
+  spec.dual_stack_wildcard = true;
+  impl_->acceptor = net::listen_acceptor(impl_->io, spec);
+  const tcp::endpoint bound = impl_->acceptor.local_endpoint();
   impl_->port = bound.port();
   impl_->address = bound.address().to_string();
   impl_->listening = true;
@@ -339,7 +298,7 @@ void Server::serve(const std::vector<std::string>& allowed_hosts) {
       if (ec)
         impl_->shared.log(
             fmt::format("cannot resolve node address '{}' ({}): its workers will be refused", host, ec.message()));
-      for (const auto& r : results) impl_->shared.allowed.push_back(plain(r.endpoint().address()).to_string());
+      for (const auto& r : results) impl_->shared.allowed.push_back(net::unmapped(r.endpoint().address()).to_string());
     }
   }
   impl_->do_accept();

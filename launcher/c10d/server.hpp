@@ -10,11 +10,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "launcher/c10d/wire.hpp"
+#include "launcher/net/listen_error.hpp"
 
 namespace ddp::launch::c10d {
 
@@ -37,18 +37,6 @@ struct ServerOptions {
   std::function<void(const std::string&)> log;
 };
 
-// listen() failed: the port is taken (address_in_use()) or another OS error; the message
-// names host:port.
-class ListenError : public std::runtime_error {
- public:
-  ListenError(const std::string& message, bool address_in_use)
-      : std::runtime_error(message), address_in_use_(address_in_use) {}
-  bool address_in_use() const { return address_in_use_; }
-
- private:
-  bool address_in_use_;
-};
-
 // The peer check with restrict_peers: loopback, this host (the accepted socket's own
 // address) or one of allowed (addresses; IPv4-mapped IPv6 counts as IPv4). Pure.
 bool peer_allowed(const std::string& remote_ip, const std::string& local_ip, const std::vector<std::string>& allowed);
@@ -60,7 +48,8 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  void listen();  // throws ListenError; idempotent
+  // Throws net::ListenError naming host:port (address_in_use(): the port is taken); idempotent.
+  void listen();
   // Starts serving (listen() first if needed). With restrict_peers, allowed_hosts are the
   // round's nodes (names or addresses); a name that does not resolve is logged and skipped.
   void serve(const std::vector<std::string>& allowed_hosts = {});

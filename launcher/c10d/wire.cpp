@@ -39,9 +39,16 @@ class Cursor {
   size_t pos_;
 };
 
-enum class Read { kOk, kNeedMore, kError };
-
 }  // namespace
+
+// One request on its way out of the buffer: where the reading is, what it has read so far,
+// the value bytes counted against max_request_bytes, and what was wrong (Read::kError).
+struct Decoder::Reading {
+  Cursor in;
+  Request r;
+  uint64_t total = 0;
+  std::string error;
+};
 
 // Opcode numbers -> Op, per dialect. 2.x's is c10d's QueryType, in its order.
 std::optional<Op> op_of_code(Dialect d, uint8_t code) {
@@ -111,102 +118,27 @@ Decoder::Status Decoder::next(Request& out) {
   if (dialect_ == Dialect::kUnknown) {
     if (Status s = detect(); s != Status::kRequest) return s;
   }
-  Cursor in(buffer_, pos_);
+  Reading reading{Cursor(buffer_, pos_), {}, 0, {}};
   uint8_t code = 0;
-  in.value(code);
+  reading.in.value(code);
   const std::optional<Op> op = op_of_code(dialect_, code);
   if (!op) return fail(fmt::format("unknown opcode {} for a {} client", code, dialect_name(dialect_)));
   if (dialect_ == Dialect::kTorch2 && validated_ == (*op == Op::kValidate))
     return fail(validated_ ? "a second VALIDATE" : fmt::format("{} before VALIDATE", op_name(*op)));
-
-  Request r;
-  r.op = *op;
-  uint64_t total = 0;
-  std::string err;
-  auto key = [&](std::string& k) {
-    uint64_t n = 0;
-    if (!in.value(n)) return Read::kNeedMore;
-    if (n > limits_.max_key_bytes) {
-      err = fmt::format("{}: a key of {} bytes, over the limit of {}", op_name(r.op), n, limits_.max_key_bytes);
-      return Read::kError;
-    }
-    return in.bytes(n, k) ? Read::kOk : Read::kNeedMore;
-  };
-  auto value = [&](std::string& v) {
-    uint64_t n = 0;
-    if (!in.value(n)) return Read::kNeedMore;
-    total += n;
-    if (n > limits_.max_value_bytes || total > limits_.max_request_bytes) {
-      err = fmt::format("{}: a value of {} bytes, over the limit of {}{}", op_name(r.op), n, limits_.max_value_bytes,
-                        n > limits_.max_value_bytes ? "" : " (for the whole request)");
-      return Read::kError;
-    }
-    return in.bytes(n, v) ? Read::kOk : Read::kNeedMore;
-  };
-  auto count = [&](uint64_t& n) {
-    if (!in.value(n)) return Read::kNeedMore;
-    if (n > limits_.max_keys_per_request) {
-      err = fmt::format("{}: {} keys, over the limit of {}", op_name(r.op), n, limits_.max_keys_per_request);
-      return Read::kError;
-    }
-    return Read::kOk;
-  };
-  auto body = [&]() -> Read {
-    Read s = Read::kOk;
-    auto one_key = [&] {
-      r.keys.emplace_back();
-      return key(r.keys.back());
-    };
-    auto one_value = [&] {
-      r.values.emplace_back();
-      return value(r.values.back());
-    };
-    switch (r.op) {
-      case Op::kValidate:
-      case Op::kPing: return in.value(r.nonce) ? Read::kOk : Read::kNeedMore;
-      case Op::kNumKeys:
-      case Op::kCancelWait:
-      case Op::kListKeys: return Read::kOk;
-      case Op::kGet:
-      case Op::kWatchKey:
-      case Op::kDeleteKey:
-      case Op::kQueuePop:
-      case Op::kQueueLen: return one_key();
-      case Op::kSet:
-      case Op::kAppend:
-      case Op::kQueuePush:
-        if ((s = one_key()) != Read::kOk) return s;
-        return one_value();
-      case Op::kCompareSet:
-        if ((s = one_key()) != Read::kOk || (s = one_value()) != Read::kOk) return s;
-        return one_value();
-      case Op::kAdd:
-      case Op::kBarrier:
-        if ((s = one_key()) != Read::kOk) return s;
-        return in.value(r.op == Op::kAdd ? r.delta : r.world_size) ? Read::kOk : Read::kNeedMore;
-      case Op::kCheck:
-      case Op::kWait:
-      case Op::kMultiGet:
-      case Op::kMultiSet: {
-        uint64_t n = 0;
-        if ((s = count(n)) != Read::kOk) return s;
-        for (uint64_t i = 0; i < n; ++i) {
-          if ((s = one_key()) != Read::kOk) return s;
-          if (r.op == Op::kMultiSet && (s = one_value()) != Read::kOk) return s;
-        }
-        return Read::kOk;
-      }
-    }
-    return Read::kOk;
-  };
-  const Read s = body();
+  reading.r.op = *op;
+  const Read s = read_body(reading);
   if (s == Read::kNeedMore) return Status::kNeedMore;
-  if (s == Read::kError) return fail(err);
+  if (s == Read::kError) return fail(reading.error);
+  return take(reading, out);
+}
+
+Decoder::Status Decoder::take(Reading& reading, Request& out) {
+  Request& r = reading.r;
   if (r.op == Op::kValidate) {
     if (r.nonce != kValidationMagic) return fail(fmt::format("VALIDATE with the wrong magic 0x{:08x}", r.nonce));
     validated_ = true;
   }
-  pos_ = in.pos();
+  pos_ = reading.in.pos();
   if (pos_ == buffer_.size()) {
     buffer_.clear();
     pos_ = 0;
@@ -216,6 +148,91 @@ Decoder::Status Decoder::next(Request& out) {
   }
   out = std::move(r);
   return Status::kRequest;
+}
+
+Decoder::Read Decoder::read_key(Reading& reading, std::string& key) const {
+  uint64_t n = 0;
+  if (!reading.in.value(n)) return Read::kNeedMore;
+  if (n > limits_.max_key_bytes) {
+    reading.error =
+        fmt::format("{}: a key of {} bytes, over the limit of {}", op_name(reading.r.op), n, limits_.max_key_bytes);
+    return Read::kError;
+  }
+  return reading.in.bytes(n, key) ? Read::kOk : Read::kNeedMore;
+}
+
+Decoder::Read Decoder::read_value(Reading& reading, std::string& value) const {
+  uint64_t n = 0;
+  if (!reading.in.value(n)) return Read::kNeedMore;
+  reading.total += n;
+  if (n > limits_.max_value_bytes || reading.total > limits_.max_request_bytes) {
+    reading.error = fmt::format("{}: a value of {} bytes, over the limit of {}{}", op_name(reading.r.op), n,
+                                limits_.max_value_bytes, n > limits_.max_value_bytes ? "" : " (for the whole request)");
+    return Read::kError;
+  }
+  return reading.in.bytes(n, value) ? Read::kOk : Read::kNeedMore;
+}
+
+Decoder::Read Decoder::read_count(Reading& reading, uint64_t& n) const {
+  if (!reading.in.value(n)) return Read::kNeedMore;
+  if (n > limits_.max_keys_per_request) {
+    reading.error =
+        fmt::format("{}: {} keys, over the limit of {}", op_name(reading.r.op), n, limits_.max_keys_per_request);
+    return Read::kError;
+  }
+  return Read::kOk;
+}
+
+Decoder::Read Decoder::read_one_key(Reading& reading) const {
+  reading.r.keys.emplace_back();
+  return read_key(reading, reading.r.keys.back());
+}
+
+Decoder::Read Decoder::read_one_value(Reading& reading) const {
+  reading.r.values.emplace_back();
+  return read_value(reading, reading.r.values.back());
+}
+
+Decoder::Read Decoder::read_body(Reading& reading) const {
+  Request& r = reading.r;
+  Read s = Read::kOk;
+  switch (r.op) {
+    case Op::kValidate:
+    case Op::kPing: return reading.in.value(r.nonce) ? Read::kOk : Read::kNeedMore;
+    case Op::kNumKeys:
+    case Op::kCancelWait:
+    case Op::kListKeys: return Read::kOk;
+    case Op::kGet:
+    case Op::kWatchKey:
+    case Op::kDeleteKey:
+    case Op::kQueuePop:
+    case Op::kQueueLen: return read_one_key(reading);
+    case Op::kSet:
+    case Op::kAppend:
+    case Op::kQueuePush:
+      if ((s = read_one_key(reading)) != Read::kOk) return s;
+      return read_one_value(reading);
+    case Op::kCompareSet:
+      if ((s = read_one_key(reading)) != Read::kOk || (s = read_one_value(reading)) != Read::kOk) return s;
+      return read_one_value(reading);
+    case Op::kAdd:
+    case Op::kBarrier:
+      if ((s = read_one_key(reading)) != Read::kOk) return s;
+      return reading.in.value(r.op == Op::kAdd ? r.delta : r.world_size) ? Read::kOk : Read::kNeedMore;
+    case Op::kCheck:
+    case Op::kWait:
+    case Op::kMultiGet:
+    case Op::kMultiSet: {
+      uint64_t n = 0;
+      if ((s = read_count(reading, n)) != Read::kOk) return s;
+      for (uint64_t i = 0; i < n; ++i) {
+        if ((s = read_one_key(reading)) != Read::kOk) return s;
+        if (r.op == Op::kMultiSet && (s = read_one_value(reading)) != Read::kOk) return s;
+      }
+      return Read::kOk;
+    }
+  }
+  return Read::kOk;
 }
 
 namespace {

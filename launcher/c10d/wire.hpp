@@ -76,8 +76,20 @@ class Decoder {
   size_t buffered() const { return buffer_.size() - pos_; }  // bytes of a request not yet complete
 
  private:
+  enum class Read { kOk, kNeedMore, kError };  // one field (or a request's body) read
+  struct Reading;                              // the request being read (wire.cpp)
+
   Status detect();
   Status fail(std::string why);
+  // The fields after the opcode, as r.op asks; each read takes the field whole or nothing.
+  Read read_body(Reading& reading) const;
+  Read read_key(Reading& reading, std::string& key) const;      // a length, then the key
+  Read read_value(Reading& reading, std::string& value) const;  // a length, then the value
+  Read read_count(Reading& reading, uint64_t& n) const;         // how many keys follow
+  Read read_one_key(Reading& reading) const;                    // appended to r.keys
+  Read read_one_value(Reading& reading) const;                  // appended to r.values
+  // A request read whole: checks VALIDATE's magic, consumes its bytes, hands it out.
+  Status take(Reading& reading, Request& out);
 
   Limits limits_;
   std::string buffer_;

@@ -13,6 +13,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "launcher/net/listen.hpp"
+
 namespace ddp::launch::http {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -145,18 +147,10 @@ void accept(const std::shared_ptr<Server::State>& state) {
 
 Server::Server(asio::io_context& io, const std::string& host, uint16_t port, Handler handler, ServerLimits limits)
     : state_(std::make_shared<State>(io, std::move(handler), limits)) {
-  const std::string where =
-      (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
-  beast::error_code ec;
-  const auto address = asio::ip::make_address(host, ec);
-  if (ec) throw ListenError(where + ": not an IP address", false);
-  const tcp::endpoint endpoint(address, port);
-  tcp::acceptor& a = state_->acceptor;
-  a.open(endpoint.protocol(), ec);
-  if (!ec) a.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) a.bind(endpoint, ec);
-  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) throw ListenError(where + ": " + ec.message(), ec == asio::error::address_in_use);
+  net::ListenSpec spec;
+  spec.host = host;
+  spec.port = port;
+  state_->acceptor = net::listen_acceptor(io, spec);
   accept(state_);
 }
 

@@ -12,8 +12,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <stdexcept>
 #include <string>
+
+#include "launcher/net/listen_error.hpp"
 
 namespace boost::asio {
 class io_context;
@@ -36,21 +37,10 @@ struct ServerLimits {
   std::chrono::milliseconds write_timeout{5000};    // the whole reply must be taken within this
 };
 
-// Listening failed: the address is in use (address_in_use()) or another error; the message
-// names host:port.
-class ListenError : public std::runtime_error {
- public:
-  ListenError(const std::string& message, bool address_in_use)
-      : std::runtime_error(message), address_in_use_(address_in_use) {}
-  bool address_in_use() const { return address_in_use_; }
-
- private:
-  bool address_in_use_;
-};
-
 class Server {
  public:
-  // Binds host:port (0: a free one) and starts accepting on `io`. Throws ListenError.
+  // Binds host:port (0: a free one) and starts accepting on `io`. Throws net::ListenError
+  // ("[::1]:80: <why>"; address_in_use(): the port is taken).
   Server(boost::asio::io_context& io, const std::string& host, uint16_t port, Handler handler,
          ServerLimits limits = {});
   ~Server();  // closes the listener and every open connection

@@ -9,6 +9,7 @@
 #include "launcher/base/host_port.hpp"
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/net/listen_error.hpp"
 #include "launcher/os/ports.hpp"
 #include "launcher/store/prefix_store.hpp"
 #include "launcher/store/tcp_client.hpp"
@@ -48,7 +49,7 @@ bool host_store(const MultiNodeSpec& spec, const std::string& listen_host, JobSt
   link.server = std::make_unique<store::StoreServer>(options);
   try {
     link.server->start();
-  } catch (const store::BindError& e) {
+  } catch (const net::ListenError& e) {
     // Static node 0 and a forced host must host; otherwise another launcher on this
     // machine got there first, and we join it as a client.
     if (spec.rdzv_backend == "static" || spec.rdzv.is_host.value_or(false) || !e.address_in_use())

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "launcher/cli/rendezvous_conf.hpp"
+#include "launcher/multinode/abort_record.hpp"
 #include "launcher/multinode/round_plan.hpp"
 #include "launcher/store/store.hpp"
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "launcher/multinode/abort_record.hpp"
 #include "launcher/multinode/round_plan.hpp"
 #include "launcher/store/store.hpp"
 

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "launcher/multinode/abort_record.hpp"
 #include "launcher/multinode/round_plan.hpp"
 #include "launcher/report/event_log.hpp"
 

@@ -2,6 +2,7 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/net/listen_error.hpp"
 #include "launcher/worker/output.hpp"
 
 namespace ddp::launch::node {
@@ -15,7 +16,7 @@ std::unique_ptr<c10d::Server> listen_worker_store(const std::string& listen_host
   auto server = std::make_unique<c10d::Server>(std::move(options));
   try {
     server->listen();
-  } catch (const c10d::ListenError& e) {
+  } catch (const net::ListenError& e) {
     throw LaunchError(e.address_in_use() ? exit_code::kAddressInUse : exit_code::kInternalError,
                       std::string(e.what()) + " (or --worker-store=rank0: worker rank 0 hosts it)");
   }

@@ -19,8 +19,6 @@
 namespace ddp::launch::remote {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 std::string read_available(int fd) {
   std::string text;
   char buf[4096];
@@ -64,68 +62,64 @@ SshConnections::~SshConnections() {
   rmdir(dir_.c_str());
 }
 
+struct SshConnections::Pending {
+  size_t index;  // in masters_
+  os::UniqueFd err;
+  Clock::time_point since;
+};
+
+SshConnections::Pending SshConnections::start_master(size_t index, const std::string& host) {
+  Master m{host, fmt::format("{}/{}", dir_, index), -1};
+  os::Pipe err = os::make_pipe();
+  fcntl(err.read_end.get(), F_SETFL, O_NONBLOCK);
+  os::SpawnSpec spec{
+      ssh_path_, ssh_master_argv(settings_, m.host, m.control_path), env_, err.write_end.get(), err.write_end.get(), -1,
+      -1};
+  m.pid = os::spawn_worker(spec);
+  masters_.push_back(m);
+  return Pending{masters_.size() - 1, std::move(err.read_end), Clock::now()};
+}
+
+bool SshConnections::settled(Pending& p, Clock::duration limit,
+                             std::vector<std::pair<std::string, std::string>>& unreachable) {
+  Master& m = masters_[p.index];
+  if (exists(m.control_path)) return true;
+  std::optional<os::ExitStatus> st = os::try_reap(m.pid);
+  const bool late = Clock::now() - p.since > limit;
+  if (!st && !late) return false;
+  if (!st) {
+    os::signal_group(m.pid, SIGKILL);
+    os::wait_for(m.pid);
+  }
+  m.pid = -1;
+  unreachable.emplace_back(
+      m.host, last_line(read_available(p.err.get()), st ? "ssh ended with " + st->describe() : "no answer in time"));
+  return true;
+}
+
 std::vector<std::pair<std::string, std::string>> SshConnections::open(const std::vector<std::string>& hosts,
                                                                       bool keep_going) {
   const auto started = Clock::now();
-  struct Pending {
-    size_t index;
-    os::UniqueFd err;
-    Clock::time_point since;
-  };
   std::vector<Pending> pending;
-  std::vector<std::string> failures;
   std::vector<std::pair<std::string, std::string>> unreachable;
   size_t next = 0;
   const auto limit = std::chrono::milliseconds(static_cast<long long>((settings_.connect_timeout_s + 5) * 1000));
   while (next < hosts.size() || !pending.empty()) {
-    while (next < hosts.size() && static_cast<int>(pending.size()) < settings_.fanout) {
-      Master m{hosts[next], fmt::format("{}/{}", dir_, next), -1};
-      os::Pipe err = os::make_pipe();
-      fcntl(err.read_end.get(), F_SETFL, O_NONBLOCK);
-      os::SpawnSpec spec{ssh_path_,
-                         ssh_master_argv(settings_, m.host, m.control_path),
-                         env_,
-                         err.write_end.get(),
-                         err.write_end.get(),
-                         -1,
-                         -1};
-      m.pid = os::spawn_worker(spec);
-      masters_.push_back(m);
-      pending.push_back({masters_.size() - 1, std::move(err.read_end), Clock::now()});
-      ++next;
-    }
+    for (; next < hosts.size() && static_cast<int>(pending.size()) < settings_.fanout; ++next)
+      pending.push_back(start_master(next, hosts[next]));
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    for (auto it = pending.begin(); it != pending.end();) {
-      Master& m = masters_[it->index];
-      if (exists(m.control_path)) {
-        it = pending.erase(it);
-        continue;
-      }
-      std::optional<os::ExitStatus> st = os::try_reap(m.pid);
-      const bool late = Clock::now() - it->since > limit;
-      if (!st && !late) {
-        ++it;
-        continue;
-      }
-      if (!st) {
-        os::signal_group(m.pid, SIGKILL);
-        os::wait_for(m.pid);
-      }
-      m.pid = -1;
-      unreachable.emplace_back(m.host, last_line(read_available(it->err.get()),
-                                                 st ? "ssh ended with " + st->describe() : "no answer in time"));
-      failures.push_back(fmt::format("{}: {}", unreachable.back().first, unreachable.back().second));
-      it = pending.erase(it);
-    }
+    for (auto it = pending.begin(); it != pending.end();)
+      it = settled(*it, limit, unreachable) ? pending.erase(it) : std::next(it);
   }
   connect_seconds_ = std::chrono::duration<double>(Clock::now() - started).count();
-  if (!failures.empty() && !keep_going)
-    throw LaunchError(exit_code::kRendezvousFailed,
-                      fmt::format("cannot reach {} of {} host(s) over ssh: {}; check the name, that sshd runs "
-                                  "there and that a key logs in without a password (ssh -o BatchMode=yes HOST "
-                                  "true), or leave the host out with --exclude",
-                                  failures.size(), hosts.size(), fmt::join(failures, "; ")));
-  return unreachable;
+  if (unreachable.empty() || keep_going) return unreachable;
+  std::vector<std::string> failures;
+  for (const auto& [host, words] : unreachable) failures.push_back(fmt::format("{}: {}", host, words));
+  throw LaunchError(exit_code::kRendezvousFailed,
+                    fmt::format("cannot reach {} of {} host(s) over ssh: {}; check the name, that sshd runs "
+                                "there and that a key logs in without a password (ssh -o BatchMode=yes HOST "
+                                "true), or leave the host out with --exclude",
+                                failures.size(), hosts.size(), fmt::join(failures, "; ")));
 }
 
 const SshConnections::Master& SshConnections::master(const std::string& host) const {

@@ -6,6 +6,7 @@
 // Blocks in open(); single-threaded.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <utility>
@@ -34,11 +35,19 @@ class SshConnections {
   double connect_seconds() const { return connect_seconds_; }  // the whole open(), wall time
 
  private:
+  using Clock = std::chrono::steady_clock;
   struct Master {
     std::string host, control_path;
     pid_t pid = -1;
   };
+  struct Pending;  // a master still connecting (ssh_connections.cpp)
   const Master& master(const std::string& host) const;
+  // Starts the master of hosts[index] (appended to masters_); its stderr is read if it fails.
+  Pending start_master(size_t index, const std::string& host);
+  // True once p's master is connected (its socket exists) or has failed: ended, or no
+  // socket after `limit` (then killed); a failure is appended to unreachable as (host,
+  // ssh's last words).
+  bool settled(Pending& p, Clock::duration limit, std::vector<std::pair<std::string, std::string>>& unreachable);
 
   SshSettings settings_;
   std::vector<std::string> env_;

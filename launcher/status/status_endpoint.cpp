@@ -9,6 +9,7 @@
 #include "launcher/base/launch_error.hpp"
 #include "launcher/cli/options.hpp"
 #include "launcher/http/prometheus_text.hpp"
+#include "launcher/net/listen_error.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/os/self_usage.hpp"
 #include "launcher/status/status_json.hpp"
@@ -25,7 +26,7 @@ StatusEndpoint::StatusEndpoint(boost::asio::io_context& loop, const report::Stat
   try {
     server_ = std::make_unique<http::Server>(loop, spec.host, spec.port,
                                              [this](const std::string& target) { return answer(target); });
-  } catch (const http::ListenError& e) {
+  } catch (const net::ListenError& e) {
     throw LaunchError(
         exit_code::kUsage,
         e.address_in_use()

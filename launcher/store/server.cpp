@@ -12,6 +12,8 @@
 #include <future>
 #include <thread>
 
+#include "launcher/net/endpoint.hpp"
+#include "launcher/net/listen.hpp"
 #include "launcher/store/session.hpp"
 
 namespace ddp::launch::store {
@@ -94,38 +96,16 @@ StoreServer::~StoreServer() { stop(); }
 void StoreServer::start() {
   if (impl_->thread.joinable()) return;
   const auto& o = impl_->options;
-  const std::string where = fmt::format("{}:{}", o.host, o.port);
-  tcp::endpoint endpoint;
-  {
-    boost::system::error_code ec;
-    tcp::resolver resolver(impl_->io);
-    auto results = resolver.resolve(o.host, std::to_string(o.port), tcp::resolver::passive, ec);
-    if (ec || results.empty())
-      throw BindError(
-          fmt::format("cannot listen for the rendezvous store on {}: bad address ({})", where, ec.message()), false);
-    endpoint = results.begin()->endpoint();
-  }
-  boost::system::error_code ec;
-  auto& acc = impl_->acceptor;
-  acc.open(endpoint.protocol(), ec);
-  if (!ec) acc.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) acc.bind(endpoint, ec);
-  if (!ec) acc.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    acc.close();
-    if (ec == asio::error::address_in_use)
-      throw BindError(fmt::format("cannot listen for the rendezvous store on {}: address already in use; "
-                                  "another ddp-launch (or other program) holds the port: stop it or "
-                                  "choose another port",
-                                  where),
-                      true);
-    throw BindError(fmt::format("cannot listen for the rendezvous store on {}: {}", where, ec.message()), false);
-  }
-  const auto bound = acc.local_endpoint();
+  net::ListenSpec spec;
+  spec.host = o.host;
+  spec.port = o.port;
+  spec.where = fmt::format("cannot listen for the rendezvous store on {}:{}", o.host, o.port);
+  spec.in_use_advice = "another ddp-launch (or other program) holds the port: stop it or choose another port";
+  spec.resolve_names = true;
+  impl_->acceptor = net::listen_acceptor(impl_->io, spec);
+  const auto bound = impl_->acceptor.local_endpoint();
   impl_->port = bound.port();
-  const auto ip = bound.address().to_string();
-  impl_->listen_address =
-      bound.address().is_v6() ? fmt::format("[{}]:{}", ip, impl_->port) : fmt::format("{}:{}", ip, impl_->port);
+  impl_->listen_address = net::endpoint_text(bound);
   const size_t fds = raise_open_file_limit();
   impl_->max_connections =
       std::max<size_t>(1, std::min(o.max_connections, fds > 2 * kReservedFds ? fds - kReservedFds : fds / 2));

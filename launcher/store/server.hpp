@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "launcher/net/listen_error.hpp"
 #include "launcher/store/protocol.hpp"
 #include "launcher/store/store.hpp"
 
@@ -41,17 +42,6 @@ struct ServerOptions {
   std::function<void(const std::string&)> log;
 };
 
-// start() could not listen: the port is taken (address_in_use()), the host does not
-// resolve, or another OS error. The message names host:port and what to do.
-class BindError : public StoreError {
- public:
-  BindError(const std::string& message, bool address_in_use) : StoreError(message), address_in_use_(address_in_use) {}
-  bool address_in_use() const { return address_in_use_; }
-
- private:
-  bool address_in_use_;
-};
-
 class StoreServer {
  public:
   explicit StoreServer(ServerOptions options);
@@ -60,7 +50,8 @@ class StoreServer {
   StoreServer& operator=(const StoreServer&) = delete;
 
   // Raises the process's soft open-file limit to the hard limit, binds and starts the
-  // server thread. Throws BindError naming host:port.
+  // server thread. Throws net::ListenError naming host:port: the port is taken
+  // (address_in_use()), the host does not resolve, or another OS error.
   void start();
   uint16_t port() const;
   std::string listen_address() const;  // "address:port" bound, after start()

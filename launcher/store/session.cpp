@@ -4,6 +4,7 @@
 #include <boost/asio/write.hpp>
 #include <fmt/format.h>
 
+#include "launcher/net/endpoint.hpp"
 #include "launcher/store/hmac.hpp"
 
 namespace ddp::launch::store {
@@ -48,7 +49,7 @@ Session::Session(asio::ip::tcp::socket socket, ServerShared& shared)
       wait_timer_(socket_.get_executor()) {
   boost::system::error_code ec;
   auto ep = socket_.remote_endpoint(ec);
-  peer_ = ec ? "?" : fmt::format("{}:{}", ep.address().to_string(), ep.port());
+  peer_ = ec ? "?" : net::endpoint_text(ep);
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
 }
 
@@ -273,38 +274,7 @@ bool Session::run(const Request& q) {
         return true;
       case Op::kGet:
       case Op::kWait:
-      case Op::kMultiGet: {
-        std::vector<const std::string*> found;
-        if (t.find_all(q.keys, found)) {
-          if (q.op != Op::kWait) {
-            std::string frame = found_reply(q, found);
-            if (q.op == Op::kMultiGet && running_payload_) {
-              auto& cache = shared_.multi_get_cache;
-              cache.generation = t.generation();
-              cache.request = *running_payload_;
-              cache.frame = frame;
-            }
-            send_frame(std::move(frame));
-            return true;
-          }
-        } else if (q.timeout_ms == 0) {
-          r.status = Status::kTimeout;
-          r.values = t.missing(q.keys);
-        } else {  // park until the keys arrive or the request's own timeout
-          parked_ = q;
-          const uint64_t gen = ++wait_generation_;
-          auto self = shared_from_this();
-          waiter_ = t.park(q.keys, [this, self, gen] {
-            asio::post(socket_.get_executor(), [this, self, gen] { on_wait_done(gen, false); });
-          });
-          wait_timer_.expires_after(std::chrono::milliseconds(q.timeout_ms));
-          wait_timer_.async_wait([this, self, gen](boost::system::error_code ec) {
-            if (!ec) on_wait_done(gen, true);
-          });
-          return false;
-        }
-        break;
-      }
+      case Op::kMultiGet: return serve_or_park(q);
       case Op::kHello:
       case Op::kPing: break;  // HELLO cannot get here; PING never queues
     }
@@ -313,6 +283,51 @@ bool Session::run(const Request& q) {
   }
   reply(std::move(r));
   return true;
+}
+
+// GET, MULTI_GET and WAIT: answered at once when every key exists (a MULTI_GET's reply is
+// cached for the next identical frame) or the request does not wait; otherwise parked until
+// the keys arrive or the request's own timeout (on_wait_done). False: parked.
+bool Session::serve_or_park(const Request& q) {
+  KeyTable& t = shared_.table;
+  Response r;
+  r.op = q.op;
+  std::vector<const std::string*> found;
+  if (t.find_all(q.keys, found)) {
+    if (q.op != Op::kWait) {
+      std::string frame = found_reply(q, found);
+      if (q.op == Op::kMultiGet && running_payload_) {
+        auto& cache = shared_.multi_get_cache;
+        cache.generation = t.generation();
+        cache.request = *running_payload_;
+        cache.frame = frame;
+      }
+      send_frame(std::move(frame));
+      return true;
+    }
+  } else if (q.timeout_ms == 0) {
+    r.status = Status::kTimeout;
+    r.values = t.missing(q.keys);
+  } else {
+    park(q);
+    return false;
+  }
+  reply(std::move(r));
+  return true;
+}
+
+// Waits for q's keys or q's own timeout, whichever comes first (on_wait_done).
+void Session::park(const Request& q) {
+  parked_ = q;
+  const uint64_t gen = ++wait_generation_;
+  auto self = shared_from_this();
+  waiter_ = shared_.table.park(q.keys, [this, self, gen] {
+    asio::post(socket_.get_executor(), [this, self, gen] { on_wait_done(gen, false); });
+  });
+  wait_timer_.expires_after(std::chrono::milliseconds(q.timeout_ms));
+  wait_timer_.async_wait([this, self, gen](boost::system::error_code ec) {
+    if (!ec) on_wait_done(gen, true);
+  });
 }
 
 // ADD, applied once per (client name, request id): a retry after a reconnect gets the first

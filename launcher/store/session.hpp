@@ -76,7 +76,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_frame(const std::string& payload);
   void on_hello(const std::string& payload);
   void run_queued();
-  bool run(const Request& request);  // false: parked
+  bool run(const Request& request);            // false: parked
+  bool serve_or_park(const Request& request);  // GET, MULTI_GET, WAIT; false: parked
+  void park(const Request& request);
   void on_wait_done(uint64_t generation, bool timed_out);
   int64_t add_once(const Request& request);
   void forget_name(const std::string& reason);

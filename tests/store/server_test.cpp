@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "launcher/net/listen_error.hpp"
 #include "launcher/store/codec.hpp"
 #include "launcher/store/prefix_store.hpp"
 #include "tests/store/fixture.hpp"
@@ -102,7 +103,7 @@ TEST_CASE("server: requests pipelined behind a parked wait run in order afterwar
   CHECK(decode_response(*second).op == Op::kSet);
 }
 
-TEST_CASE("server: a taken port is a BindError (address in use) naming host:port") {
+TEST_CASE("server: a taken port is a ListenError (address in use) naming host:port") {
   LocalServer first;
   ServerOptions o = local_options();
   o.port = first.server.port();
@@ -110,7 +111,7 @@ TEST_CASE("server: a taken port is a BindError (address in use) naming host:port
   try {
     second.start();
     FAIL("second server started on a taken port");
-  } catch (const BindError& e) {
+  } catch (const net::ListenError& e) {
     CHECK(e.address_in_use());
     CHECK_THAT(std::string(e.what()),
                Catch::Contains("127.0.0.1:" + std::to_string(o.port)) && Catch::Contains("address already in use"));

@@ -5,6 +5,7 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/multinode/abort_record.hpp"
 #include "launcher/multinode/round_plan.hpp"
 
 using namespace ddp::launch;
