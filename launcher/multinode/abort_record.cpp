@@ -102,8 +102,8 @@ AbortRecord AbortRecord::stopped_by_signal(int node_rank, const std::string& hos
 }
 
 report::RemoteFailure AbortRecord::remote_failure() const {
-  return report::RemoteFailure{node_rank, host,    rank, local_rank, pid, status.empty() ? reason : status, error,
-                                  traceback, failure, hang, stacks_file};
+  return report::RemoteFailure{node_rank, host,      rank,    local_rank, pid,        status.empty() ? reason : status,
+                               error,     traceback, failure, hang,       stacks_file};
 }
 
 std::string to_json(const AbortRecord& r) {

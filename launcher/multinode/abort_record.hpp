@@ -23,7 +23,8 @@ struct AbortRecord {
   // A new node waits to join: every node restarts in a new round (not counted as a restart).
   static AbortRecord membership_change(int node_rank, const std::string& host);
   // Node `node_rank` got a stop signal: every node exits with 128+signal.
-  // why: what the stop's asker said (a stop request's reason, supervise/stop_requests), told instead of the signal's name.
+  // why: what the stop's asker said (a stop request's reason, supervise/stop_requests), told instead of the signal's
+  // name.
   static AbortRecord stopped_by_signal(int node_rank, const std::string& host, int signal,
                                        const std::optional<std::string>& why = std::nullopt);
 
