@@ -277,6 +277,29 @@ std::pair<double, double> throughput(Backend& backend, int ops) {
   return {set_rate, ops / since(t)};
 }
 
+// figure name -> store ("ours", "c10d") -> samples
+using Samples = std::map<std::string, std::map<std::string, std::vector<double>>>;
+
+// The markdown table: each figure's medians and how much faster ours is (or slower).
+void print_table(Samples& samples, const std::vector<std::string>& order, int repeats, int c10d_max) {
+  fmt::print("| figure (median of {}) | ddp-launch store | c10d TCPStore | ours vs c10d |\n", repeats);
+  fmt::print("|---|---:|---:|---:|\n");
+  for (const auto& figure : order) {
+    const double ours = median(samples[figure]["ours"]);
+    if (samples[figure]["c10d"].empty()) {
+      fmt::print("| {} | {:.4f} | not run (K > --c10d-max-agents {}) | |\n", figure, ours, c10d_max);
+      continue;
+    }
+    const double theirs = median(samples[figure]["c10d"]);
+    const bool rate = figure.find("ops/s") != std::string::npos;
+    const double speedup = rate ? ours / theirs : theirs / ours;  // > 1: ours is faster
+    fmt::print("| {} | {} | {} | {:.2f}x {} |\n", figure,
+               rate ? fmt::format("{:.0f}", ours) : fmt::format("{:.4f}", ours),
+               rate ? fmt::format("{:.0f}", theirs) : fmt::format("{:.4f}", theirs),
+               speedup >= 1 ? speedup : 1 / speedup, speedup >= 1 ? "faster" : "slower");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -293,8 +316,7 @@ int main(int argc, char** argv) {
   app.add_option("--ops", ops, "SETs and GETs per throughput run");
   CLI11_PARSE(app, argc, argv);
 
-  // figure name -> store -> samples
-  std::map<std::string, std::map<std::string, std::vector<double>>> samples;
+  Samples samples;
   std::vector<std::string> order;
   auto record = [&](const std::string& figure, const std::string& store, double v) {
     if (!samples.count(figure)) order.push_back(figure);
@@ -326,21 +348,6 @@ int main(int argc, char** argv) {
     }
     fmt::print(stderr, "run {}/{} done\n", rep + 1, repeats);
   }
-  fmt::print("| figure (median of {}) | ddp-launch store | c10d TCPStore | ours vs c10d |\n", repeats);
-  fmt::print("|---|---:|---:|---:|\n");
-  for (const auto& figure : order) {
-    const double ours = median(samples[figure]["ours"]);
-    if (samples[figure]["c10d"].empty()) {
-      fmt::print("| {} | {:.4f} | not run (K > --c10d-max-agents {}) | |\n", figure, ours, c10d_max);
-      continue;
-    }
-    const double theirs = median(samples[figure]["c10d"]);
-    const bool rate = figure.find("ops/s") != std::string::npos;
-    const double speedup = rate ? ours / theirs : theirs / ours;  // > 1: ours is faster
-    fmt::print("| {} | {} | {} | {:.2f}x {} |\n", figure,
-               rate ? fmt::format("{:.0f}", ours) : fmt::format("{:.4f}", ours),
-               rate ? fmt::format("{:.0f}", theirs) : fmt::format("{:.4f}", theirs),
-               speedup >= 1 ? speedup : 1 / speedup, speedup >= 1 ? "faster" : "slower");
-  }
+  print_table(samples, order, repeats, c10d_max);
   return 0;
 }

@@ -37,6 +37,29 @@ double checksum(torch::nn::Module& module) {
   return sum;
 }
 
+// The run's end on every rank: per-class counts over the group (each rank keeping its 2
+// classes' sums) against the samples the sampler dealt, the parameters' checksum compared
+// across ranks, one line; 0 when both agree.
+int finish(torch::nn::Module& net, const torch::Tensor& seen, int64_t expected, double first_loss, double last_loss) {
+  const int rank = ddp::get_rank(), world = ddp::get_world_size();
+  torch::Tensor shard = torch::zeros({2}, torch::kLong);
+  ddp::reduce_scatter_tensor(shard, seen);
+  torch::Tensor total = shard.sum().reshape({1});
+  ddp::all_reduce(total);
+
+  const double sum = checksum(net);
+  const auto sums = ddp::all_gather(torch::tensor({sum}, torch::kDouble));
+  bool identical = true;
+  for (const auto& s : sums) identical = identical && s.item<double>() == sum;
+  std::printf(
+      "port: rank %d/%d loss %.4f -> %.4f, class counts %lld+%lld, all %lld of %lld, params checksum=%.10g "
+      "identical_across_ranks=%s\n",
+      rank, world, first_loss, last_loss, static_cast<long long>(shard[0].item<int64_t>()),
+      static_cast<long long>(shard[1].item<int64_t>()), static_cast<long long>(total.item<int64_t>()),
+      static_cast<long long>(expected), sum, identical ? "yes" : "no");
+  return identical && total.item<int64_t>() == expected ? 0 : 1;
+}
+
 int train(int epochs) {
   const int rank = ddp::get_rank(), world = ddp::get_world_size();
   const int64_t classes = 2 * world;  // divisible by world: reduce_scatter gives each rank 2
@@ -91,24 +114,7 @@ int train(int epochs) {
     if (rank == 0) std::printf("port: epoch %d mean loss %.4f\n", epoch, last_loss);
   }
 
-  // Per-class counts over the group, each rank keeping its 2 classes' sums.
-  torch::Tensor shard = torch::zeros({2}, torch::kLong);
-  ddp::reduce_scatter_tensor(shard, seen);
-  torch::Tensor total = shard.sum().reshape({1});
-  ddp::all_reduce(total);
-  const int64_t expected = static_cast<int64_t>(sampler.total_size()) * epochs;
-
-  const double sum = checksum(*net);
-  const auto sums = ddp::all_gather(torch::tensor({sum}, torch::kDouble));
-  bool identical = true;
-  for (const auto& s : sums) identical = identical && s.item<double>() == sum;
-  std::printf(
-      "port: rank %d/%d loss %.4f -> %.4f, class counts %lld+%lld, all %lld of %lld, params checksum=%.10g "
-      "identical_across_ranks=%s\n",
-      rank, world, first_loss, last_loss, static_cast<long long>(shard[0].item<int64_t>()),
-      static_cast<long long>(shard[1].item<int64_t>()), static_cast<long long>(total.item<int64_t>()),
-      static_cast<long long>(expected), sum, identical ? "yes" : "no");
-  return identical && total.item<int64_t>() == expected ? 0 : 1;
+  return finish(*net, seen, static_cast<int64_t>(sampler.total_size()) * epochs, first_loss, last_loss);
 }
 
 }  // namespace

@@ -91,6 +91,33 @@ std::vector<int> zero_partition(const std::vector<int64_t>& numels, int world_si
   return owners;
 }
 
+namespace {
+
+// ConfigError for what the constructor cannot work with: no process group, a rank outside the
+// group, no parameters (or a sparse or undefined one), no factory, a bucket cap that is not > 0.
+void check_arguments(const std::vector<torch::Tensor>& params, const OptimizerFactory& factory,
+                     const ZeroOptions& options) {
+  if (!is_initialized()) {
+    throw ConfigError("ZeroRedundancyOptimizer needs a process group; call ddp::init_process_group() first");
+  }
+  if (!options.group.is_member()) {
+    throw ConfigError(
+        "this rank is not a member of ZeroOptions::group; create the ZeroRedundancyOptimizer only on "
+        "the group's ranks");
+  }
+  if (params.empty()) throw ConfigError("ZeroRedundancyOptimizer got an empty parameter list");
+  if (!factory) throw ConfigError("ZeroRedundancyOptimizer needs an optimizer factory (see optimizer_factory<T>)");
+  if (!(options.bucket_cap_mb > 0)) throw ConfigError("ZeroOptions::bucket_cap_mb must be > 0");
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].defined() || params[i].is_sparse()) {
+      throw ConfigError("ZeroRedundancyOptimizer parameter " + std::to_string(i) +
+                        " is undefined or sparse; it takes dense tensors only");
+    }
+  }
+}
+
+}  // namespace
+
 ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<torch::Tensor> params, OptimizerFactory factory,
                                                  ZeroOptions options)
     // No parameter group yet: the base would clone the placeholder defaults. The real defaults and
@@ -99,23 +126,7 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<torch::Tensor> para
       factory_(std::move(factory)),
       options_(std::move(options)),
       params_(std::move(params)) {
-  if (!is_initialized()) {
-    throw ConfigError("ZeroRedundancyOptimizer needs a process group; call ddp::init_process_group() first");
-  }
-  if (!options_.group.is_member()) {
-    throw ConfigError(
-        "this rank is not a member of ZeroOptions::group; create the ZeroRedundancyOptimizer only on "
-        "the group's ranks");
-  }
-  if (params_.empty()) throw ConfigError("ZeroRedundancyOptimizer got an empty parameter list");
-  if (!factory_) throw ConfigError("ZeroRedundancyOptimizer needs an optimizer factory (see optimizer_factory<T>)");
-  if (!(options_.bucket_cap_mb > 0)) throw ConfigError("ZeroOptions::bucket_cap_mb must be > 0");
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (!params_[i].defined() || params_[i].is_sparse()) {
-      throw ConfigError("ZeroRedundancyOptimizer parameter " + std::to_string(i) +
-                        " is undefined or sparse; it takes dense tensors only");
-    }
-  }
+  check_arguments(params_, factory_, options_);
   group_rank_ = options_.group.rank();
   const auto bucket_bytes = static_cast<int64_t>(options_.bucket_cap_mb * 1024 * 1024);
   check_same_parameters(params_, bucket_bytes, options_.group);

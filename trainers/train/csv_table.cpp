@@ -50,6 +50,40 @@ bool parse_label(const std::string& text, int64_t& out) {
 
 }  // namespace
 
+namespace {
+
+// One data row (f1,...,fn,label) into the table; `columns` is the first data row's count.
+void add_row(const std::vector<std::string>& fields, int columns, const std::string& name, int line_no, CsvTable& table,
+             int64_t& max_label) {
+  if (static_cast<int>(fields.size()) != columns) {
+    throw CsvError(
+        fmt::format("{}:{}: expected {} columns like the first data row, got {}; "
+                    "every row must be f1,...,f{},label",
+                    name, line_no, columns, fields.size(), columns - 1));
+  }
+  for (int c = 0; c + 1 < columns; ++c) {
+    float value = 0;
+    if (!parse_float(fields[c], value)) {
+      throw CsvError(
+          fmt::format("{}:{}: column {} is '{}', not a finite number; "
+                      "features must be numeric",
+                      name, line_no, c + 1, fields[c]));
+    }
+    table.features.push_back(value);
+  }
+  int64_t label = 0;
+  if (!parse_label(fields.back(), label) || label < 0) {
+    throw CsvError(
+        fmt::format("{}:{}: label (last column) is '{}', not a non-negative integer; "
+                    "the last column must be the class index 0..C-1",
+                    name, line_no, fields.back()));
+  }
+  max_label = std::max(max_label, label);
+  table.labels.push_back(label);
+}
+
+}  // namespace
+
 CsvTable parse_csv(std::istream& in, const std::string& name) {
   CsvTable table;
   std::string line;
@@ -75,31 +109,7 @@ CsvTable parse_csv(std::istream& in, const std::string& name) {
       }
       columns = static_cast<int>(fields.size());
     }
-    if (static_cast<int>(fields.size()) != columns) {
-      throw CsvError(
-          fmt::format("{}:{}: expected {} columns like the first data row, got {}; "
-                      "every row must be f1,...,f{},label",
-                      name, line_no, columns, fields.size(), columns - 1));
-    }
-    for (int c = 0; c + 1 < columns; ++c) {
-      float value = 0;
-      if (!parse_float(fields[c], value)) {
-        throw CsvError(
-            fmt::format("{}:{}: column {} is '{}', not a finite number; "
-                        "features must be numeric",
-                        name, line_no, c + 1, fields[c]));
-      }
-      table.features.push_back(value);
-    }
-    int64_t label = 0;
-    if (!parse_label(fields.back(), label) || label < 0) {
-      throw CsvError(
-          fmt::format("{}:{}: label (last column) is '{}', not a non-negative integer; "
-                      "the last column must be the class index 0..C-1",
-                      name, line_no, fields.back()));
-    }
-    max_label = std::max(max_label, label);
-    table.labels.push_back(label);
+    add_row(fields, columns, name, line_no, table, max_label);
   }
   if (in.bad()) throw CsvError(fmt::format("{}: read error after line {}", name, line_no));
   if (table.labels.empty()) {
