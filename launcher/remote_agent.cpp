@@ -113,8 +113,9 @@ int run_remote_agent() {
     o.nnodes_min = p.nnodes_min;
     o.nnodes_max = p.nnodes_max;
     if (!p.rdzv_endpoint.empty()) {
-      o.rdzv_backend = "c10d";
+      o.rdzv_backend = cli::RdzvBackend::kC10d;
       o.rdzv_endpoint = p.rdzv_endpoint;
+      o.rdzv_endpoints = cli::parse_rdzv_endpoint(o.rdzv_backend, p.rdzv_endpoint);
     }
   } else {
     o.nnodes_min = o.nnodes_max = p.nnodes;

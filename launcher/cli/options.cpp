@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
-#include "launcher/base/host_port.hpp"
 #include "launcher/base/text.hpp"
 #include "launcher/cli/completion.hpp"
 #include "launcher/cli/flag_prefix.hpp"
@@ -55,6 +54,7 @@ struct RawOptions {
   std::string monitor_interval, start_method, snapshot_persist_interval, logs_specs;
   std::string event_log_handler = "null", numa_binding, duplicate_stdout_filters, duplicate_stderr_filters;
   std::string print_completion;
+  std::string rdzv_backend = "static";
   std::string log_line_prefix_template, rdzv_conf, local_rank_arg, stdin_rank = "auto", preload,
                                                                    worker_store = "launcher";
   bool warm_restarts = false;  // meaningful when GivenFlags::warm_restarts
@@ -71,7 +71,7 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.add_option("--master-port,--master_port", raw.master_port,
                  "Port of rank 0's store (default: a free port on a single node, 29500 otherwise)");
   app.add_option("--local-addr,--local_addr", o.local_addr, "Address this node advertises");
-  app.add_option("--rdzv-backend,--rdzv_backend", o.rdzv_backend, "static (default), c10d or etcd (alias etcd-v2)");
+  app.add_option("--rdzv-backend,--rdzv_backend", raw.rdzv_backend, "static (default), c10d or etcd (alias etcd-v2)");
   app.add_option("--rdzv-endpoint,--rdzv_endpoint", o.rdzv_endpoint, "host[:port] of the rendezvous");
   app.add_option("--rdzv-id,--rdzv_id", o.rdzv_id, "Job id shared by all nodes (TORCHELASTIC_RUN_ID)");
   app.add_option("--rdzv-conf,--rdzv_conf", raw.rdzv_conf,
@@ -282,16 +282,33 @@ GivenFlags given_flags(const CLI::App& app) {
           app.count("--duplicate-stderr-filters") > 0};
 }
 
+// --rdzv-backend and --rdzv-endpoint, read once right after CLI11 (the mpirun check below
+// needs the endpoint's host); a bad value is reported in its turn among the checks.
+struct RendezvousRead {
+  std::optional<RdzvBackend> backend;
+  std::vector<HttpEndpoint> endpoints;
+  std::string endpoint_error;  // "" when there is no endpoint, or it reads well
+};
+
+RendezvousRead read_rendezvous(const std::string& backend, const std::string& endpoint) {
+  RendezvousRead r;
+  r.backend = parse_rdzv_backend(backend);
+  if (!r.backend || endpoint.empty()) return r;
+  try {
+    r.endpoints = parse_rdzv_endpoint(*r.backend, endpoint);
+  } catch (const LaunchError& e) {
+    r.endpoint_error = e.what();
+  }
+  return r;
+}
+
 // True when the job's address (the rendezvous endpoint, else --master-addr) is this
 // machine's loopback: every "node" runs here (tests, a single-host rehearsal).
-bool loopback_job(const LaunchOptions& o) {
+bool loopback_job(const LaunchOptions& o, const RendezvousRead& rdzv) {
   std::string host = o.master_addr;
   if (!o.rdzv_endpoint.empty() && o.rdzv_endpoint.find(',') == std::string::npos) {
-    try {
-      host = parse_host_port(o.rdzv_endpoint, 1).host;
-    } catch (const HostPortError&) {
-      return false;  // reported by the endpoint's own check
-    }
+    if (rdzv.endpoints.empty()) return false;  // reported by the endpoint's own check
+    host = rdzv.endpoints.front().address.host;
   }
   return host == "localhost" || host.compare(0, 4, "127.") == 0 || host == "::1";
 }
@@ -300,11 +317,12 @@ bool loopback_job(const LaunchOptions& o) {
 // node rank and count (explicit flags win). More than one task on a node would make every
 // launcher there claim the node's GPUs: an error, unless the whole job runs on loopback.
 // Returns whether it applied (then Slurm's defaults do not).
-bool apply_mpi_defaults(const Environment& env, GivenFlags& given, RawOptions& raw, LaunchOptions& o) {
+bool apply_mpi_defaults(const Environment& env, const RendezvousRead& rdzv, GivenFlags& given, RawOptions& raw,
+                        LaunchOptions& o) {
   if (given.nnodes || o.standalone) return false;
   auto task = mpi_task(env);
   if (!task) return false;
-  if (task->tasks_on_this_node > 1 && !loopback_job(o))
+  if (task->tasks_on_this_node > 1 && !loopback_job(o, rdzv))
     usage_error(
         fmt::format("{} started {} ddp-launch tasks on this node; start one per node (mpirun --map-by ppr:1:node, or "
                     "-npernode 1) and let --nproc-per-node start the workers",
@@ -392,30 +410,47 @@ void convert_stdin_rank(const std::string& value, LaunchOptions& o) {
   o.stdin_rank = parse_int_flag("--stdin-rank", value, 0, 1 << 30, "a global rank, none or auto");
 }
 
-// The raw strings into LaunchOptions, each through its validator.
-void convert_raw_options(const RawOptions& raw, const Environment& env, const GivenFlags& given, LaunchOptions& o) {
+// The worker and node counts, and which placement flags were given.
+void convert_node_counts(const RawOptions& raw, const GivenFlags& given, LaunchOptions& o) {
   o.nproc = parse_nproc(raw.nproc);
   std::tie(o.nnodes_min, o.nnodes_max) = parse_nnodes(raw.nnodes);
   o.node_rank_given = given.node_rank;
   o.local_rank_auto = !given.local_rank_choice;
-  if (!given.shutdown_timeout && raw.shutdown_timeout.empty() && lookup(env, "KUBERNETES_SERVICE_HOST"))
-    o.shutdown_timeout_s = kPodShutdownTimeout;
-  if (!raw.logs_specs.empty() && raw.logs_specs != "default" && raw.logs_specs != "DefaultLogsSpecs" &&
-      raw.logs_specs != "torch.distributed.elastic.multiprocessing:DefaultLogsSpecs")
-    usage_error(
-        fmt::format("--logs-specs '{}': ddp-launch cannot load torchrun.logs_specs plug-ins (Python entry points); "
-                    "drop the flag or pass default, and place the logs with --log-dir, --redirects and --tee",
-                    raw.logs_specs));
+}
+
+void check_logs_specs(const std::string& value) {
+  if (value.empty() || value == "default" || value == "DefaultLogsSpecs" ||
+      value == "torch.distributed.elastic.multiprocessing:DefaultLogsSpecs")
+    return;
+  usage_error(
+      fmt::format("--logs-specs '{}': ddp-launch cannot load torchrun.logs_specs plug-ins (Python entry points); "
+                  "drop the flag or pass default, and place the logs with --log-dir, --redirects and --tee",
+                  value));
+}
+
+// The node rank (within the node count), the store's port and the restart budget.
+void convert_rank_port_restarts(const RawOptions& raw, LaunchOptions& o) {
   o.node_rank = parse_int_flag("--node-rank", raw.node_rank, 0, o.nnodes_max - 1,
                                fmt::format("between 0 and nnodes-1 ({})", o.nnodes_max - 1));
   if (!raw.master_port.empty())
     o.master_port = parse_int_flag("--master-port", raw.master_port, 0, 65535, "a port from 0 to 65535");
   o.max_restarts = parse_int_flag("--max-restarts", raw.max_restarts, 0, 1000000, "0 or more");
+}
+
+// How the workers are stopped and watched: the stop grace (a pod's shorter default), the
+// hang and straggler limits, the signals handled.
+void convert_supervision(const RawOptions& raw, const Environment& env, const GivenFlags& given, LaunchOptions& o) {
+  if (!given.shutdown_timeout && raw.shutdown_timeout.empty() && lookup(env, "KUBERNETES_SERVICE_HOST"))
+    o.shutdown_timeout_s = kPodShutdownTimeout;
   if (!raw.shutdown_timeout.empty()) o.shutdown_timeout_s = parse_shutdown_timeout(raw.shutdown_timeout);
   if (!raw.hang_timeout.empty()) o.hang_timeout_s = parse_hang_timeout(raw.hang_timeout);
   if (!raw.straggler_threshold.empty()) o.straggler_threshold = parse_straggler_threshold(raw.straggler_threshold);
   o.signals_to_handle = parse_signal_list(raw.signals);
   o.signals_to_handle_text = raw.signals;
+}
+
+// Where the workers' streams go, which GPUs they see, the line prefix and the status port.
+void convert_output_and_devices(const RawOptions& raw, LaunchOptions& o) {
   o.redirects = parse_stream_selection("--redirects", raw.redirects);
   o.tee = parse_stream_selection("--tee", raw.tee);
   if (!raw.local_ranks_filter.empty()) o.local_ranks_filter = parse_rank_filter(raw.local_ranks_filter);
@@ -425,10 +460,16 @@ void convert_raw_options(const RawOptions& raw, const Environment& env, const Gi
   if (!raw.metrics_port.empty())
     o.metrics_port =
         parse_int_flag("--metrics-port", raw.metrics_port, 0, 65535, "a port from 0 to 65535 (0: a free one)");
-  convert_local_rank_arg(raw, o);
-  convert_stdin_rank(raw.stdin_rank, o);
+}
+
+// Warm restarts (on by default when there are restarts) and the modules a standby imports.
+void convert_warm_restarts(const RawOptions& raw, const GivenFlags& given, LaunchOptions& o) {
   o.warm_restarts = given.warm_restarts ? raw.warm_restarts : o.max_restarts > 0;
   if (!raw.preload.empty()) o.preload = parse_module_list("--preload", raw.preload);
+}
+
+// Who hosts the workers' store: --worker-store, else torch's TORCH_DISABLE_SHARE_RDZV_TCP_STORE.
+void convert_worker_store(const RawOptions& raw, const Environment& env, const GivenFlags& given, LaunchOptions& o) {
   if (raw.worker_store != "launcher" && raw.worker_store != "rank0")
     usage_error(
         fmt::format("--worker-store '{}': use launcher (the launcher hosts the workers' store, the default) "
@@ -440,16 +481,19 @@ void convert_raw_options(const RawOptions& raw, const Environment& env, const Gi
     o.notices.push_back(
         "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: worker rank 0 hosts the workers' store (as --worker-store=rank0)");
   }
-  convert_torchrun_2x_options(raw, given, o);
-  if (!raw.snapshot_persist_interval.empty()) {
-    if (o.snapshot_persist_dir.empty())
-      usage_error(
-          "--snapshot-persist-interval needs --snapshot-persist-dir DIR: the folder the snapshots are "
-          "written to");
-    o.snapshot_persist_interval_s = parse_persist_interval(raw.snapshot_persist_interval);
-  }
-  // torchrun's etcd backends (v2 API) become ours (v3), so their command lines work.
-  if (o.rdzv_backend == "etcd-v2" || o.rdzv_backend == "etcd-v3") o.rdzv_backend = "etcd";
+}
+
+void convert_snapshot_interval(const RawOptions& raw, LaunchOptions& o) {
+  if (raw.snapshot_persist_interval.empty()) return;
+  if (o.snapshot_persist_dir.empty())
+    usage_error(
+        "--snapshot-persist-interval needs --snapshot-persist-dir DIR: the folder the snapshots are "
+        "written to");
+  o.snapshot_persist_interval_s = parse_persist_interval(raw.snapshot_persist_interval);
+}
+
+// --rdzv-conf, with a notice for quotes it dropped and a warning per unknown key.
+void convert_rdzv_conf(const RawOptions& raw, const Environment& env, LaunchOptions& o) {
   o.rdzv = parse_rdzv_conf(raw.rdzv_conf, env);
   if (o.rdzv.quotes_stripped)
     o.notices.push_back(
@@ -464,16 +508,43 @@ void convert_raw_options(const RawOptions& raw, const Environment& env, const Gi
                     key));
 }
 
-// Flags that contradict each other; each error says which one to drop or add.
-void check_contradictions(const GivenFlags& given, const LaunchOptions& o) {
+// The raw strings into LaunchOptions, each through its validator (in this order: the first
+// bad flag is the one reported).
+void convert_raw_options(const RawOptions& raw, const Environment& env, const GivenFlags& given, LaunchOptions& o) {
+  convert_node_counts(raw, given, o);
+  check_logs_specs(raw.logs_specs);
+  convert_rank_port_restarts(raw, o);
+  convert_supervision(raw, env, given, o);
+  convert_output_and_devices(raw, o);
+  convert_local_rank_arg(raw, o);
+  convert_stdin_rank(raw.stdin_rank, o);
+  convert_warm_restarts(raw, given, o);
+  convert_worker_store(raw, env, given, o);
+  convert_torchrun_2x_options(raw, given, o);
+  convert_snapshot_interval(raw, o);
+  convert_rdzv_conf(raw, env, o);
+}
+
+// How PROGRAM runs: -m, --no-python and --run-path exclude each other.
+void check_program_kind(const LaunchOptions& o) {
   if (o.module && o.no_python) usage_error("-m/--module and --no-python contradict each other; a module needs python");
   if (o.module && o.run_path) usage_error("-m/--module and --run-path contradict each other; give a module or a file");
-  if (o.rdzv_backend != "static" && o.rdzv_backend != "c10d" && o.rdzv_backend != "etcd")
-    usage_error(fmt::format("--rdzv-backend '{}' is not supported; use static, c10d or etcd", o.rdzv_backend));
-  if (!o.rdzv_endpoint.empty()) check_rdzv_endpoint(o.rdzv_backend, o.rdzv_endpoint);
+}
+
+// The backend and endpoint read after CLI11, or the error either has.
+void take_rendezvous(const RendezvousRead& rdzv, const std::string& backend_text, LaunchOptions& o) {
+  if (!rdzv.backend)
+    usage_error(fmt::format("--rdzv-backend '{}' is not supported; use static, c10d or etcd", backend_text));
+  if (!rdzv.endpoint_error.empty()) usage_error(rdzv.endpoint_error);
+  o.rdzv_backend = *rdzv.backend;
+  o.rdzv_endpoints = rdzv.endpoints;
+}
+
+// Placement flags that contradict each other; each error says which one to drop or add.
+void check_placement(const GivenFlags& given, const LaunchOptions& o) {
   if (o.standalone && o.nnodes_max > 1) usage_error("--standalone runs a single node; drop --nnodes or --standalone");
   if (is_multi_node(o) && !o.hosts.any()) {  // a host list places its nodes itself (remote/hosts_launch)
-    if (o.rdzv_backend == "static") {
+    if (o.rdzv_backend == RdzvBackend::kStatic) {
       if (o.nnodes_min != o.nnodes_max)
         usage_error(
             "--nnodes MIN:MAX needs --rdzv-backend=c10d with --rdzv-endpoint; the static "
@@ -482,8 +553,8 @@ void check_contradictions(const GivenFlags& given, const LaunchOptions& o) {
         usage_error(
             "a multi-node job needs --master-addr: the address of node 0, reachable from "
             "every node");
-    } else if (o.rdzv_endpoint.empty()) {
-      usage_error(o.rdzv_backend == "etcd"
+    } else if (o.rdzv_endpoints.empty()) {
+      usage_error(o.rdzv_backend == RdzvBackend::kEtcd
                       ? "--rdzv-backend=etcd needs --rdzv-endpoint=HOST[:PORT][,HOST[:PORT]...]: etcd's client "
                         "addresses, the same on every node"
                       : "--rdzv-backend=c10d needs --rdzv-endpoint=HOST[:PORT], the same on every node");
@@ -495,11 +566,11 @@ void check_contradictions(const GivenFlags& given, const LaunchOptions& o) {
 // What consistent flags imply: --standalone rendezvous through c10d (it is single-node, so
 // never multi-node below); a static multi-node job without a port uses torchrun's.
 void settle_implied_options(LaunchOptions& o) {
-  if (o.standalone) o.rdzv_backend = "c10d";
-  o.fresh_run_id = o.standalone || (o.rdzv_backend == "static" && o.rdzv_endpoint.empty() && !o.master_port &&
-                                    o.nnodes_max == 1 && o.rdzv_id == "none" && !o.hosts.any());
-  if (is_multi_node(o) && o.rdzv_backend == "static" && (!o.master_port || *o.master_port == 0))
-    o.master_port = kStaticMasterPort;
+  if (o.standalone) o.rdzv_backend = RdzvBackend::kC10d;
+  const bool is_static = o.rdzv_backend == RdzvBackend::kStatic;
+  o.fresh_run_id = o.standalone || (is_static && o.rdzv_endpoints.empty() && !o.master_port && o.nnodes_max == 1 &&
+                                    o.rdzv_id == "none" && !o.hosts.any());
+  if (is_multi_node(o) && is_static && (!o.master_port || *o.master_port == 0)) o.master_port = kStaticMasterPort;
 }
 
 }  // namespace
@@ -515,10 +586,13 @@ ParsedCommandLine parse_command_line(const std::vector<std::string>& args, const
   take_program(app.remaining(), o);
   GivenFlags given = given_flags(app);
   o.nproc_given = app.count("--nproc-per-node") > 0;
-  if (!apply_mpi_defaults(env, given, raw, o)) apply_slurm_defaults(env, given, raw, o);
+  const RendezvousRead rdzv = read_rendezvous(raw.rdzv_backend, o.rdzv_endpoint);
+  if (!apply_mpi_defaults(env, rdzv, given, raw, o)) apply_slurm_defaults(env, given, raw, o);
   apply_job_completion_index(env, given, raw, o);
   convert_raw_options(raw, env, given, o);
-  check_contradictions(given, o);
+  check_program_kind(o);
+  take_rendezvous(rdzv, raw.rdzv_backend, o);
+  check_placement(given, o);
   settle_implied_options(o);
   return {std::move(o), "", exit_code::kSuccess};
 }

@@ -29,7 +29,7 @@ void check_flags(const cli::LaunchOptions& o) {
     usage(
         "--hostfile/--hosts set the node count (one node per host); drop --nnodes, or give --nnodes MIN:MAX for "
         "an elastic job on at least MIN of the hosts");
-  if (o.rdzv_backend == "etcd" && o.rdzv_endpoint.empty())
+  if (o.rdzv_backend == cli::RdzvBackend::kEtcd && o.rdzv_endpoints.empty())
     usage("--rdzv-backend=etcd needs --rdzv-endpoint=HOST[:PORT][,HOST[:PORT]...]: etcd's client addresses");
   if (o.node_rank_given) usage("--hostfile/--hosts give each host its node rank (list order); drop --node-rank");
   if (o.dry_run) usage("--dry-run shows one node; run it without --hostfile/--hosts, or on a host");
@@ -105,7 +105,7 @@ int run_hosts_launch(const cli::LaunchOptions& o, const std::vector<std::string>
   in.nproc_given = o.nproc_given;
   in.master_addr_given = o.master_addr != "127.0.0.1";
   in.master_addr = o.master_addr;
-  in.rdzv_endpoint_given = !o.rdzv_endpoint.empty();
+  in.rdzv_endpoint_given = !o.rdzv_endpoints.empty();
   in.master_port = o.master_port;
   in.is_local = is_this_machine;
   if (is_elastic) {
