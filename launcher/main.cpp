@@ -14,6 +14,7 @@
 #include "launcher/remote/exec_command.hpp"
 #include "launcher/remote/hosts_launch.hpp"
 #include "launcher/remote_agent.hpp"
+#include "launcher/resolve_hosts_launch.hpp"
 #include "launcher/status_command.hpp"
 
 extern char** environ;
@@ -40,7 +41,8 @@ int main(int argc, char** argv) {
     for (const auto& notice : parsed.options->notices) worker::launcher_notice(notice);
     for (const auto& warning : parsed.options->warnings) worker::launcher_notice("warning: " + warning);
     if (parsed.options->hosts.any())
-      return remote::run_hosts_launch(*parsed.options, std::vector<std::string>(argv + 1, argv + argc), env);
+      return remote::run_hosts_launch(resolve_hosts_launch(*parsed.options, env),
+                                      std::vector<std::string>(argv + 1, argv + argc), env);
     return run_agent(*parsed.options, env);
   } catch (const LaunchError& e) {
     worker::write_all(STDERR_FILENO, fmt::format("ddp-launch: error: {}\n", e.what()));

@@ -415,6 +415,7 @@ void convert_node_counts(const RawOptions& raw, const GivenFlags& given, LaunchO
   o.nproc = parse_nproc(raw.nproc);
   std::tie(o.nnodes_min, o.nnodes_max) = parse_nnodes(raw.nnodes);
   o.node_rank_given = given.node_rank;
+  o.master_addr_given = given.master_addr;
   o.local_rank_auto = !given.local_rank_choice;
 }
 

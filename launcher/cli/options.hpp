@@ -49,6 +49,7 @@ struct LaunchOptions {
   RendezvousConf rdzv;
   bool standalone = false;
   std::string master_addr = "127.0.0.1";
+  bool master_addr_given = false;  // explicit --master-addr (or PET_MASTER_ADDR, or Slurm's first host)
   std::optional<int> master_port;  // absent: a free port on a single node
   std::string local_addr;
   std::string role = "default";

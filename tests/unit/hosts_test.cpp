@@ -7,6 +7,7 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/stop_note.hpp"
+#include "launcher/cli/host_checks.hpp"
 #include "launcher/cli/options.hpp"
 #include "launcher/hosts/agent_plan.hpp"
 #include "launcher/hosts/env_forward.hpp"
@@ -15,6 +16,7 @@
 #include "launcher/hosts/resource_filter.hpp"
 #include "launcher/remote/host_output.hpp"
 #include "launcher/remote/ssh_command.hpp"
+#include "launcher/resolve_hosts_launch.hpp"
 
 using namespace ddp::launch;
 using Catch::Matchers::Contains;
@@ -355,4 +357,53 @@ TEST_CASE("host flags: parsed raw, --ssh-option repeatable with one value each, 
   CHECK_FALSE(o.nproc_given);
   CHECK(cli::parse_command_line({"--nproc-per-node", "2", "x"}, {}).options->nproc_given);
   CHECK_FALSE(cli::parse_command_line({"x"}, {}).options->hosts.any());
+}
+
+TEST_CASE("resolve_hosts_launch: the host flags' cross-checks, then the plan's inputs from what was given") {
+  auto resolve = [](std::vector<std::string> args, const cli::Environment& env = {}) {
+    args.insert(args.begin(), {"--hosts", "a,b"});
+    args.push_back("prog");
+    auto parsed = cli::parse_command_line(args, env);
+    REQUIRE(parsed.options);
+    return resolve_hosts_launch(*parsed.options, env);
+  };
+  CHECK_THAT(usage_error_of([&] { resolve({"--nnodes=2"}); }), Contains("drop --nnodes"));
+  CHECK_THAT(usage_error_of([&] { resolve({"--node-rank=0"}); }), Contains("drop --node-rank"));
+  CHECK_THAT(usage_error_of([&] { resolve({"--dry-run"}); }), Contains("--dry-run shows one node"));
+  CHECK_THAT(usage_error_of([&] { resolve({"--standalone"}); }), Contains("drop it with --hostfile/--hosts"));
+  CHECK_THAT(usage_error_of([&] { resolve({"--rdzv-backend=etcd"}); }), Contains("etcd's client addresses"));
+
+  const remote::HostsLaunchSpec plain = resolve({});
+  CHECK_FALSE(plain.elastic);
+  CHECK_FALSE(plain.plan.master_addr_given);  // the launcher picks the store: the first host
+  CHECK_FALSE(plain.plan.rdzv_endpoint_given);
+  CHECK_FALSE(plain.plan.nproc_given);
+  CHECK(plain.nproc_count == 1);  // the default count: plan_agents checks it against a slot filter
+  CHECK(plain.plan.nnodes_min == 0);
+  CHECK(plain.stop_deadline_s == 60);
+  // An explicit --master-addr is given, whatever its value (the default's value included).
+  CHECK(resolve({"--master-addr=127.0.0.1"}).plan.master_addr_given);
+  CHECK(resolve({"--master-addr=store"}).plan.master_addr == "store");
+
+  const remote::HostsLaunchSpec s =
+      resolve({"--nnodes=1:3", "--nproc-per-node=4", "--rdzv-backend=c10d", "--rdzv-endpoint=r:1", "--ssh-port=2222",
+               "--shutdown-timeout=5"},
+              {{"PET_MAX_RESTARTS", "2"}, {"PET_EMPTY", ""}, {"PATH", "/p"}, {"HOME", "/h"}});
+  CHECK(s.elastic);
+  CHECK(s.plan.nnodes_min == 1);
+  CHECK(s.plan.nnodes_max == 3);
+  CHECK(s.plan.nproc_given);
+  CHECK(s.nproc_count == 4);
+  CHECK(s.plan.rdzv_endpoint_given);
+  CHECK(*s.ssh.port == 2222);
+  CHECK(s.settings == std::map<std::string, std::string>{{"PET_MAX_RESTARTS", "2"}});
+  CHECK(s.path_env == "/p");
+  CHECK(s.stop_deadline_s == 35);
+}
+
+TEST_CASE("hosts launch size: an elastic job asks for at most as many nodes as there are hosts") {
+  CHECK_NOTHROW(cli::check_hosts_launch_size(1, 3, 3));
+  CHECK_NOTHROW(cli::check_hosts_launch_size(1, 1, 0));  // not elastic: the host list sets the count
+  CHECK_THAT(usage_error_of([] { cli::check_hosts_launch_size(1, 3, 2); }),
+             Contains("--nnodes 1:3 asks for up to 3 node(s), and the host list has 2"));
 }
