@@ -7,8 +7,8 @@
 
 namespace ddp::launch {
 
-int run_agent(const cli::LaunchOptions& options, const cli::Environment& env) {
-  const ResolvedJob r = resolve_job(options, env);
+int run_agent(const cli::LaunchOptions& options, const cli::Environment& env, const Placement& placement) {
+  const ResolvedJob r = resolve_job(options, env, placement);
   // --dry-run does not rendezvous: it shows a multi-node job as this node would see it alone.
   if (r.dry_run) return supervise::print_dry_run(r.job, supervise::single_node_group(r.job, r.single_node), env);
   if (r.multi_node_job) return multinode::run_multi_node_agent(r.job, r.multi_node, env);

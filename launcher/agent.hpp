@@ -1,13 +1,16 @@
 // The agent: resolves the validated options once (resolve_job.hpp), then hands the job to
 // --dry-run's printout, the multi-node agent (more than one node, or elastic) or the
-// single-node agent. Returns the launcher's exit code (exit_status.hpp). Blocks.
+// single-node agent. A many-host launch's agent passes its placement (resolve_job.hpp).
+// Returns the launcher's exit code (exit_status.hpp). Blocks.
 #pragma once
 
 #include "launcher/cli/environment.hpp"
 #include "launcher/cli/options.hpp"
+#include "launcher/resolve_job.hpp"  // Placement
 
 namespace ddp::launch {
 
-int run_agent(const cli::LaunchOptions& options, const cli::Environment& env);
+int run_agent(const cli::LaunchOptions& options, const cli::Environment& env,
+              const Placement& placement = std::nullopt);
 
 }  // namespace ddp::launch

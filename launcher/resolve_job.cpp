@@ -147,7 +147,33 @@ supervise::StandbyPlan standby_plan(const cli::LaunchOptions& o, const supervise
   return supervise::plan_standbys(r);
 }
 
-ResolvedJob resolve_job(const cli::LaunchOptions& o, const cli::Environment& env) {
+cli::LaunchOptions placed_options(const cli::LaunchOptions& flags, const hosts::AgentPlacement& p) {
+  cli::LaunchOptions o = flags;
+  if (p.nnodes_min > 0) {  // elastic: the rendezvous numbers the nodes
+    o.nnodes_min = p.nnodes_min;
+    o.nnodes_max = p.nnodes_max;
+    if (!p.rdzv_endpoint.empty()) {
+      o.rdzv_backend = cli::RdzvBackend::kC10d;
+      o.rdzv_endpoint = p.rdzv_endpoint;
+      o.rdzv_endpoints = cli::parse_rdzv_endpoint(o.rdzv_backend, p.rdzv_endpoint);
+    }
+  } else {
+    o.nnodes_min = o.nnodes_max = p.nnodes;
+    o.node_rank = p.node_rank;
+    o.node_rank_given = true;
+  }
+  if (p.nproc) o.nproc = cli::NprocSpec{cli::NprocSpec::Kind::kCount, *p.nproc};
+  if (!p.master_addr.empty()) o.master_addr = p.master_addr;
+  if (p.master_port) o.master_port = *p.master_port;
+  const bool loopback = p.host == "localhost" || p.host.rfind("127.", 0) == 0 || p.host == "::1";
+  if (o.local_addr.empty() && p.nnodes > 1 && !loopback) o.local_addr = p.host;
+  o.stdin_rank_auto = false;  // stdin is the launching machine's channel, no worker's
+  o.stdin_rank.reset();
+  return o;
+}
+
+ResolvedJob resolve_job(const cli::LaunchOptions& flags, const cli::Environment& env, const Placement& placement) {
+  const cli::LaunchOptions o = placement ? placed_options(flags, *placement) : flags;
   ResolvedJob r;
   supervise::JobConfig& job = r.job;
   job.devices = plan_this_node_devices(o, env);

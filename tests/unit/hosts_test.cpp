@@ -17,6 +17,7 @@
 #include "launcher/remote/host_output.hpp"
 #include "launcher/remote/ssh_command.hpp"
 #include "launcher/resolve_hosts_launch.hpp"
+#include "launcher/resolve_job.hpp"
 
 using namespace ddp::launch;
 using Catch::Matchers::Contains;
@@ -406,4 +407,58 @@ TEST_CASE("hosts launch size: an elastic job asks for at most as many nodes as t
   CHECK_NOTHROW(cli::check_hosts_launch_size(1, 1, 0));  // not elastic: the host list sets the count
   CHECK_THAT(usage_error_of([] { cli::check_hosts_launch_size(1, 3, 2); }),
              Contains("--nnodes 1:3 asks for up to 3 node(s), and the host list has 2"));
+}
+
+TEST_CASE("placed options: an agent's placement over the flags' own, the parsed options untouched") {
+  auto flags = [](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--hosts", "h0,h1,h2"});
+    args.push_back("prog");
+    auto parsed = cli::parse_command_line(args, {});
+    REQUIRE(parsed.options);
+    return *parsed.options;
+  };
+  hosts::AgentPlacement fixed;
+  fixed.host = "h2";
+  fixed.node_rank = 2;
+  fixed.nnodes = 3;
+  fixed.nproc = 2;
+  fixed.master_addr = "h0";
+  fixed.master_port = 29500;
+  const cli::LaunchOptions given = flags({"--stdin-rank=0"});
+  const cli::LaunchOptions o = placed_options(given, fixed);
+  CHECK(o.nnodes_min == 3);
+  CHECK(o.nnodes_max == 3);
+  CHECK(o.node_rank == 2);
+  CHECK(o.node_rank_given);
+  CHECK(o.nproc.kind == cli::NprocSpec::Kind::kCount);
+  CHECK(o.nproc.count == 2);
+  CHECK(o.master_addr == "h0");
+  CHECK(o.master_port == 29500);
+  CHECK(o.local_addr == "h2");  // the host as listed: what the others reach it by
+  CHECK_FALSE(o.stdin_rank_auto);
+  CHECK_FALSE(o.stdin_rank);  // stdin is the launching machine's channel
+  CHECK(o.program == "prog");
+  CHECK(given.nnodes_max == 1);  // the parse's own options stay as parsed
+  CHECK(given.stdin_rank == 0);
+
+  CHECK(placed_options(flags({"--local-addr=10.0.0.2"}), fixed).local_addr == "10.0.0.2");
+  fixed.host = "localhost";
+  CHECK(placed_options(flags({}), fixed).local_addr.empty());
+
+  hosts::AgentPlacement elastic;
+  elastic.host = "h1";
+  elastic.node_rank = 1;
+  elastic.nnodes = 3;
+  elastic.nnodes_min = 1;
+  elastic.nnodes_max = 3;
+  elastic.rdzv_endpoint = "[fd00::1]:29500";
+  const cli::LaunchOptions e = placed_options(flags({"--nnodes=1:3"}), elastic);
+  CHECK(e.nnodes_min == 1);
+  CHECK(e.nnodes_max == 3);
+  CHECK_FALSE(e.node_rank_given);  // the rendezvous numbers the nodes
+  CHECK(e.rdzv_backend == cli::RdzvBackend::kC10d);
+  REQUIRE(e.rdzv_endpoints.size() == 1);
+  CHECK(e.rdzv_endpoints[0].address.host == "fd00::1");
+  CHECK(e.rdzv_endpoints[0].address.port == 29500);
+  CHECK_FALSE(e.nproc_given);
 }
