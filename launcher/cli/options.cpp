@@ -13,6 +13,7 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/text.hpp"
+#include "launcher/cli/cli11_parse.hpp"
 #include "launcher/cli/completion.hpp"
 #include "launcher/cli/flag_prefix.hpp"
 #include "launcher/cli/mpi_env.hpp"
@@ -228,14 +229,9 @@ std::vector<FlagNames> flag_names(const CLI::App& app) {
 // --version prints; nullopt when the launch goes on. A parse error becomes a usage error.
 std::optional<ParsedCommandLine> run_cli11(CLI::App& app, std::vector<std::string> args, const RawOptions& raw) {
   args = expand_flag_prefixes(flag_names(app), args);
-  std::reverse(args.begin(), args.end());  // CLI11 consumes a reversed vector
-  try {
-    app.parse(args);
-  } catch (const CLI::CallForHelp&) {
+  if (parse_with_cli11(app, std::move(args),
+                       [](const std::string& what) { return fmt::format("{}; see ddp-launch --help", what); }))
     return ParsedCommandLine{std::nullopt, app.help(), exit_code::kSuccess};
-  } catch (const CLI::ParseError& e) {
-    usage_error(fmt::format("{}; see ddp-launch --help", e.what()));
-  }
   if (!raw.print_completion.empty()) {
     std::vector<std::string> flags;
     for (const FlagNames& f : flag_names(app))
