@@ -14,7 +14,6 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/host_port.hpp"
 #include "launcher/base/launch_error.hpp"
-#include "launcher/base/text.hpp"
 #include "launcher/http/client.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/supervise/status_endpoint.hpp"
