@@ -58,10 +58,6 @@ void select_slots(const std::vector<int>& slots) {
   setenv("CUDA_VISIBLE_DEVICES", fmt::format("{}", fmt::join(chosen, ",")).c_str(), 1);
 }
 
-bool loopback_name(const std::string& host) {
-  return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
-}
-
 // The end of stdin stops the agent like a SIGTERM would (the launching side is gone, or
 // ends the job): a stop request with the reason, so the stop is reported by it rather than by
 // a signal. A stop message before it (hosts/agent_plan) says why; without one, this host lost
@@ -109,30 +105,10 @@ int run_remote_agent() {
   cli::ParsedCommandLine parsed = cli::parse_command_line(config.args, env);
   if (!parsed.options)
     throw LaunchError(exit_code::kUsage, "the agent configuration asks for help or the version, not a launch");
-  cli::LaunchOptions o = std::move(*parsed.options);
-  o.hosts = {};
-  if (p.nnodes_min > 0) {  // elastic: the rendezvous numbers the nodes
-    o.nnodes_min = p.nnodes_min;
-    o.nnodes_max = p.nnodes_max;
-    if (!p.rdzv_endpoint.empty()) {
-      o.rdzv_backend = "c10d";
-      o.rdzv_endpoint = p.rdzv_endpoint;
-    }
-  } else {
-    o.nnodes_min = o.nnodes_max = p.nnodes;
-    o.node_rank = p.node_rank;
-    o.node_rank_given = true;
-  }
-  if (p.nproc) o.nproc = cli::NprocSpec{cli::NprocSpec::Kind::kCount, *p.nproc};
-  if (!p.master_addr.empty()) o.master_addr = p.master_addr;
-  if (p.master_port) o.master_port = *p.master_port;
-  if (o.local_addr.empty() && p.nnodes > 1 && !loopback_name(p.host)) o.local_addr = p.host;
-  o.stdin_rank_auto = false;  // stdin is the launching machine's channel, no worker's
-  o.stdin_rank.reset();
-  for (const auto& warning : o.warnings) worker::launcher_notice("warning: " + warning);
+  for (const auto& warning : parsed.options->warnings) worker::launcher_notice("warning: " + warning);
   static supervise::StopRequests stops;  // outlives the stdin watch, which is never joined
   watch_stdin(p, stops);
-  return run_agent(o, env, &stops);
+  return run_agent(*parsed.options, env, p, &stops);
 }
 
 }  // namespace ddp::launch

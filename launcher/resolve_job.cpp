@@ -11,7 +11,6 @@
 #include "contract/standby_handoff.hpp"
 #include "launcher/cli/usage_error.hpp"
 #include "launcher/os/durable_file.hpp"
-#include "launcher/base/host_port.hpp"
 #include "launcher/os/ports.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/os/standby_channel.hpp"
@@ -76,7 +75,7 @@ node::SingleNodeSpec single_node_spec(const cli::LaunchOptions& o) {
 multinode::MultiNodeSpec multi_node_spec(const cli::LaunchOptions& o) {
   multinode::MultiNodeSpec s;
   s.rdzv_backend = o.rdzv_backend;
-  s.rdzv_endpoint = o.rdzv_endpoint;
+  s.rdzv_endpoints = o.rdzv_endpoints;
   s.rdzv = o.rdzv;
   s.master_addr = o.master_addr;
   s.master_port = o.master_port;
@@ -94,7 +93,8 @@ multinode::MultiNodeSpec multi_node_spec(const cli::LaunchOptions& o) {
 std::string status_listen_host(const cli::LaunchOptions& o) {
   if (!o.metrics_addr.empty()) return o.metrics_addr;
   std::string job_host = o.master_addr;
-  if (!o.rdzv_endpoint.empty() && o.rdzv_backend != "etcd") job_host = parse_host_port(o.rdzv_endpoint, 1).host;
+  if (!o.rdzv_endpoints.empty() && o.rdzv_backend != cli::RdzvBackend::kEtcd)
+    job_host = o.rdzv_endpoints.front().address.host;
   if (job_host == "localhost" || os::is_loopback_address(job_host)) return "127.0.0.1";
   return os::store_listen_host(o.local_addr.empty() ? os::host_name() : o.local_addr);
 }
@@ -105,7 +105,7 @@ report::StatusSpec status_spec(const cli::LaunchOptions& o) {
   s.port = static_cast<uint16_t>(o.metrics_port.value_or(0));
   if (s.enabled) s.host = status_listen_host(o);
   s.show_args = o.metrics_show_args;
-  s.backend = o.rdzv_backend;
+  s.backend = cli::rdzv_backend_name(o.rdzv_backend);
   s.termination_log = o.termination_log;
   return s;
 }
@@ -147,7 +147,33 @@ warm::StandbyPlan standby_plan(const cli::LaunchOptions& o, const node::JobConfi
   return warm::plan_standbys(r);
 }
 
-ResolvedJob resolve_job(const cli::LaunchOptions& o, const cli::Environment& env) {
+cli::LaunchOptions placed_options(const cli::LaunchOptions& flags, const hosts::AgentPlacement& p) {
+  cli::LaunchOptions o = flags;
+  if (p.nnodes_min > 0) {  // elastic: the rendezvous numbers the nodes
+    o.nnodes_min = p.nnodes_min;
+    o.nnodes_max = p.nnodes_max;
+    if (!p.rdzv_endpoint.empty()) {
+      o.rdzv_backend = cli::RdzvBackend::kC10d;
+      o.rdzv_endpoint = p.rdzv_endpoint;
+      o.rdzv_endpoints = cli::parse_rdzv_endpoint(o.rdzv_backend, p.rdzv_endpoint);
+    }
+  } else {
+    o.nnodes_min = o.nnodes_max = p.nnodes;
+    o.node_rank = p.node_rank;
+    o.node_rank_given = true;
+  }
+  if (p.nproc) o.nproc = cli::NprocSpec{cli::NprocSpec::Kind::kCount, *p.nproc};
+  if (!p.master_addr.empty()) o.master_addr = p.master_addr;
+  if (p.master_port) o.master_port = *p.master_port;
+  const bool loopback = p.host == "localhost" || p.host.rfind("127.", 0) == 0 || p.host == "::1";
+  if (o.local_addr.empty() && p.nnodes > 1 && !loopback) o.local_addr = p.host;
+  o.stdin_rank_auto = false;  // stdin is the launching machine's channel, no worker's
+  o.stdin_rank.reset();
+  return o;
+}
+
+ResolvedJob resolve_job(const cli::LaunchOptions& flags, const cli::Environment& env, const Placement& placement) {
+  const cli::LaunchOptions o = placement ? placed_options(flags, *placement) : flags;
   ResolvedJob r;
   node::JobConfig& job = r.job;
   job.devices = plan_this_node_devices(o, env);

@@ -14,7 +14,6 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/host_port.hpp"
 #include "launcher/base/launch_error.hpp"
-#include "launcher/base/text.hpp"
 #include "launcher/http/client.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/status/status_endpoint.hpp"
@@ -25,7 +24,6 @@ namespace {
 
 using nlohmann::json;
 constexpr std::chrono::milliseconds kTimeout{3000};
-constexpr const char* kUsageLine = "usage: ddp-launch status HOST:PORT|RUN_DIR [--watch] [--interval SECONDS]";
 
 std::string num(const json& v, const char* fmt_spec = "{:.3f}") {
   if (v.is_null()) return "-";
@@ -75,7 +73,7 @@ Target parse_target(const std::string& text) {
     throw LaunchError(exit_code::kUsage,
                       fmt::format("status: '{}' is neither HOST:PORT (a launcher's --metrics-port) nor a run "
                                   "directory; {}",
-                                  text, kUsageLine));
+                                  text, cli::kStatusUsage));
   }
   return t;
 }
@@ -173,32 +171,15 @@ std::string format_run_summary(const std::vector<std::string>& lines, bool* ende
   return out;
 }
 
-int run_status_command(const std::vector<std::string>& args) {
-  std::string target_text;
-  bool watch = false;
-  double interval = 2;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--watch" || args[i] == "-w") watch = true;
-    else if ((args[i] == "--interval" || args[i] == "-n") && i + 1 < args.size()) {
-      auto v = parse_seconds(args[++i], SecondsFloor::kPositive);
-      if (!v || *v < 0.1)
-        throw LaunchError(exit_code::kUsage, fmt::format("status --interval '{}': seconds >= 0.1", args[i]));
-      interval = *v;
-    } else if (args[i] == "--help" || args[i] == "-h") {
-      worker::write_all(STDOUT_FILENO, std::string(kUsageLine) + "\n");
-      return 0;
-    } else if (target_text.empty() && (args[i].empty() || args[i][0] != '-')) target_text = args[i];
-    else throw LaunchError(exit_code::kUsage, fmt::format("status: unexpected '{}'; {}", args[i], kUsageLine));
-  }
-  if (target_text.empty()) throw LaunchError(exit_code::kUsage, std::string("status: no target; ") + kUsageLine);
-  const Target target = parse_target(target_text);
+int run_status_command(const cli::StatusArgs& args) {
+  const Target target = parse_target(args.target);
   const bool terminal = os::is_terminal(STDOUT_FILENO);
   for (;;) {
     auto [text, code] = look(target);
-    if (watch && terminal) text = "\x1b[H\x1b[2J" + text;  // redraw in place
-    worker::write_all(STDOUT_FILENO, watch && !terminal ? text + "\n" : text);
-    if (!watch || code != kStatusRunning) return code;
-    std::this_thread::sleep_for(std::chrono::duration<double>(interval));
+    if (args.watch && terminal) text = "\x1b[H\x1b[2J" + text;  // redraw in place
+    worker::write_all(STDOUT_FILENO, args.watch && !terminal ? text + "\n" : text);
+    if (!args.watch || code != kStatusRunning) return code;
+    std::this_thread::sleep_for(std::chrono::duration<double>(args.interval_s));
   }
 }
 

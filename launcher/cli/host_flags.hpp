@@ -1,6 +1,6 @@
 // The flags of a many-host launch (--hostfile, --hosts, --include/--exclude, ssh and
 // environment forwarding): raw strings, read by launcher/remote when one of --hostfile or
-// --hosts is given (docs/hosts.md). Pure; nothing here reads a file.
+// --hosts is given (docs/hosts.md), and by `ddp-launch exec`. Pure; nothing here reads a file.
 #pragma once
 
 #include <optional>
@@ -26,6 +26,10 @@ struct HostsOptions {
   bool any() const { return !hostfile.empty() || !hosts.empty(); }
 };
 
+// The host list, its filters and ssh (--hostfile, --hosts, --include, --exclude, --ssh-*):
+// what `ddp-launch exec` takes too.
+void define_host_list_flags(CLI::App& app, HostsOptions& h);
+// Those, and what a launch sends to its agents (--env-forward, --env-file, --remote-launcher).
 void define_host_flags(CLI::App& app, HostsOptions& h);
 
 }  // namespace ddp::launch::cli

@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "launcher/base/host_port.hpp"
 #include "launcher/base/signal_names.hpp"
 #include "launcher/base/text.hpp"
 #include "launcher/cli/usage_error.hpp"
@@ -175,20 +174,6 @@ double parse_persist_interval(const std::string& value) {
                     "and on a stop), got '{}'",
                     value));
   return *seconds;
-}
-
-void check_rdzv_endpoint(const std::string& backend, const std::string& value) {
-  constexpr int kAnyPort = 1;  // only the form is checked here; each backend has its default
-  try {
-    if (backend == "etcd") parse_http_endpoint_list(value, kAnyPort);
-    else parse_host_port(value, kAnyPort);
-  } catch (const HostPortError& e) {
-    usage_error(fmt::format("--rdzv-endpoint: {}{}", e.what(),
-                            backend == "etcd" ? "; etcd's members are HOST[:PORT][,HOST[:PORT]...]"
-                            : value.find(',') != std::string::npos
-                                ? fmt::format("; --rdzv-backend={} reaches one store, only etcd takes a list", backend)
-                                : ""));
-  }
 }
 
 std::vector<int> parse_signal_list(const std::string& value) {

@@ -53,11 +53,6 @@ double parse_straggler_threshold(const std::string& value);
 // --snapshot-persist-interval: seconds >= 0 (0: only on a failure, at the end and on a stop).
 double parse_persist_interval(const std::string& value);
 
-// --rdzv-endpoint for this (already checked) backend: etcd takes a list of members, each
-// HOST[:PORT] or an http:// or https:// URL; c10d and static take one HOST[:PORT].
-// Checks only: the layer that connects parses the string again (base/host_port.hpp).
-void check_rdzv_endpoint(const std::string& backend, const std::string& value);
-
 // An integer in [min, max] (a leading '-' allowed); otherwise "FLAG must be HINT, got 'VALUE'".
 int parse_int_flag(const std::string& flag, const std::string& value, long long min, long long max,
                    const std::string& hint);

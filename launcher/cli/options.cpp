@@ -1,23 +1,21 @@
 // CLI11 definition of ddp-launch's flags (prefix-command mode: parsing stops at PROGRAM)
 // and parse_command_line's steps: environment defaults, flag prefixes, CLI11, placement
-// defaults (mpirun/PMI, Slurm, JOB_COMPLETION_INDEX), conversion of the raw strings into
-// LaunchOptions, cross-checks.
+// defaults (placement_defaults.cpp), conversion of the raw strings into LaunchOptions and
+// cross-checks (option_conversion.cpp).
 #include "launcher/cli/options.hpp"
 
 #include <algorithm>
 #include <cctype>
-#include <tuple>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
-#include "launcher/base/host_port.hpp"
 #include "launcher/base/text.hpp"
+#include "launcher/cli/cli11_parse.hpp"
 #include "launcher/cli/completion.hpp"
 #include "launcher/cli/flag_prefix.hpp"
-#include "launcher/cli/mpi_env.hpp"
-#include "launcher/cli/slurm.hpp"
+#include "launcher/cli/raw_options.hpp"
 #include "launcher/cli/usage_error.hpp"
 
 namespace ddp::launch::cli {
@@ -26,11 +24,6 @@ namespace {
 constexpr const char* kDescription =
     "Launch a distributed PyTorch / LibTorch job: one worker process per local rank, "
     "torchrun-compatible environment, fail-fast supervision.";
-constexpr int kStaticMasterPort = 29500;  // torchrun's default
-// The stop grace in a Kubernetes pod (KUBERNETES_SERVICE_HOST set) unless given: SIGTERM to
-// SIGKILL of the workers, with room for the report and the termination log inside the pod's
-// default 30 s terminationGracePeriodSeconds.
-constexpr double kPodShutdownTimeout = 20.0;
 
 std::string pet_name(const std::string& long_name) {
   std::string out = "PET_";
@@ -46,22 +39,6 @@ class UsageFormatter : public CLI::Formatter {
   }
 };
 
-// Raw string values as CLI11 fills them; validated into LaunchOptions afterwards.
-struct RawOptions {
-  std::string nproc = "1", nnodes = "1:1", node_rank = "0", max_restarts = "0";
-  std::string master_port, shutdown_timeout, hang_timeout, straggler_threshold, redirects = "0", tee = "0";
-  std::string metrics_port;  // --metrics-port
-  std::string local_ranks_filter, devices, signals = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
-  std::string monitor_interval, start_method, snapshot_persist_interval, logs_specs;
-  std::string event_log_handler = "null", numa_binding, duplicate_stdout_filters, duplicate_stderr_filters;
-  std::string print_completion;
-  std::string log_line_prefix_template, rdzv_conf, local_rank_arg, stdin_rank = "auto", preload,
-                                                                   worker_store = "launcher";
-  bool warm_restarts = false;  // meaningful when GivenFlags::warm_restarts
-  bool use_env = true, legacy_local_rank_arg = false, version = false;
-  bool log_line_prefix_template_set = false;  // by TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE, even to ""
-};
-
 void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.add_option("--nproc-per-node,--nproc_per_node", raw.nproc,
                  "Workers on this node: a number, gpu, cpu or auto (default 1)");
@@ -71,7 +48,7 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.add_option("--master-port,--master_port", raw.master_port,
                  "Port of rank 0's store (default: a free port on a single node, 29500 otherwise)");
   app.add_option("--local-addr,--local_addr", o.local_addr, "Address this node advertises");
-  app.add_option("--rdzv-backend,--rdzv_backend", o.rdzv_backend, "static (default), c10d or etcd (alias etcd-v2)");
+  app.add_option("--rdzv-backend,--rdzv_backend", raw.rdzv_backend, "static (default), c10d or etcd (alias etcd-v2)");
   app.add_option("--rdzv-endpoint,--rdzv_endpoint", o.rdzv_endpoint, "host[:port] of the rendezvous");
   app.add_option("--rdzv-id,--rdzv_id", o.rdzv_id, "Job id shared by all nodes (TORCHELASTIC_RUN_ID)");
   app.add_option("--rdzv-conf,--rdzv_conf", raw.rdzv_conf,
@@ -228,14 +205,9 @@ std::vector<FlagNames> flag_names(const CLI::App& app) {
 // --version prints; nullopt when the launch goes on. A parse error becomes a usage error.
 std::optional<ParsedCommandLine> run_cli11(CLI::App& app, std::vector<std::string> args, const RawOptions& raw) {
   args = expand_flag_prefixes(flag_names(app), args);
-  std::reverse(args.begin(), args.end());  // CLI11 consumes a reversed vector
-  try {
-    app.parse(args);
-  } catch (const CLI::CallForHelp&) {
+  if (parse_with_cli11(app, std::move(args),
+                       [](const std::string& what) { return fmt::format("{}; see ddp-launch --help", what); }))
     return ParsedCommandLine{std::nullopt, app.help(), exit_code::kSuccess};
-  } catch (const CLI::ParseError& e) {
-    usage_error(fmt::format("{}; see ddp-launch --help", e.what()));
-  }
   if (!raw.print_completion.empty()) {
     std::vector<std::string> flags;
     for (const FlagNames& f : flag_names(app))
@@ -257,19 +229,6 @@ void take_program(std::vector<std::string> rest, LaunchOptions& o) {
   o.program_args.assign(rest.begin() + 1, rest.end());
 }
 
-// Placement flags given explicitly (on the command line or as PET_*), or by Slurm.
-struct GivenFlags {
-  bool nnodes = false;
-  bool node_rank = false;
-  bool master_addr = false;
-  bool warm_restarts = false;      // --warm-restarts or --no-warm-restarts
-  bool local_rank_choice = false;  // --use-env, --local-rank-arg or --legacy-local-rank-arg
-  bool shutdown_timeout = false;   // --shutdown-timeout
-  bool worker_store = false;       // --worker-store
-  bool duplicate_stdout_filters = false;
-  bool duplicate_stderr_filters = false;
-};
-
 GivenFlags given_flags(const CLI::App& app) {
   return {app.count("--nnodes") > 0,
           app.count("--node-rank") > 0,
@@ -280,226 +239,6 @@ GivenFlags given_flags(const CLI::App& app) {
           app.count("--worker-store") > 0,
           app.count("--duplicate-stdout-filters") > 0,
           app.count("--duplicate-stderr-filters") > 0};
-}
-
-// True when the job's address (the rendezvous endpoint, else --master-addr) is this
-// machine's loopback: every "node" runs here (tests, a single-host rehearsal).
-bool loopback_job(const LaunchOptions& o) {
-  std::string host = o.master_addr;
-  if (!o.rdzv_endpoint.empty() && o.rdzv_endpoint.find(',') == std::string::npos) {
-    try {
-      host = parse_host_port(o.rdzv_endpoint, 1).host;
-    } catch (const HostPortError&) {
-      return false;  // reported by the endpoint's own check
-    }
-  }
-  return host == "localhost" || host.compare(0, 4, "127.") == 0 || host == "::1";
-}
-
-// mpirun / PMI defaults: started as one task per node, the task's rank and size are the
-// node rank and count (explicit flags win). More than one task on a node would make every
-// launcher there claim the node's GPUs: an error, unless the whole job runs on loopback.
-// Returns whether it applied (then Slurm's defaults do not).
-bool apply_mpi_defaults(const Environment& env, GivenFlags& given, RawOptions& raw, LaunchOptions& o) {
-  if (given.nnodes || o.standalone) return false;
-  auto task = mpi_task(env);
-  if (!task) return false;
-  if (task->tasks_on_this_node > 1 && !loopback_job(o))
-    usage_error(
-        fmt::format("{} started {} ddp-launch tasks on this node; start one per node (mpirun --map-by ppr:1:node, or "
-                    "-npernode 1) and let --nproc-per-node start the workers",
-                    task->source, task->tasks_on_this_node));
-  raw.nnodes = std::to_string(task->size);
-  given.nnodes = true;
-  if (!given.node_rank) {
-    raw.node_rank = std::to_string(task->rank);
-    given.node_rank = true;
-    o.notices.push_back(fmt::format("node rank {} of {} from {}", task->rank, task->size, task->source));
-  }
-  return true;
-}
-
-// JOB_COMPLETION_INDEX (an indexed Job: JobSet, Kubeflow's TrainJob) as the node rank when
-// nothing else gave one.
-void apply_job_completion_index(const Environment& env, GivenFlags& given, RawOptions& raw, LaunchOptions& o) {
-  auto index = lookup(env, "JOB_COMPLETION_INDEX");
-  if (given.node_rank || o.standalone || !index || trim(*index).empty()) return;
-  auto n = parse_natural(trim(*index));
-  if (!n || *n > 100000)
-    usage_error(fmt::format("JOB_COMPLETION_INDEX='{}' is not a node rank; unset it or pass --node-rank", *index));
-  raw.node_rank = std::to_string(*n);
-  given.node_rank = true;
-  o.notices.push_back(fmt::format("node rank {} from JOB_COMPLETION_INDEX (an indexed Job)", *n));
-}
-
-// Slurm defaults: under srun with no --nnodes (and not --standalone), one launcher per
-// node, placed by the job's node count, node id and first host; explicit flags still win.
-void apply_slurm_defaults(const Environment& env, GivenFlags& given, RawOptions& raw, LaunchOptions& o) {
-  if (given.nnodes || o.standalone) return;
-  auto job = slurm_job(env);
-  if (!job) return;
-  raw.nnodes = std::to_string(job->nnodes);
-  if (!given.node_rank) raw.node_rank = std::to_string(job->node_rank);
-  if (!given.master_addr) o.master_addr = job->first_host;
-  given.node_rank = given.master_addr = true;
-}
-
-// --use-env=false, --legacy-local-rank-arg, --local-rank-arg=SPELLING: which argument
-// carries the local rank ("" none). The 1.x spelling unless told otherwise.
-void convert_local_rank_arg(const RawOptions& raw, LaunchOptions& o) {
-  if (raw.local_rank_arg.empty()) {
-    if (raw.legacy_local_rank_arg || !raw.use_env) o.local_rank_flag = "--local_rank";
-    return;
-  }
-  if (raw.local_rank_arg != "local_rank" && raw.local_rank_arg != "local-rank")
-    usage_error(
-        fmt::format("--local-rank-arg '{}': use local_rank (--local_rank=N, torch 1.x "
-                    "launch) or local-rank (--local-rank=N, torch 2.x launch)",
-                    raw.local_rank_arg));
-  o.local_rank_flag = "--" + raw.local_rank_arg;
-}
-
-// The flags torchrun 2.x added: --event-log-handler, --numa-binding, --start-method's
-// choices, --duplicate-*-filters.
-void convert_torchrun_2x_options(const RawOptions& raw, const GivenFlags& given, LaunchOptions& o) {
-  check_choice("--event-log-handler", raw.event_log_handler, {"null", "console", "dynamic_rendezvous"},
-               "the handlers torchrun registers; ddp-launch's events always go to RUN/events.jsonl, console "
-               "also prints them");
-  o.events_to_console = raw.event_log_handler == "console";
-  if (!raw.start_method.empty())
-    check_choice("--start-method", raw.start_method, {"spawn", "fork", "forkserver"},
-                 "torchrun's choices; ddp-launch always execs its workers");
-  if (!raw.numa_binding.empty()) {
-    check_choice("--numa-binding", raw.numa_binding, {"node", "socket", "exclusive", "core-complex"},
-                 "torch's AffinityMode values");
-    if (raw.numa_binding == "exclusive" || raw.numa_binding == "core-complex")
-      usage_error(
-          fmt::format("--numa-binding={}: ddp-launch binds to whole NUMA nodes only; use node (the "
-                      "CPUs of the GPU's NUMA node) or socket (those of every NUMA node on its socket)",
-                      raw.numa_binding));
-    o.numa_binding = raw.numa_binding;
-  }
-  if (given.duplicate_stdout_filters)
-    o.duplicate_stdout_filters = parse_duplicate_filters(raw.duplicate_stdout_filters);
-  if (given.duplicate_stderr_filters)
-    o.duplicate_stderr_filters = parse_duplicate_filters(raw.duplicate_stderr_filters);
-}
-
-void convert_stdin_rank(const std::string& value, LaunchOptions& o) {
-  if (value == "auto") return;
-  o.stdin_rank_auto = false;
-  if (value == "none") return;
-  o.stdin_rank = parse_int_flag("--stdin-rank", value, 0, 1 << 30, "a global rank, none or auto");
-}
-
-// The raw strings into LaunchOptions, each through its validator.
-void convert_raw_options(const RawOptions& raw, const Environment& env, const GivenFlags& given, LaunchOptions& o) {
-  o.nproc = parse_nproc(raw.nproc);
-  std::tie(o.nnodes_min, o.nnodes_max) = parse_nnodes(raw.nnodes);
-  o.node_rank_given = given.node_rank;
-  o.local_rank_auto = !given.local_rank_choice;
-  if (!given.shutdown_timeout && raw.shutdown_timeout.empty() && lookup(env, "KUBERNETES_SERVICE_HOST"))
-    o.shutdown_timeout_s = kPodShutdownTimeout;
-  if (!raw.logs_specs.empty() && raw.logs_specs != "default" && raw.logs_specs != "DefaultLogsSpecs" &&
-      raw.logs_specs != "torch.distributed.elastic.multiprocessing:DefaultLogsSpecs")
-    usage_error(
-        fmt::format("--logs-specs '{}': ddp-launch cannot load torchrun.logs_specs plug-ins (Python entry points); "
-                    "drop the flag or pass default, and place the logs with --log-dir, --redirects and --tee",
-                    raw.logs_specs));
-  o.node_rank = parse_int_flag("--node-rank", raw.node_rank, 0, o.nnodes_max - 1,
-                               fmt::format("between 0 and nnodes-1 ({})", o.nnodes_max - 1));
-  if (!raw.master_port.empty())
-    o.master_port = parse_int_flag("--master-port", raw.master_port, 0, 65535, "a port from 0 to 65535");
-  o.max_restarts = parse_int_flag("--max-restarts", raw.max_restarts, 0, 1000000, "0 or more");
-  if (!raw.shutdown_timeout.empty()) o.shutdown_timeout_s = parse_shutdown_timeout(raw.shutdown_timeout);
-  if (!raw.hang_timeout.empty()) o.hang_timeout_s = parse_hang_timeout(raw.hang_timeout);
-  if (!raw.straggler_threshold.empty()) o.straggler_threshold = parse_straggler_threshold(raw.straggler_threshold);
-  o.signals_to_handle = parse_signal_list(raw.signals);
-  o.signals_to_handle_text = raw.signals;
-  o.redirects = parse_stream_selection("--redirects", raw.redirects);
-  o.tee = parse_stream_selection("--tee", raw.tee);
-  if (!raw.local_ranks_filter.empty()) o.local_ranks_filter = parse_rank_filter(raw.local_ranks_filter);
-  if (!raw.devices.empty()) o.devices = parse_device_indices(raw.devices);
-  if (!raw.log_line_prefix_template.empty() || raw.log_line_prefix_template_set)
-    o.log_line_prefix_template = raw.log_line_prefix_template;
-  if (!raw.metrics_port.empty())
-    o.metrics_port =
-        parse_int_flag("--metrics-port", raw.metrics_port, 0, 65535, "a port from 0 to 65535 (0: a free one)");
-  convert_local_rank_arg(raw, o);
-  convert_stdin_rank(raw.stdin_rank, o);
-  o.warm_restarts = given.warm_restarts ? raw.warm_restarts : o.max_restarts > 0;
-  if (!raw.preload.empty()) o.preload = parse_module_list("--preload", raw.preload);
-  if (raw.worker_store != "launcher" && raw.worker_store != "rank0")
-    usage_error(
-        fmt::format("--worker-store '{}': use launcher (the launcher hosts the workers' store, the default) "
-                    "or rank0 (worker rank 0 hosts it)",
-                    raw.worker_store));
-  o.launcher_worker_store = raw.worker_store == "launcher";
-  if (!given.worker_store && lookup(env, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE").value_or("0") == "1") {
-    o.launcher_worker_store = false;  // torch's switch for the agent's shared store
-    o.notices.push_back(
-        "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: worker rank 0 hosts the workers' store (as --worker-store=rank0)");
-  }
-  convert_torchrun_2x_options(raw, given, o);
-  if (!raw.snapshot_persist_interval.empty()) {
-    if (o.snapshot_persist_dir.empty())
-      usage_error(
-          "--snapshot-persist-interval needs --snapshot-persist-dir DIR: the folder the snapshots are "
-          "written to");
-    o.snapshot_persist_interval_s = parse_persist_interval(raw.snapshot_persist_interval);
-  }
-  // torchrun's etcd backends (v2 API) become ours (v3), so their command lines work.
-  if (o.rdzv_backend == "etcd-v2" || o.rdzv_backend == "etcd-v3") o.rdzv_backend = "etcd";
-  o.rdzv = parse_rdzv_conf(raw.rdzv_conf, env);
-  if (o.rdzv.quotes_stripped)
-    o.notices.push_back(
-        fmt::format("--rdzv-conf: read {} without its quotes (a shell removes them; a "
-                    "Kubernetes args list passes them on)",
-                    trim(raw.rdzv_conf)));
-  for (const auto& key : o.rdzv.ignored_keys)
-    o.warnings.push_back(
-        fmt::format("--rdzv-conf: ignoring unknown key '{}' (known: join_timeout, "
-                    "last_call_timeout, heartbeat_interval, heartbeat_timeout, "
-                    "token, is_host, bind_all, protocol, cacert, cert, key, username, password_file)",
-                    key));
-}
-
-// Flags that contradict each other; each error says which one to drop or add.
-void check_contradictions(const GivenFlags& given, const LaunchOptions& o) {
-  if (o.module && o.no_python) usage_error("-m/--module and --no-python contradict each other; a module needs python");
-  if (o.module && o.run_path) usage_error("-m/--module and --run-path contradict each other; give a module or a file");
-  if (o.rdzv_backend != "static" && o.rdzv_backend != "c10d" && o.rdzv_backend != "etcd")
-    usage_error(fmt::format("--rdzv-backend '{}' is not supported; use static, c10d or etcd", o.rdzv_backend));
-  if (!o.rdzv_endpoint.empty()) check_rdzv_endpoint(o.rdzv_backend, o.rdzv_endpoint);
-  if (o.standalone && o.nnodes_max > 1) usage_error("--standalone runs a single node; drop --nnodes or --standalone");
-  if (is_multi_node(o) && !o.hosts.any()) {  // a host list places its nodes itself (remote/hosts_launch)
-    if (o.rdzv_backend == "static") {
-      if (o.nnodes_min != o.nnodes_max)
-        usage_error(
-            "--nnodes MIN:MAX needs --rdzv-backend=c10d with --rdzv-endpoint; the static "
-            "backend takes a fixed --nnodes=N");
-      if (!given.master_addr)
-        usage_error(
-            "a multi-node job needs --master-addr: the address of node 0, reachable from "
-            "every node");
-    } else if (o.rdzv_endpoint.empty()) {
-      usage_error(o.rdzv_backend == "etcd"
-                      ? "--rdzv-backend=etcd needs --rdzv-endpoint=HOST[:PORT][,HOST[:PORT]...]: etcd's client "
-                        "addresses, the same on every node"
-                      : "--rdzv-backend=c10d needs --rdzv-endpoint=HOST[:PORT], the same on every node");
-    }
-  }
-  if (o.rdzv_id.empty()) usage_error("--rdzv-id must not be empty");
-}
-
-// What consistent flags imply: --standalone rendezvous through c10d (it is single-node, so
-// never multi-node below); a static multi-node job without a port uses torchrun's.
-void settle_implied_options(LaunchOptions& o) {
-  if (o.standalone) o.rdzv_backend = "c10d";
-  o.fresh_run_id = o.standalone || (o.rdzv_backend == "static" && o.rdzv_endpoint.empty() && !o.master_port &&
-                                    o.nnodes_max == 1 && o.rdzv_id == "none" && !o.hosts.any());
-  if (is_multi_node(o) && o.rdzv_backend == "static" && (!o.master_port || *o.master_port == 0))
-    o.master_port = kStaticMasterPort;
 }
 
 }  // namespace
@@ -515,10 +254,13 @@ ParsedCommandLine parse_command_line(const std::vector<std::string>& args, const
   take_program(app.remaining(), o);
   GivenFlags given = given_flags(app);
   o.nproc_given = app.count("--nproc-per-node") > 0;
-  if (!apply_mpi_defaults(env, given, raw, o)) apply_slurm_defaults(env, given, raw, o);
+  const RendezvousRead rdzv = read_rendezvous(raw.rdzv_backend, o.rdzv_endpoint);
+  if (!apply_mpi_defaults(env, rdzv, given, raw, o)) apply_slurm_defaults(env, given, raw, o);
   apply_job_completion_index(env, given, raw, o);
   convert_raw_options(raw, env, given, o);
-  check_contradictions(given, o);
+  check_program_kind(o);
+  take_rendezvous(rdzv, raw.rdzv_backend, o);
+  check_placement(given, o);
   settle_implied_options(o);
   return {std::move(o), "", exit_code::kSuccess};
 }

@@ -2,7 +2,8 @@
 // and --nproc_per_node) and their unambiguous prefixes (flag_prefix.hpp), PET_<NAME>
 // environment defaults (command line wins; empty ones unset), then placement defaults
 // (mpirun/PMI, Slurm, JOB_COMPLETION_INDEX), then validation into LaunchOptions (flag
-// values: option_parsers.hpp, --rdzv-conf: rendezvous_conf.hpp). Pure: the environment is
+// values: option_parsers.hpp, --rdzv-conf: rendezvous_conf.hpp, the backend and endpoint:
+// rendezvous_target.hpp). Pure: the environment is
 // passed in; nothing is started. Errors throw LaunchError(exit_code::kUsage) with one line.
 #pragma once
 
@@ -15,6 +16,7 @@
 #include "launcher/cli/host_flags.hpp"
 #include "launcher/cli/option_parsers.hpp"
 #include "launcher/cli/rendezvous_conf.hpp"
+#include "launcher/cli/rendezvous_target.hpp"
 
 namespace ddp::launch::cli {
 
@@ -37,8 +39,9 @@ struct LaunchOptions {
   int nnodes_max = 1;
   int node_rank = 0;
   bool node_rank_given = false;  // explicit --node-rank (or Slurm): dynamic mode honours it
-  std::string rdzv_backend = "static";
-  std::string rdzv_endpoint;
+  RdzvBackend rdzv_backend = RdzvBackend::kStatic;
+  std::string rdzv_endpoint;                 // --rdzv-endpoint as given ("": none), for messages
+  std::vector<HttpEndpoint> rdzv_endpoints;  // its members, read once (rendezvous_target.hpp)
   std::string rdzv_id = "none";
   // A plain single-node job (static, no --rdzv-endpoint, no --master-port, no --rdzv-id) or
   // --standalone: a fresh uuid4 run id, as torchrun 2.x (which switches such a job to c10d).
@@ -46,6 +49,7 @@ struct LaunchOptions {
   RendezvousConf rdzv;
   bool standalone = false;
   std::string master_addr = "127.0.0.1";
+  bool master_addr_given = false;  // explicit --master-addr (or PET_MASTER_ADDR, or Slurm's first host)
   std::optional<int> master_port;  // absent: a free port on a single node
   std::string local_addr;
   std::string role = "default";

@@ -190,10 +190,14 @@ std::string prefix_range_end(const std::string& prefix) {
 std::vector<Endpoint> parse_endpoints(const std::string& text, int default_port, bool* https_seen) {
   if (text.find_first_not_of(" \t,") == std::string::npos)
     throw HostPortError("expected at least one etcd member as HOST[:PORT][,HOST[:PORT]...], got '" + text + "'");
+  return endpoints_of(parse_http_endpoint_list(text, default_port), default_port, https_seen);
+}
+
+std::vector<Endpoint> endpoints_of(const std::vector<HttpEndpoint>& members, int default_port, bool* https_seen) {
   std::vector<Endpoint> out;
-  for (const HttpEndpoint& e : parse_http_endpoint_list(text, default_port)) {
+  for (const HttpEndpoint& e : members) {
     if (https_seen && e.https) *https_seen = true;
-    out.push_back(Endpoint{e.address.host, e.address.port});
+    out.push_back(Endpoint{e.address.host, e.address.port != 0 ? e.address.port : default_port});
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "launcher/base/host_port.hpp"
 #include "launcher/etcd/etcd_error.hpp"
 
 namespace ddp::launch::etcd {
@@ -29,9 +30,13 @@ struct Endpoint {
 };
 std::string endpoints_text(const std::vector<Endpoint>& endpoints);  // "h1:p1, h2:p2"
 
-// "host:port[,host:port...]" (a port may be left out: default_port; an http:// or https://
-// scheme is dropped, and https_seen set when one is https): base's parse_http_endpoint_list.
-// Bad text is not an etcd error: HostPortError (a usage error) naming the bad item.
+// The members as the client dials them: a member without a port (0) gets default_port, and
+// https_seen is set when one is https. The launcher's come read from --rdzv-endpoint (cli/).
+std::vector<Endpoint> endpoints_of(const std::vector<HttpEndpoint>& members, int default_port,
+                                   bool* https_seen = nullptr);
+// The same from text, "host:port[,host:port...]" (base's parse_http_endpoint_list, for a
+// caller that holds text: tests, tools). Bad text is not an etcd error: HostPortError (a
+// usage error) naming the bad item.
 std::vector<Endpoint> parse_endpoints(const std::string& text, int default_port, bool* https_seen = nullptr);
 
 // Failover: the member to try after `failed` of `count` (round robin).

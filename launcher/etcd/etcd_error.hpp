@@ -1,8 +1,8 @@
 // The etcd layer's errors under one root: whatever launcher/etcd/ throws is an EtcdError,
 // so a caller translates them with one catch. (Bad endpoint text is no etcd error: it is
-// base's HostPortError, from parse_endpoints, before any client exists.) The kinds, for
-// the callers that react differently: no member answered in time, a configuration etcd
-// rejects, a reply that is not etcd's, one member's connection failing.
+// base's HostPortError, from cli/'s read of --rdzv-endpoint or parse_endpoints, before any client exists.) The kinds,
+// for the callers that react differently: no member answered in time, a configuration etcd rejects, a reply that is not
+// etcd's, one member's connection failing.
 #pragma once
 
 #include <stdexcept>

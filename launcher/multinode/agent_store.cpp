@@ -52,7 +52,7 @@ bool host_store(const MultiNodeSpec& spec, const std::string& listen_host, JobSt
   } catch (const net::ListenError& e) {
     // Static node 0 and a forced host must host; otherwise another launcher on this
     // machine got there first, and we join it as a client.
-    if (spec.rdzv_backend == "static" || spec.rdzv.is_host.value_or(false) || !e.address_in_use())
+    if (spec.rdzv_backend == cli::RdzvBackend::kStatic || spec.rdzv.is_host.value_or(false) || !e.address_in_use())
       throw LaunchError(e.address_in_use() ? exit_code::kAddressInUse : exit_code::kUsage, e.what());
     link.server.reset();
     return false;
@@ -70,10 +70,14 @@ bool host_store(const MultiNodeSpec& spec, const std::string& listen_host, JobSt
 
 JobStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& run_id) {
   const cli::RendezvousConf& conf = spec.rdzv;
-  const bool static_rdzv = spec.rdzv_backend == "static";
+  const bool static_rdzv = spec.rdzv_backend == cli::RdzvBackend::kStatic;
   JobStoreLink link;
-  link.endpoint = static_rdzv ? HostPort{spec.master_addr, *spec.master_port}
-                              : parse_host_port(spec.rdzv_endpoint, kDefaultRdzvPort);  // checked by cli/
+  if (static_rdzv) {
+    link.endpoint = HostPort{spec.master_addr, *spec.master_port};
+  } else {  // c10d: one member, read by cli/
+    link.endpoint = spec.rdzv_endpoints.front().address;
+    if (link.endpoint.port == 0) link.endpoint.port = kDefaultRdzvPort;
+  }
   link.name = fmt::format("{}:{}", os::host_name(), ::getpid());
   const bool try_host =
       static_rdzv ? spec.node_rank == 0 : conf.is_host.value_or(os::is_local_address(link.endpoint.host));
@@ -101,9 +105,10 @@ JobStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& r
         std::make_unique<StoreKeyWaiter>(std::make_unique<store::TcpStoreClient>(host, port, nameless), job_prefix));
   };
   link.connection = std::move(client);
-  worker::launcher_notice(fmt::format(
-      "{} the agent store at {}{} ({} rendezvous, run id {})", link.leader ? "hosting" : "joined", link.address,
-      link.leader ? ", listening on " + link.server->listen_address() : "", spec.rdzv_backend, run_id));
+  worker::launcher_notice(fmt::format("{} the agent store at {}{} ({} rendezvous, run id {})",
+                                      link.leader ? "hosting" : "joined", link.address,
+                                      link.leader ? ", listening on " + link.server->listen_address() : "",
+                                      cli::rdzv_backend_name(spec.rdzv_backend), run_id));
   return link;
 }
 

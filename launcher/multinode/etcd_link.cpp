@@ -43,7 +43,7 @@ etcd::EtcdOptions etcd_options(const MultiNodeSpec& spec) {
   const cli::RendezvousConf& conf = spec.rdzv;
   etcd::EtcdOptions o;
   bool https = conf.https;
-  o.endpoints = etcd::parse_endpoints(spec.rdzv_endpoint, kDefaultEtcdPort, &https);  // checked by cli/
+  o.endpoints = etcd::endpoints_of(spec.rdzv_endpoints, kDefaultEtcdPort, &https);  // read by cli/
   o.tls = https;
   o.cacert = conf.cacert;
   o.cert = conf.cert;

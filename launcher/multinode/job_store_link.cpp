@@ -6,7 +6,7 @@
 namespace ddp::launch::multinode {
 
 JobStoreLink connect_job_store(const MultiNodeSpec& spec, const std::string& run_id) {
-  return spec.rdzv_backend == "etcd" ? connect_etcd(spec, run_id) : connect_agent_store(spec, run_id);
+  return spec.rdzv_backend == cli::RdzvBackend::kEtcd ? connect_etcd(spec, run_id) : connect_agent_store(spec, run_id);
 }
 
 }  // namespace ddp::launch::multinode

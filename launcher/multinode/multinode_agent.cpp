@@ -122,7 +122,7 @@ class MultiNodeAgent {
 // as listed), the store's address on the node that hosts it, else the host name.
 std::string MultiNodeAgent::advertised_addr() const {
   if (!spec_.local_addr.empty()) return spec_.local_addr;
-  if (store_.leader) return spec_.rdzv_backend == "static" ? spec_.master_addr : store_.endpoint.host;
+  if (store_.leader) return spec_.rdzv_backend == cli::RdzvBackend::kStatic ? spec_.master_addr : store_.endpoint.host;
   return os::host_name();
 }
 
@@ -143,7 +143,7 @@ NodeInfo MultiNodeAgent::self_info(int previous_rank) {
   }
   n.nproc = job_.devices.nproc;
   n.role = job_.role;
-  n.requested_rank = spec_.node_rank_given || spec_.rdzv_backend == "static" ? spec_.node_rank : -1;
+  n.requested_rank = spec_.node_rank_given || spec_.rdzv_backend == cli::RdzvBackend::kStatic ? spec_.node_rank : -1;
   n.previous_rank = previous_rank;
   n.nnodes_min = spec_.nnodes_min;
   n.nnodes_max = spec_.nnodes_max;
@@ -487,11 +487,9 @@ int MultiNodeAgent::run_rounds() {
   // The store's host name (etcd: any member's) may not resolve yet (a pod's or a service's
   // DNS record); each connection resolves it again, so no answer is kept across rounds.
   std::vector<std::string> hosts;
-  if (spec_.rdzv_backend == "static") hosts = {spec_.master_addr};
-  else if (spec_.rdzv_backend != "etcd") hosts = {parse_host_port(spec_.rdzv_endpoint, 1).host};
+  if (spec_.rdzv_backend == cli::RdzvBackend::kStatic) hosts = {spec_.master_addr};
   else
-    for (const HttpEndpoint& e : parse_http_endpoint_list(spec_.rdzv_endpoint, kDefaultEtcdPort))
-      hosts.push_back(e.address.host);
+    for (const HttpEndpoint& e : spec_.rdzv_endpoints) hosts.push_back(e.address.host);
   if (const int signal = wait_for_dns(hosts, spec_.rdzv.join_timeout_s,
                                       [this] { return rendezvous_signal_ = supervisor_.poll_signals(); })) {
     worker::launcher_notice(fmt::format("stopped{} while waiting for DNS of {}",
@@ -499,8 +497,8 @@ int MultiNodeAgent::run_rounds() {
     return AbortRecord::stopped_by_signal(spec_.node_rank, os::host_name(), signal, supervisor_.stop_note()).exit_code;
   }
   store_ = connect_job_store(spec_, job_.run_id);
-  worker_env_ =
-      worker::socket_interface_environment(env_, advertised_addr(), spec_.rdzv_backend == "etcd" ? "" : hosts.front());
+  worker_env_ = worker::socket_interface_environment(
+      env_, advertised_addr(), spec_.rdzv_backend == cli::RdzvBackend::kEtcd ? "" : hosts.front());
   abort_thread_ = std::make_unique<AbortWaitThread>(store_.open_waiter(), [this] { supervisor_.wake(); });
   Rendezvous rendezvous(*store_.job, spec_.rdzv, store_.leader, spec_.nnodes_min, spec_.nnodes_max,
                         [this] { return rendezvous_signal_ = supervisor_.poll_signals(); });

@@ -9,9 +9,11 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "launcher/cli/environment.hpp"
-#include "launcher/cli/rendezvous_conf.hpp"  // RendezvousConf
+#include "launcher/cli/rendezvous_conf.hpp"    // RendezvousConf
+#include "launcher/cli/rendezvous_target.hpp"  // RdzvBackend, HttpEndpoint
 #include "launcher/node/job_config.hpp"
 #include "launcher/supervise/stop_requests.hpp"
 
@@ -19,8 +21,8 @@ namespace ddp::launch::multinode {
 
 // How this node finds the others, from the command line.
 struct MultiNodeSpec {
-  std::string rdzv_backend = "static";  // static: node 0 hosts the store at master_addr:port
-  std::string rdzv_endpoint;            // otherwise: the store's host[:port]
+  cli::RdzvBackend rdzv_backend = cli::RdzvBackend::kStatic;  // static: node 0 hosts the store at master_addr:port
+  std::vector<HttpEndpoint> rdzv_endpoints;                   // otherwise: the store's host[:port] (port 0: default)
   cli::RendezvousConf rdzv;
   std::string master_addr = "127.0.0.1";
   std::optional<int> master_port;

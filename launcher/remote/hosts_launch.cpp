@@ -9,7 +9,7 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
-#include "launcher/hosts/agent_plan.hpp"
+#include "launcher/cli/host_checks.hpp"
 #include "launcher/hosts/env_forward.hpp"
 #include "launcher/os/ports.hpp"
 #include "launcher/remote/host_list.hpp"
@@ -19,22 +19,6 @@
 
 namespace ddp::launch::remote {
 namespace {
-
-[[noreturn]] void usage(const std::string& message) { throw LaunchError(exit_code::kUsage, message); }
-
-bool elastic(const cli::LaunchOptions& o) { return o.nnodes_min != o.nnodes_max; }
-
-void check_flags(const cli::LaunchOptions& o) {
-  if (!elastic(o) && (o.nnodes_min != 1 || o.nnodes_max != 1))
-    usage(
-        "--hostfile/--hosts set the node count (one node per host); drop --nnodes, or give --nnodes MIN:MAX for "
-        "an elastic job on at least MIN of the hosts");
-  if (o.rdzv_backend == "etcd" && o.rdzv_endpoint.empty())
-    usage("--rdzv-backend=etcd needs --rdzv-endpoint=HOST[:PORT][,HOST[:PORT]...]: etcd's client addresses");
-  if (o.node_rank_given) usage("--hostfile/--hosts give each host its node rank (list order); drop --node-rank");
-  if (o.dry_run) usage("--dry-run shows one node; run it without --hostfile/--hosts, or on a host");
-  if (o.standalone) usage("--standalone runs a single node; drop it with --hostfile/--hosts");
-}
 
 std::string current_dir() {
   char buf[PATH_MAX];
@@ -73,15 +57,179 @@ std::string remote_agent_command(const std::string& launcher) {
 // reaches them through the job's store within a few heartbeats).
 constexpr double kOthersGrace_s = 15;
 
-void check_elastic(const cli::LaunchOptions& o, size_t hosts) {
-  if (o.nnodes_max > static_cast<int>(hosts))
-    usage(
-        fmt::format("--nnodes {}:{} asks for up to {} node(s), and the host list has {} (one node per host); give "
-                    "MIN:MAX at most {}",
-                    o.nnodes_min, o.nnodes_max, o.nnodes_max, hosts, hosts));
+// One many-host launch as it goes: the hosts, their agents' plan, the ssh connections.
+struct Launch {
+  const HostsLaunchSpec& spec;
+  std::vector<hosts::SelectedHost> selected;
+  hosts::PlanInputs in;
+  std::vector<hosts::AgentPlacement> plan;
+  std::optional<SshConnections> connections;
+};
+
+// The host list, read and checked against --nnodes, and each host's agent planned.
+void plan_hosts(Launch& l) {
+  const cli::HostsOptions& h = l.spec.hosts;
+  l.selected = read_host_list(h.hostfile, h.hosts, h.include, h.exclude);
+  cli::check_hosts_launch_size(l.spec.nnodes_min, l.spec.nnodes_max, l.selected.size());
+  l.in = l.spec.plan;
+  l.in.is_local = is_this_machine;
+  l.plan = hosts::plan_agents(l.selected, l.in, l.spec.nproc_count);
+}
+
+// The variables every agent gets: this machine's that match a prefix, --env-file's over them.
+std::map<std::string, std::string> forwarded_variables(const HostsLaunchSpec& spec, const cli::Environment& env,
+                                                       std::vector<std::string>& prefixes) {
+  prefixes = hosts::forward_prefixes(spec.hosts.env_forward);
+  std::vector<std::pair<std::string, std::string>> env_file;
+  const std::string& file = spec.hosts.env_file;
+  if (!file.empty()) env_file = hosts::parse_env_file(read_text_file(file, "--env-file"), file);
+  return hosts::forwarded_environment(env, prefixes, env_file);
+}
+
+void tell_plan(const Launch& l, const std::map<std::string, std::string>& forwarded,
+               const std::vector<std::string>& prefixes) {
+  worker::launcher_notice(fmt::format(
+      "{} host(s): {}{}", l.plan.size(), describe_plan(l.plan),
+      l.spec.elastic ? fmt::format(" (elastic: --nnodes {}:{})", l.spec.nnodes_min, l.spec.nnodes_max) : ""));
+  worker::launcher_notice(describe_forwarded(forwarded, prefixes));
+  if (!l.spec.settings.empty()) {
+    std::string names_of_settings;
+    for (const auto& entry : l.spec.settings) names_of_settings += " " + entry.first;
+    worker::launcher_notice("every host parses the arguments with this machine's" + names_of_settings);
+  }
+}
+
+// An elastic job goes on without the hosts ssh cannot reach while MIN hosts are left: they
+// leave the list, and the rest are planned again.
+void leave_out_unreachable(Launch& l, const std::vector<std::pair<std::string, std::string>>& unreachable) {
+  std::vector<std::string> words;
+  for (const auto& [host, why] : unreachable) {
+    words.push_back(host + ": " + why);
+    const std::string name = host;
+    l.selected.erase(std::find_if(l.selected.begin(), l.selected.end(),
+                                  [&](const hosts::SelectedHost& s) { return s.name == name; }));
+  }
+  if (static_cast<int>(l.selected.size()) < l.spec.nnodes_min)
+    throw LaunchError(exit_code::kRendezvousFailed,
+                      fmt::format("cannot reach {} of {} host(s) over ssh ({}), which leaves {}, fewer than "
+                                  "--nnodes {}:{} needs; check those hosts, or leave them out with --exclude",
+                                  unreachable.size(), l.plan.size(), fmt::join(words, "; "), l.selected.size(),
+                                  l.spec.nnodes_min, l.spec.nnodes_max));
+  // Nobody else will come: a round of them all closes at once (no last_call wait).
+  l.in.nnodes_max = std::min(l.in.nnodes_max, static_cast<int>(l.selected.size()));
+  l.plan = hosts::plan_agents(l.selected, l.in, l.spec.nproc_count);
+  worker::launcher_notice(
+      fmt::format("cannot reach {} host(s) over ssh ({}); the elastic job goes on with {} "
+                  "host(s): {}",
+                  unreachable.size(), fmt::join(words, "; "), l.plan.size(), describe_plan(l.plan)));
+}
+
+// One ssh connection per remote host of the plan.
+void connect_hosts(Launch& l) {
+  std::vector<std::string> remote_hosts;
+  for (const auto& p : l.plan)
+    if (!p.local) remote_hosts.push_back(p.host);
+  if (remote_hosts.empty()) return;
+  l.connections.emplace(l.spec.ssh, l.spec.env_entries, l.spec.path_env);
+  const auto unreachable = l.connections->open(remote_hosts, l.spec.elastic);
+  worker::launcher_notice(fmt::format("ssh: connected to {} host(s) in {:.2f} s",
+                                      remote_hosts.size() - unreachable.size(), l.connections->connect_seconds()));
+  if (!unreachable.empty()) leave_out_unreachable(l, unreachable);
+}
+
+// Each host's agent: ssh runs `launcher __agent` there; this machine's starts directly.
+void start_agents(const Launch& l, HostProcesses& processes, const std::vector<std::string>& args,
+                  const std::map<std::string, std::string>& forwarded, const std::string& launcher) {
+  const std::string self = this_executable();
+  for (size_t i = 0; i < l.plan.size(); ++i) {
+    hosts::AgentConfig config{args, forwarded, l.spec.settings, current_dir(), l.plan[i]};
+    os::SpawnSpec spec = l.plan[i].local ? os::SpawnSpec{self, {self, "__agent"}, l.spec.env_entries}
+                                         : l.connections->session(l.plan[i].host, remote_agent_command(launcher));
+    processes.start(i, std::move(spec), hosts::encode_agent_config(config), true);
+  }
+}
+
+// What the agents' ends told: the host lost first, the hosts an elastic job went on without.
+struct AgentEnds {
+  std::optional<size_t> lost;
+  std::vector<bool> left_out;
+};
+
+// Until every agent ended. An agent's own failure gives the others kOthersGrace_s to end
+// with its root cause; a lost host (killed, or its ssh session gone) stops the others at
+// once, unless an elastic job can go on without it.
+HostProcessesOutcome watch_agents(const Launch& l, HostProcesses& processes, AgentEnds& ends) {
+  const auto& plan = l.plan;
+  ends.left_out.assign(plan.size(), false);
+  int alive = static_cast<int>(plan.size());
+  const bool store_on_first = !plan.front().rdzv_endpoint.empty() || !plan.front().master_addr.empty();
+  return processes.run(
+      StopBy::kCloseStdin, l.spec.stop_deadline_s, [&](size_t i, const os::ExitStatus& st, bool in_stop) {
+        // Killed, or (over ssh) ssh's own failure 255: not an exit the agent chose.
+        const bool session_died = st.signaled || (!plan[i].local && st.code == 255);
+        if (in_stop || st.success()) return;
+        if (!session_died) {  // the agent's own failure: the root cause reaches the others through the store
+          processes.request_stop(kOthersGrace_s,
+                                 fmt::format("host {} (node rank {}) failed ({})", plan[i].host, i, st.describe()));
+          return;
+        }
+        const std::string who = fmt::format("host {} (node rank {})", plan[i].host, i);
+        const std::string how =
+            fmt::format("its {} ended ({})", plan[i].local ? "agent" : "ssh session", st.describe());
+        worker::launcher_notice(who + " lost: " + how);
+        if (l.spec.elastic && --alive >= l.spec.nnodes_min && !(store_on_first && i == 0)) {
+          ends.left_out[i] = true;  // its agent left as a lost node: the others' rendezvous goes on
+          worker::launcher_notice(fmt::format("the elastic job goes on with {} host(s) (--nnodes {}:{})", alive,
+                                              l.spec.nnodes_min, l.spec.nnodes_max));
+          return;
+        }
+        processes.request_stop(0, who + " was lost: " + how);  // the others learn nothing more by waiting
+        if (!ends.lost) ends.lost = i;
+      });
+}
+
+// The job's exit code from every agent's: a host lost first, else the first failure that
+// was not our stop, else the end of a job whose every failed host we stopped.
+int job_exit_code(const Launch& l, const HostProcessesOutcome& outcome, const AgentEnds& ends) {
+  const auto& plan = l.plan;
+  std::vector<std::string> failed;
+  std::optional<int> code;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const os::ExitStatus& st = outcome.status[i];
+    if (st.success() || ends.left_out[i]) continue;
+    failed.push_back(fmt::format("{} (node rank {}): {}", plan[i].host, i, st.describe()));
+    if (!code && !outcome.ended_in_stop[i]) code = st.launcher_exit_code();  // not one we stopped
+  }
+  if (!code && !failed.empty()) code = exit_code::kRendezvousFailed;  // every failed host was stopped by us
+  if (ends.lost) {
+    worker::launcher_notice(fmt::format("the job failed: host {} (node rank {}) was lost first; hosts: {}",
+                                        plan[*ends.lost].host, *ends.lost, fmt::join(failed, "; ")));
+    return exit_code::kRendezvousFailed;
+  }
+  if (code) {
+    worker::launcher_notice(
+        fmt::format("the job failed (exit code {}); the failure report above names the rank; "
+                    "hosts that failed: {}",
+                    *code, fmt::join(failed, "; ")));
+    return *code;
+  }
+  const auto gone = std::count(ends.left_out.begin(), ends.left_out.end(), true);
+  if (gone)
+    worker::launcher_notice(fmt::format("the elastic job finished on {} host(s); {} host(s) lost on the way",
+                                        plan.size() - static_cast<size_t>(gone), gone));
+  else worker::launcher_notice(fmt::format("all {} host(s) finished", plan.size()));
+  return exit_code::kSuccess;
 }
 
 }  // namespace
+
+SshSettings ssh_settings(const cli::HostsOptions& h) {
+  SshSettings ssh;
+  ssh.port = h.ssh_port;
+  ssh.options = h.ssh_options;
+  ssh.fanout = h.ssh_fanout;
+  return ssh;
+}
 
 std::string this_executable() {
   char buf[PATH_MAX];
@@ -95,151 +243,22 @@ bool is_this_machine(const std::string& host) {
   return os::is_local_address(host);
 }
 
-int run_hosts_launch(const cli::LaunchOptions& o, const std::vector<std::string>& args, const cli::Environment& env) {
-  check_flags(o);
-  const cli::HostsOptions& h = o.hosts;
-  auto selected = read_host_list(h.hostfile, h.hosts, h.include, h.exclude);
-  const bool is_elastic = elastic(o);
-  if (is_elastic) check_elastic(o, selected.size());
-  hosts::PlanInputs in;
-  in.nproc_given = o.nproc_given;
-  in.master_addr_given = o.master_addr != "127.0.0.1";
-  in.master_addr = o.master_addr;
-  in.rdzv_endpoint_given = !o.rdzv_endpoint.empty();
-  in.master_port = o.master_port;
-  in.is_local = is_this_machine;
-  if (is_elastic) {
-    in.nnodes_min = o.nnodes_min;
-    in.nnodes_max = o.nnodes_max;
-  }
-  std::optional<int> nproc_count;
-  if (o.nproc.kind == cli::NprocSpec::Kind::kCount) nproc_count = o.nproc.count;
-  std::vector<hosts::AgentPlacement> plan = hosts::plan_agents(selected, in, nproc_count);
-
-  const std::vector<std::string> prefixes = hosts::forward_prefixes(h.env_forward);
-  std::vector<std::pair<std::string, std::string>> env_file;
-  if (!h.env_file.empty()) env_file = hosts::parse_env_file(read_text_file(h.env_file, "--env-file"), h.env_file);
-  const auto forwarded = hosts::forwarded_environment(env, prefixes, env_file);
-  std::map<std::string, std::string> settings;  // PET_*: this machine's flag defaults, for every agent
-  for (const auto& [name, value] : env)
-    if (name.rfind("PET_", 0) == 0 && !value.empty()) settings[name] = value;
-  const std::string launcher = h.remote_launcher.empty() ? this_executable() : h.remote_launcher;
-
-  std::vector<std::string> remote_hosts;
-  for (const auto& p : plan)
-    if (!p.local) remote_hosts.push_back(p.host);
-  worker::launcher_notice(
-      fmt::format("{} host(s): {}{}", plan.size(), describe_plan(plan),
-                  is_elastic ? fmt::format(" (elastic: --nnodes {}:{})", o.nnodes_min, o.nnodes_max) : ""));
-  worker::launcher_notice(describe_forwarded(forwarded, prefixes));
-  if (!settings.empty()) {
-    std::string names_of_settings;
-    for (const auto& entry : settings) names_of_settings += " " + entry.first;
-    worker::launcher_notice("every host parses the arguments with this machine's" + names_of_settings);
-  }
-
-  SshSettings ssh;
-  ssh.port = h.ssh_port;
-  ssh.options = h.ssh_options;
-  ssh.fanout = h.ssh_fanout;
-  const std::string path_env = cli::lookup(env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
-  const std::vector<std::string> env_entries = cli::environment_entries(env);
-  std::optional<SshConnections> connections;
-  if (!remote_hosts.empty()) {
-    connections.emplace(ssh, env_entries, path_env);
-    const auto unreachable = connections->open(remote_hosts, is_elastic);
-    worker::launcher_notice(fmt::format("ssh: connected to {} host(s) in {:.2f} s",
-                                        remote_hosts.size() - unreachable.size(), connections->connect_seconds()));
-    if (!unreachable.empty()) {  // elastic: the job goes on without them while MIN hosts are left
-      std::vector<std::string> words;
-      for (const auto& [host, why] : unreachable) {
-        words.push_back(host + ": " + why);
-        const std::string name = host;
-        selected.erase(std::find_if(selected.begin(), selected.end(),
-                                    [&](const hosts::SelectedHost& s) { return s.name == name; }));
-      }
-      if (static_cast<int>(selected.size()) < o.nnodes_min)
-        throw LaunchError(exit_code::kRendezvousFailed,
-                          fmt::format("cannot reach {} of {} host(s) over ssh ({}), which leaves {}, fewer than "
-                                      "--nnodes {}:{} needs; check those hosts, or leave them out with --exclude",
-                                      unreachable.size(), plan.size(), fmt::join(words, "; "), selected.size(),
-                                      o.nnodes_min, o.nnodes_max));
-      // Nobody else will come: a round of them all closes at once (no last_call wait).
-      in.nnodes_max = std::min(in.nnodes_max, static_cast<int>(selected.size()));
-      plan = hosts::plan_agents(selected, in, nproc_count);
-      worker::launcher_notice(
-          fmt::format("cannot reach {} host(s) over ssh ({}); the elastic job goes on with {} "
-                      "host(s): {}",
-                      unreachable.size(), fmt::join(words, "; "), plan.size(), describe_plan(plan)));
-    }
-  }
+int run_hosts_launch(const HostsLaunchSpec& spec, const std::vector<std::string>& args, const cli::Environment& env) {
+  Launch l{spec, {}, {}, {}, std::nullopt};
+  plan_hosts(l);
+  std::vector<std::string> prefixes;
+  const std::map<std::string, std::string> forwarded = forwarded_variables(spec, env, prefixes);
+  const std::string launcher = spec.hosts.remote_launcher.empty() ? this_executable() : spec.hosts.remote_launcher;
+  tell_plan(l, forwarded, prefixes);
+  connect_hosts(l);
   std::vector<std::string> names;
-  for (const auto& p : plan) names.push_back(p.host);
-
+  for (const auto& p : l.plan) names.push_back(p.host);
   HostProcesses processes(names);
-  const std::string self = this_executable();
-  for (size_t i = 0; i < plan.size(); ++i) {
-    hosts::AgentConfig config{args, forwarded, settings, current_dir(), plan[i]};
-    os::SpawnSpec spec = plan[i].local ? os::SpawnSpec{self, {self, "__agent"}, env_entries}
-                                       : connections->session(plan[i].host, remote_agent_command(launcher));
-    processes.start(i, std::move(spec), hosts::encode_agent_config(config), true);
-  }
-
-  std::optional<size_t> lost;
-  std::vector<bool> left_out(plan.size());  // elastic: lost, and the job went on without it
-  int alive = static_cast<int>(plan.size());
-  const bool store_on_first = !plan.front().rdzv_endpoint.empty() || !plan.front().master_addr.empty();
-  const HostProcessesOutcome outcome = processes.run(
-      StopBy::kCloseStdin, o.shutdown_timeout_s + 30, [&](size_t i, const os::ExitStatus& st, bool in_stop) {
-        // Killed, or (over ssh) ssh's own failure 255: not an exit the agent chose.
-        const bool session_died = st.signaled || (!plan[i].local && st.code == 255);
-        if (in_stop || st.success()) return;
-        if (!session_died) {  // the agent's own failure: the root cause reaches the others through the store
-          processes.request_stop(kOthersGrace_s,
-                                 fmt::format("host {} (node rank {}) failed ({})", plan[i].host, i, st.describe()));
-          return;
-        }
-        const std::string who = fmt::format("host {} (node rank {})", plan[i].host, i);
-        const std::string how =
-            fmt::format("its {} ended ({})", plan[i].local ? "agent" : "ssh session", st.describe());
-        worker::launcher_notice(who + " lost: " + how);
-        if (is_elastic && --alive >= o.nnodes_min && !(store_on_first && i == 0)) {
-          left_out[i] = true;  // its agent left as a lost node: the others' rendezvous goes on
-          worker::launcher_notice(fmt::format("the elastic job goes on with {} host(s) (--nnodes {}:{})", alive,
-                                              o.nnodes_min, o.nnodes_max));
-          return;
-        }
-        processes.request_stop(0, who + " was lost: " + how);  // the others learn nothing more by waiting
-        if (!lost) lost = i;
-      });
+  start_agents(l, processes, args, forwarded, launcher);
+  AgentEnds ends;
+  const HostProcessesOutcome outcome = watch_agents(l, processes, ends);
   if (outcome.stop_signal != 0) return exit_code::kSignalBase + outcome.stop_signal;
-  std::vector<std::string> failed;
-  std::optional<int> code;
-  for (size_t i = 0; i < plan.size(); ++i) {
-    const os::ExitStatus& st = outcome.status[i];
-    if (st.success() || left_out[i]) continue;
-    failed.push_back(fmt::format("{} (node rank {}): {}", plan[i].host, i, st.describe()));
-    if (!code && !outcome.ended_in_stop[i]) code = st.launcher_exit_code();  // not one we stopped
-  }
-  if (!code && !failed.empty()) code = exit_code::kRendezvousFailed;  // every failed host was stopped by us
-  if (lost) {
-    worker::launcher_notice(fmt::format("the job failed: host {} (node rank {}) was lost first; hosts: {}",
-                                        plan[*lost].host, *lost, fmt::join(failed, "; ")));
-    return exit_code::kRendezvousFailed;
-  }
-  if (code) {
-    worker::launcher_notice(
-        fmt::format("the job failed (exit code {}); the failure report above names the rank; "
-                    "hosts that failed: {}",
-                    *code, fmt::join(failed, "; ")));
-    return *code;
-  }
-  const auto gone = std::count(left_out.begin(), left_out.end(), true);
-  if (gone)
-    worker::launcher_notice(fmt::format("the elastic job finished on {} host(s); {} host(s) lost on the way",
-                                        plan.size() - static_cast<size_t>(gone), gone));
-  else worker::launcher_notice(fmt::format("all {} host(s) finished", plan.size()));
-  return exit_code::kSuccess;
+  return job_exit_code(l, outcome, ends);
 }
 
 }  // namespace ddp::launch::remote

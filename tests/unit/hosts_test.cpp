@@ -7,6 +7,7 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/signal_names.hpp"
+#include "launcher/cli/host_checks.hpp"
 #include "launcher/cli/options.hpp"
 #include "launcher/hosts/agent_plan.hpp"
 #include "launcher/hosts/env_forward.hpp"
@@ -15,6 +16,8 @@
 #include "launcher/hosts/resource_filter.hpp"
 #include "launcher/remote/host_output.hpp"
 #include "launcher/remote/ssh_command.hpp"
+#include "launcher/resolve_hosts_launch.hpp"
+#include "launcher/resolve_job.hpp"
 
 using namespace ddp::launch;
 using Catch::Matchers::Contains;
@@ -355,4 +358,107 @@ TEST_CASE("host flags: parsed raw, --ssh-option repeatable with one value each, 
   CHECK_FALSE(o.nproc_given);
   CHECK(cli::parse_command_line({"--nproc-per-node", "2", "x"}, {}).options->nproc_given);
   CHECK_FALSE(cli::parse_command_line({"x"}, {}).options->hosts.any());
+}
+
+TEST_CASE("resolve_hosts_launch: the host flags' cross-checks, then the plan's inputs from what was given") {
+  auto resolve = [](std::vector<std::string> args, const cli::Environment& env = {}) {
+    args.insert(args.begin(), {"--hosts", "a,b"});
+    args.push_back("prog");
+    auto parsed = cli::parse_command_line(args, env);
+    REQUIRE(parsed.options);
+    return resolve_hosts_launch(*parsed.options, env);
+  };
+  CHECK_THAT(usage_error_of([&] { resolve({"--nnodes=2"}); }), Contains("drop --nnodes"));
+  CHECK_THAT(usage_error_of([&] { resolve({"--node-rank=0"}); }), Contains("drop --node-rank"));
+  CHECK_THAT(usage_error_of([&] { resolve({"--dry-run"}); }), Contains("--dry-run shows one node"));
+  CHECK_THAT(usage_error_of([&] { resolve({"--standalone"}); }), Contains("drop it with --hostfile/--hosts"));
+  CHECK_THAT(usage_error_of([&] { resolve({"--rdzv-backend=etcd"}); }), Contains("etcd's client addresses"));
+
+  const remote::HostsLaunchSpec plain = resolve({});
+  CHECK_FALSE(plain.elastic);
+  CHECK_FALSE(plain.plan.master_addr_given);  // the launcher picks the store: the first host
+  CHECK_FALSE(plain.plan.rdzv_endpoint_given);
+  CHECK_FALSE(plain.plan.nproc_given);
+  CHECK(plain.nproc_count == 1);  // the default count: plan_agents checks it against a slot filter
+  CHECK(plain.plan.nnodes_min == 0);
+  CHECK(plain.stop_deadline_s == 60);
+  // An explicit --master-addr is given, whatever its value (the default's value included).
+  CHECK(resolve({"--master-addr=127.0.0.1"}).plan.master_addr_given);
+  CHECK(resolve({"--master-addr=store"}).plan.master_addr == "store");
+
+  const remote::HostsLaunchSpec s =
+      resolve({"--nnodes=1:3", "--nproc-per-node=4", "--rdzv-backend=c10d", "--rdzv-endpoint=r:1", "--ssh-port=2222",
+               "--shutdown-timeout=5"},
+              {{"PET_MAX_RESTARTS", "2"}, {"PET_EMPTY", ""}, {"PATH", "/p"}, {"HOME", "/h"}});
+  CHECK(s.elastic);
+  CHECK(s.plan.nnodes_min == 1);
+  CHECK(s.plan.nnodes_max == 3);
+  CHECK(s.plan.nproc_given);
+  CHECK(s.nproc_count == 4);
+  CHECK(s.plan.rdzv_endpoint_given);
+  CHECK(*s.ssh.port == 2222);
+  CHECK(s.settings == std::map<std::string, std::string>{{"PET_MAX_RESTARTS", "2"}});
+  CHECK(s.path_env == "/p");
+  CHECK(s.stop_deadline_s == 35);
+}
+
+TEST_CASE("hosts launch size: an elastic job asks for at most as many nodes as there are hosts") {
+  CHECK_NOTHROW(cli::check_hosts_launch_size(1, 3, 3));
+  CHECK_NOTHROW(cli::check_hosts_launch_size(1, 1, 0));  // not elastic: the host list sets the count
+  CHECK_THAT(usage_error_of([] { cli::check_hosts_launch_size(1, 3, 2); }),
+             Contains("--nnodes 1:3 asks for up to 3 node(s), and the host list has 2"));
+}
+
+TEST_CASE("placed options: an agent's placement over the flags' own, the parsed options untouched") {
+  auto flags = [](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--hosts", "h0,h1,h2"});
+    args.push_back("prog");
+    auto parsed = cli::parse_command_line(args, {});
+    REQUIRE(parsed.options);
+    return *parsed.options;
+  };
+  hosts::AgentPlacement fixed;
+  fixed.host = "h2";
+  fixed.node_rank = 2;
+  fixed.nnodes = 3;
+  fixed.nproc = 2;
+  fixed.master_addr = "h0";
+  fixed.master_port = 29500;
+  const cli::LaunchOptions given = flags({"--stdin-rank=0"});
+  const cli::LaunchOptions o = placed_options(given, fixed);
+  CHECK(o.nnodes_min == 3);
+  CHECK(o.nnodes_max == 3);
+  CHECK(o.node_rank == 2);
+  CHECK(o.node_rank_given);
+  CHECK(o.nproc.kind == cli::NprocSpec::Kind::kCount);
+  CHECK(o.nproc.count == 2);
+  CHECK(o.master_addr == "h0");
+  CHECK(o.master_port == 29500);
+  CHECK(o.local_addr == "h2");  // the host as listed: what the others reach it by
+  CHECK_FALSE(o.stdin_rank_auto);
+  CHECK_FALSE(o.stdin_rank);  // stdin is the launching machine's channel
+  CHECK(o.program == "prog");
+  CHECK(given.nnodes_max == 1);  // the parse's own options stay as parsed
+  CHECK(given.stdin_rank == 0);
+
+  CHECK(placed_options(flags({"--local-addr=10.0.0.2"}), fixed).local_addr == "10.0.0.2");
+  fixed.host = "localhost";
+  CHECK(placed_options(flags({}), fixed).local_addr.empty());
+
+  hosts::AgentPlacement elastic;
+  elastic.host = "h1";
+  elastic.node_rank = 1;
+  elastic.nnodes = 3;
+  elastic.nnodes_min = 1;
+  elastic.nnodes_max = 3;
+  elastic.rdzv_endpoint = "[fd00::1]:29500";
+  const cli::LaunchOptions e = placed_options(flags({"--nnodes=1:3"}), elastic);
+  CHECK(e.nnodes_min == 1);
+  CHECK(e.nnodes_max == 3);
+  CHECK_FALSE(e.node_rank_given);  // the rendezvous numbers the nodes
+  CHECK(e.rdzv_backend == cli::RdzvBackend::kC10d);
+  REQUIRE(e.rdzv_endpoints.size() == 1);
+  CHECK(e.rdzv_endpoints[0].address.host == "fd00::1");
+  CHECK(e.rdzv_endpoints[0].address.port == 29500);
+  CHECK_FALSE(e.nproc_given);
 }

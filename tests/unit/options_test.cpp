@@ -226,7 +226,7 @@ TEST_CASE("etcd backend: torchrun's etcd-v2 name, TLS and auth keys, the passwor
   auto o = parse({"--nnodes=1:2", "--rdzv-backend=etcd-v2", "--rdzv-endpoint=e1:2379,e2",
                   "--rdzv-conf=protocol=https,cacert=/ca.pem,cert=/c.pem,key=/c.key,username=ddp", "prog"},
                  {{"DDP_LAUNCH_ETCD_PASSWORD", "pw"}});
-  CHECK(o.rdzv_backend == "etcd");
+  CHECK(o.rdzv_backend == RdzvBackend::kEtcd);
   CHECK(o.rdzv.https);
   CHECK(o.rdzv.cacert == "/ca.pem");
   CHECK(o.rdzv.cert == "/c.pem");

@@ -1,0 +1,57 @@
+#include "launcher/commands.hpp"
+
+#include <unistd.h>
+
+#include "launcher/agent.hpp"
+#include "launcher/cli/command_line.hpp"
+#include "launcher/cli/exec_args.hpp"
+#include "launcher/cli/options.hpp"
+#include "launcher/cli/status_args.hpp"
+#include "launcher/remote/exec_command.hpp"
+#include "launcher/remote/hosts_launch.hpp"
+#include "launcher/remote_agent.hpp"
+#include "launcher/resolve_hosts_launch.hpp"
+#include "launcher/status_command.hpp"
+#include "launcher/worker/output.hpp"
+
+namespace ddp::launch {
+namespace {
+
+// `ddp-launch [OPTIONS] PROGRAM [ARGS...]`: this node's agent, or, with --hostfile/--hosts,
+// the launching machine of a many-host launch (each host's agent gets args as they are).
+int run_launch(const std::vector<std::string>& args, const cli::Environment& env) {
+  const cli::ParsedCommandLine parsed = cli::parse_command_line(args, env);
+  if (!parsed.options) {  // --help, --version, --print-completion
+    worker::write_all(STDOUT_FILENO, parsed.text);
+    return parsed.exit_code;
+  }
+  for (const auto& notice : parsed.options->notices) worker::launcher_notice(notice);
+  for (const auto& warning : parsed.options->warnings) worker::launcher_notice("warning: " + warning);
+  if (parsed.options->hosts.any())
+    return remote::run_hosts_launch(resolve_hosts_launch(*parsed.options, env), args, env);
+  return run_agent(*parsed.options, env);
+}
+
+int run_status(const std::vector<std::string>& args) {
+  const std::optional<cli::StatusArgs> status = cli::parse_status_args(args);
+  if (!status) {  // --help
+    worker::write_all(STDOUT_FILENO, std::string(cli::kStatusUsage) + "\n");
+    return 0;
+  }
+  return run_status_command(*status);
+}
+
+}  // namespace
+
+int run_command_line(const std::vector<std::string>& args, const cli::Environment& env) {
+  const cli::CommandLine line = cli::split_command(args);
+  switch (line.command) {
+    case cli::Command::kStatus: return run_status(line.args);
+    case cli::Command::kExec: return remote::run_exec_command(cli::parse_exec_args(line.args), env);
+    case cli::Command::kAgent: return run_remote_agent();  // its configuration comes on stdin
+    case cli::Command::kLaunch: break;
+  }
+  return run_launch(line.args, env);
+}
+
+}  // namespace ddp::launch
