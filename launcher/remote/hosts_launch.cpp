@@ -12,6 +12,7 @@
 #include "launcher/hosts/agent_plan.hpp"
 #include "launcher/hosts/env_forward.hpp"
 #include "launcher/os/ports.hpp"
+#include "launcher/os/this_process.hpp"
 #include "launcher/remote/host_list.hpp"
 #include "launcher/remote/host_processes.hpp"
 #include "launcher/remote/ssh_connections.hpp"
@@ -36,10 +37,7 @@ void check_flags(const cli::LaunchOptions& o) {
   if (o.standalone) usage("--standalone runs a single node; drop it with --hostfile/--hosts");
 }
 
-std::string current_dir() {
-  char buf[PATH_MAX];
-  return getcwd(buf, sizeof buf) ? std::string(buf) : std::string();
-}
+std::string current_dir() { return os::current_dir(); }
 
 std::string describe_plan(const std::vector<hosts::AgentPlacement>& plan) {
   std::vector<std::string> items;
@@ -83,12 +81,7 @@ void check_elastic(const cli::LaunchOptions& o, size_t hosts) {
 
 }  // namespace
 
-std::string this_executable() {
-  char buf[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) throw LaunchError(exit_code::kInternalError, "cannot read /proc/self/exe");
-  return std::string(buf, static_cast<size_t>(n));
-}
+std::string this_executable() { return os::executable_path(); }
 
 bool is_this_machine(const std::string& host) {
   if (host == "localhost" || os::is_loopback_address(host) || host == os::host_name()) return true;
