@@ -97,8 +97,8 @@ class ChildSet {
 
   // SIGKILL to each running child's group, then waits for each (blocks: they are dying).
   void kill_and_reap();
-  // Forgets every child (the owner reaped or killed them): the next add is id 0, and a timer of
-  // the old set that fires later does nothing.
+  // Forgets every child (the owner reaped or killed them, and their output ended or was never
+  // read): the next add is id 0, and a timer of the old set that fires later does nothing.
   void clear();
 
  private:
