@@ -18,7 +18,9 @@
 #include "launcher/base/text.hpp"
 #include "launcher/cli/options.hpp"
 #include "launcher/hosts/agent_plan.hpp"
+#include "launcher/os/fd_io.hpp"
 #include "launcher/os/process.hpp"
+#include "launcher/os/this_process.hpp"
 #include "launcher/supervise/stop_requests.hpp"
 #include "launcher/worker/output.hpp"
 
@@ -33,7 +35,7 @@ std::string read_config_line() {
   std::string line;
   char c;
   for (;;) {
-    const ssize_t n = read(STDIN_FILENO, &c, 1);
+    const ssize_t n = os::read_some(STDIN_FILENO, &c, 1);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0 || line.size() > kMaxConfigBytes)
       throw LaunchError(exit_code::kUsage,
@@ -49,13 +51,13 @@ std::string read_config_line() {
 void select_slots(const std::vector<int>& slots) {
   if (slots.empty()) return;
   std::vector<std::string> visible;
-  if (const char* v = getenv("CUDA_VISIBLE_DEVICES")) visible = split(v, ',', EmptyItems::kSkip);
+  if (auto v = os::env_value("CUDA_VISIBLE_DEVICES")) visible = split(*v, ',', EmptyItems::kSkip);
   std::vector<std::string> chosen;
   for (int s : slots)
     chosen.push_back(visible.empty()                           ? std::to_string(s)
                      : static_cast<size_t>(s) < visible.size() ? visible[static_cast<size_t>(s)]
                                                                : std::to_string(s));
-  setenv("CUDA_VISIBLE_DEVICES", fmt::format("{}", fmt::join(chosen, ",")).c_str(), 1);
+  os::set_env("CUDA_VISIBLE_DEVICES", fmt::format("{}", fmt::join(chosen, ",")));
 }
 
 // The end of stdin stops the agent like a SIGTERM would (the launching side is gone, or
@@ -71,7 +73,7 @@ void watch_stdin(const hosts::AgentPlacement& p, supervise::StopRequests& stops)
     std::optional<std::string> reason;
     char buf[256];
     for (;;) {
-      const ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
+      const ssize_t n = os::read_some(STDIN_FILENO, buf, sizeof buf);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
       pending.append(buf, static_cast<size_t>(n));
@@ -93,10 +95,10 @@ void watch_stdin(const hosts::AgentPlacement& p, supervise::StopRequests& stops)
 int run_remote_agent() {
   const hosts::AgentConfig config = hosts::decode_agent_config(read_config_line());
   const hosts::AgentPlacement& p = config.placement;
-  if (!config.cwd.empty() && chdir(config.cwd.c_str()) != 0)
+  if (!config.cwd.empty() && !os::change_dir(config.cwd))
     worker::launcher_notice(fmt::format("warning: {} has no folder {} (the launching shell's); starting in {}", p.host,
-                                        config.cwd, getenv("HOME") ? getenv("HOME") : "/"));
-  for (const auto& [name, value] : config.env) setenv(name.c_str(), value.c_str(), 1);
+                                        config.cwd, os::env_value("HOME").value_or("/")));
+  for (const auto& [name, value] : config.env) os::set_env(name, value);
   select_slots(p.slots);
   cli::Environment env = cli::environment_from(environ);
   for (auto it = env.begin(); it != env.end();)  // the launching machine's PET_* replace this host's

@@ -8,6 +8,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -214,6 +215,14 @@ pid_t spawn_worker(const SpawnSpec& spec) {
 
 void signal_group(pid_t pgid, int signo) {
   if (pgid > 0) ::kill(-pgid, signo);
+}
+
+void signal_process(pid_t pid, int signo) {
+  if (pid > 0) ::kill(pid, signo);
+}
+
+void signal_main_thread(pid_t pid, int signo) {
+  if (pid > 0) ::syscall(SYS_tgkill, pid, pid, signo);
 }
 
 std::optional<ExitStatus> try_reap(pid_t pid) {

@@ -95,6 +95,11 @@ pid_t confirm_exec(StartedWorker& started);
 
 // kill(-pgid, sig); a group that no longer exists is not an error.
 void signal_group(pid_t pgid, int signo);
+// kill(pid, sig): that one process, not its group; one that no longer exists is not an error.
+void signal_process(pid_t pid, int signo);
+// tgkill(pid, pid, sig): the process's main thread itself, not whichever thread takes a signal
+// sent to the process (a worker's faulthandler dumps the thread that received it).
+void signal_main_thread(pid_t pid, int signo);
 
 // waitpid(pid, WNOHANG): the decoded status if it has exited (and is now reaped), a
 // vanished status if it is no child of ours (ECHILD), nullopt while it runs.

@@ -1,6 +1,6 @@
-// Runs one process per host (an ssh session, or the local agent) on one poll loop: their
-// stdout and stderr reach the launcher's with the host's prefix (HostOutput), a stop
-// signal (SIGINT, SIGTERM, SIGHUP) stops them all, and each end is reported as it happens.
+// Runs one process per host (an ssh session, or the local agent) as an os::ChildSet on its own
+// Asio loop: their stdout and stderr reach the launcher's with the host's prefix (HostOutput),
+// a stop signal (SIGINT, SIGTERM, SIGHUP) stops them all, and each end is reported as it happens.
 // How a stop is asked depends on what runs: kCloseStdin (agents stop when their stdin, the
 // ssh session, ends; the stop's reason goes first, as one line, hosts::encode_stop_message)
 // or kTerminate (SIGTERM to each process group); a second signal, or the stop deadline,
@@ -13,6 +13,11 @@
 #include <string>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "launcher/os/child_set.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/remote/host_output.hpp"
 
@@ -28,6 +33,8 @@ struct HostProcessesOutcome {
 
 class HostProcesses {
  public:
+  using OnEnd = std::function<void(size_t, const os::ExitStatus&, bool)>;
+
   explicit HostProcesses(std::vector<std::string> hosts);
   ~HostProcesses();  // SIGKILLs and reaps whatever still runs
   HostProcesses(const HostProcesses&) = delete;
@@ -39,8 +46,7 @@ class HostProcesses {
 
   // Until every started process ended. on_end(i, status, in_stop) is called at each end.
   // stop_deadline_s: after a stop began, how long before the rest are SIGKILLed.
-  HostProcessesOutcome run(StopBy stop_by, double stop_deadline_s,
-                           const std::function<void(size_t, const os::ExitStatus&, bool)>& on_end);
+  HostProcessesOutcome run(StopBy stop_by, double stop_deadline_s, const OnEnd& on_end);
 
   // Begins the stop from outside a signal, after delay_s (e.g. once one host's agent
   // failed: the others get that long to end on their own, with the job's root cause);
@@ -49,12 +55,27 @@ class HostProcesses {
   void request_stop(double delay_s, std::string reason);
 
  private:
-  struct Child;
+  os::ChildOutput relay(size_t host);
+  void wait_for_signal(boost::asio::signal_set& signals);
+  void on_signal(int signo);
+  void on_exit(size_t child, const os::ExitStatus& status);
+  void begin_stop(const std::string& reason);
+
   std::vector<std::string> hosts_;
-  std::vector<Child> children_;
   HostOutput out_, err_;
+  boost::asio::io_context loop_;
+  os::ChildSet children_;
+  std::vector<size_t> host_of_;           // child id -> host index
+  boost::asio::steady_timer stop_timer_;  // request_stop's delay
   std::optional<std::chrono::steady_clock::time_point> stop_at_;
   std::string stop_reason_;
+  // One run's state.
+  StopBy stop_by_ = StopBy::kTerminate;
+  std::chrono::steady_clock::duration stop_deadline_{};
+  const OnEnd* on_end_ = nullptr;
+  HostProcessesOutcome outcome_;
+  bool stopping_ = false;
+  bool killed_ = false;
 };
 
 }  // namespace ddp::launch::remote

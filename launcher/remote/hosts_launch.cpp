@@ -12,6 +12,7 @@
 #include "launcher/cli/host_checks.hpp"
 #include "launcher/hosts/env_forward.hpp"
 #include "launcher/os/ports.hpp"
+#include "launcher/os/this_process.hpp"
 #include "launcher/remote/host_list.hpp"
 #include "launcher/remote/host_processes.hpp"
 #include "launcher/remote/ssh_connections.hpp"
@@ -19,11 +20,6 @@
 
 namespace ddp::launch::remote {
 namespace {
-
-std::string current_dir() {
-  char buf[PATH_MAX];
-  return getcwd(buf, sizeof buf) ? std::string(buf) : std::string();
-}
 
 std::string describe_plan(const std::vector<hosts::AgentPlacement>& plan) {
   std::vector<std::string> items;
@@ -140,9 +136,9 @@ void connect_hosts(Launch& l) {
 // Each host's agent: ssh runs `launcher __agent` there; this machine's starts directly.
 void start_agents(const Launch& l, HostProcesses& processes, const std::vector<std::string>& args,
                   const std::map<std::string, std::string>& forwarded, const std::string& launcher) {
-  const std::string self = this_executable();
+  const std::string self = os::executable_path();
   for (size_t i = 0; i < l.plan.size(); ++i) {
-    hosts::AgentConfig config{args, forwarded, l.spec.settings, current_dir(), l.plan[i]};
+    hosts::AgentConfig config{args, forwarded, l.spec.settings, os::current_dir(), l.plan[i]};
     os::SpawnSpec spec = l.plan[i].local ? os::SpawnSpec{self, {self, "__agent"}, l.spec.env_entries}
                                          : l.connections->session(l.plan[i].host, remote_agent_command(launcher));
     processes.start(i, std::move(spec), hosts::encode_agent_config(config), true);
@@ -231,13 +227,6 @@ SshSettings ssh_settings(const cli::HostsOptions& h) {
   return ssh;
 }
 
-std::string this_executable() {
-  char buf[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) throw LaunchError(exit_code::kInternalError, "cannot read /proc/self/exe");
-  return std::string(buf, static_cast<size_t>(n));
-}
-
 bool is_this_machine(const std::string& host) {
   if (host == "localhost" || os::is_loopback_address(host) || host == os::host_name()) return true;
   return os::is_local_address(host);
@@ -248,7 +237,7 @@ int run_hosts_launch(const HostsLaunchSpec& spec, const std::vector<std::string>
   plan_hosts(l);
   std::vector<std::string> prefixes;
   const std::map<std::string, std::string> forwarded = forwarded_variables(spec, env, prefixes);
-  const std::string launcher = spec.hosts.remote_launcher.empty() ? this_executable() : spec.hosts.remote_launcher;
+  const std::string launcher = spec.hosts.remote_launcher.empty() ? os::executable_path() : spec.hosts.remote_launcher;
   tell_plan(l, forwarded, prefixes);
   connect_hosts(l);
   std::vector<std::string> names;

@@ -39,9 +39,6 @@ SshSettings ssh_settings(const cli::HostsOptions& h);
 // args: the launcher's arguments, passed on to every agent as they are.
 int run_hosts_launch(const HostsLaunchSpec& spec, const std::vector<std::string>& args, const cli::Environment& env);
 
-// The path of the running ddp-launch (/proc/self/exe).
-std::string this_executable();
-
 // Whether host names this machine: localhost, a loopback address, its host name, or one of
 // its interface addresses.
 bool is_this_machine(const std::string& host);

@@ -1,13 +1,7 @@
 #include "launcher/supervise/stack_capture.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -15,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "launcher/base/launch_error.hpp"
+#include "launcher/os/fd_io.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/worker/output.hpp"
 
@@ -55,7 +50,7 @@ std::string run_tool(os::SpawnSpec spec, int fd) {
       return status->success() ? "" : fmt::format("{} ended with {}", spec.argv[0], status->describe());
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ::kill(tool, SIGKILL);
+  os::signal_process(tool, SIGKILL);
   os::wait_for(tool);
   return fmt::format("{} did not finish within {} s: killed", spec.argv[0], kCaptureTimeout.count());
 }
@@ -63,9 +58,10 @@ std::string run_tool(os::SpawnSpec spec, int fd) {
 }  // namespace
 
 void capture_native_stacks(long pid, int rank, const std::string& path, const std::string& path_env) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return;  // best effort: the report says the capture is missing
-  auto note = [fd](const std::string& text) { (void)!::write(fd, text.data(), text.size()); };
+  const os::UniqueFd file = os::open_append(path);
+  if (!file.valid()) return;  // best effort: the report says the capture is missing
+  const int fd = file.get();
+  auto note = [fd](const std::string& text) { worker::write_all(fd, text); };
   note(fmt::format("== native stacks of rank {} (pid {}) ==\n", rank, pid));
   auto spec = stack_tool(pid, path_env);
   std::string problem = spec ? run_tool(std::move(*spec), fd)
@@ -76,7 +72,6 @@ void capture_native_stacks(long pid, int rank, const std::string& path, const st
                     "permission\": kernel.yama.ptrace_scope)\n",
                     problem));
   note("\n");
-  ::close(fd);
 }
 
 bool capture_stacks(const std::vector<StackTarget>& targets, const std::string& path_env) {
@@ -93,8 +88,8 @@ bool capture_stacks(const std::vector<StackTarget>& targets, const std::string& 
       // faulthandler appends the Python tracebacks. To the main thread itself (tgkill): sent to
       // the process, another thread (gloo's, say) may take it after the SIGCONT while the main
       // thread runs on, and a stopped rank's traceback would show the line after its stop.
-      ::syscall(SYS_tgkill, static_cast<pid_t>(t.pid), static_cast<pid_t>(t.pid), SIGABRT);
-      ::kill(static_cast<pid_t>(t.pid), SIGCONT);
+      os::signal_main_thread(static_cast<pid_t>(t.pid), SIGABRT);
+      os::signal_process(static_cast<pid_t>(t.pid), SIGCONT);
       python = true;
     }
   return python;

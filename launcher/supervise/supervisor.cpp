@@ -1,7 +1,7 @@
-// Asio implementation of Supervisor: one io_context, a SIGCHLD signal_set, a signal_set
-// for the handled signals, the grace/drain, check and stack-capture timers, each worker's
-// pipes (worker_pipes.hpp), the progress monitor (progress_monitor.hpp) and the terminal's
-// live lines (live_console.hpp).
+// Asio implementation of Supervisor: one io_context, the workers as an os::ChildSet (SIGCHLD,
+// their pipes, the grace and drain deadline; each worker's output into worker_streams.hpp), a
+// signal_set for the handled signals, the check, stack-capture and standby timers, the progress
+// monitor (progress_monitor.hpp) and the terminal's live lines (live_console.hpp).
 #include "launcher/supervise/supervisor.hpp"
 
 #include <signal.h>
@@ -18,6 +18,7 @@
 
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/signal_names.hpp"
+#include "launcher/os/child_set.hpp"
 #include "launcher/os/watchdog.hpp"
 #include "launcher/report/event_log.hpp"
 #include "launcher/supervise/live_console.hpp"
@@ -26,7 +27,7 @@
 #include "launcher/supervise/stop_requests.hpp"
 #include "launcher/warm/standby_pool.hpp"
 #include "launcher/report/status_board.hpp"
-#include "launcher/supervise/worker_pipes.hpp"
+#include "launcher/supervise/worker_streams.hpp"
 #include "launcher/worker/output.hpp"
 
 namespace ddp::launch::supervise {
@@ -39,8 +40,7 @@ namespace {
 
 struct Worker {
   worker::WorkerLaunch launch;
-  pid_t pid = -1;
-  std::unique_ptr<WorkerPipes> pipes;  // its stdout and stderr, read on the loop
+  std::unique_ptr<WorkerStreams> streams;  // its stdout and stderr, as the child set reads them
   std::optional<report::WorkerOutcome> outcome;
   bool warm = false;  // an adopted standby
 };
@@ -56,9 +56,13 @@ struct Supervisor::Impl {
         events(l.events),
         board(l.board),
         stops(l.stops),
-        child_signals(io, SIGCHLD),
+        children(
+            io, [this](size_t i, const os::ExitStatus& status) { on_exit(i, status); },
+            [this] {
+              after_reap();
+              if (standbys) standbys->reap();
+            }),
         handled_signals(io),
-        grace_timer(io),
         tick_timer(io),
         capture_timer(io),
         standby_timer(io),
@@ -69,7 +73,6 @@ struct Supervisor::Impl {
     for (int s : config.forward_signals) handled_signals.add(s);
     monitor.set_event_log(events);
     monitor.set_status_board(board);
-    wait_for_children();
     wait_for_signals();
     if (stops) stops->attach(io, [this](const std::string& reason) { on_stop_request(reason); });
   }
@@ -84,9 +87,8 @@ struct Supervisor::Impl {
   report::EventLog* events;     // borrowed
   report::StatusBoard* board;   // borrowed
   StopRequests* stops;          // borrowed
-  asio::signal_set child_signals;
+  os::ChildSet children;        // the workers: ids are indices into `workers`
   asio::signal_set handled_signals;
-  asio::steady_timer grace_timer;
   asio::steady_timer tick_timer;
   asio::steady_timer capture_timer;           // Python's stack dump, then the stop
   asio::steady_timer standby_timer;           // the attempt's workers are up: keep standbys
@@ -106,21 +108,11 @@ struct Supervisor::Impl {
   std::optional<std::string> stop_note;  // what the stop's asker said (a stop request)
   unsigned stops_received = 0;           // how many stop signals arrived (wait_until ends on a new one)
   std::optional<size_t> root_cause;      // first worker that failed by itself
-  bool draining = false;                 // every worker exited: the drain timer runs
   unsigned attempt_id = 0;               // a timer handler acts only on the attempt that armed it
 
   report::AttemptObserver* observer;  // borrowed
 
   // --- events -------------------------------------------------------------------------
-  void wait_for_children() {
-    child_signals.async_wait([this](const boost::system::error_code& ec, int) {
-      if (ec) return;
-      reap();
-      if (standbys) standbys->reap();
-      wait_for_children();
-    });
-  }
-
   void wait_for_signals() {
     handled_signals.async_wait([this](const boost::system::error_code& ec, int signo) {
       if (ec) return;
@@ -135,12 +127,12 @@ struct Supervisor::Impl {
     if (is_stop) ++stops_received;
     if (!is_stop) {
       worker::launcher_notice(fmt::format("forwarding {} to the workers", signal_name(signo)));
-      signal_live(signo);
+      children.signal_running(signo);
       return;
     }
     if (interrupt_signal != 0) {
       worker::launcher_notice(fmt::format("second {}: killing the workers now", signal_name(signo)));
-      signal_groups(SIGKILL);
+      children.kill();
       return;
     }
     interrupt_signal = signo;
@@ -158,42 +150,41 @@ struct Supervisor::Impl {
     on_signal(SIGTERM);
   }
 
-  void reap() {
-    for (size_t i = 0; i < workers.size(); ++i) {
-      Worker& w = workers[i];
-      if (w.pid <= 0 || w.outcome) continue;
-      auto status = os::try_reap(w.pid);
-      if (!status) continue;
-      report::WorkerOutcome o;
-      o.rank = w.launch.rank;
-      o.local_rank = w.launch.local_rank;
-      o.pid = w.pid;
-      o.status = *status;
-      o.time = Clock::now();
-      o.error_file = w.launch.error_file;
-      o.error = report::read_error_file(w.launch.error_file);
-      // A vanished worker's end is unknown (ECHILD): never claim the launcher stopped it.
-      o.stopped_by_launcher = stopping && !status->vanished &&
-                              (status->signaled ? (status->signal == SIGTERM || status->signal == SIGKILL ||
-                                                   status->signal == interrupt_signal ||
-                                                   (stacks_captured && w.launch.python && status->signal == SIGABRT))
-                                                : status->code == 0 || interrupt_signal != 0);
-      o.failure = status->signaled ? FailureKind::kSignal : FailureKind::kCrash;
-      if (events) log_worker_exit(*events, o);
-      if (board) mark_exit(o);
-      w.outcome = std::move(o);
-      if (!status->success() && !stopping && interrupt_signal == 0) {
-        root_cause = i;
-        size_t live = count_live();
-        worker::launcher_notice(fmt::format("rank {} (local_rank {}, pid {}) failed with {}{}", w.launch.rank,
-                                            w.launch.local_rank, w.pid, status->describe(),
-                                            live ? fmt::format("; stopping the other {} worker{} (SIGTERM, SIGKILL "
-                                                               "after {} s)",
-                                                               live, live == 1 ? "" : "s", config.shutdown_timeout_s)
-                                                 : ""));
-        begin_stop(SIGTERM);
-      }
-    }
+  // Worker i was reaped (the child set's SIGCHLD): its outcome; the first failure stops the rest.
+  void on_exit(size_t i, const os::ExitStatus& status) {
+    Worker& w = workers[i];
+    report::WorkerOutcome o;
+    o.rank = w.launch.rank;
+    o.local_rank = w.launch.local_rank;
+    o.pid = children.pid(i);
+    o.status = status;
+    o.time = Clock::now();
+    o.error_file = w.launch.error_file;
+    o.error = report::read_error_file(w.launch.error_file);
+    // A vanished worker's end is unknown (ECHILD): never claim the launcher stopped it.
+    o.stopped_by_launcher =
+        stopping && !status.vanished &&
+        (status.signaled ? (status.signal == SIGTERM || status.signal == SIGKILL || status.signal == interrupt_signal ||
+                            (stacks_captured && w.launch.python && status.signal == SIGABRT))
+                         : status.code == 0 || interrupt_signal != 0);
+    o.failure = status.signaled ? FailureKind::kSignal : FailureKind::kCrash;
+    if (events) log_worker_exit(*events, o);
+    if (board) mark_exit(o);
+    w.outcome = std::move(o);
+    if (status.success() || stopping || interrupt_signal != 0) return;
+    root_cause = i;
+    size_t live = count_live();
+    worker::launcher_notice(fmt::format("rank {} (local_rank {}, pid {}) failed with {}{}", w.launch.rank,
+                                        w.launch.local_rank, children.pid(i), status.describe(),
+                                        live ? fmt::format("; stopping the other {} worker{} (SIGTERM, SIGKILL "
+                                                           "after {} s)",
+                                                           live, live == 1 ? "" : "s", config.shutdown_timeout_s)
+                                             : ""));
+    begin_stop(SIGTERM);
+  }
+
+  // After each reaping pass: with every worker gone, the drain begins.
+  void after_reap() {
     if (count_live() == 0) arm_drain();
   }
 
@@ -204,13 +195,8 @@ struct Supervisor::Impl {
   // run_attempt's first poll, before its workers exist; arming the drain then closed the new
   // attempt's pipes 2 s later and lost its output.
   void arm_drain() {
-    if (!attempt_running || workers.empty() || draining) return;
-    draining = true;
-    grace_timer.cancel();
-    grace_timer.expires_after(kDrain);
-    grace_timer.async_wait([this, id = attempt_id](const boost::system::error_code& ec) {
-      if (!ec && id == attempt_id) close_pipes();  // a lingering grandchild holds a pipe: stop waiting
-    });
+    if (!attempt_running || workers.empty()) return;
+    children.drain_after(kDrain);  // once per attempt; a lingering grandchild holds a pipe: stop waiting
   }
 
   // Signals every worker's process group, the exited ones' too: a failed worker's children
@@ -219,15 +205,11 @@ struct Supervisor::Impl {
   void begin_stop(int signo) {
     stopping = true;
     monitor.stop();
-    signal_groups(signo);
-    if (draining) return;
-    grace_timer.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(config.shutdown_timeout_s)));
-    grace_timer.async_wait([this, id = attempt_id](const boost::system::error_code& ec) {
-      if (ec || id != attempt_id || count_live() == 0) return;
-      worker::launcher_notice(fmt::format("{} worker{} still running {} s after SIGTERM: sending SIGKILL", count_live(),
-                                          count_live() == 1 ? "" : "s", config.shutdown_timeout_s));
-      signal_groups(SIGKILL);
+    const auto grace =
+        std::chrono::duration_cast<os::ChildSet::Duration>(std::chrono::duration<double>(config.shutdown_timeout_s));
+    children.begin_stop(signo, grace, [this](size_t live) {
+      worker::launcher_notice(fmt::format("{} worker{} still running {} s after SIGTERM: sending SIGKILL", live,
+                                          live == 1 ? "" : "s", config.shutdown_timeout_s));
     });
   }
 
@@ -271,10 +253,11 @@ struct Supervisor::Impl {
   // --- hangs -------------------------------------------------------------------------
   void start_progress_monitor() {
     std::vector<progress::ProgressMonitor::Worker> monitored;
-    for (const Worker& w : workers)
-      monitored.push_back({w.launch.rank, static_cast<long>(w.pid), w.launch.progress_file});
-    progress::ProgressMonitor::Probe probe{[this](size_t i) { return workers[i].pid > 0 && !workers[i].outcome; },
-                                           [this](size_t i) { return workers[i].pipes->bytes_read(); }};
+    for (size_t i = 0; i < workers.size(); ++i)
+      monitored.push_back(
+          {workers[i].launch.rank, static_cast<long>(children.pid(i)), workers[i].launch.progress_file});
+    progress::ProgressMonitor::Probe probe{[this](size_t i) { return children.running(i); },
+                                           [this](size_t i) { return children.bytes_read(i); }};
     progress::ProgressMonitor::FirstStepHandler first_step;  // for the observer: the attempt's first step
     if (observer) first_step = [this](const std::optional<report::FirstStep>& step) { observer->first_step(step); };
     monitor.start(
@@ -298,8 +281,11 @@ struct Supervisor::Impl {
     worker::launcher_notice(fmt::format("capturing the stacks of {} worker{} before stopping them", count_live(),
                                         count_live() == 1 ? "" : "s"));
     std::vector<StackTarget> targets;
-    for (const Worker& w : workers)
-      if (w.pid > 0 && !w.outcome) targets.push_back({w.pid, w.launch.rank, w.launch.stacks_file, w.launch.python});
+    for (size_t i = 0; i < workers.size(); ++i)
+      if (children.running(i)) {
+        const worker::WorkerLaunch& l = workers[i].launch;
+        targets.push_back({children.pid(i), l.rank, l.stacks_file, l.python});
+      }
     const bool python = capture_stacks(targets, config.tool_path);
     stacks_captured = true;
     stopping = true;
@@ -308,49 +294,22 @@ struct Supervisor::Impl {
     capture_timer.async_wait([this, id = attempt_id](const boost::system::error_code& ec) {
       if (ec || id != attempt_id) return;
       begin_stop(SIGTERM);
-      signal_groups(SIGCONT);
+      children.signal_groups(SIGCONT);
     });
   }
 
-  // The observer hears of the workers' start now, and of their first step when it comes.
+  // The observer hears of the workers' start now (of their first step: the progress monitor).
   void observe_start() {
     if (!observer) return;
     observer->workers_started({Clock::now(), workers.size(), static_cast<size_t>(warm_started)});
   }
 
   // --- helpers -------------------------------------------------------------------------
-  size_t count_live() const {
-    return static_cast<size_t>(
-        std::count_if(workers.begin(), workers.end(), [](const Worker& w) { return w.pid > 0 && !w.outcome; }));
-  }
-
-  void signal_live(int signo) {
-    for (const Worker& w : workers)
-      if (w.pid > 0 && !w.outcome) os::signal_group(w.pid, signo);
-  }
-
-  // Live workers' groups, and the groups of exited workers whose pipes something still holds
-  // (their children). An exited worker with both pipes closed is skipped: its group is most
-  // likely empty, and its number could by now belong to an unrelated process group.
-  void signal_groups(int signo) {
-    for (const Worker& w : workers) {
-      const bool held = w.pipes && w.pipes->open();
-      if (w.pid > 0 && (!w.outcome || held)) os::signal_group(w.pid, signo);
-    }
-  }
-
-  bool pipes_open() const {
-    return std::any_of(workers.begin(), workers.end(), [](const Worker& w) { return w.pipes && w.pipes->open(); });
-  }
-
-  void close_pipes() {
-    for (Worker& w : workers)
-      if (w.pipes) w.pipes->cancel();
-  }
+  size_t count_live() const { return children.running_count(); }
 
   // Hands each worker to its local rank's standby where one is kept (its pid becomes the
   // worker's), else forks it; forks every cold worker first and only then waits for their
-  // execs, so they exec in parallel.
+  // execs, so they exec in parallel. Worker i is child i of the set.
   void start(std::vector<worker::WorkerLaunch> launches) {
     workers.clear();
     workers.reserve(launches.size());
@@ -359,29 +318,38 @@ struct Supervisor::Impl {
     for (size_t i = 0; i < launches.size(); ++i) {
       Worker& w = workers.emplace_back();
       w.launch = std::move(launches[i]);
-      w.pipes = std::make_unique<WorkerPipes>(io, w.launch, console.board(), [this] { console.schedule_refresh(); });
+      w.streams = std::make_unique<WorkerStreams>(w.launch, console.board(), [this] { console.schedule_refresh(); });
+      children.add(w.launch.spawn, w.streams->output());
       if (std::optional<pid_t> adopted = standbys ? standbys->adopt(w.launch) : std::nullopt) {
-        w.pid = *adopted;  // already under the watchdog (the pool registered it)
+        children.started(i, *adopted);  // already under the watchdog (the pool registered it)
         w.warm = true;
         ++warm_started;
       } else {
         started[i] = os::start_worker(w.launch.spawn);
-        w.pid = started[i]->pid;
-        watchdog.watch(w.pid);
+        children.started(i, started[i]->pid);
+        watchdog.watch(started[i]->pid);
       }
-      w.pipes->close_write_ends();
     }
     for (size_t i = 0; i < started.size(); ++i) {
       if (!started[i]) continue;
       try {
         os::confirm_exec(*started[i]);
-      } catch (...) {                     // not swallowed: confirm_exec reaped this worker, so nothing of it is
-        watchdog.forget(workers[i].pid);  // left to signal or wait for (its pid may be reused)
-        workers[i].pid = -1;
+      } catch (...) {                      // not swallowed: confirm_exec reaped this worker, so nothing of it is
+        watchdog.forget(children.pid(i));  // left to signal or wait for (its pid may be reused)
+        children.abandon(i);
         throw;
       }
     }
-    for (Worker& w : workers) w.pipes->start_reading();
+    children.read_output();
+  }
+
+  // A worker could not be started: kill and reap what did start, forget them all.
+  void abort_start() {
+    children.kill_and_reap();
+    for (size_t i = 0; i < children.size(); ++i)
+      if (children.pid(i) > 0) watchdog.forget(children.pid(i));
+    children.clear();
+    workers.clear();
   }
 
   // Once the attempt's workers are up (they compete for the CPUs with a starting standby:
@@ -399,13 +367,13 @@ struct Supervisor::Impl {
 
   report::AttemptResult finish() {
     report::AttemptResult result;
-    if (stopping)
-      for (const Worker& w : workers) os::signal_group(w.pid, SIGKILL);  // stragglers in the groups
-    for (Worker& w : workers) {
-      watchdog.forget(w.pid);
+    if (stopping) children.signal_every_group(SIGKILL);  // stragglers in the groups
+    for (size_t i = 0; i < workers.size(); ++i) {
+      Worker& w = workers[i];
+      watchdog.forget(children.pid(i));
       report::WorkerOutcome o = std::move(*w.outcome);
       if (stacks_captured) o.stacks_file = w.launch.stacks_file;
-      const auto& tail = w.pipes->stderr_tail();
+      const auto& tail = w.streams->stderr_tail();
       o.stderr_tail.assign(tail.begin(), tail.end());
       result.outcomes.push_back(std::move(o));
     }
@@ -425,6 +393,7 @@ struct Supervisor::Impl {
       result.stop_reason = *stop_reason;
     }
     result.workers_started_warm = warm_started;
+    children.clear();
     workers.clear();
     return result;
   }
@@ -447,7 +416,6 @@ report::AttemptResult Supervisor::run_attempt(std::vector<worker::WorkerLaunch> 
   Impl& s = *impl_;
   s.io.poll();  // deliver a signal that arrived between attempts
   s.stopping = false;
-  s.draining = false;
   ++s.attempt_id;  // a completion of the previous attempt's timers, still queued, does nothing
   s.root_cause.reset();
   s.stop_reason.reset();
@@ -465,19 +433,14 @@ report::AttemptResult Supervisor::run_attempt(std::vector<worker::WorkerLaunch> 
   try {
     s.start(std::move(workers));
   } catch (...) {  // not swallowed: kill and reap what did start, then rethrow
-    s.signal_live(SIGKILL);
-    for (Worker& w : s.workers)
-      if (w.pid > 0) {
-        os::wait_for(w.pid);
-        s.watchdog.forget(w.pid);
-      }
-    s.workers.clear();
+    s.abort_start();
     s.attempt_running = false;
     throw;
   }
   s.board_workers();
   s.observe_start();
-  s.reap();  // a worker may have exited before the SIGCHLD wait was armed
+  s.children.reap();  // a worker may have exited before the SIGCHLD wait was armed
+  s.after_reap();
   if (s.standbys && !s.standbys->wanted()) s.standbys->clear();  // no restart left to take over
   if (s.standbys) s.standbys->reap();
   s.arm_standbys();
@@ -486,9 +449,8 @@ report::AttemptResult Supervisor::run_attempt(std::vector<worker::WorkerLaunch> 
   s.on_wake = [&s] {
     if (s.attempt_running && s.check.tick) s.run_tick();
   };
-  while (s.count_live() > 0 || s.pipes_open()) s.io.run_one();
+  while (s.count_live() > 0 || s.children.output_open()) s.io.run_one();
   s.on_wake = nullptr;
-  s.grace_timer.cancel();
   s.tick_timer.cancel();
   s.console.cancel();
   s.capture_timer.cancel();

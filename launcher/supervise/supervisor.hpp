@@ -1,6 +1,7 @@
-// Supervisor: runs one attempt of a worker group on a single-threaded Asio loop. Child
-// exits (SIGCHLD), handled signals, pipe output and the SIGTERM->SIGKILL grace timer are
-// all events; nothing polls. The first worker to fail stops the rest (SIGTERM to each
+// Supervisor: runs one attempt of a worker group on a single-threaded Asio loop, the workers
+// an os::ChildSet (os/child_set.hpp) with the attempt's policy on top. Child exits (SIGCHLD),
+// handled signals, pipe output and the SIGTERM->SIGKILL grace timer are all events; nothing
+// polls. The first worker to fail stops the rest (SIGTERM to each
 // process group, SIGKILL after the shutdown timeout). Stop signals (default INT, TERM,
 // HUP, QUIT) are forwarded and end the attempt; other handled signals (e.g. SIGUSR1) are
 // only forwarded. A second stop signal kills the workers at once. The progress monitor

@@ -1,0 +1,124 @@
+// os::ChildSet on real shell children: output and ends on the loop, the stop escalation (ask,
+// grace, SIGKILL; kill at once), the drain of a pipe a grandchild holds, and close_output.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+
+#include "launcher/os/child_set.hpp"
+#include "tests/support/test_support.hpp"
+
+using namespace ddp::launch;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Children of `sh -c`, their output and ends collected per child.
+struct Shells {
+  boost::asio::io_context loop;
+  std::map<size_t, std::string> out, err;
+  std::map<size_t, os::ExitStatus> ended;
+  std::map<size_t, int> streams_ended;
+  os::ChildSet set{loop, [this](size_t i, const os::ExitStatus& st) { ended[i] = st; }};
+
+  size_t start(const std::string& script, bool with_stdin = false) {
+    os::SpawnSpec spec{"/bin/sh", {"sh", "-c", script}, ddp::test::environment_with({})};
+    const size_t id = set.size();
+    os::ChildOutput output;
+    output.data = [this, id](int stream, std::string_view chunk) { (stream == 1 ? out : err)[id] += chunk; };
+    output.end = [this, id](int) { ++streams_ended[id]; };
+    set.add(spec, std::move(output), with_stdin);
+    set.started(id, os::spawn_worker(spec));
+    return id;
+  }
+  void run() {
+    set.read_output();
+    while (set.running_count() > 0 || set.output_open()) loop.run_one();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a child set reads every child's output on the loop and reaps each on SIGCHLD") {
+  Shells s;
+  const size_t a = s.start("echo a-out; echo a-err >&2; exit 3");
+  const size_t b = s.start("sleep 0.2; echo b-out");
+  s.run();
+  CHECK(s.out[a] == "a-out\n");
+  CHECK(s.err[a] == "a-err\n");
+  CHECK(s.out[b] == "b-out\n");
+  CHECK(s.ended[a].code == 3);
+  CHECK(s.ended[b].success());
+  CHECK(s.streams_ended[a] == 2);
+  CHECK(s.set.bytes_read(a) == 12);
+}
+
+TEST_CASE("a child set's stop: a child that ignores the ask is SIGKILLed after the grace") {
+  Shells s;
+  const size_t stubborn = s.start("trap '' TERM; echo ready; while :; do sleep 0.05; done");
+  s.set.read_output();
+  while (s.out[stubborn].empty()) s.loop.run_one();
+  size_t late = 0;
+  s.set.begin_stop(SIGTERM, 300ms, [&](size_t running) { late = running; });
+  s.run();
+  CHECK(late == 1);
+  CHECK(s.ended[stubborn].signaled);
+  CHECK(s.ended[stubborn].signal == SIGKILL);
+}
+
+TEST_CASE("a child set's stop may close stdin instead, with last words; kill() ends it at once") {
+  Shells s;
+  const size_t reader = s.start("read line; echo \"got $line\"; cat >/dev/null; echo eof", true);
+  s.set.read_output();
+  s.set.begin_stop([&](size_t id) { s.set.close_stdin(id, "why\n"); }, 10s, {});
+  s.run();
+  CHECK(s.out[reader] == "got why\neof\n");
+  CHECK(s.ended[reader].success());
+
+  Shells k;
+  const size_t stubborn = k.start("trap '' TERM; echo ready; while :; do sleep 0.05; done");
+  k.set.read_output();
+  while (k.out[stubborn].empty()) k.loop.run_one();
+  k.set.begin_stop(SIGTERM, 60s, {});
+  k.set.kill();  // the second stop signal
+  const auto before = std::chrono::steady_clock::now();
+  k.run();
+  CHECK(std::chrono::steady_clock::now() - before < 10s);
+  CHECK(k.ended[stubborn].signal == SIGKILL);
+}
+
+TEST_CASE("a child set stops reading a pipe its child's child holds once the drain is over") {
+  Shells s;
+  const size_t parent = s.start("echo parent; (sleep 30 &) ; exit 0");  // the sleep keeps the pipes
+  s.set.read_output();
+  while (s.set.running_count() > 0) s.loop.run_one();
+  CHECK(s.set.output_open(parent));
+  s.set.drain_after(200ms);
+  s.run();
+  CHECK(s.out[parent] == "parent\n");
+  CHECK(s.streams_ended[parent] == 2);
+  os::signal_group(s.set.pid(parent), SIGKILL);  // the sleep
+}
+
+TEST_CASE("a child set's close_output delivers what the pipes hold, then ends them without waiting") {
+  Shells s;
+  const size_t parent = s.start("echo before-exit; (sleep 30 &) ; exit 0");
+  s.set.read_output();
+  bool closed = false;
+  std::string at_close;
+  while (s.set.running_count() > 0) s.loop.run_one();
+  s.set.close_output(parent, [&] {
+    closed = true;
+    at_close = s.out[parent];
+  });
+  s.run();
+  CHECK(closed);
+  CHECK(at_close == "before-exit\n");
+  CHECK(!s.set.output_open(parent));
+  os::signal_group(s.set.pid(parent), SIGKILL);  // the sleep
+}
