@@ -1,18 +1,18 @@
-#include "launcher/commands.hpp"
 
-#include <unistd.h>
 
 #include "launcher/agent.hpp"
 #include "launcher/cli/command_line.hpp"
 #include "launcher/cli/exec_args.hpp"
 #include "launcher/cli/options.hpp"
 #include "launcher/cli/status_args.hpp"
+#include "launcher/commands.hpp"
+#include "launcher/console/notice.hpp"
 #include "launcher/remote/exec_command.hpp"
 #include "launcher/remote/hosts_launch.hpp"
 #include "launcher/remote_agent.hpp"
 #include "launcher/resolve_hosts_launch.hpp"
 #include "launcher/status_command.hpp"
-#include "launcher/worker/output.hpp"
+#include <unistd.h>
 
 namespace ddp::launch {
 namespace {
@@ -22,11 +22,11 @@ namespace {
 int run_launch(const std::vector<std::string>& args, const cli::Environment& env) {
   const cli::ParsedCommandLine parsed = cli::parse_command_line(args, env);
   if (!parsed.options) {  // --help, --version, --print-completion
-    worker::write_all(STDOUT_FILENO, parsed.text);
+    console::write_all(STDOUT_FILENO, parsed.text);
     return parsed.exit_code;
   }
-  for (const auto& notice : parsed.options->notices) worker::launcher_notice(notice);
-  for (const auto& warning : parsed.options->warnings) worker::launcher_notice("warning: " + warning);
+  for (const auto& notice : parsed.options->notices) console::launcher_notice(notice);
+  for (const auto& warning : parsed.options->warnings) console::launcher_notice("warning: " + warning);
   if (parsed.options->hosts.any())
     return remote::run_hosts_launch(resolve_hosts_launch(*parsed.options, env), args, env);
   return run_agent(*parsed.options, env);
@@ -35,7 +35,7 @@ int run_launch(const std::vector<std::string>& args, const cli::Environment& env
 int run_status(const std::vector<std::string>& args) {
   const std::optional<cli::StatusArgs> status = cli::parse_status_args(args);
   if (!status) {  // --help
-    worker::write_all(STDOUT_FILENO, std::string(cli::kStatusUsage) + "\n");
+    console::write_all(STDOUT_FILENO, std::string(cli::kStatusUsage) + "\n");
     return 0;
   }
   return run_status_command(*status);

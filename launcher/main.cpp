@@ -12,8 +12,8 @@
 #include "launcher/base/launch_error.hpp"
 #include "launcher/cli/environment.hpp"
 #include "launcher/commands.hpp"
+#include "launcher/console/notice.hpp"
 #include "launcher/os/process.hpp"
-#include "launcher/worker/output.hpp"
 
 extern char** environ;
 
@@ -23,10 +23,10 @@ int main(int argc, char** argv) {
     os::ignore_sigpipe();
     return run_command_line(std::vector<std::string>(argv + 1, argv + argc), cli::environment_from(environ));
   } catch (const LaunchError& e) {
-    worker::write_all(STDERR_FILENO, fmt::format("ddp-launch: error: {}\n", e.what()));
+    console::write_all(STDERR_FILENO, fmt::format("ddp-launch: error: {}\n", e.what()));
     return e.exit_code();
   } catch (const std::exception& e) {
-    worker::write_all(STDERR_FILENO, fmt::format("ddp-launch: internal error: {}\n", e.what()));
+    console::write_all(STDERR_FILENO, fmt::format("ddp-launch: internal error: {}\n", e.what()));
     return exit_code::kInternalError;
   }
 }

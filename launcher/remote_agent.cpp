@@ -1,15 +1,4 @@
-#include "launcher/remote_agent.hpp"
 
-#include <signal.h>
-#include <stdlib.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <optional>
-#include <string>
-#include <thread>
-
-#include <fmt/format.h>
 
 #include "launcher/agent.hpp"
 #include "launcher/base/exit_status.hpp"
@@ -17,12 +6,21 @@
 #include "launcher/base/signal_names.hpp"
 #include "launcher/base/text.hpp"
 #include "launcher/cli/options.hpp"
+#include "launcher/console/notice.hpp"
 #include "launcher/hosts/agent_plan.hpp"
 #include "launcher/os/fd_io.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/os/this_process.hpp"
+#include "launcher/remote_agent.hpp"
 #include "launcher/supervise/stop_requests.hpp"
-#include "launcher/worker/output.hpp"
+#include <cerrno>
+#include <fmt/format.h>
+#include <optional>
+#include <signal.h>
+#include <stdlib.h>
+#include <string>
+#include <thread>
+#include <unistd.h>
 
 extern char** environ;
 
@@ -82,10 +80,10 @@ void watch_stdin(const hosts::AgentPlacement& p, supervise::StopRequests& stops)
       if (pending.size() > kMaxConfigBytes) pending.clear();
     }
     if (!reason && elastic) {  // gone from the job as a lost node is: the others go on without it
-      worker::launcher_notice(lost + ": leaving the elastic job as a lost node (its workers killed)");
+      console::launcher_notice(lost + ": leaving the elastic job as a lost node (its workers killed)");
       os::exit_at_once(exit_code::from_signal(SIGKILL));  // the workers die with it (PR_SET_PDEATHSIG)
     }
-    worker::launcher_notice(fmt::format("stopping (as on SIGTERM): {}", reason.value_or(lost)));
+    console::launcher_notice(fmt::format("stopping (as on SIGTERM): {}", reason.value_or(lost)));
     stops.request(reason.value_or(lost));
   }).detach();
 }
@@ -96,8 +94,8 @@ int run_remote_agent() {
   const hosts::AgentConfig config = hosts::decode_agent_config(read_config_line());
   const hosts::AgentPlacement& p = config.placement;
   if (!config.cwd.empty() && !os::change_dir(config.cwd))
-    worker::launcher_notice(fmt::format("warning: {} has no folder {} (the launching shell's); starting in {}", p.host,
-                                        config.cwd, os::env_value("HOME").value_or("/")));
+    console::launcher_notice(fmt::format("warning: {} has no folder {} (the launching shell's); starting in {}", p.host,
+                                         config.cwd, os::env_value("HOME").value_or("/")));
   for (const auto& [name, value] : config.env) os::set_env(name, value);
   select_slots(p.slots);
   cli::Environment env = cli::environment_from(environ);
@@ -107,7 +105,7 @@ int run_remote_agent() {
   cli::ParsedCommandLine parsed = cli::parse_command_line(config.args, env);
   if (!parsed.options)
     throw LaunchError(exit_code::kUsage, "the agent configuration asks for help or the version, not a launch");
-  for (const auto& warning : parsed.options->warnings) worker::launcher_notice("warning: " + warning);
+  for (const auto& warning : parsed.options->warnings) console::launcher_notice("warning: " + warning);
   static supervise::StopRequests stops;  // outlives the stdin watch, which is never joined
   watch_stdin(p, stops);
   return run_agent(*parsed.options, env, p, &stops);

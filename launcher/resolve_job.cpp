@@ -1,22 +1,20 @@
-#include "launcher/resolve_job.hpp"
 
-#include <algorithm>
-#include <random>
-#include <thread>
-
-#include <unistd.h>
-
-#include <fmt/format.h>
 
 #include "contract/standby_handoff.hpp"
 #include "launcher/cli/usage_error.hpp"
+#include "launcher/console/notice.hpp"
 #include "launcher/os/durable_file.hpp"
 #include "launcher/os/ports.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/os/standby_channel.hpp"
+#include "launcher/resolve_job.hpp"
 #include "launcher/worker/numa_binding.hpp"
-#include "launcher/worker/output.hpp"
 #include "launcher/worker/script_local_rank.hpp"
+#include <algorithm>
+#include <fmt/format.h>
+#include <random>
+#include <thread>
+#include <unistd.h>
 
 namespace ddp::launch {
 namespace {
@@ -43,8 +41,8 @@ std::vector<std::vector<int>> numa_binding(const cli::LaunchOptions& o, const wo
   for (int r = 0; r < devices.nproc; ++r) ordinals.push_back(o.devices ? (*o.devices)[r] : r);
   auto cpus = worker::plan_numa_binding(o.numa_binding, ordinals);
   for (size_t r = 0; r < cpus.size(); ++r)
-    worker::launcher_notice(fmt::format("--numa-binding={}: local rank {} runs on CPUs {}", o.numa_binding, r,
-                                        worker::format_cpu_list(cpus[r])));
+    console::launcher_notice(fmt::format("--numa-binding={}: local rank {} runs on CPUs {}", o.numa_binding, r,
+                                         worker::format_cpu_list(cpus[r])));
   return cpus;
 }
 
@@ -180,7 +178,7 @@ ResolvedJob resolve_job(const cli::LaunchOptions& flags, const cli::Environment&
   job.command = worker::resolve_worker_command(worker_command_spec(o), env);
   if (o.local_rank_auto) {
     const std::string notice = worker::pass_declared_local_rank(worker_command_spec(o), job.command);
-    if (!notice.empty()) worker::launcher_notice(notice);
+    if (!notice.empty()) console::launcher_notice(notice);
   }
   job.program = o.program;
   job.run_id = o.fresh_run_id ? random_uuid() : o.rdzv_id;

@@ -1,23 +1,21 @@
-#include "launcher/status_command.hpp"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <fstream>
-#include <map>
-#include <thread>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/host_port.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/console/notice.hpp"
 #include "launcher/http/client.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/status/status_endpoint.hpp"
-#include "launcher/worker/output.hpp"
+#include "launcher/status_command.hpp"
+#include <chrono>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
 
 namespace ddp::launch {
 namespace {
@@ -177,7 +175,7 @@ int run_status_command(const cli::StatusArgs& args) {
   for (;;) {
     auto [text, code] = look(target);
     if (args.watch && terminal) text = "\x1b[H\x1b[2J" + text;  // redraw in place
-    worker::write_all(STDOUT_FILENO, args.watch && !terminal ? text + "\n" : text);
+    console::write_all(STDOUT_FILENO, args.watch && !terminal ? text + "\n" : text);
     if (!args.watch || code != kStatusRunning) return code;
     std::this_thread::sleep_for(std::chrono::duration<double>(args.interval_s));
   }

@@ -3,17 +3,18 @@
 # in folder F must name a layer F may use, and every namespace F's files open is F's own
 # (ddp::launch::F, or nested in it; base/ and the top-level files: ddp::launch itself, or
 # nested in it). A layer may use the layers below it (the table below is the rule):
-#   base  <-  cli, os  <-  worker  <-  report  <-  progress, snapshot, warm  <-  supervise
+#   base  <-  cli, os, console  <-  worker  <-  report  <-  progress, snapshot, warm  <-  supervise
 #   <-  status (also http)  <-  node  <-  multinode  ->  store, etcd (-> base)
 # report: event log, status board, failure reports, recovery timeline; progress: the one reader
 # of the progress records (hang, stragglers, first step); snapshot: the in-memory snapshot files
 # and their persister; warm: standbys; supervise: one attempt's processes; status: the status
-# endpoint; node: a node's services for a job (NodeSession) and the single-node agent.
+# endpoint; node: a node's services for a job (NodeSession) and the single-node agent;
+# console: the launcher's own voice (launcher_notice, write_all) and a terminal's live lines.
 # net (what the three servers share: the listen sequence, ListenError) uses nothing of the
 # launcher's; store and c10d (the workers' store, used by node and multinode) only net;
 # etcd only base, http (the status endpoint's server) base and net; hosts (the pure host list,
 # filters, env forwarding and agent plan of a many-host launch) only base; remote (its ssh
-# connections, output relay and coordinator) base, cli, os, worker and hosts; the top-level
+# connections, output relay and coordinator) base, cli, os, console, worker and hosts; the top-level
 # agent and main may use everything.
 # Prints each violation (file: include) and exits 1 if there is one. Usage: check-layers.sh [ROOT]
 set -euo pipefail
@@ -24,22 +25,23 @@ declare -A allowed=(
   [base]="base"
   [cli]="base cli"
   [os]="base os"
-  [worker]="base cli os worker"
-  [report]="base cli os worker report"
-  [progress]="base os worker report progress"
-  [snapshot]="base cli os worker report snapshot"
-  [warm]="base os worker report warm"
-  [supervise]="base cli os worker report progress warm supervise"
-  [status]="base cli os worker report http net status"
-  [node]="base cli os worker report progress snapshot warm supervise status c10d net node"
-  [multinode]="base cli os worker report snapshot supervise status node multinode store etcd c10d net"
+  [console]="base console"
+  [worker]="base cli os console worker"
+  [report]="base cli os console worker report"
+  [progress]="base os console worker report progress"
+  [snapshot]="base cli os console worker report snapshot"
+  [warm]="base os console worker report warm"
+  [supervise]="base cli os console worker report progress warm supervise"
+  [status]="base cli os console worker report http net status"
+  [node]="base cli os console worker report progress snapshot warm supervise status c10d net node"
+  [multinode]="base cli os console worker report snapshot supervise status node multinode store etcd c10d net"
   [net]="net"
   [store]="store net"
   [c10d]="c10d net"
   [etcd]="base etcd"
   [http]="base http net"
   [hosts]="base hosts"
-  [remote]="base cli os worker hosts remote"
+  [remote]="base cli os console hosts remote"
 )
 status=0
 cd "$root/launcher"

@@ -1,20 +1,18 @@
-#include "launcher/multinode/agent_store.hpp"
 
-#include <unistd.h>
 
-#include <chrono>
-
-#include <fmt/format.h>
-
-#include "launcher/base/host_port.hpp"
 #include "launcher/base/exit_status.hpp"
+#include "launcher/base/host_port.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/console/notice.hpp"
+#include "launcher/multinode/agent_store.hpp"
 #include "launcher/net/listen_error.hpp"
 #include "launcher/os/ports.hpp"
+#include "launcher/os/process.hpp"
 #include "launcher/store/prefix_store.hpp"
 #include "launcher/store/tcp_client.hpp"
-#include "launcher/os/process.hpp"
-#include "launcher/worker/output.hpp"
+#include <chrono>
+#include <fmt/format.h>
+#include <unistd.h>
 
 namespace ddp::launch::multinode {
 namespace {
@@ -58,7 +56,7 @@ bool host_store(const MultiNodeSpec& spec, const std::string& listen_host, JobSt
     return false;
   }
   if (options.token.empty() && !os::is_loopback_address(options.host))
-    worker::launcher_notice(
+    console::launcher_notice(
         fmt::format("warning: the agent store listens on {} without a token: anyone who can reach "
                     "it can read and write the job's rendezvous keys (and declare a node lost); "
                     "set the same --rdzv-conf token=<secret> (or DDP_LAUNCH_RDZV_TOKEN) on every node",
@@ -105,10 +103,10 @@ JobStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& r
         std::make_unique<StoreKeyWaiter>(std::make_unique<store::TcpStoreClient>(host, port, nameless), job_prefix));
   };
   link.connection = std::move(client);
-  worker::launcher_notice(fmt::format("{} the agent store at {}{} ({} rendezvous, run id {})",
-                                      link.leader ? "hosting" : "joined", link.address,
-                                      link.leader ? ", listening on " + link.server->listen_address() : "",
-                                      cli::rdzv_backend_name(spec.rdzv_backend), run_id));
+  console::launcher_notice(fmt::format("{} the agent store at {}{} ({} rendezvous, run id {})",
+                                       link.leader ? "hosting" : "joined", link.address,
+                                       link.leader ? ", listening on " + link.server->listen_address() : "",
+                                       cli::rdzv_backend_name(spec.rdzv_backend), run_id));
   return link;
 }
 

@@ -1,17 +1,15 @@
 // The wait for the rendezvous host's name; see dns_wait.hpp.
-#include "launcher/multinode/dns_wait.hpp"
-
-#include <chrono>
-#include <cmath>
-#include <thread>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/console/notice.hpp"
+#include "launcher/multinode/dns_wait.hpp"
 #include "launcher/os/dns.hpp"
-#include "launcher/worker/output.hpp"
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <thread>
 
 namespace ddp::launch::multinode {
 namespace {
@@ -48,7 +46,7 @@ int wait_for_dns(const std::vector<std::string>& hosts, double timeout_s, const 
         continue;
       }
       const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-      if (last_notice >= 0) worker::launcher_notice(fmt::format("DNS of {} resolved after {:.0f} s", host, elapsed));
+      if (last_notice >= 0) console::launcher_notice(fmt::format("DNS of {} resolved after {:.0f} s", host, elapsed));
       return 0;
     }
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
@@ -60,7 +58,7 @@ int wait_for_dns(const std::vector<std::string>& hosts, double timeout_s, const 
                       "its service or pod exists, or raise --rdzv-conf join_timeout",
                       hosts.size() > 1 ? "s" : "", names, timeout_s, fmt::join(why, "; ")));
     if (dns_notice_due(elapsed, last_notice)) {
-      worker::launcher_notice(fmt::format("waiting for DNS of {} ({:.0f} s)", names, std::floor(elapsed)));
+      console::launcher_notice(fmt::format("waiting for DNS of {} ({:.0f} s)", names, std::floor(elapsed)));
       last_notice = elapsed;
     }
     if (const int signal = poll_signals ? poll_signals() : 0) return signal;

@@ -1,20 +1,18 @@
-#include "launcher/multinode/etcd_link.hpp"
 
-#include <unistd.h>
-
-#include <cmath>
-#include <fstream>
-
-#include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/text.hpp"
+#include "launcher/console/notice.hpp"
 #include "launcher/multinode/abort_wait_thread.hpp"
 #include "launcher/multinode/etcd_errors.hpp"
+#include "launcher/multinode/etcd_link.hpp"
 #include "launcher/multinode/etcd_store.hpp"
 #include "launcher/os/process.hpp"
-#include "launcher/worker/output.hpp"
+#include <cmath>
+#include <fmt/format.h>
+#include <fstream>
+#include <unistd.h>
 
 namespace ddp::launch::multinode {
 namespace {
@@ -109,8 +107,8 @@ JobStoreLink connect_etcd(const MultiNodeSpec& spec, const std::string& run_id) 
     return std::unique_ptr<KeyWaiter>(std::make_unique<EtcdKeyWaiter>(options, prefix));
   };
   link.job = std::move(store);  // the job's keys and the unprefixed store at once
-  worker::launcher_notice(fmt::format("joined {}{} (etcd rendezvous, run id {}, lease TTL {} s)", link.address,
-                                      options.tls ? " over TLS" : "", run_id, ttl));
+  console::launcher_notice(fmt::format("joined {}{} (etcd rendezvous, run id {}, lease TTL {} s)", link.address,
+                                       options.tls ? " over TLS" : "", run_id, ttl));
   return link;
 }
 

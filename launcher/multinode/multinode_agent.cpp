@@ -1,33 +1,31 @@
-#include "launcher/multinode/multinode_agent.hpp"
 
-#include <unistd.h>
-
-#include <csignal>
-#include <memory>
-
-#include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/host_port.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/signal_names.hpp"
+#include "launcher/console/notice.hpp"
 #include "launcher/multinode/dns_wait.hpp"
 #include "launcher/multinode/etcd_link.hpp"
 #include "launcher/multinode/job_store_link.hpp"
-#include "launcher/multinode/round_check.hpp"
+#include "launcher/multinode/multinode_agent.hpp"
 #include "launcher/multinode/rendezvous.hpp"
-#include "launcher/os/ports.hpp"
-#include "launcher/store/protocol.hpp"
+#include "launcher/multinode/round_check.hpp"
 #include "launcher/multinode/round_events.hpp"
-#include "launcher/report/event_log.hpp"
-#include "launcher/report/failure_report.hpp"
 #include "launcher/node/node_session.hpp"
-#include "launcher/status/status_endpoint.hpp"
-#include "launcher/report/termination_log.hpp"
 #include "launcher/node/worker_launches.hpp"
 #include "launcher/node/worker_store.hpp"
-#include "launcher/worker/output.hpp"
+#include "launcher/os/ports.hpp"
+#include "launcher/report/event_log.hpp"
+#include "launcher/report/failure_report.hpp"
+#include "launcher/report/termination_log.hpp"
+#include "launcher/status/status_endpoint.hpp"
+#include "launcher/store/protocol.hpp"
 #include "launcher/worker/socket_interface.hpp"
+#include <csignal>
+#include <fmt/format.h>
+#include <memory>
+#include <unistd.h>
 
 namespace ddp::launch::multinode {
 namespace {
@@ -241,11 +239,11 @@ report::AttemptResult MultiNodeAgent::run_round(const Round& r) {
   }
   std::tie(where.role_base_rank, where.role_world_size) = role_ranks(plan, r.rank());
   const worker::GroupPlan group = group_plan(job_, where);
-  worker::launcher_notice(fmt::format("round {}: node {} of {}, ranks {}-{} of {}, workers' store at {}{}", r.number(),
-                                      r.rank(), group.nnodes, r.me.base_rank,
-                                      r.me.base_rank + group.local_world_size - 1, plan.world_size,
-                                      format_host_port(plan.master_addr, plan.master_port),
-                                      plan.restart_count ? fmt::format(" (restart {})", plan.restart_count) : ""));
+  console::launcher_notice(fmt::format("round {}: node {} of {}, ranks {}-{} of {}, workers' store at {}{}", r.number(),
+                                       r.rank(), group.nnodes, r.me.base_rank,
+                                       r.me.base_rank + group.local_world_size - 1, plan.world_size,
+                                       format_host_port(plan.master_addr, plan.master_port),
+                                       plan.restart_count ? fmt::format(" (restart {})", plan.restart_count) : ""));
   events_.set_node(r.rank());
   session_.begin_attempt(plan.restart_count, plan.world_size);
   board_.job.node_rank = r.rank();
@@ -315,7 +313,7 @@ std::optional<Settled> MultiNodeAgent::symptom_of_known_cause(const Round& r, co
   });
   if (sig != 0 && !cause) return Settled{after_interrupt(r, sig), std::nullopt};  // recorded before our symptom
   if (!cause) return std::nullopt;
-  worker::launcher_notice(
+  console::launcher_notice(
       fmt::format("rank {} failed with a communication error, a symptom of: {}", root.rank, *cause));
   if (!state_.bad_record.empty()) throw LaunchError(exit_code::kRendezvousFailed, state_.bad_record);
   if (state_.abort && state_.abort->final) acknowledge(r);
@@ -341,7 +339,7 @@ Settled MultiNodeAgent::after_failure(const Round& r, const report::AttemptResul
   log_abort(events_, abort);
   node::keep_reported_error_file(layout_, root);
   const report::ReportContext ctx{job_.program, os::host_name(), r.plan.restart_count, job_.max_restarts};
-  worker::write_all(STDERR_FILENO, report::format_failure_report(ctx, result.outcomes, *result.root_cause));
+  console::write_all(STDERR_FILENO, report::format_failure_report(ctx, result.outcomes, *result.root_cause));
   report::write_termination_log(job_.status.termination_log, report::termination_message(ctx, root));
   if (state_.store_lost.empty()) leave(r);
   return {abort.exit_code, std::nullopt};
@@ -354,7 +352,7 @@ Settled MultiNodeAgent::after_failure(const Round& r, const report::AttemptResul
 // before the store goes.
 int MultiNodeAgent::after_interrupt(const Round& r, int signal) {
   const std::optional<std::string>& note = supervisor_.stop_note();  // the launching machine said why
-  worker::launcher_notice("stopped" + stopped_how(signal, note));
+  console::launcher_notice("stopped" + stopped_how(signal, note));
   const AbortRecord stop = AbortRecord::stopped_by_signal(r.rank(), os::host_name(), signal, note);
   if (note) log_abort(events_, stop);
   try {
@@ -376,7 +374,7 @@ void MultiNodeAgent::publish_job_stop(const AbortRecord& stop) {
 // job's stop record; the leader waits for the nodes of the last round to read it.
 int MultiNodeAgent::stopped_between_rounds(const std::optional<Round>& last, int signal) {
   const std::optional<std::string>& note = supervisor_.stop_note();
-  worker::launcher_notice("stopped" + stopped_how(signal, note));
+  console::launcher_notice("stopped" + stopped_how(signal, note));
   const AbortRecord stop =
       AbortRecord::stopped_by_signal(last ? last->rank() : spec_.node_rank, os::host_name(), signal, note);
   if (note) log_abort(events_, stop);
@@ -392,9 +390,9 @@ int MultiNodeAgent::stopped_between_rounds(const std::optional<Round>& last, int
 // Another launcher was stopped by a signal while this one was between rounds: report it,
 // say so, and (the leader) wait for the nodes of the last round to read it too.
 int MultiNodeAgent::job_stopped(const std::optional<Round>& last, const AbortRecord& stop) {
-  worker::write_all(STDERR_FILENO,
-                    report::format_remote_failure_report(job_.program, stop.remote_failure(),
-                                                         last ? last->rank() : spec_.node_rank, os::host_name()));
+  console::write_all(STDERR_FILENO,
+                     report::format_remote_failure_report(job_.program, stop.remote_failure(),
+                                                          last ? last->rank() : spec_.node_rank, os::host_name()));
   try {
     store_.job->set(JobKeys::stop_seen(store_.name), "1");
     if (store_.leader && last) wait_for_others_to_leave(*last);
@@ -428,7 +426,7 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
     // The launching machine stops every host for this: this node's stop, told as it was asked,
     // whether its own word came first or another node's record did.
     const std::string note = supervisor_.stop_note().value_or(abort.stop_note);  // its own word, if first
-    worker::launcher_notice("stopped" + stopped_how(SIGTERM, note));
+    console::launcher_notice("stopped" + stopped_how(SIGTERM, note));
     const AbortRecord mine = AbortRecord::stopped_by_signal(r.rank(), os::host_name(), SIGTERM, note);
     log_abort(events_, mine);
     leave(r);
@@ -438,17 +436,17 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
   if (abort.final) {
     if (is_hang(abort.failure) && layout_.temporary()) {  // this node's stacks were captured there
       layout_.keep();
-      worker::launcher_notice(
+      console::launcher_notice(
           fmt::format("kept the run directory {}: it holds this node's stacks files", layout_.run_dir()));
     }
-    worker::write_all(STDERR_FILENO, report::format_remote_failure_report(job_.program, abort.remote_failure(),
-                                                                          r.rank(), os::host_name()));
+    console::write_all(STDERR_FILENO, report::format_remote_failure_report(job_.program, abort.remote_failure(),
+                                                                           r.rank(), os::host_name()));
     report::write_termination_log(job_.status.termination_log,
                                   report::termination_message(job_.program, abort.remote_failure()));
     leave(r);
     return abort.exit_code;
   }
-  worker::launcher_notice(fmt::format("{}; restarting on every node in round {}", abort.reason, r.number() + 1));
+  console::launcher_notice(fmt::format("{}; restarting on every node in round {}", abort.reason, r.number() + 1));
   next.round = r.number() + 1;
   next.previous_rank = r.rank();
   next.restart_count = r.plan.restart_count + (abort.failure == FailureKind::kMembership ? 0 : 1);
@@ -492,8 +490,8 @@ int MultiNodeAgent::run_rounds() {
     for (const HttpEndpoint& e : spec_.rdzv_endpoints) hosts.push_back(e.address.host);
   if (const int signal = wait_for_dns(hosts, spec_.rdzv.join_timeout_s,
                                       [this] { return rendezvous_signal_ = supervisor_.poll_signals(); })) {
-    worker::launcher_notice(fmt::format("stopped{} while waiting for DNS of {}",
-                                        stopped_how(signal, supervisor_.stop_note()), fmt::join(hosts, ", ")));
+    console::launcher_notice(fmt::format("stopped{} while waiting for DNS of {}",
+                                         stopped_how(signal, supervisor_.stop_note()), fmt::join(hosts, ", ")));
     return AbortRecord::stopped_by_signal(spec_.node_rank, os::host_name(), signal, supervisor_.stop_note()).exit_code;
   }
   store_ = connect_job_store(spec_, job_.run_id);

@@ -1,17 +1,16 @@
-#include "launcher/multinode/rendezvous.hpp"
 
-#include <algorithm>
-#include <limits>
-#include <thread>
-
-#include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/signal_names.hpp"
 #include "launcher/base/text.hpp"
+#include "launcher/console/notice.hpp"
+#include "launcher/multinode/rendezvous.hpp"
 #include "launcher/os/process.hpp"
-#include "launcher/worker/output.hpp"
+#include <algorithm>
+#include <fmt/format.h>
+#include <limits>
+#include <thread>
 
 namespace ddp::launch::multinode {
 namespace {
@@ -168,8 +167,8 @@ std::optional<RoundPlan> Rendezvous::follow_one(const NodeInfo& self, int round,
   job_.set(JobKeys::join(round, ticket), to_json(self));
   w = wait_round_key(JobKeys::plan(round), round, deadline);
   if (w == RoundWait::kLeaderLost) {
-    worker::launcher_notice(fmt::format("round {}'s leader {} was lost before its plan; joining round {}", round,
-                                        job_.try_get(JobKeys::leader(round)).value_or("?"), round + 1));
+    console::launcher_notice(fmt::format("round {}'s leader {} was lost before its plan; joining round {}", round,
+                                         job_.try_get(JobKeys::leader(round)).value_or("?"), round + 1));
     return std::nullopt;
   }
   if (w == RoundWait::kTimedOut) follow_timed_out(fmt::format("the plan of round {}", round));

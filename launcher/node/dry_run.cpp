@@ -1,12 +1,11 @@
-#include "launcher/node/dry_run.hpp"
 
-#include <unistd.h>
-
-#include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
+#include "launcher/console/notice.hpp"
+#include "launcher/node/dry_run.hpp"
 #include "launcher/node/worker_launches.hpp"
-#include "launcher/worker/output.hpp"
+#include <fmt/format.h>
+#include <unistd.h>
 
 namespace ddp::launch::node {
 namespace {
@@ -74,7 +73,7 @@ int print_dry_run(const JobConfig& job, const worker::GroupPlan& plan, const cli
                                         plan.master_addr, plan.master_port);
   out += describe_restarts(job);
   for (const auto& w : launches) out += describe_worker(w, base);
-  worker::write_all(STDOUT_FILENO, out);
+  console::write_all(STDOUT_FILENO, out);
   return exit_code::kSuccess;
 }
 

@@ -1,15 +1,14 @@
-#include "launcher/node/node_session.hpp"
 
-#include <unistd.h>
-
-#include <chrono>
 
 #include "launcher/cli/options.hpp"
+#include "launcher/console/notice.hpp"
+#include "launcher/node/node_session.hpp"
 #include "launcher/node/worker_launches.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/status/status_endpoint.hpp"
 #include "launcher/warm/standby_pool.hpp"
-#include "launcher/worker/output.hpp"
+#include <chrono>
+#include <unistd.h>
 
 namespace ddp::launch::node {
 namespace {
@@ -77,14 +76,14 @@ NodeSession::NodeSession(const JobConfig& job, const cli::Environment& env, cons
       snapshots_(env),
       standbys_(standby_pool(loop_, watchdog_, job)),
       supervisor_(loop_, watchdog_, job.supervisor, {&events_, &recovery_, &board_, standbys_.get(), stops}) {
-  if (layout_.enabled() && !layout_.temporary()) worker::launcher_notice("logs in " + layout_.run_dir());
+  if (layout_.enabled() && !layout_.temporary()) console::launcher_notice("logs in " + layout_.run_dir());
   events_.set_console(job.events_to_console);
   events_.set_tap([this](const std::string& line) { board_.add_event(line); });
   log_start(events_, job);
   snapshots_.persist_to(job.snapshot_persist, &events_);
   recovery_.set_status_board(&board_);
   if (standbys_) standbys_->set_event_log(&events_);
-  if (!job.standby.cold_reason.empty()) worker::launcher_notice(job.standby.cold_reason);
+  if (!job.standby.cold_reason.empty()) console::launcher_notice(job.standby.cold_reason);
   if (job.status.enabled)
     endpoint_ =
         std::make_unique<status::StatusEndpoint>(loop_, board_, job.status, shown_worker_args(job), layout_.run_dir());

@@ -1,24 +1,22 @@
-#include "launcher/node/single_node_agent.hpp"
 
-#include <unistd.h>
-
-#include <fstream>
-
-#include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/signal_names.hpp"
 #include "launcher/base/signal_names.hpp"
+#include "launcher/console/notice.hpp"
+#include "launcher/node/node_session.hpp"
+#include "launcher/node/single_node_agent.hpp"
+#include "launcher/node/worker_launches.hpp"
+#include "launcher/node/worker_store.hpp"
 #include "launcher/os/ports.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/report/event_log.hpp"
 #include "launcher/report/failure_report.hpp"
-#include "launcher/node/node_session.hpp"
 #include "launcher/report/termination_log.hpp"
-#include "launcher/node/worker_launches.hpp"
-#include "launcher/node/worker_store.hpp"
-#include "launcher/worker/output.hpp"
+#include <fmt/format.h>
+#include <fstream>
+#include <unistd.h>
 
 namespace ddp::launch::node {
 namespace {
@@ -37,7 +35,7 @@ int report_failure(const JobConfig& job, const cli::Environment& env, const repo
   const report::WorkerOutcome& root = result.outcomes[*result.root_cause];
   keep_reported_error_file(layout, root);
   const report::ReportContext ctx{job.program, os::host_name(), attempt, job.max_restarts};
-  worker::write_all(STDERR_FILENO, format_failure_report(ctx, result.outcomes, *result.root_cause));
+  console::write_all(STDERR_FILENO, format_failure_report(ctx, result.outcomes, *result.root_cause));
   write_launcher_error_file(env, root, ctx);
   report::write_termination_log(job.status.termination_log, termination_message(ctx, root));
   return failure_exit_code(root);
@@ -45,7 +43,7 @@ int report_failure(const JobConfig& job, const cli::Environment& env, const repo
 
 void restart_notice(const JobConfig& job, const report::AttemptResult& result, int attempt) {
   const report::WorkerOutcome& root = result.outcomes[*result.root_cause];
-  worker::launcher_notice(
+  console::launcher_notice(
       fmt::format("attempt {} failed (rank {}: {}); restarting all {} workers (restart {} "
                   "of {})",
                   attempt, root.rank, is_hang(root.failure) ? "hang" : root.status.describe(), job.devices.nproc,
@@ -96,7 +94,7 @@ std::optional<int> conclude(NodeSession& session, const JobConfig& job, const cl
     return exit_code::kSuccess;
   }
   if (result.kind == report::AttemptResult::Kind::kInterrupted) {
-    worker::launcher_notice("stopped" + stopped_how(result.signal, result.stop_note));
+    console::launcher_notice("stopped" + stopped_how(result.signal, result.stop_note));
     events.write("finish", {{"outcome", "interrupted"},
                             {"signal", signal_name(result.signal)},
                             {"reason", result.stop_note.value_or("")},

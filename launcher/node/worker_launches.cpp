@@ -1,18 +1,17 @@
-#include "launcher/node/worker_launches.hpp"
 
-#include <unistd.h>
-
-#include <cstring>
-#include <filesystem>
-
-#include <fmt/format.h>
 
 #include "contract/progress_file.hpp"
 #include "contract/snapshot_region.hpp"
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/console/notice.hpp"
+#include "launcher/node/worker_launches.hpp"
 #include "launcher/worker/output.hpp"
 #include "launcher/worker/python_hooks.hpp"
+#include <cstring>
+#include <filesystem>
+#include <fmt/format.h>
+#include <unistd.h>
 
 namespace ddp::launch::node {
 namespace {
@@ -108,13 +107,13 @@ void keep_reported_error_file(worker::RunLayout& layout, const report::WorkerOut
   const bool hang = is_hang(root.failure);
   if ((!root.error && !hang) || !layout.temporary()) return;
   layout.keep();
-  worker::launcher_notice(fmt::format("kept the run directory {}: it holds the {} the report names", layout.run_dir(),
-                                      hang ? "stacks files" : "error files"));
+  console::launcher_notice(fmt::format("kept the run directory {}: it holds the {} the report names", layout.run_dir(),
+                                       hang ? "stacks files" : "error files"));
 }
 
 void notice_omp_threads(const cli::Environment& env, int nproc) {
   if (!cli::lookup(env, "OMP_NUM_THREADS") && nproc > 1)
-    worker::launcher_notice(
+    console::launcher_notice(
         "OMP_NUM_THREADS is not set: each worker gets OMP_NUM_THREADS=1 so that workers "
         "do not oversubscribe the CPUs; set it yourself to tune");
 }

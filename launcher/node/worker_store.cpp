@@ -1,9 +1,9 @@
-#include "launcher/node/worker_store.hpp"
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/console/notice.hpp"
 #include "launcher/net/listen_error.hpp"
-#include "launcher/worker/output.hpp"
+#include "launcher/node/worker_store.hpp"
 
 namespace ddp::launch::node {
 
@@ -12,7 +12,7 @@ std::unique_ptr<c10d::Server> listen_worker_store(const std::string& listen_host
   options.host = listen_host;
   options.port = static_cast<uint16_t>(port);
   options.restrict_peers = restrict_peers;
-  options.log = [](const std::string& line) { worker::launcher_notice(line); };
+  options.log = [](const std::string& line) { console::launcher_notice(line); };
   auto server = std::make_unique<c10d::Server>(std::move(options));
   try {
     server->listen();

@@ -1,13 +1,13 @@
-#include "launcher/progress/progress_monitor.hpp"
 
-#include <algorithm>
-#include <set>
 
 #include "contract/progress_file.hpp"
+#include "launcher/console/notice.hpp"
 #include "launcher/os/cpu_time.hpp"
+#include "launcher/progress/progress_monitor.hpp"
 #include "launcher/report/event_log.hpp"
 #include "launcher/report/status_board.hpp"
-#include "launcher/worker/output.hpp"
+#include <algorithm>
+#include <set>
 
 namespace ddp::launch::progress {
 namespace {
@@ -135,7 +135,7 @@ void ProgressMonitor::sample(const std::vector<std::optional<ddp::progress::Reco
   }
   if (straggler_) {
     for (const auto& flag : straggler_->observe(now, *sampler_)) {
-      worker::launcher_notice(flag.notice);
+      console::launcher_notice(flag.notice);
       if (board_)
         if (report::RankStatus* row = board_->find_rank(flag.rank)) row->straggler = true;
       if (events_)

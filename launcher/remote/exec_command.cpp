@@ -1,14 +1,14 @@
-#include "launcher/remote/exec_command.hpp"
 
-#include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/cli/environment.hpp"
+#include "launcher/console/notice.hpp"
+#include "launcher/remote/exec_command.hpp"
 #include "launcher/remote/host_list.hpp"
 #include "launcher/remote/host_processes.hpp"
 #include "launcher/remote/hosts_launch.hpp"
 #include "launcher/remote/ssh_connections.hpp"
-#include "launcher/worker/output.hpp"
+#include <fmt/format.h>
 
 namespace ddp::launch::remote {
 
@@ -38,13 +38,13 @@ int run_exec_command(const cli::ExecArgs& e, const cli::Environment& env) {
   const HostProcessesOutcome outcome =
       processes.run(StopBy::kTerminate, 10, [&](size_t i, const os::ExitStatus& st, bool) {
         if (!local[i] && !st.signaled && st.code == 255)
-          worker::launcher_notice(fmt::format("host {}: the ssh session failed (exit code 255)", names[i]));
+          console::launcher_notice(fmt::format("host {}: the ssh session failed (exit code 255)", names[i]));
       });
   if (outcome.stop_signal != 0) return exit_code::kSignalBase + outcome.stop_signal;
   for (size_t i = 0; i < names.size(); ++i)
     if (!outcome.status[i].success()) {
-      worker::launcher_notice(fmt::format("exec: host {} ended with {} (the first non-zero in host order)", names[i],
-                                          outcome.status[i].describe()));
+      console::launcher_notice(fmt::format("exec: host {} ended with {} (the first non-zero in host order)", names[i],
+                                           outcome.status[i].describe()));
       return outcome.status[i].launcher_exit_code();
     }
   return exit_code::kSuccess;

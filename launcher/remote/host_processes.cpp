@@ -1,12 +1,11 @@
-#include "launcher/remote/host_processes.hpp"
 
+
+#include "launcher/console/notice.hpp"
+#include "launcher/hosts/agent_plan.hpp"
+#include "launcher/remote/host_processes.hpp"
 #include <signal.h>
 #include <unistd.h>
-
 #include <utility>
-
-#include "launcher/hosts/agent_plan.hpp"
-#include "launcher/worker/output.hpp"
 
 namespace ddp::launch::remote {
 namespace {
@@ -31,12 +30,12 @@ os::ChildOutput HostProcesses::relay(size_t host) {
   const int source = static_cast<int>(host);
   os::ChildOutput output;
   output.data = [this, source](int stream, std::string_view chunk) {
-    if (stream == 1) worker::write_all(STDOUT_FILENO, out_.add(source, chunk));
-    else worker::write_all(STDERR_FILENO, err_.add(source, chunk));
+    if (stream == 1) console::write_all(STDOUT_FILENO, out_.add(source, chunk));
+    else console::write_all(STDERR_FILENO, err_.add(source, chunk));
   };
   output.end = [this, source](int stream) {
-    if (stream == 1) worker::write_all(STDOUT_FILENO, out_.finish(source));
-    else worker::write_all(STDERR_FILENO, err_.finish(source));
+    if (stream == 1) console::write_all(STDOUT_FILENO, out_.finish(source));
+    else console::write_all(STDERR_FILENO, err_.finish(source));
   };
   return output;
 }
@@ -62,7 +61,7 @@ void HostProcesses::request_stop(double delay_s, std::string reason) {
   stop_timer_.expires_at(at);
   stop_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopping_) return;
-    worker::launcher_notice("stopping the other hosts: " + stop_reason_);
+    console::launcher_notice("stopping the other hosts: " + stop_reason_);
     begin_stop(stop_reason_);
   });
 }
@@ -98,10 +97,10 @@ void HostProcesses::wait_for_signal(boost::asio::signal_set& signals) {
 void HostProcesses::on_signal(int signo) {
   if (outcome_.stop_signal == 0) outcome_.stop_signal = signo;
   if (!stopping_) {
-    worker::launcher_notice("stopping every host (" + signal_name(signo) + "); again to kill at once");
+    console::launcher_notice("stopping every host (" + signal_name(signo) + "); again to kill at once");
     begin_stop("the launch was stopped by " + signal_name(signo) + " on the launching machine");
   } else if (!killed_) {
-    worker::launcher_notice("killing the hosts' sessions (" + signal_name(signo) + " again)");
+    console::launcher_notice("killing the hosts' sessions (" + signal_name(signo) + " again)");
     killed_ = true;
     children_.kill();
   }
@@ -110,7 +109,7 @@ void HostProcesses::on_signal(int signo) {
 void HostProcesses::begin_stop(const std::string& reason) {
   stopping_ = true;
   auto late = [this](size_t) {  // the child set SIGKILLs them next
-    if (!killed_) worker::launcher_notice("the hosts did not stop in time: killing their sessions");
+    if (!killed_) console::launcher_notice("the hosts did not stop in time: killing their sessions");
     killed_ = true;
   };
   if (stop_by_ == StopBy::kTerminate) return children_.begin_stop(SIGTERM, stop_deadline_, late);

@@ -1,22 +1,20 @@
-#include "launcher/remote/hosts_launch.hpp"
 
-#include <limits.h>
-#include <unistd.h>
-
-#include <algorithm>
-
-#include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/cli/host_checks.hpp"
+#include "launcher/console/notice.hpp"
 #include "launcher/hosts/env_forward.hpp"
 #include "launcher/os/ports.hpp"
 #include "launcher/os/this_process.hpp"
 #include "launcher/remote/host_list.hpp"
 #include "launcher/remote/host_processes.hpp"
+#include "launcher/remote/hosts_launch.hpp"
 #include "launcher/remote/ssh_connections.hpp"
-#include "launcher/worker/output.hpp"
+#include <algorithm>
+#include <fmt/format.h>
+#include <limits.h>
+#include <unistd.h>
 
 namespace ddp::launch::remote {
 namespace {
@@ -84,14 +82,14 @@ std::map<std::string, std::string> forwarded_variables(const HostsLaunchSpec& sp
 
 void tell_plan(const Launch& l, const std::map<std::string, std::string>& forwarded,
                const std::vector<std::string>& prefixes) {
-  worker::launcher_notice(fmt::format(
+  console::launcher_notice(fmt::format(
       "{} host(s): {}{}", l.plan.size(), describe_plan(l.plan),
       l.spec.elastic ? fmt::format(" (elastic: --nnodes {}:{})", l.spec.nnodes_min, l.spec.nnodes_max) : ""));
-  worker::launcher_notice(describe_forwarded(forwarded, prefixes));
+  console::launcher_notice(describe_forwarded(forwarded, prefixes));
   if (!l.spec.settings.empty()) {
     std::string names_of_settings;
     for (const auto& entry : l.spec.settings) names_of_settings += " " + entry.first;
-    worker::launcher_notice("every host parses the arguments with this machine's" + names_of_settings);
+    console::launcher_notice("every host parses the arguments with this machine's" + names_of_settings);
   }
 }
 
@@ -114,7 +112,7 @@ void leave_out_unreachable(Launch& l, const std::vector<std::pair<std::string, s
   // Nobody else will come: a round of them all closes at once (no last_call wait).
   l.in.nnodes_max = std::min(l.in.nnodes_max, static_cast<int>(l.selected.size()));
   l.plan = hosts::plan_agents(l.selected, l.in, l.spec.nproc_count);
-  worker::launcher_notice(
+  console::launcher_notice(
       fmt::format("cannot reach {} host(s) over ssh ({}); the elastic job goes on with {} "
                   "host(s): {}",
                   unreachable.size(), fmt::join(words, "; "), l.plan.size(), describe_plan(l.plan)));
@@ -128,8 +126,8 @@ void connect_hosts(Launch& l) {
   if (remote_hosts.empty()) return;
   l.connections.emplace(l.spec.ssh, l.spec.env_entries, l.spec.path_env);
   const auto unreachable = l.connections->open(remote_hosts, l.spec.elastic);
-  worker::launcher_notice(fmt::format("ssh: connected to {} host(s) in {:.2f} s",
-                                      remote_hosts.size() - unreachable.size(), l.connections->connect_seconds()));
+  console::launcher_notice(fmt::format("ssh: connected to {} host(s) in {:.2f} s",
+                                       remote_hosts.size() - unreachable.size(), l.connections->connect_seconds()));
   if (!unreachable.empty()) leave_out_unreachable(l, unreachable);
 }
 
@@ -172,11 +170,11 @@ HostProcessesOutcome watch_agents(const Launch& l, HostProcesses& processes, Age
         const std::string who = fmt::format("host {} (node rank {})", plan[i].host, i);
         const std::string how =
             fmt::format("its {} ended ({})", plan[i].local ? "agent" : "ssh session", st.describe());
-        worker::launcher_notice(who + " lost: " + how);
+        console::launcher_notice(who + " lost: " + how);
         if (l.spec.elastic && --alive >= l.spec.nnodes_min && !(store_on_first && i == 0)) {
           ends.left_out[i] = true;  // its agent left as a lost node: the others' rendezvous goes on
-          worker::launcher_notice(fmt::format("the elastic job goes on with {} host(s) (--nnodes {}:{})", alive,
-                                              l.spec.nnodes_min, l.spec.nnodes_max));
+          console::launcher_notice(fmt::format("the elastic job goes on with {} host(s) (--nnodes {}:{})", alive,
+                                               l.spec.nnodes_min, l.spec.nnodes_max));
           return;
         }
         processes.request_stop(0, who + " was lost: " + how);  // the others learn nothing more by waiting
@@ -198,12 +196,12 @@ int job_exit_code(const Launch& l, const HostProcessesOutcome& outcome, const Ag
   }
   if (!code && !failed.empty()) code = exit_code::kRendezvousFailed;  // every failed host was stopped by us
   if (ends.lost) {
-    worker::launcher_notice(fmt::format("the job failed: host {} (node rank {}) was lost first; hosts: {}",
-                                        plan[*ends.lost].host, *ends.lost, fmt::join(failed, "; ")));
+    console::launcher_notice(fmt::format("the job failed: host {} (node rank {}) was lost first; hosts: {}",
+                                         plan[*ends.lost].host, *ends.lost, fmt::join(failed, "; ")));
     return exit_code::kRendezvousFailed;
   }
   if (code) {
-    worker::launcher_notice(
+    console::launcher_notice(
         fmt::format("the job failed (exit code {}); the failure report above names the rank; "
                     "hosts that failed: {}",
                     *code, fmt::join(failed, "; ")));
@@ -211,9 +209,9 @@ int job_exit_code(const Launch& l, const HostProcessesOutcome& outcome, const Ag
   }
   const auto gone = std::count(ends.left_out.begin(), ends.left_out.end(), true);
   if (gone)
-    worker::launcher_notice(fmt::format("the elastic job finished on {} host(s); {} host(s) lost on the way",
-                                        plan.size() - static_cast<size_t>(gone), gone));
-  else worker::launcher_notice(fmt::format("all {} host(s) finished", plan.size()));
+    console::launcher_notice(fmt::format("the elastic job finished on {} host(s); {} host(s) lost on the way",
+                                         plan.size() - static_cast<size_t>(gone), gone));
+  else console::launcher_notice(fmt::format("all {} host(s) finished", plan.size()));
   return exit_code::kSuccess;
 }
 

@@ -1,19 +1,17 @@
+
+
+#include "launcher/base/signal_names.hpp"
+#include "launcher/console/notice.hpp"
+#include "launcher/os/process.hpp"
 #include "launcher/report/event_log.hpp"
-
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <ctime>
-
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-
-#include "launcher/base/signal_names.hpp"
-#include "launcher/os/process.hpp"
-#include "launcher/worker/output.hpp"
+#include <unistd.h>
 
 namespace ddp::launch::report {
 namespace {
@@ -53,8 +51,8 @@ EventLog::~EventLog() {
 
 void EventLog::fail(const std::string& what, int err) {
   if (!warned_)
-    worker::launcher_notice(fmt::format("warning: cannot {} the event log {}: {}; the job goes on without it", what,
-                                        path_, std::strerror(err)));
+    console::launcher_notice(fmt::format("warning: cannot {} the event log {}: {}; the job goes on without it", what,
+                                         path_, std::strerror(err)));
   warned_ = true;
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
@@ -82,7 +80,7 @@ void EventLog::write(const std::string& event, const std::vector<EventField>& fi
   // Invalid UTF-8 (a worker's bytes in a message) is replaced, never thrown.
   const std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (tap_) tap_(line);
-  if (console_) worker::launcher_notice("event " + line.substr(0, line.size() - 1));
+  if (console_) console::launcher_notice("event " + line.substr(0, line.size() - 1));
   if (fd_ < 0) return;
   ssize_t n = ::write(fd_, line.data(), line.size());
   if (n != static_cast<ssize_t>(line.size())) fail("write", n < 0 ? errno : ENOSPC);

@@ -1,10 +1,10 @@
-#include "launcher/report/recovery_log.hpp"
 
+
+#include "launcher/console/notice.hpp"
+#include "launcher/report/recovery_log.hpp"
+#include "launcher/report/status_board.hpp"
 #include <algorithm>
 #include <cmath>
-
-#include "launcher/report/status_board.hpp"
-#include "launcher/worker/output.hpp"
 
 namespace ddp::launch::report {
 namespace {
@@ -81,7 +81,7 @@ void RecoveryLog::conclude(bool print_line) {
     if (d.first_step_s) board_->recovery["first_step"].observe(*d.first_step_s);
     board_->recovery["total"].observe(d.total_s);
   }
-  if (print_line) worker::launcher_notice(recovery_line(*timeline_));
+  if (print_line) console::launcher_notice(recovery_line(*timeline_));
   timeline_.reset();
 }
 

@@ -1,14 +1,12 @@
+
+
+#include "launcher/console/notice.hpp"
 #include "launcher/report/termination_log.hpp"
-
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
-
+#include <fcntl.h>
 #include <fmt/format.h>
-
-#include "launcher/worker/output.hpp"
+#include <unistd.h>
 
 namespace ddp::launch::report {
 namespace {
@@ -76,10 +74,10 @@ void write_termination_log(const std::string& path, const std::string& message) 
   const std::string text = fit_termination_log(message);
   const int fd = ::open(where.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    worker::launcher_notice(fmt::format("cannot write the termination log {}: {}", where, std::strerror(errno)));
+    console::launcher_notice(fmt::format("cannot write the termination log {}: {}", where, std::strerror(errno)));
     return;
   }
-  worker::write_all(fd, text);
+  console::write_all(fd, text);
   ::close(fd);
 }
 

@@ -1,22 +1,20 @@
+
+
+#include "contract/snapshot_file.hpp"
+#include "launcher/console/notice.hpp"
+#include "launcher/os/durable_file.hpp"
+#include "launcher/os/process.hpp"
 #include "launcher/snapshot/snapshot_persister.hpp"
-
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <condition_variable>
+#include <fcntl.h>
 #include <filesystem>
+#include <fmt/format.h>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <unistd.h>
 #include <vector>
-
-#include <fmt/format.h>
-
-#include "contract/snapshot_file.hpp"
-#include "launcher/os/durable_file.hpp"
-#include "launcher/os/process.hpp"
-#include "launcher/worker/output.hpp"
 
 namespace ddp::launch::snapshot {
 namespace {
@@ -87,7 +85,7 @@ void SnapshotPersister::Impl::loop() {
 // Console lines: from this thread for a failure (one write), else by finish()'s caller.
 void SnapshotPersister::Impl::say(PersistReason why, const std::string& text) {
   if (!said_by_finish(why)) {
-    worker::write_all(STDERR_FILENO, "ddp-launch: " + text + "\n");
+    console::write_all(STDERR_FILENO, "ddp-launch: " + text + "\n");
     return;
   }
   std::lock_guard<std::mutex> lock(mu);
@@ -162,7 +160,7 @@ void SnapshotPersister::finish() {
   }
   impl_->cv.notify_one();
   impl_->thread.join();
-  for (const std::string& line : impl_->finish_lines) worker::launcher_notice(line);
+  for (const std::string& line : impl_->finish_lines) console::launcher_notice(line);
   impl_->finish_lines.clear();
 }
 

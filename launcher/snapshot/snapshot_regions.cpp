@@ -1,11 +1,10 @@
-#include "launcher/snapshot/snapshot_regions.hpp"
 
-#include <unistd.h>
 
-#include <fmt/format.h>
-
+#include "launcher/console/notice.hpp"
 #include "launcher/os/shm_file.hpp"
-#include "launcher/worker/output.hpp"
+#include "launcher/snapshot/snapshot_regions.hpp"
+#include <fmt/format.h>
+#include <unistd.h>
 
 namespace ddp::launch::snapshot {
 
@@ -26,7 +25,7 @@ std::string SnapshotRegions::path_for(int local_rank) {
   os::ShmFileResult r = os::create_private_shm_file(dir_, kSnapshotFilePrefix, std::to_string(local_rank));
   if (r.path.empty()) {
     unavailable_ = true;
-    worker::launcher_notice(
+    console::launcher_notice(
         fmt::format("in-memory snapshots are off: {}; the workers run without them "
                     "(set {} to a writable tmpfs folder)",
                     r.error, kSnapshotDirEnvVar));

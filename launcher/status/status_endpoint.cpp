@@ -1,21 +1,20 @@
-#include "launcher/status/status_endpoint.hpp"
 
-#include <chrono>
-#include <fstream>
-
-#include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/cli/options.hpp"
+#include "launcher/console/notice.hpp"
 #include "launcher/http/prometheus_text.hpp"
 #include "launcher/net/listen_error.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/os/self_usage.hpp"
+#include "launcher/status/status_endpoint.hpp"
 #include "launcher/status/status_json.hpp"
 #include "launcher/status/status_metrics.hpp"
 #include "launcher/status/status_page.hpp"
-#include "launcher/worker/output.hpp"
+#include <chrono>
+#include <fmt/format.h>
+#include <fstream>
 
 namespace ddp::launch::status {
 
@@ -37,7 +36,7 @@ StatusEndpoint::StatusEndpoint(boost::asio::io_context& loop, const report::Stat
   }
   const std::string host = spec.host.find(':') != std::string::npos ? "[" + spec.host + "]" : spec.host;
   url_ = fmt::format("http://{}:{}", host, server_->port());
-  worker::launcher_notice(fmt::format("status at {}/ (Prometheus: {}/metrics)", url_, url_));
+  console::launcher_notice(fmt::format("status at {}/ (Prometheus: {}/metrics)", url_, url_));
   if (!run_dir.empty()) {
     std::ofstream out(run_dir + "/" + kStatusUrlFile);
     out << url_ << "\n";  // best effort: `ddp-launch status RUN` falls back to events.jsonl

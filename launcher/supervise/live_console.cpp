@@ -1,18 +1,19 @@
-#include "launcher/supervise/live_console.hpp"
 
-#include <unistd.h>
 
+#include "launcher/console/console_board.hpp"
+#include "launcher/console/notice.hpp"
 #include "launcher/os/process.hpp"
-#include "launcher/worker/output.hpp"
+#include "launcher/supervise/live_console.hpp"
+#include <unistd.h>
 
 namespace ddp::launch::supervise {
 namespace {
 
-std::unique_ptr<worker::ConsoleBoard> make_board() {
+std::unique_ptr<console::ConsoleBoard> make_board() {
   const int fd = os::is_terminal(STDERR_FILENO) ? STDERR_FILENO : os::is_terminal(STDOUT_FILENO) ? STDOUT_FILENO : -1;
   if (fd < 0) return nullptr;
-  return std::make_unique<worker::ConsoleBoard>(
-      fd, [fd] { return os::terminal_columns(fd); }, worker::write_all);
+  return std::make_unique<console::ConsoleBoard>(
+      fd, [fd] { return os::terminal_columns(fd); }, console::write_all);
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "launcher/worker/console_board.hpp"
+#include "launcher/console/console_board.hpp"
 
 namespace ddp::launch::supervise {
 
@@ -21,7 +21,7 @@ class LiveConsole {
   LiveConsole(const LiveConsole&) = delete;
   LiveConsole& operator=(const LiveConsole&) = delete;
 
-  worker::ConsoleBoard* board() { return board_.get(); }  // null when no terminal is attached
+  console::ConsoleBoard* board() { return board_.get(); }  // null when no terminal is attached
   // A worker stream changed a live line: redraw within kRefresh (one timer at a time).
   void schedule_refresh();
   void cancel() { timer_.cancel(); }
@@ -29,7 +29,7 @@ class LiveConsole {
  private:
   boost::asio::steady_timer timer_;
   bool armed_ = false;
-  std::unique_ptr<worker::ConsoleBoard> board_;
+  std::unique_ptr<console::ConsoleBoard> board_;
 };
 
 }  // namespace ddp::launch::supervise

@@ -1,17 +1,15 @@
-#include "launcher/supervise/stack_capture.hpp"
 
-#include <signal.h>
-
-#include <optional>
-#include <thread>
-#include <vector>
-
-#include <fmt/format.h>
 
 #include "launcher/base/launch_error.hpp"
+#include "launcher/console/notice.hpp"
 #include "launcher/os/fd_io.hpp"
 #include "launcher/os/process.hpp"
-#include "launcher/worker/output.hpp"
+#include "launcher/supervise/stack_capture.hpp"
+#include <fmt/format.h>
+#include <optional>
+#include <signal.h>
+#include <thread>
+#include <vector>
 
 namespace ddp::launch::supervise {
 namespace {
@@ -61,7 +59,7 @@ void capture_native_stacks(long pid, int rank, const std::string& path, const st
   const os::UniqueFd file = os::open_append(path);
   if (!file.valid()) return;  // best effort: the report says the capture is missing
   const int fd = file.get();
-  auto note = [fd](const std::string& text) { worker::write_all(fd, text); };
+  auto note = [fd](const std::string& text) { console::write_all(fd, text); };
   note(fmt::format("== native stacks of rank {} (pid {}) ==\n", rank, pid));
   auto spec = stack_tool(pid, path_env);
   std::string problem = spec ? run_tool(std::move(*spec), fd)
@@ -81,7 +79,7 @@ bool capture_stacks(const std::vector<StackTarget>& targets, const std::string& 
     capture_native_stacks(t.pid, t.rank, t.stacks_file, path_env);
     files += (files.empty() ? "" : ", ") + t.stacks_file;
   }
-  if (!files.empty()) worker::launcher_notice("stacks in " + files);
+  if (!files.empty()) console::launcher_notice("stacks in " + files);
   bool python = false;
   for (const StackTarget& t : targets)
     if (t.python) {

@@ -2,33 +2,30 @@
 // their pipes, the grace and drain deadline; each worker's output into worker_streams.hpp), a
 // signal_set for the handled signals, the check, stack-capture and standby timers, the progress
 // monitor (progress_monitor.hpp) and the terminal's live lines (live_console.hpp).
-#include "launcher/supervise/supervisor.hpp"
-
-#include <signal.h>
-
-#include <algorithm>
-#include <chrono>
-#include <cstdio>
-
-#include <boost/asio/post.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <fmt/format.h>
 
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/signal_names.hpp"
+#include "launcher/console/notice.hpp"
 #include "launcher/os/child_set.hpp"
 #include "launcher/os/watchdog.hpp"
-#include "launcher/report/event_log.hpp"
-#include "launcher/supervise/live_console.hpp"
 #include "launcher/progress/progress_monitor.hpp"
+#include "launcher/report/event_log.hpp"
+#include "launcher/report/status_board.hpp"
+#include "launcher/supervise/live_console.hpp"
 #include "launcher/supervise/stack_capture.hpp"
 #include "launcher/supervise/stop_requests.hpp"
-#include "launcher/warm/standby_pool.hpp"
-#include "launcher/report/status_board.hpp"
+#include "launcher/supervise/supervisor.hpp"
 #include "launcher/supervise/worker_streams.hpp"
-#include "launcher/worker/output.hpp"
+#include "launcher/warm/standby_pool.hpp"
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fmt/format.h>
+#include <signal.h>
 
 namespace ddp::launch::supervise {
 namespace asio = boost::asio;
@@ -126,18 +123,18 @@ struct Supervisor::Impl {
         std::find(config.stop_signals.begin(), config.stop_signals.end(), signo) != config.stop_signals.end();
     if (is_stop) ++stops_received;
     if (!is_stop) {
-      worker::launcher_notice(fmt::format("forwarding {} to the workers", signal_name(signo)));
+      console::launcher_notice(fmt::format("forwarding {} to the workers", signal_name(signo)));
       children.signal_running(signo);
       return;
     }
     if (interrupt_signal != 0) {
-      worker::launcher_notice(fmt::format("second {}: killing the workers now", signal_name(signo)));
+      console::launcher_notice(fmt::format("second {}: killing the workers now", signal_name(signo)));
       children.kill();
       return;
     }
     interrupt_signal = signo;
     if (!attempt_running) return;
-    worker::launcher_notice(
+    console::launcher_notice(
         fmt::format("received {}{}: forwarding it to the workers, SIGKILL after {} s (send it "
                     "again to kill them now)",
                     signal_name(signo), stop_note ? " (" + *stop_note + ")" : "", config.shutdown_timeout_s));
@@ -174,12 +171,12 @@ struct Supervisor::Impl {
     if (status.success() || stopping || interrupt_signal != 0) return;
     root_cause = i;
     size_t live = count_live();
-    worker::launcher_notice(fmt::format("rank {} (local_rank {}, pid {}) failed with {}{}", w.launch.rank,
-                                        w.launch.local_rank, children.pid(i), status.describe(),
-                                        live ? fmt::format("; stopping the other {} worker{} (SIGTERM, SIGKILL "
-                                                           "after {} s)",
-                                                           live, live == 1 ? "" : "s", config.shutdown_timeout_s)
-                                             : ""));
+    console::launcher_notice(fmt::format("rank {} (local_rank {}, pid {}) failed with {}{}", w.launch.rank,
+                                         w.launch.local_rank, children.pid(i), status.describe(),
+                                         live ? fmt::format("; stopping the other {} worker{} (SIGTERM, SIGKILL "
+                                                            "after {} s)",
+                                                            live, live == 1 ? "" : "s", config.shutdown_timeout_s)
+                                              : ""));
     begin_stop(SIGTERM);
   }
 
@@ -208,8 +205,8 @@ struct Supervisor::Impl {
     const auto grace =
         std::chrono::duration_cast<os::ChildSet::Duration>(std::chrono::duration<double>(config.shutdown_timeout_s));
     children.begin_stop(signo, grace, [this](size_t live) {
-      worker::launcher_notice(fmt::format("{} worker{} still running {} s after SIGTERM: sending SIGKILL", live,
-                                          live == 1 ? "" : "s", config.shutdown_timeout_s));
+      console::launcher_notice(fmt::format("{} worker{} still running {} s after SIGTERM: sending SIGKILL", live,
+                                           live == 1 ? "" : "s", config.shutdown_timeout_s));
     });
   }
 
@@ -227,8 +224,8 @@ struct Supervisor::Impl {
     std::optional<std::string> reason = check.tick();
     if (reason && !stopping && interrupt_signal == 0 && count_live() > 0) {
       stop_reason = reason;
-      worker::launcher_notice(fmt::format("{}; stopping the {} local worker{} (SIGTERM, SIGKILL after {} s)", *reason,
-                                          count_live(), count_live() == 1 ? "" : "s", config.shutdown_timeout_s));
+      console::launcher_notice(fmt::format("{}; stopping the {} local worker{} (SIGTERM, SIGKILL after {} s)", *reason,
+                                           count_live(), count_live() == 1 ? "" : "s", config.shutdown_timeout_s));
       if (check.capture_stacks && check.capture_stacks()) capture_then_stop();  // a hang elsewhere
       else begin_stop(SIGTERM);
     }
@@ -267,7 +264,7 @@ struct Supervisor::Impl {
 
   // The verdict, then every live worker's stacks, and only then the stop.
   void on_hang(progress::HangVerdict verdict) {
-    worker::launcher_notice(verdict.summary);
+    console::launcher_notice(verdict.summary);
     if (board) ++board->hang_verdicts;
     root_cause = verdict.culprit;
     hang = std::move(verdict);
@@ -278,8 +275,8 @@ struct Supervisor::Impl {
   // continued for it, and given kPythonDump before SIGTERM could cut its faulthandler
   // short), then the stop: SIGTERM, and SIGCONT. From now on no exit is a root cause.
   void capture_then_stop() {
-    worker::launcher_notice(fmt::format("capturing the stacks of {} worker{} before stopping them", count_live(),
-                                        count_live() == 1 ? "" : "s"));
+    console::launcher_notice(fmt::format("capturing the stacks of {} worker{} before stopping them", count_live(),
+                                         count_live() == 1 ? "" : "s"));
     std::vector<StackTarget> targets;
     for (size_t i = 0; i < workers.size(); ++i)
       if (children.running(i)) {

@@ -31,7 +31,6 @@
 #include "launcher/report/status_board.hpp"
 #include "launcher/supervise/stop_requests.hpp"
 #include "launcher/warm/standby_pool.hpp"
-#include "launcher/worker/output.hpp"
 #include "launcher/worker/worker_launch.hpp"
 
 namespace boost::asio {

@@ -1,15 +1,15 @@
-#include "launcher/supervise/worker_streams.hpp"
 
-#include <unistd.h>
 
-#include <utility>
-
+#include "launcher/console/console_board.hpp"
 #include "launcher/os/process.hpp"
+#include "launcher/supervise/worker_streams.hpp"
+#include <unistd.h>
+#include <utility>
 
 namespace ddp::launch::supervise {
 
 worker::WorkerStream WorkerStreams::make_stream(const worker::WorkerLaunch& launch, bool to_console, int console_fd,
-                                                const std::string& log, worker::ConsoleBoard* board,
+                                                const std::string& log, console::ConsoleBoard* board,
                                                 std::shared_ptr<worker::DuplicateLog> duplicate) {
   os::UniqueFd file = log.empty() ? os::UniqueFd() : worker::open_log_file(log);
   const bool on_board = board && os::is_terminal(console_fd) && os::same_file(console_fd, board->fd());
@@ -18,7 +18,7 @@ worker::WorkerStream WorkerStreams::make_stream(const worker::WorkerLaunch& laun
                               slot, std::move(duplicate));
 }
 
-WorkerStreams::WorkerStreams(const worker::WorkerLaunch& launch, worker::ConsoleBoard* board,
+WorkerStreams::WorkerStreams(const worker::WorkerLaunch& launch, console::ConsoleBoard* board,
                              std::function<void()> on_data)
     : out_(make_stream(launch, launch.stdout_to_console, STDOUT_FILENO, launch.stdout_log, board,
                        launch.stdout_duplicate)),

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "launcher/os/child_set.hpp"
-#include "launcher/worker/console_board.hpp"
+#include "launcher/console/console_board.hpp"
 #include "launcher/worker/output.hpp"
 #include "launcher/worker/worker_launch.hpp"
 
@@ -19,7 +19,7 @@ namespace ddp::launch::supervise {
 class WorkerStreams {
  public:
   // board may be null. on_data runs after every chunk read (e.g. to redraw live lines).
-  WorkerStreams(const worker::WorkerLaunch& launch, worker::ConsoleBoard* board, std::function<void()> on_data);
+  WorkerStreams(const worker::WorkerLaunch& launch, console::ConsoleBoard* board, std::function<void()> on_data);
   WorkerStreams(const WorkerStreams&) = delete;
   WorkerStreams& operator=(const WorkerStreams&) = delete;
 
@@ -28,7 +28,7 @@ class WorkerStreams {
 
  private:
   static worker::WorkerStream make_stream(const worker::WorkerLaunch& launch, bool to_console, int console_fd,
-                                          const std::string& log, worker::ConsoleBoard* board,
+                                          const std::string& log, console::ConsoleBoard* board,
                                           std::shared_ptr<worker::DuplicateLog> duplicate);
   worker::WorkerStream out_;
   worker::WorkerStream err_;

@@ -1,22 +1,19 @@
 // StandbyPool: spawning standbys (os::start_worker with the channel inherited), their
 // readiness byte and output read on the loop, the handoff (os::send_handoff), reaping.
-#include "launcher/warm/standby_pool.hpp"
-
-#include <signal.h>
-#include <unistd.h>
-
-#include <array>
-#include <filesystem>
-
-#include <boost/asio/buffer.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <fmt/format.h>
 
 #include "contract/standby_handoff.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/console/notice.hpp"
 #include "launcher/os/standby_channel.hpp"
 #include "launcher/report/event_log.hpp"
-#include "launcher/worker/output.hpp"
+#include "launcher/warm/standby_pool.hpp"
+#include <array>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <filesystem>
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
 
 namespace ddp::launch::warm {
 
@@ -112,7 +109,7 @@ void StandbyPool::start(int local_rank, const Slot& slot) {
     os::confirm_exec(started);
   } catch (const LaunchError& e) {  // not swallowed: said once; the restarts are cold
     if (s->pid > 0) watchdog_.forget(s->pid);
-    worker::launcher_notice(fmt::format("cannot start a standby: {}; restarts are cold", e.what()));
+    console::launcher_notice(fmt::format("cannot start a standby: {}; restarts are cold", e.what()));
     retries_.give_up();
     return;
   }
@@ -168,7 +165,7 @@ std::optional<pid_t> StandbyPool::adopt(const worker::WorkerLaunch& launch) {
                                launch.spawn.stderr_fd >= 0 ? launch.spawn.stderr_fd : STDERR_FILENO};
   std::string error;
   if (!os::send_handoff(s->channel.native_handle(), standby::encode_handoff(h), fds, kHandoffTimeout, &error)) {
-    worker::launcher_notice(
+    console::launcher_notice(
         fmt::format("standby for local_rank {} (pid {}): {}; starting that worker cold", s->local_rank, s->pid, error));
     kill(*s);
     return std::nullopt;
@@ -205,7 +202,7 @@ void StandbyPool::reap() {
       std::string tail = s->output_tail.size() > kOutputTail
                              ? s->output_tail.substr(s->output_tail.size() - kOutputTail)
                              : s->output_tail;
-      worker::launcher_notice(fmt::format(
+      console::launcher_notice(fmt::format(
           "standbys keep dying before they are ready ({} in a row; the last, for local_rank {}, ended with {}): "
           "restarts are cold from now on{}{}",
           StandbyRetries::kMaxEarlyDeaths, s->local_rank, status->describe(),

@@ -1,18 +1,17 @@
-#include "launcher/worker/output.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-
-#include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
-#include "launcher/worker/console_board.hpp"
+#include "launcher/console/console_board.hpp"
+#include "launcher/console/notice.hpp"
+#include "launcher/worker/output.hpp"
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fmt/format.h>
+#include <unistd.h>
 
 namespace ddp::launch::worker {
 
@@ -95,11 +94,11 @@ void DuplicateLog::offer(std::string_view prefix, std::string_view line) {
   if (!file_.valid() || !matches_any(line, filters_)) return;
   std::string out(prefix);
   out += line;
-  write_all(file_.get(), out);
+  console::write_all(file_.get(), out);
 }
 
-WorkerStream::WorkerStream(std::string prefix, int console_fd, os::UniqueFd log_file, ConsoleBoard* board, int slot,
-                           std::shared_ptr<DuplicateLog> duplicate)
+WorkerStream::WorkerStream(std::string prefix, int console_fd, os::UniqueFd log_file, console::ConsoleBoard* board,
+                           int slot, std::shared_ptr<DuplicateLog> duplicate)
     : prefix_(std::move(prefix)),
       console_fd_(console_fd),
       log_file_(std::move(log_file)),
@@ -108,7 +107,7 @@ WorkerStream::WorkerStream(std::string prefix, int console_fd, os::UniqueFd log_
       duplicate_(std::move(duplicate)) {}
 
 void WorkerStream::consume(std::string_view data) {
-  if (log_file_.valid()) write_all(log_file_.get(), data);
+  if (log_file_.valid()) console::write_all(log_file_.get(), data);
   splitter_.feed(data, [this](std::string_view line) { emit(line); });
   write_pending();
   if (board_) {  // the unfinished line, drawn at the board's next refresh
@@ -129,7 +128,7 @@ void WorkerStream::write_pending() {
     board_->set_live(slot_, "");  // the line it showed is among the complete ones now
     board_->write_lines(console_fd_, pending_);
   } else {
-    write_all(console_fd_, pending_);
+    console::write_all(console_fd_, pending_);
   }
   pending_.clear();
 }
@@ -141,23 +140,6 @@ void WorkerStream::emit(std::string_view line) {
   if (console_fd_ < 0) return;
   pending_ += prefix_;
   pending_ += line;
-}
-
-void write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return;  // EPIPE and friends: the reader is gone; nothing useful to do
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-}
-
-void launcher_notice(const std::string& text) {
-  const std::string line = "ddp-launch: " + text + "\n";
-  if (ConsoleBoard* board = ConsoleBoard::active()) board->write_lines(STDERR_FILENO, line);
-  else write_all(STDERR_FILENO, line);
 }
 
 os::UniqueFd open_log_file(const std::string& path) {

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "launcher/console/console_board.hpp"
 #include "launcher/os/process.hpp"
 
 namespace ddp::launch::worker {
@@ -59,15 +60,13 @@ class DuplicateLog {
 // True when line contains at least one of the filters (torchrun: `needle in line`).
 bool matches_any(std::string_view line, const std::vector<std::string>& filters);
 
-class ConsoleBoard;
-
 class WorkerStream {
  public:
   // console_fd < 0: not shown; log_file invalid: not written. board (may be null): the
   // terminal console's live lines, where this stream's unfinished line shows as `slot`.
   // duplicate (may be null): where this stream's lines matching a filter are copied.
-  WorkerStream(std::string prefix, int console_fd, os::UniqueFd log_file, ConsoleBoard* board = nullptr, int slot = 0,
-               std::shared_ptr<DuplicateLog> duplicate = nullptr);
+  WorkerStream(std::string prefix, int console_fd, os::UniqueFd log_file, console::ConsoleBoard* board = nullptr,
+               int slot = 0, std::shared_ptr<DuplicateLog> duplicate = nullptr);
   void consume(std::string_view data);
   void finish();  // end of stream: flush a partial last line
   // The last few complete lines seen (for the failure report), oldest first.
@@ -80,19 +79,13 @@ class WorkerStream {
   std::string prefix_;
   int console_fd_;
   os::UniqueFd log_file_;
-  ConsoleBoard* board_;
+  console::ConsoleBoard* board_;
   int slot_;
   std::shared_ptr<DuplicateLog> duplicate_;
   LineSplitter splitter_;
   std::string pending_;  // prefixed lines of the current chunk
   std::deque<std::string> tail_;
 };
-
-// Writes all of data to fd, retrying on EINTR/short writes; errors (EPIPE) are ignored.
-void write_all(int fd, std::string_view data);
-
-// "ddp-launch: TEXT\n" on stderr: the launcher's own messages (above any live lines).
-void launcher_notice(const std::string& text);
 
 // Opens (creates, truncates) a log file, making parent directories; LaunchError
 // (exit_code::kIoError) naming the path and the reason on failure.

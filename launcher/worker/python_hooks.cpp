@@ -1,18 +1,16 @@
+
+
+#include "launcher/console/notice.hpp"
+#include "launcher/os/shm_file.hpp"
+#include "launcher/os/temp_dir.hpp"
 #include "launcher/worker/python_hooks.hpp"
-
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <optional>
-
-#include <fmt/format.h>
-
-#include "launcher/os/shm_file.hpp"
-#include "launcher/os/temp_dir.hpp"
-#include "launcher/worker/output.hpp"
+#include <unistd.h>
 
 namespace ddp::launch::worker {
 const char* exit_drain_source();  // python/ddp_exit_drain.py, embedded at build time
@@ -53,7 +51,7 @@ class HooksDir {
 
  private:
   static void skip(const std::string& why) {
-    launcher_notice(
+    console::launcher_notice(
         fmt::format("{}; Python workers run without the exit drain (a worker may abort at exit "
                     "under load); check that TMPDIR is writable",
                     why));

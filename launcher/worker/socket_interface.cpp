@@ -1,11 +1,10 @@
-#include "launcher/worker/socket_interface.hpp"
 
-#include <algorithm>
 
-#include <fmt/format.h>
-
+#include "launcher/console/notice.hpp"
 #include "launcher/os/process.hpp"
-#include "launcher/worker/output.hpp"
+#include "launcher/worker/socket_interface.hpp"
+#include <algorithm>
+#include <fmt/format.h>
 
 namespace ddp::launch::worker {
 namespace {
@@ -87,7 +86,7 @@ cli::Environment socket_interface_environment(const cli::Environment& env, const
   const SocketInterfacePlan plan = plan_socket_interface(in, env);
   cli::Environment out = env;
   for (const auto& [name, value] : plan.variables) out[name] = value;
-  for (const std::string& line : plan.notices) launcher_notice(line);
+  for (const std::string& line : plan.notices) console::launcher_notice(line);
   return out;
 }
 

@@ -4,13 +4,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "launcher/worker/console_board.hpp"
+#include "launcher/console/console_board.hpp"
 #include "launcher/worker/output.hpp"
 #include "tests/support/test_support.hpp"
 
 using namespace ddp::launch;
 using namespace ddp::launch::os;
 using namespace ddp::launch::worker;
+using namespace ddp::launch::console;
 
 TEST_CASE("lines are emitted whole, however the bytes arrive") {
   LineSplitter s;

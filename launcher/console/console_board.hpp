@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace ddp::launch::worker {
+namespace ddp::launch::console {
 
 class ConsoleBoard {
  public:
@@ -50,4 +50,4 @@ class ConsoleBoard {
 // control bytes dropped, a tab shown as one space). columns <= 0: no cut.
 std::string fit_to_width(std::string_view text, int columns);
 
-}  // namespace ddp::launch::worker
+}  // namespace ddp::launch::console

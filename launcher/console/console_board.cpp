@@ -1,8 +1,8 @@
-#include "launcher/worker/console_board.hpp"
+#include "launcher/console/console_board.hpp"
 
 #include <fmt/format.h>
 
-namespace ddp::launch::worker {
+namespace ddp::launch::console {
 namespace {
 ConsoleBoard* g_active = nullptr;
 }  // namespace
@@ -106,4 +106,4 @@ std::string fit_to_width(std::string_view text, int columns) {
   return out;
 }
 
-}  // namespace ddp::launch::worker
+}  // namespace ddp::launch::console
