@@ -8,6 +8,7 @@
 #include "launcher/cli/command_line.hpp"
 #include "launcher/cli/exec_args.hpp"
 #include "launcher/cli/status_args.hpp"
+#include "tests/unit/parse_helpers.hpp"
 
 using namespace ddp::launch;
 using namespace ddp::launch::cli;
@@ -15,21 +16,7 @@ using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 using Args = std::vector<std::string>;
 
-namespace {
-
-template <typename F>
-std::string usage_error_of(F&& f) {
-  try {
-    f();
-  } catch (const LaunchError& e) {
-    CHECK(e.exit_code() == exit_code::kUsage);
-    return e.what();
-  }
-  FAIL("expected a usage error");
-  return "";
-}
-
-}  // namespace
+using cli::test::usage_error_of;
 
 TEST_CASE("commands: the first word alone names a subcommand; anything else is a launch") {
   CHECK(split_command({"status", "h:1"}).command == Command::kStatus);

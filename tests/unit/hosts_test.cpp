@@ -9,6 +9,7 @@
 #include "launcher/base/signal_names.hpp"
 #include "launcher/cli/host_checks.hpp"
 #include "launcher/cli/options.hpp"
+#include "tests/unit/parse_helpers.hpp"
 #include "launcher/hosts/agent_plan.hpp"
 #include "launcher/hosts/env_forward.hpp"
 #include "launcher/hosts/host_item.hpp"
@@ -22,19 +23,9 @@
 using namespace ddp::launch;
 using Catch::Matchers::Contains;
 
-namespace {
+using cli::test::usage_error_of;
 
-template <typename F>
-std::string usage_error_of(F&& f) {
-  try {
-    f();
-  } catch (const LaunchError& e) {
-    CHECK(e.exit_code() == exit_code::kUsage);
-    return e.what();
-  }
-  FAIL("expected a usage error");
-  return "";
-}
+namespace {
 
 std::string names_and_slots(const std::vector<hosts::HostEntry>& list) {
   std::string out;

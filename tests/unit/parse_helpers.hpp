@@ -1,5 +1,5 @@
 // Helpers of the option-parsing unit tests: parse a command line that must be valid, or get the
-// message of the usage error (exit 121) it must raise.
+// message of the usage error (exit 121) it, or any call, must raise.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -19,15 +19,21 @@ inline LaunchOptions parse(const std::vector<std::string>& args, const Environme
   return *parsed.options;
 }
 
-inline std::string usage_error_of(const std::vector<std::string>& args, const Environment& env = {}) {
+// The message of the usage error f() raises (a test failure if it raises none or another).
+template <typename F>
+std::string usage_error_of(F&& f) {
   try {
-    parse_command_line(args, env);
+    f();
   } catch (const LaunchError& e) {
     CHECK(e.exit_code() == exit_code::kUsage);
     return e.what();
   }
   FAIL("expected a usage error");
   return "";
+}
+
+inline std::string usage_error_of(const std::vector<std::string>& args, const Environment& env = {}) {
+  return usage_error_of([&] { parse_command_line(args, env); });
 }
 
 }  // namespace ddp::launch::cli::test
