@@ -38,12 +38,12 @@ job_field() {  # job_field ID FIELD: a field of `scontrol show job -o`
   scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
 }
 
-wait_job() {  # until job ID has ended; prints "STATE EXITCODE"
+wait_job() {  # until job ID has ended (SIGNALING, STAGE_OUT: not yet); prints "STATE EXITCODE"
   local id=$1 state
   for _ in $(seq 1 $((kJobTimeout * 4))); do
     state=$(job_field "$id" JobState)
     case $state in
-      PENDING | CONFIGURING | RUNNING | COMPLETING | SUSPENDED | "") sleep 0.25 ;;
+      PENDING | CONFIGURING | RUNNING | COMPLETING | SIGNALING | STAGE_OUT | SUSPENDED | "") sleep 0.25 ;;
       *) echo "$state $(job_field "$id" ExitCode)"; return 0 ;;
     esac
   done
