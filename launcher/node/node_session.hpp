@@ -49,11 +49,11 @@ class NodeSession {
   // Sets the node up (notices, the run directory, the `start` event, the endpoint listening).
   // stops (may be null): stop requests from another thread, for the Supervisor. Throws
   // LaunchError as the parts do (a --metrics-port in use).
-  NodeSession(const node::JobConfig& job, const cli::Environment& env, const node::NodeSeat& seat,
+  NodeSession(const JobConfig& job, const cli::Environment& env, const NodeSeat& seat,
               supervise::StopRequests* stops = nullptr);
   ~NodeSession();
-  NodeSession(const node::NodeSession&) = delete;
-  node::NodeSession& operator=(const node::NodeSession&) = delete;
+  NodeSession(const NodeSession&) = delete;
+  NodeSession& operator=(const NodeSession&) = delete;
 
   supervise::Supervisor& supervisor() { return supervisor_; }
   worker::RunLayout& layout() { return layout_; }
@@ -78,7 +78,7 @@ class NodeSession {
   void persist_at_end() { snapshots_.persist(snapshot::PersistReason::kEnd); }
 
  private:
-  const node::JobConfig& job_;
+  const JobConfig& job_;
   boost::asio::io_context loop_;  // first: every part below uses it
   worker::RunLayout layout_;
   report::StatusBoard board_;  // before the event log: its tap writes here

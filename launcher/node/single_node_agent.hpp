@@ -23,10 +23,10 @@ struct SingleNodeSpec {
 
 // Ranks and the workers' store for attempt 0. Node 0 checks a fixed port is free
 // (LaunchError(kAddressInUse) if not); without one, a free port is picked.
-worker::GroupPlan single_node_group(const node::JobConfig& job, const node::SingleNodeSpec& node);
+worker::GroupPlan single_node_group(const JobConfig& job, const SingleNodeSpec& node);
 
 // stops (may be null): stop requests from another thread (a many-host agent's stdin).
-int run_single_node_agent(const node::JobConfig& job, const node::SingleNodeSpec& node, const cli::Environment& env,
+int run_single_node_agent(const JobConfig& job, const SingleNodeSpec& node, const cli::Environment& env,
                           supervise::StopRequests* stops = nullptr);
 
 }  // namespace ddp::launch::node

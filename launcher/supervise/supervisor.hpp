@@ -64,21 +64,20 @@ struct SupervisorLinks {
   report::AttemptObserver* observer = nullptr;  // every attempt's start and first step
   report::StatusBoard* board = nullptr;         // the workers' rows, states, progress, hang verdicts
   warm::StandbyPool* standbys = nullptr;        // warm restarts: workers start from its standbys
-  supervise::StopRequests* stops = nullptr;     // stop requests from other threads
+  StopRequests* stops = nullptr;                // stop requests from other threads
 };
 
 class Supervisor {
  public:
-  Supervisor(boost::asio::io_context& loop, os::Watchdog& watchdog, supervise::SupervisorConfig config,
-             supervise::SupervisorLinks links = {});
+  Supervisor(boost::asio::io_context& loop, os::Watchdog& watchdog, SupervisorConfig config,
+             SupervisorLinks links = {});
   ~Supervisor();
-  Supervisor(const supervise::Supervisor&) = delete;
-  supervise::Supervisor& operator=(const supervise::Supervisor&) = delete;
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
 
   // Starts the workers and returns when every one has exited. Throws LaunchError if a
   // worker cannot be started (the ones already started are killed first).
-  report::AttemptResult run_attempt(std::vector<worker::WorkerLaunch> workers,
-                                    const supervise::AttemptCheck& check = {});
+  report::AttemptResult run_attempt(std::vector<worker::WorkerLaunch> workers, const AttemptCheck& check = {});
 
   // With no workers running: calls done() every interval until it returns true (0 is
   // returned) or a stop signal arrives during the call (the first stop signal received is

@@ -28,10 +28,10 @@ class StandbyPool {
  public:
   static constexpr std::chrono::milliseconds kHandoffTimeout{10000};
 
-  StandbyPool(boost::asio::io_context& io, os::Watchdog& watchdog, warm::StandbyPlan plan);
+  StandbyPool(boost::asio::io_context& io, os::Watchdog& watchdog, StandbyPlan plan);
   ~StandbyPool();
-  StandbyPool(const warm::StandbyPool&) = delete;
-  warm::StandbyPool& operator=(const warm::StandbyPool&) = delete;
+  StandbyPool(const StandbyPool&) = delete;
+  StandbyPool& operator=(const StandbyPool&) = delete;
 
   void set_event_log(report::EventLog* events) { events_ = events; }
   // Whether the next attempt wants standbys kept (a restart is left to take over): the
@@ -69,10 +69,10 @@ class StandbyPool {
 
   boost::asio::io_context& io_;
   os::Watchdog& watchdog_;
-  warm::StandbyPlan plan_;
+  StandbyPlan plan_;
   report::EventLog* events_ = nullptr;
   bool wanted_ = false;
-  warm::StandbyRetries retries_;
+  StandbyRetries retries_;
   std::map<int, std::shared_ptr<Standby>> standbys_;  // by local rank
   std::map<int, Slot> slots_;                         // by local rank; empty after clear()
   os::UniqueFd dev_null_;                             // stdin of a worker that reads none

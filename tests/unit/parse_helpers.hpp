@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "launcher/base/exit_status.hpp"
@@ -20,7 +21,7 @@ inline LaunchOptions parse(const std::vector<std::string>& args, const Environme
 }
 
 // The message of the usage error f() raises (a test failure if it raises none or another).
-template <typename F>
+template <typename F, typename = std::enable_if_t<std::is_invocable_v<F&>>>
 std::string usage_error_of(F&& f) {
   try {
     f();
