@@ -88,7 +88,10 @@ for step in range(2, 5):
     p.heartbeat(step)
 )");
   const EnvOverrides env = {{"DDP_TEST_PYTHON_DIR", std::string(DDP_SOURCE_DIR) + "/python"}};
-  auto r = launch({"--nproc-per-node=2", "--max-restarts=1", "--log-dir", logs.path(), dir / "worker.py"}, env, 120s);
+  // Cold restarts: a loaded machine could let a standby get ready first (then "warm").
+  auto r = launch(
+      {"--nproc-per-node=2", "--max-restarts=1", "--no-warm-restarts", "--log-dir", logs.path(), dir / "worker.py"},
+      env, 120s);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::Matches("(.|\\n)*" + std::string(kLine) + ", first step [0-9]+\\.[0-9]{2}\\)\n(.|\\n)*"));
