@@ -185,6 +185,7 @@ ResolvedJob resolve_job(const cli::LaunchOptions& flags, const cli::Environment&
   job.role = o.role;
   job.max_restarts = o.max_restarts;
   job.launcher_worker_store = o.launcher_worker_store;
+  job.containment = o.containment;
   job.restrict_worker_store_peers = !o.rdzv.token.empty();
   job.layout = worker::RunLayoutSpec{o.log_dir, job.run_id, any_stream(o.redirects) || any_stream(o.tee)};
   job.output = node::OutputSpec{o.redirects,

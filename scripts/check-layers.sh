@@ -3,9 +3,10 @@
 # in folder F must name a layer F may use, and every namespace F's files open is F's own
 # (ddp::launch::F, or nested in it; base/ and the top-level files: ddp::launch itself, or
 # nested in it). A layer may use the layers below it (the table below is the rule):
-#   base  <-  cli, os, console  <-  worker  <-  report  <-  progress, snapshot, warm  <-  supervise
+#   base  <-  cli, os, console  <-  contain, worker  <-  report  <-  progress, snapshot, warm  <-  supervise
 #   <-  status (also http)  <-  node  <-  multinode  ->  store, etcd (-> base)
-# report: event log, status board, failure reports, recovery timeline; progress: the one reader
+# contain: what keeps a job's processes inside it and ends them with it (subreaper, cgroup, token,
+# the leftover sweep); report: event log, status board, failure reports, recovery timeline; progress: the one reader
 # of the progress records (hang, stragglers, first step); snapshot: the in-memory snapshot files
 # and their persister; warm: standbys; supervise: one attempt's processes; status: the status
 # endpoint; node: a node's services for a job (NodeSession) and the single-node agent;
@@ -26,15 +27,16 @@ declare -A allowed=(
   [cli]="base cli"
   [os]="base os"
   [console]="base console"
+  [contain]="base cli os console contain"
   [worker]="base cli os console worker"
   [report]="base cli os console worker report"
   [progress]="base os console worker report progress"
   [snapshot]="base cli os console worker report snapshot"
-  [warm]="base os console worker report warm"
-  [supervise]="base cli os console worker report progress warm supervise"
+  [warm]="base os console worker report contain warm"
+  [supervise]="base cli os console contain worker report progress warm supervise"
   [status]="base cli os console worker report http net status"
-  [node]="base cli os console worker report progress snapshot warm supervise status c10d net node"
-  [multinode]="base cli os console worker report snapshot supervise status node multinode store etcd c10d net"
+  [node]="base cli os console contain worker report progress snapshot warm supervise status c10d net node"
+  [multinode]="base cli os console contain worker report snapshot supervise status node multinode store etcd c10d net"
   [net]="net"
   [store]="store net"
   [c10d]="c10d net"

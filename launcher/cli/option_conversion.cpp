@@ -124,6 +124,18 @@ void convert_warm_restarts(const RawOptions& raw, const GivenFlags& given, Launc
   if (!raw.preload.empty()) o.preload = parse_module_list("--preload", raw.preload);
 }
 
+// --containment: auto, cgroup or subreaper.
+void convert_containment(const std::string& value, LaunchOptions& o) {
+  if (value == "auto") o.containment = ContainmentRequest::kAuto;
+  else if (value == "cgroup") o.containment = ContainmentRequest::kCgroup;
+  else if (value == "subreaper") o.containment = ContainmentRequest::kSubreaper;
+  else
+    usage_error(
+        fmt::format("--containment '{}': use auto (a cgroup where the machine allows one, the default), "
+                    "cgroup or subreaper",
+                    value));
+}
+
 // Who hosts the workers' store: --worker-store, else torch's TORCH_DISABLE_SHARE_RDZV_TCP_STORE.
 void convert_worker_store(const RawOptions& raw, const Environment& env, const GivenFlags& given, LaunchOptions& o) {
   if (raw.worker_store != "launcher" && raw.worker_store != "rank0")
@@ -178,6 +190,7 @@ void convert_raw_options(const RawOptions& raw, const Environment& env, const Gi
   convert_stdin_rank(raw.stdin_rank, o);
   convert_warm_restarts(raw, given, o);
   convert_worker_store(raw, env, given, o);
+  convert_containment(raw.containment, o);
   convert_torchrun_2x_options(raw, given, o);
   convert_snapshot_interval(raw, o);
   convert_rdzv_conf(raw, env, o);

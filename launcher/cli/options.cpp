@@ -100,6 +100,10 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
                  "Who hosts the workers' c10d TCPStore at MASTER_ADDR:MASTER_PORT: launcher (default: "
                  "up before any worker starts, outlives them all; TORCHELASTIC_USE_AGENT_STORE=True) or "
                  "rank0 (worker rank 0 hosts it, as before; for an init_method that names its own store)");
+  app.add_option("--containment", raw.containment,
+                 "How the processes the workers start are ended with the job: auto (default: a cgroup "
+                 "where this machine allows one, killed whole at each attempt's end, else subreaper), "
+                 "cgroup (required) or subreaper (the launcher adopts every orphan below it; no cgroup)");
   app.add_option("--snapshot-persist-dir,--snapshot_persist_dir", o.snapshot_persist_dir,
                  "Write local rank 0's newest in-memory snapshot to DIR/ckpt_<step>.pt in the background "
                  "(train --checkpoint-dir DIR resumes from it; created if missing; default: off)");

@@ -22,6 +22,13 @@ namespace ddp::launch::cli {
 
 inline constexpr const char* kLauncherVersion = "0.1.0";
 
+// --containment: how the processes the workers start are kept inside the job.
+enum class ContainmentRequest {
+  kAuto,       // a cgroup where the machine allows one, else subreaper only
+  kCgroup,     // a cgroup, or a usage error saying why there is none
+  kSubreaper,  // subreaper and the environment token only
+};
+
 struct LaunchOptions {
   // What each worker runs.
   std::string program;                    // script, module or executable
@@ -56,6 +63,7 @@ struct LaunchOptions {
   // --worker-store: the launcher hosts the workers' c10d TCPStore at MASTER_ADDR:MASTER_PORT
   // (TORCHELASTIC_USE_AGENT_STORE=True); false (rank0): worker rank 0 hosts it.
   bool launcher_worker_store = true;
+  ContainmentRequest containment = ContainmentRequest::kAuto;  // --containment
   // Supervision.
   int max_restarts = 0;
   double shutdown_timeout_s = 30.0;

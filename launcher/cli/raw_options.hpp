@@ -25,7 +25,7 @@ struct RawOptions {
   std::string print_completion;
   std::string rdzv_backend = "static";
   std::string log_line_prefix_template, rdzv_conf, local_rank_arg, stdin_rank = "auto", preload,
-                                                                   worker_store = "launcher";
+                                                                   worker_store = "launcher", containment = "auto";
   bool warm_restarts = false;  // meaningful when GivenFlags::warm_restarts
   bool use_env = true, legacy_local_rank_arg = false, version = false;
   bool log_line_prefix_template_set = false;  // by TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE, even to ""

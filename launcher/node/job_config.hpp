@@ -49,6 +49,7 @@ struct JobConfig {
   warm::StandbyPlan standby;   // warm restarts: which standbys (standby_plan.hpp)
   // --worker-store=launcher: the node of group rank 0 hosts the workers' c10d store.
   bool launcher_worker_store = true;
+  cli::ContainmentRequest containment = cli::ContainmentRequest::kAuto;  // --containment
   bool restrict_worker_store_peers = false;          // a rendezvous token is set: only the nodes may connect
   snapshot::SnapshotPersistConfig snapshot_persist;  // --snapshot-persist-dir/-interval (dir "": off)
   report::StatusSpec status;                         // the status endpoint, the termination log

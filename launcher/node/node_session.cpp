@@ -25,9 +25,9 @@ report::StatusBoard job_board(const JobConfig& job, const NodeSeat& seat) {
 }
 
 std::unique_ptr<warm::StandbyPool> standby_pool(boost::asio::io_context& loop, os::Watchdog& watchdog,
-                                                const JobConfig& job) {
+                                                const JobConfig& job, const contain::Containment& containment) {
   if (job.standby.kind == warm::StandbyKind::kNone) return nullptr;
-  return std::make_unique<warm::StandbyPool>(loop, watchdog, job.standby);
+  return std::make_unique<warm::StandbyPool>(loop, watchdog, job.standby, &containment);
 }
 
 // The workers' thread notice comes before anything of the run is set up.
@@ -37,8 +37,8 @@ const worker::RunLayoutSpec& layout_after_notices(const JobConfig& job, const cl
 }
 
 // The job starts on this node: run_id, host, launcher pid, program, nproc, max_restarts,
-// hang_timeout ("auto", or seconds; 0: off), straggler_threshold.
-void log_start(report::EventLog& log, const JobConfig& job) {
+// hang_timeout ("auto", or seconds; 0: off), straggler_threshold, containment (cgroup, subreaper).
+void log_start(report::EventLog& log, const JobConfig& job, const contain::Containment& containment) {
   const double hang = job.supervisor.hang_timeout_s;
   log.write("start", {{"run_id", job.run_id},
                       {"host", os::host_name()},
@@ -47,7 +47,8 @@ void log_start(report::EventLog& log, const JobConfig& job) {
                       {"nproc", job.devices.nproc},
                       {"max_restarts", job.max_restarts},
                       hang < 0 ? report::EventField("hang_timeout", "auto") : report::EventField("hang_timeout", hang),
-                      {"straggler_threshold", job.supervisor.straggler_threshold}});
+                      {"straggler_threshold", job.supervisor.straggler_threshold},
+                      {"containment", containment.mode_name()}});
 }
 
 // The worker's arguments the endpoint may show: with --metrics-show-args only.
@@ -74,12 +75,16 @@ NodeSession::NodeSession(const JobConfig& job, const cli::Environment& env, cons
       events_(layout_.run_dir(), seat.event_node),
       recovery_(events_),
       snapshots_(env),
-      standbys_(standby_pool(loop_, watchdog_, job)),
-      supervisor_(loop_, watchdog_, job.supervisor, {&events_, &recovery_, &board_, standbys_.get(), stops}) {
+      containment_(job.containment),
+      watchdog_(containment_.watchdog_sweep()),
+      standbys_(standby_pool(loop_, watchdog_, job, containment_)),
+      supervisor_(loop_, watchdog_, job.supervisor,
+                  {&events_, &recovery_, &board_, standbys_.get(), stops, &containment_}) {
+  console::launcher_notice(containment_.describe());
   if (layout_.enabled() && !layout_.temporary()) console::launcher_notice("logs in " + layout_.run_dir());
   events_.set_console(job.events_to_console);
   events_.set_tap([this](const std::string& line) { board_.add_event(line); });
-  log_start(events_, job);
+  log_start(events_, job, containment_);
   snapshots_.persist_to(job.snapshot_persist, &events_);
   recovery_.set_status_board(&board_);
   if (standbys_) standbys_->set_event_log(&events_);

@@ -1,7 +1,8 @@
 // NodeSession: one node's services for a whole job, built once, in one place, by either agent
 // (single_node_agent.hpp, multinode/multinode_agent.hpp): the run layout, the event log (its
 // `start` event), the status board and endpoint, the recovery log, the snapshot regions and
-// their persister, the warm standbys, the orphan watchdog, and the Supervisor, all on one
+// their persister, the containment of the workers' processes, the warm standbys, the orphan
+// watchdog, and the Supervisor, all on one
 // event loop this session owns and lends. Members are built in declaration order and go in
 // reverse, so each outlives what borrows it. run_attempt and after_attempt hold what every
 // attempt does around the Supervisor: counters, the recovery timeline's marks, the persist
@@ -16,6 +17,7 @@
 #include "launcher/base/failure_kind.hpp"
 #include "launcher/cli/environment.hpp"
 #include "launcher/node/job_config.hpp"
+#include "launcher/contain/containment.hpp"
 #include "launcher/os/watchdog.hpp"
 #include "launcher/report/attempt_result.hpp"
 #include "launcher/report/event_log.hpp"
@@ -85,6 +87,7 @@ class NodeSession {
   report::EventLog events_;
   report::RecoveryLog recovery_;
   snapshot::SnapshotRegions snapshots_;  // its persister writes to events_
+  contain::Containment containment_;     // before the watchdog, which sweeps as it says
   os::Watchdog watchdog_;
   std::unique_ptr<warm::StandbyPool> standbys_;  // null without warm restarts
   supervise::Supervisor supervisor_;

@@ -14,15 +14,20 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 #include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/text.hpp"
+#include "launcher/os/process_table.hpp"
 
 namespace ddp::launch::os {
 namespace {
+
+// What the exec-error pipe carries when joining the cgroup failed: this plus the errno.
+constexpr int kCgroupJoinFailed = 1 << 20;
 
 [[noreturn]] void throw_errno(const std::string& what) {
   throw LaunchError(exit_code::kInternalError, fmt::format("{}: {}", what, std::strerror(errno)));
@@ -62,6 +67,7 @@ bool is_executable_file(const std::string& path, int* why) {
     ::_exit(exit_code::kProgramNotExecutable);
   };
   if (::setsid() < 0) fail(errno);
+  if (spec.cgroup_procs_fd >= 0 && ::write(spec.cgroup_procs_fd, "0", 1) != 1) fail(kCgroupJoinFailed + errno);
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
   if (::getppid() != parent) ::_exit(exit_code::kInternalError);  // launcher already gone
   struct sigaction dfl {};
@@ -85,7 +91,44 @@ bool is_executable_file(const std::string& path, int* why) {
   ::_exit(exit_code::kInternalError);
 }
 
+// The children forked here and not reaped yet: what reap_adopted_orphans must leave alone.
+// Held across fork and registration, so a reaper never sees a child of ours unregistered.
+std::mutex forked_mutex;
+std::set<pid_t> forked;
+
+void forget_forked(pid_t pid) {
+  std::lock_guard<std::mutex> lock(forked_mutex);
+  forked.erase(pid);
+}
+
 }  // namespace
+
+std::set<pid_t> forked_children() {
+  std::lock_guard<std::mutex> lock(forked_mutex);
+  return forked;
+}
+
+void note_forked(pid_t pid) {
+  std::lock_guard<std::mutex> lock(forked_mutex);
+  forked.insert(pid);
+}
+
+bool become_subreaper() { return ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0; }
+
+std::vector<pid_t> reap_adopted_orphans() {
+  std::vector<pid_t> reaped;
+  siginfo_t info{};
+  // Nothing has exited (the common case): no /proc walk.
+  if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return reaped;
+  std::lock_guard<std::mutex> lock(forked_mutex);
+  const pid_t self = ::getpid();
+  for (const ProcessEntry& e : read_process_table()) {
+    if (e.ppid != self || !e.zombie() || forked.count(e.pid)) continue;
+    int status = 0;
+    if (::waitpid(e.pid, &status, WNOHANG) == e.pid) reaped.push_back(e.pid);
+  }
+  return reaped;
+}
 
 UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
   if (this != &other) reset(other.release());
@@ -187,9 +230,12 @@ StartedWorker start_worker(const SpawnSpec& spec) {
   const cpu_set_t* cpus_ptr = spec.cpu_affinity.empty() ? nullptr : &cpus;
   Pipe errors = make_pipe();
   pid_t parent = ::getpid();
+  std::unique_lock<std::mutex> lock(forked_mutex);
   pid_t pid = ::fork();
   if (pid < 0) throw_errno("cannot fork a worker");
   if (pid == 0) exec_child(spec, argv.data(), envp.data(), parent, errors.write_end.get(), cpus_ptr);
+  forked.insert(pid);
+  lock.unlock();
   return StartedWorker{pid, spec.executable, std::move(errors.read_end)};
 }
 
@@ -202,6 +248,11 @@ pid_t confirm_exec(StartedWorker& started) {
   started.exec_errors.reset();
   if (n == static_cast<ssize_t>(sizeof child_errno)) {
     wait_for(started.pid);
+    if (child_errno >= kCgroupJoinFailed)
+      throw LaunchError(exit_code::kInternalError,
+                        fmt::format("cannot start '{}': it cannot join the job's cgroup: {}; run with "
+                                    "--containment=subreaper to contain the workers without a cgroup",
+                                    started.executable, std::strerror(child_errno - kCgroupJoinFailed)));
     throw LaunchError(child_errno == ENOENT ? exit_code::kProgramNotFound : exit_code::kProgramNotExecutable,
                       fmt::format("cannot start '{}': {}", started.executable, std::strerror(child_errno)));
   }
@@ -231,8 +282,14 @@ std::optional<ExitStatus> try_reap(pid_t pid) {
   do {
     r = ::waitpid(pid, &status, WNOHANG);
   } while (r < 0 && errno == EINTR);
-  if (r == pid) return decode_wait_status(status);
-  if (r < 0 && errno == ECHILD) return ExitStatus::unknown();
+  if (r == pid) {
+    forget_forked(pid);
+    return decode_wait_status(status);
+  }
+  if (r < 0 && errno == ECHILD) {
+    forget_forked(pid);
+    return ExitStatus::unknown();
+  }
   return std::nullopt;
 }
 
@@ -242,6 +299,7 @@ ExitStatus wait_for(pid_t pid) {
   do {
     r = ::waitpid(pid, &status, 0);
   } while (r < 0 && errno == EINTR);
+  forget_forked(pid);
   return r == pid ? decode_wait_status(status) : ExitStatus::unknown();
 }
 

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,6 +73,7 @@ struct SpawnSpec {
   int stdin_fd = -1;                // -1: /dev/null; else dup'ed (e.g. the launcher's terminal)
   int inherit_fd = -1;              // an O_CLOEXEC fd the child keeps across exec (a standby's channel)
   std::vector<int> cpu_affinity{};  // CPUs the child is bound to before exec (--numa-binding); empty: inherited
+  int cgroup_procs_fd = -1;         // a cgroup's cgroup.procs (cgroup.hpp) the child joins before exec; -1: none
 };
 
 // Forks and execs a worker as the leader of a new session (so its pgid == pid), with
@@ -92,6 +94,19 @@ StartedWorker start_worker(const SpawnSpec& spec);
 // The CPUs this process may run on (sched_getaffinity), ascending; empty if unknown.
 std::vector<int> allowed_cpus();
 pid_t confirm_exec(StartedWorker& started);
+
+// The children this process forked (start_worker, note_forked) and has not reaped yet
+// (try_reap, wait_for). Thread-safe. A process adopted as a subreaper is never one of them.
+std::set<pid_t> forked_children();
+// pid was forked here by other means (the watchdog): a child of ours, not an adopted orphan.
+void note_forked(pid_t pid);
+// Makes this process the subreaper of its descendants (PR_SET_CHILD_SUBREAPER): a process
+// whose parent dies is re-parented to it, not to init, however it left (setsid, double fork).
+// False if the kernel refuses (errno says why).
+bool become_subreaper();
+// Reaps each exited child that this process did not fork (orphans it adopted as a subreaper,
+// which no one else waits for); returns their pids. Never reaps a child from forked_children.
+std::vector<pid_t> reap_adopted_orphans();
 
 // kill(-pgid, sig); a group that no longer exists is not an error.
 void signal_group(pid_t pgid, int signo);

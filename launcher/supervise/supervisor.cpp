@@ -6,6 +6,8 @@
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/signal_names.hpp"
 #include "launcher/console/notice.hpp"
+#include "launcher/contain/leftover_report.hpp"
+#include "launcher/contain/leftover_sweep.hpp"
 #include "launcher/os/child_set.hpp"
 #include "launcher/os/watchdog.hpp"
 #include "launcher/progress/progress_monitor.hpp"
@@ -53,9 +55,11 @@ struct Supervisor::Impl {
         events(l.events),
         board(l.board),
         stops(l.stops),
+        containment(l.containment),
         children(
             io, [this](size_t i, const os::ExitStatus& status) { on_exit(i, status); },
             [this] {
+              os::reap_adopted_orphans();  // a worker's orphan that ended: no one else waits for it
               after_reap();
               if (standbys) standbys->reap();
             }),
@@ -66,6 +70,7 @@ struct Supervisor::Impl {
         monitor(io, {config.hang_timeout_s, config.straggler_threshold}),
         console(io),
         observer(l.observer) {
+    if (containment) sweep.emplace(io, *containment);
     for (int s : config.stop_signals) handled_signals.add(s);
     for (int s : config.forward_signals) handled_signals.add(s);
     monitor.set_event_log(events);
@@ -80,11 +85,12 @@ struct Supervisor::Impl {
   SupervisorConfig config;
   asio::io_context& io;
   os::Watchdog& watchdog;
-  warm::StandbyPool* standbys;  // borrowed (null: no warm restarts)
-  report::EventLog* events;     // borrowed
-  report::StatusBoard* board;   // borrowed
-  StopRequests* stops;          // borrowed
-  os::ChildSet children;        // the workers: ids are indices into `workers`
+  warm::StandbyPool* standbys;        // borrowed (null: no warm restarts)
+  report::EventLog* events;           // borrowed
+  report::StatusBoard* board;         // borrowed
+  StopRequests* stops;                // borrowed
+  contain::Containment* containment;  // borrowed (null: no sweep)
+  os::ChildSet children;              // the workers: ids are indices into `workers`
   asio::signal_set handled_signals;
   asio::steady_timer tick_timer;
   asio::steady_timer capture_timer;           // Python's stack dump, then the stop
@@ -95,8 +101,11 @@ struct Supervisor::Impl {
   LiveConsole console;                        // the terminal's live lines
   int warm_started = 0;                       // this attempt's workers started from standbys
   AttemptCheck check;
-  std::optional<std::string> stop_reason;  // the check stopped the workers
-  std::function<void()> on_wake;           // what wake() runs now (loop thread only)
+  std::optional<std::string> stop_reason;                              // the check stopped the workers
+  std::optional<contain::LeftoverSweep> sweep;                         // with a containment
+  bool sweep_started = false;                                          // this attempt's
+  std::optional<std::chrono::steady_clock::time_point> stop_deadline;  // the stop's SIGKILL
+  std::function<void()> on_wake;                                       // what wake() runs now (loop thread only)
 
   std::vector<Worker> workers;
   bool attempt_running = false;
@@ -130,6 +139,7 @@ struct Supervisor::Impl {
     if (interrupt_signal != 0) {
       console::launcher_notice(fmt::format("second {}: killing the workers now", signal_name(signo)));
       children.kill();
+      if (sweep) sweep->kill_now();
       return;
     }
     interrupt_signal = signo;
@@ -180,9 +190,42 @@ struct Supervisor::Impl {
     begin_stop(SIGTERM);
   }
 
-  // After each reaping pass: with every worker gone, the drain begins.
+  // After each reaping pass: with every worker gone, the drain and the sweep begin.
   void after_reap() {
-    if (count_live() == 0) arm_drain();
+    if (count_live() > 0) return;
+    arm_drain();
+    begin_sweep();
+  }
+
+  // Every worker is gone: what they left behind gets SIGTERM now and SIGKILL at the stop's
+  // deadline, or a grace from now after a plain end. Once per attempt, as the drain.
+  void begin_sweep() {
+    if (!sweep || !attempt_running || workers.empty() || sweep_started) return;
+    sweep_started = true;
+    sweep->start(stop_deadline.value_or(std::chrono::steady_clock::now() + grace()));
+  }
+
+  // The processes the sweep ended: one notice, and a `leftover` event each.
+  void report_leftovers() {
+    if (!sweep) return;
+    const contain::SweepReport r = sweep->take_report();
+    if (r.empty()) return;
+    console::launcher_notice(contain::leftover_notice(r));
+    if (!events) return;
+    auto log = [this](const std::vector<contain::Leftover>& list, const char* ended_by) {
+      for (const contain::Leftover& l : list)
+        events->write("leftover", {{"pid", static_cast<long>(l.process.pid)},
+                                   {"command", l.command},
+                                   l.rank ? report::EventField("rank", *l.rank) : report::EventField("rank", "unknown"),
+                                   {"ended_by", ended_by}});
+    };
+    log(r.stopped, "SIGTERM");
+    log(r.killed, "SIGKILL");
+    log(r.remaining, "none");
+  }
+
+  os::ChildSet::Duration grace() const {
+    return std::chrono::duration_cast<os::ChildSet::Duration>(std::chrono::duration<double>(config.shutdown_timeout_s));
   }
 
   // Every worker has exited: give a lingering grandchild that holds a pipe kDrain to let go,
@@ -202,9 +245,8 @@ struct Supervisor::Impl {
   void begin_stop(int signo) {
     stopping = true;
     monitor.stop();
-    const auto grace =
-        std::chrono::duration_cast<os::ChildSet::Duration>(std::chrono::duration<double>(config.shutdown_timeout_s));
-    children.begin_stop(signo, grace, [this](size_t live) {
+    stop_deadline = std::chrono::steady_clock::now() + grace();
+    children.begin_stop(signo, grace(), [this](size_t live) {
       console::launcher_notice(fmt::format("{} worker{} still running {} s after SIGTERM: sending SIGKILL", live,
                                            live == 1 ? "" : "s", config.shutdown_timeout_s));
     });
@@ -317,7 +359,9 @@ struct Supervisor::Impl {
       w.launch = std::move(launches[i]);
       w.streams = std::make_unique<WorkerStreams>(w.launch, console.board(), [this] { console.schedule_refresh(); });
       children.add(w.launch.spawn, w.streams->output());
+      if (containment) containment->prepare_worker(w.launch.spawn);
       if (std::optional<pid_t> adopted = standbys ? standbys->adopt(w.launch) : std::nullopt) {
+        if (containment) containment->adopt_standby(*adopted);
         children.started(i, *adopted);  // already under the watchdog (the pool registered it)
         w.warm = true;
         ++warm_started;
@@ -418,6 +462,8 @@ report::AttemptResult Supervisor::run_attempt(std::vector<worker::WorkerLaunch> 
   s.stop_reason.reset();
   s.hang.reset();
   s.stacks_captured = false;
+  s.sweep_started = false;
+  s.stop_deadline.reset();
   s.check = check;
   if (s.interrupt_signal != 0) {
     report::AttemptResult r;
@@ -446,7 +492,8 @@ report::AttemptResult Supervisor::run_attempt(std::vector<worker::WorkerLaunch> 
   s.on_wake = [&s] {
     if (s.attempt_running && s.check.tick) s.run_tick();
   };
-  while (s.count_live() > 0 || s.children.output_open()) s.io.run_one();
+  while (s.count_live() > 0 || s.children.output_open() || (s.sweep && s.sweep->running())) s.io.run_one();
+  s.report_leftovers();
   s.on_wake = nullptr;
   s.tick_timer.cancel();
   s.console.cancel();

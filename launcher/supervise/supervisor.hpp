@@ -11,8 +11,10 @@
 // check may ask for the same capture before its stop (a hang on another node). Worker exits
 // and stragglers go to the event log if one is set; an attempt observer hears of each attempt's
 // start and first step. A stop request (stop_requests.hpp) is a stop signal that says why.
-// The loop, the watchdog and the collaborators are its owner's (node/node_session.hpp), lent
-// for the Supervisor's life. Blocks in run_attempt and wait_until.
+// Once every worker is gone, the processes they left behind (containment.hpp) get SIGTERM, and
+// SIGKILL at the stop's deadline (or a grace after a plain end): the attempt ends only when none
+// remains, and one notice names them. The loop, the watchdog and the collaborators are its owner's
+// (node/node_session.hpp), lent for the Supervisor's life. Blocks in run_attempt and wait_until.
 #pragma once
 
 #include <chrono>
@@ -22,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/contain/containment.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/os/watchdog.hpp"
 #include "launcher/report/attempt_observer.hpp"
@@ -65,6 +68,7 @@ struct SupervisorLinks {
   report::StatusBoard* board = nullptr;         // the workers' rows, states, progress, hang verdicts
   warm::StandbyPool* standbys = nullptr;        // warm restarts: workers start from its standbys
   StopRequests* stops = nullptr;                // stop requests from other threads
+  contain::Containment* containment = nullptr;  // workers join the job's containment; their leftovers are swept
 };
 
 class Supervisor {

@@ -37,8 +37,9 @@ struct StandbyPool::Standby {
   bool ready = false;
 };
 
-StandbyPool::StandbyPool(boost::asio::io_context& io, os::Watchdog& watchdog, StandbyPlan plan)
-    : io_(io), watchdog_(watchdog), plan_(std::move(plan)), dev_null_(os::open_dev_null()) {}
+StandbyPool::StandbyPool(boost::asio::io_context& io, os::Watchdog& watchdog, StandbyPlan plan,
+                         const contain::Containment* containment)
+    : io_(io), watchdog_(watchdog), containment_(containment), plan_(std::move(plan)), dev_null_(os::open_dev_null()) {}
 
 // Teardown logs nothing: the borrowed event log may already be gone (the multi-node agent
 // destroys its log before its Supervisor, which owns this pool).
@@ -98,6 +99,7 @@ void StandbyPool::start(int local_rank, const Slot& slot) {
   spec.stdout_fd = output.write_end.get();
   spec.stderr_fd = output.write_end.get();
   spec.inherit_fd = channel.standby_end.get();
+  if (containment_) containment_->prepare_standby(spec);
   auto s = std::make_shared<Standby>(io_, channel.launcher_end.release(), output.read_end.release());
   s->local_rank = local_rank;
   s->executable = slot.executable;

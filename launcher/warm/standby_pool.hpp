@@ -17,6 +17,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "launcher/contain/containment.hpp"
 #include "launcher/os/watchdog.hpp"
 #include "launcher/report/event_log.hpp"
 #include "launcher/warm/standby_plan.hpp"
@@ -28,7 +29,9 @@ class StandbyPool {
  public:
   static constexpr std::chrono::milliseconds kHandoffTimeout{10000};
 
-  StandbyPool(boost::asio::io_context& io, os::Watchdog& watchdog, StandbyPlan plan);
+  // containment (may be null): the standbys join the job's (its standbys' cgroup, its token).
+  StandbyPool(boost::asio::io_context& io, os::Watchdog& watchdog, StandbyPlan plan,
+              const contain::Containment* containment = nullptr);
   ~StandbyPool();
   StandbyPool(const StandbyPool&) = delete;
   StandbyPool& operator=(const StandbyPool&) = delete;
@@ -69,6 +72,7 @@ class StandbyPool {
 
   boost::asio::io_context& io_;
   os::Watchdog& watchdog_;
+  const contain::Containment* containment_;
   StandbyPlan plan_;
   report::EventLog* events_ = nullptr;
   bool wanted_ = false;

@@ -8,7 +8,8 @@
 # run that ends with the same weights as a single-node run of 4; the workers' socket interface
 # (set to the listed address's, said once per host, warned about; the user's kept);
 # environment forwarding (forwarded, not forwarded, the env file); --exclude of a host and of a slot; a failing worker's exit code; Ctrl-C, and the
-# launching process SIGKILLed, leave no process on any host, and the agents tell why they stop; a
+# launching process SIGKILLed, leave no process on any host (workers whose helpers escape every
+# way included), and the agents tell why they stop; a
 # killed ssh session (the client here, or the host's sshd process) is that host lost, and the
 # surviving agent says so; elastic --nnodes 1:2 going on without a lost or an unreachable
 # host; an unreachable host and a host without ddp-launch; the launching machine in the list;
@@ -218,6 +219,20 @@ pid=$!
 wait_lines kill.log started 2
 kill -KILL "$pid"; wait "$pid" 2>/dev/null
 check "launcher SIGKILLed: no process left on any host" only_sshd_left
+
+# 7b. Workers whose helpers escape every way (tests/support/escaping_worker.sh: own session,
+# double fork, own group, nohup, SIGTERM ignored, stopped), stopped by Ctrl-C, then by SIGKILL
+# of the launching process: nothing of them left on any host.
+escapes=$work/escape
+for how in INT KILL; do
+  rm -rf "$escapes"; mkdir -p "$escapes"
+  "$launch" --hosts "$a:1,$b:1" --shutdown-timeout=1 "${ssh_opts[@]}" --no-python \
+    "$repo_root/tests/support/escaping_worker.sh" "$escapes" wait >escape.log 2>&1 &
+  pid=$!
+  for _ in $(seq 600); do [[ -e $escapes/up.0.0 && -e $escapes/up.1.0 ]] && break; sleep 0.1; done
+  kill "-$how" "$pid"; wait "$pid" 2>/dev/null
+  check "escaping helpers, SIG$how on the launching machine: no process left on any host" only_sshd_left
+done
 
 # 8. One host's ssh session killed: that host is lost, named; the job stops (exit 124).
 "$launch" --hosts "$a:1,$b:1" "${ssh_opts[@]}" --no-python sh -c 'echo started; exec sleep 300' >lost.log 2>&1 &

@@ -504,6 +504,36 @@ struct MultiNodeHang {
   }
 };
 
+TEST_CASE("two nodes: a failure, a stop and a lost node leave no process of the job on either node") {
+  // Each worker starts a helper for every way of escaping (tests/support/escaping_worker.sh).
+  const std::string how = GENERATE(as<std::string>{}, "failure", "stop", "lost node");
+  INFO(how);
+  TempDir dir;
+  const int port = free_port();
+  const EnvOverrides marked{{"DDP_TEST_ESCAPE_MARK", dir.path()}};
+  const std::vector<std::string> worker{std::string(DDP_SOURCE_DIR) + "/tests/support/escaping_worker.sh", dir.path(),
+                                        how == "failure" ? "exit3" : "wait"};
+  Background n0(with(with(static_node(2, 0, port, 1), {"--shutdown-timeout=1"}), worker), marked);
+  Background n1(with(with(static_node(2, 1, port, 1), {"--shutdown-timeout=1"}), worker), marked);
+  REQUIRE(wait_until([&] { return file_exists(dir / "up.0.0") && file_exists(dir / "up.1.0"); }, 60s));
+  if (how == "stop") n0.signal(SIGTERM);
+  if (how == "lost node") n1.signal(SIGKILL);
+  const RunResult r1 = n1.wait(60s);
+  const RunResult r0 = n0.wait(60s);
+  INFO(r0.err << r1.err);
+  if (how == "failure") CHECK((r0.exit_code == 3 && r1.exit_code == 3));
+  if (how == "stop") CHECK((r0.exit_code == 128 + SIGTERM && r1.exit_code == 128 + SIGTERM));
+  if (how == "lost node") CHECK((r0.exit_code == 124 && r1.exit_code == 128 + SIGKILL));
+  // The lost node's helpers are its watchdog's to end: not at once.
+  CHECK(wait_until([&] { return processes_with_env("DDP_TEST_ESCAPE_MARK=" + dir.path()).empty(); }, 15s));
+  for (const char* kind : {"setsid", "doublefork", "pgroup", "nohup", "session", "stopped"})
+    for (const char* tag : {".0.0", ".1.0"}) {
+      const std::string text = read_file(dir / (kind + std::string(tag)));
+      REQUIRE_FALSE(text.empty());
+      CHECK_FALSE(process_alive(std::stoi(text)));
+    }
+}
+
 TEST_CASE("a hang on either node is the root cause on every node: both report it and exit 119") {
   const int hung = GENERATE(0, 1);  // node 0 hosts the agent store
   MultiNodeHang run(hung, "always", "0");
@@ -721,11 +751,15 @@ struct SoakFigures {
 };
 
 // One short two-node job with one fault (or none) on node `node`; true when every node
-// ended as the README says and no worker is left.
+// ended as the README says and no process of the job is left: each worker starts a helper for
+// every way of escaping (tests/support/escaping_helpers.sh) first.
 bool soak_run(const std::string& backend, Fault fault, int node, SoakFigures& figures) {
   TempDir dir;
   const int port = free_port();
   const std::string d = dir.path();
+  const std::string helpers = ". " + std::string(DDP_SOURCE_DIR) + "/tests/support/escaping_helpers.sh; " +
+                              "start_escaping_helpers " + d + " $RANK; ";
+  const EnvOverrides marked{{"DDP_TEST_ESCAPE_MARK", d}};
   std::string script = "echo $$ > " + d + "/pid.$RANK; " +
                        (fault == Fault::kNone ? std::string("sleep 0.3")
                                               : "while [ ! -e " + d + "/fail.$RANK ]; do sleep 0.01; done; exit 3");
@@ -737,8 +771,9 @@ bool soak_run(const std::string& backend, Fault fault, int node, SoakFigures& fi
              "/victim) 2>/dev/null; do sleep 0.01; done; "
              "echo 'RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
              "[127.0.0.1]:40000' >&2; exit 1";
-  Background n0(with(two_node_launcher(backend, 0, port), {"sh", "-c", script}));
-  Background n1(with(two_node_launcher(backend, 1, port), {"sh", "-c", script}));
+  script = helpers + script;
+  Background n0(with(two_node_launcher(backend, 0, port), {"--shutdown-timeout=1", "sh", "-c", script}), marked);
+  Background n1(with(two_node_launcher(backend, 1, port), {"--shutdown-timeout=1", "sh", "-c", script}), marked);
   if (!wait_until([&] { return pids_written(dir); }, 60s)) {
     UNSCOPED_INFO(backend << ": the workers did not start within 60 s\nnode 0:\n"
                           << n0.err_so_far() << "node 1:\n"
@@ -783,12 +818,13 @@ bool soak_run(const std::string& backend, Fault fault, int node, SoakFigures& fi
   const bool no_leftovers = wait_until(
       [&] {
         return !process_alive(std::stoi(read_file(dir / "pid.0"))) &&
-               !process_alive(std::stoi(read_file(dir / "pid.1")));
+               !process_alive(std::stoi(read_file(dir / "pid.1"))) &&
+               processes_with_env("DDP_TEST_ESCAPE_MARK=" + d).empty();
       },
-      10s);
+      15s);
   if (!(ok && no_leftovers))
     UNSCOPED_INFO(backend << " fault " << static_cast<int>(fault) << " on node " << node << ": exits " << r0.exit_code
-                          << "/" << r1.exit_code << (no_leftovers ? "" : ", workers left") << "\nnode 0:\n"
+                          << "/" << r1.exit_code << (no_leftovers ? "" : ", processes of the job left") << "\nnode 0:\n"
                           << r0.err << "node 1:\n"
                           << r1.err);
   ++figures.runs;

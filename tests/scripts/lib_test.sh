@@ -110,12 +110,14 @@ expect "build_dir by default" "$(cd /tmp && build_of "")" "$root/build"
 expect "a relative BUILD_DIR is taken from the repository root" "$(cd /tmp && build_of out/b)" "$root/out/b"
 expect "an absolute BUILD_DIR" "$(build_of /srv/b)" /srv/b
 
-# --- every script sources lib.sh (the fragments below are sourced by scripts that do)
+# --- every script sources lib.sh (the fragments below are sourced by scripts that do; the
+# escaping worker is a POSIX sh worker the launcher runs, not a script of ours to run)
 cd "$root"
 missing=()
 while read -r f; do
   case $f in
-    scripts/lib.sh | tests/multinode/netns_lib.sh | tests/hosts/hosts_lib.sh | tests/gpu/gpu_check_lib.sh) continue ;;
+    scripts/lib.sh | tests/multinode/netns_lib.sh | tests/hosts/hosts_lib.sh | tests/gpu/gpu_check_lib.sh | \
+      tests/support/escaping_helpers.sh | tests/support/escaping_worker.sh) continue ;;
   esac
   # shellcheck disable=SC2016  # the line as written in the scripts
   grep -qE '^source "\$\(dirname "\$0"\)/(\.\./)*(scripts/)?lib\.sh"$' "$f" || missing+=("$f")

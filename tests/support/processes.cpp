@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <thread>
 
 #include "tests/support/files.hpp"
@@ -54,6 +56,24 @@ bool process_alive(pid_t pid) {
   std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
   auto close_paren = stat.rfind(')');
   return close_paren == std::string::npos || stat.size() < close_paren + 3 || stat[close_paren + 2] != 'Z';
+}
+
+std::vector<pid_t> processes_with_env(const std::string& entry) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string env = read_file("/proc/" + name + "/environ");
+    bool holds = false;
+    for (size_t at = 0; at < env.size() && !holds;) {
+      const size_t end = std::min(env.find('\0', at), env.size());
+      holds = env.compare(at, end - at, entry) == 0;
+      at = end + 1;
+    }
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (holds && process_alive(pid)) out.push_back(pid);
+  }
+  return out;
 }
 
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {

@@ -24,6 +24,9 @@ std::vector<std::string> environment_with(const EnvOverrides& overrides);
 int wait_exit_code(pid_t pid, std::chrono::milliseconds timeout);
 
 bool process_alive(pid_t pid);  // exists and is not a zombie
+// Live processes (not zombies) whose environment (/proc/PID/environ) holds the entry
+// "NAME=VALUE" exactly: every process of a job whose launcher was given that variable.
+std::vector<pid_t> processes_with_env(const std::string& entry);
 // Polls pred every 20 ms until true or timeout; returns pred's last value.
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
 

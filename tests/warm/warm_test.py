@@ -122,6 +122,37 @@ def case_python_restart(args, tmp):
         fail("a standby was reported as a worker", text)
 
 
+def case_escaping_helpers(args, tmp):
+    # Workers cold and warm (in standbys) start helpers that escape every way: the restart in the
+    # standbys begins only after attempt 0's are gone, and nothing of the job outlives it.
+    marker = ("DDP_TEST_ESCAPE_MARK", tmp)
+    out, logs = os.path.join(tmp, "out"), os.path.join(tmp, "logs")
+    os.makedirs(out)
+    p = start(args, ["--nproc-per-node=2", "--max-restarts=1", "--shutdown-timeout=1", f"--log-dir={logs}", WORKER,
+                     out, "escape", "x y"], dict([marker]))
+    wait_for("two ready standbys", lambda: len(standby_events(logs, "ready")) >= 2, [p])
+    open(os.path.join(out, "go"), "w").close()
+    code, text = finish(p)
+    if code != 0:
+        fail(f"exit code {code}, expected 0", text)
+    check_warm_attempt(out, logs, [0, 1], [out, "escape", "x y"], text)
+    for rank in (0, 1):
+        if record(out, 1, rank)["previous_alive"]:
+            fail(f"rank {rank}'s warm attempt found attempt 0's helpers alive: {record(out, 1, rank)}", text)
+    left = [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc"))) if alive(pid) and
+            f"{marker[0]}={marker[1]}".encode() in open_environ(pid)]
+    if left:
+        fail(f"processes of the job outlived it: {left}", text)
+
+
+def open_environ(pid):
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return []
+
+
 def case_python_errors(args, tmp):
     out, logs, code, text = case_python(args, tmp, "raise")
     if code != 1:

@@ -1,0 +1,74 @@
+// Containment: what keeps every process a job's workers start inside the job and ends it with
+// the job. Always: the launcher is the subreaper of its descendants (a process that calls
+// setsid or double-forks still comes back to it, never to init), and every worker's and
+// standby's environment carries the job's token (kTokenVariable), by which the watchdog finds
+// them after a SIGKILL of the launcher. Where the machine allows it (cgroup v2 with cgroup.kill,
+// and a folder this user may create below its own cgroup: root, a delegated subtree), the
+// workers also live in the cgroup <own>/ddp-launch-<pid>/workers and the standbys in
+// .../standbys, killed as a whole. An attempt's leftovers are the processes still running once
+// its workers are gone: in the workers' cgroup, and below the launcher outside every child it
+// forked itself (standbys, the watchdog). Owned by the node's session; loop thread only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/cli/options.hpp"
+#include "launcher/os/process.hpp"
+#include "launcher/os/process_table.hpp"
+#include "launcher/os/watchdog.hpp"
+
+namespace ddp::launch::contain {
+
+constexpr const char* kTokenVariable = "DDP_LAUNCH_JOB_TOKEN";
+
+// A process of the job found running where none should be.
+struct Leftover {
+  os::ProcessEntry process;
+  std::optional<int> rank;  // RANK in its environment, when that carries the job's token
+  std::string command;      // its command line, shortened; its name if that is empty
+};
+
+class Containment {
+ public:
+  // Becomes the subreaper; with kAuto or kCgroup, makes the job's cgroups. Throws
+  // LaunchError(kUsage) when kCgroup was asked for and this machine cannot give one (says why).
+  explicit Containment(cli::ContainmentRequest request);
+  // Ends whatever of the job is left (SIGKILL; standbys' descendants too), waits briefly for
+  // it to go, and removes the cgroups.
+  ~Containment();
+  Containment(const Containment&) = delete;
+  Containment& operator=(const Containment&) = delete;
+
+  bool uses_cgroup() const { return !job_cgroup_.empty(); }
+  const char* mode_name() const { return uses_cgroup() ? "cgroup" : "subreaper"; }
+  // The start line: the mode, where, and why not a cgroup when there is none.
+  std::string describe() const;
+  os::WatchdogSweep watchdog_sweep() const { return {token_entry_, job_cgroup_}; }
+
+  // A worker (or a standby) about to be forked: the token in its environment, and its cgroup.
+  void prepare_worker(os::SpawnSpec& spec) const;
+  void prepare_standby(os::SpawnSpec& spec) const;
+  // A standby became a worker: it moves to the workers' cgroup.
+  void adopt_standby(pid_t pid) const;
+
+  // The attempt's processes still running (zombies excluded), found now.
+  std::vector<Leftover> leftovers() const;
+  // SIGKILL to the workers' cgroup as a whole (nothing without a cgroup).
+  void kill_workers_cgroup() const;
+
+ private:
+  void try_cgroup(bool required);
+  void end_everything();
+  Leftover describe_process(const os::ProcessEntry& p) const;
+
+  std::string token_entry_;  // "DDP_LAUNCH_JOB_TOKEN=..."
+  std::string job_cgroup_;   // "" without a cgroup
+  std::string no_cgroup_why_;
+  os::UniqueFd workers_procs_, standbys_procs_;
+};
+
+}  // namespace ddp::launch::contain
