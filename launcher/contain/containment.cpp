@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -37,6 +38,14 @@ std::optional<int> parse_rank(const std::optional<std::string>& text) {
   return std::stoi(*text);
 }
 
+// A new cgroup below the job's and its folder's fd; "" and an invalid fd if it cannot be made
+// (the processes are then contained by the subreaper alone).
+std::pair<std::string, os::UniqueFd> new_cgroup(const std::string& job, const std::string& name) {
+  const std::string dir = job + "/" + name;
+  if (os::make_cgroup(dir) != 0) return {"", os::UniqueFd()};
+  return {dir, os::open_cgroup(dir)};
+}
+
 }  // namespace
 
 Containment::Containment(cli::ContainmentRequest request) : token_entry_(make_token()) {
@@ -53,8 +62,6 @@ void Containment::try_cgroup(bool required) {
   auto fail = [&](const std::string& why) {
     if (!job_cgroup_.empty()) os::remove_cgroup_tree(job_cgroup_);
     job_cgroup_.clear();
-    workers_procs_.reset();
-    standbys_procs_.reset();
     no_cgroup_why_ = why;
     if (required)
       throw LaunchError(exit_code::kUsage,
@@ -70,13 +77,26 @@ void Containment::try_cgroup(bool required) {
     return fail(fmt::format("cannot create the cgroup {}: {}", job, std::strerror(err)));
   job_cgroup_ = job;
   if (!os::cgroup_kill_supported(job)) return fail(fmt::format("{} has no cgroup.kill (Linux >= 5.14)", job));
-  for (const char* leaf : {"workers", "standbys"})
-    if (int err = os::make_cgroup(job + "/" + leaf))
-      return fail(fmt::format("cannot create the cgroup {}/{}: {}", job, leaf, std::strerror(err)));
-  workers_procs_ = os::open_cgroup_procs(job + "/workers");
-  standbys_procs_ = os::open_cgroup_procs(job + "/standbys");
-  if (!workers_procs_.valid() || !standbys_procs_.valid())
-    return fail(fmt::format("cannot open {}/workers/cgroup.procs: {}", job, std::strerror(errno)));
+  const std::string probe = job + "/probe";  // a cgroup below it can be made and opened
+  if (int err = os::make_cgroup(probe))
+    return fail(fmt::format("cannot create the cgroup {}: {}", probe, std::strerror(err)));
+  const bool opened = os::open_cgroup(probe).valid();
+  os::remove_cgroup_tree(probe);
+  if (!opened) return fail(fmt::format("cannot open the cgroup {}: {}", probe, std::strerror(errno)));
+}
+
+void Containment::begin_attempt() {
+  end_attempt();
+  if (!uses_cgroup()) return;
+  auto [dir, fd] = new_cgroup(job_cgroup_, fmt::format("attempt-{}", attempts_++));
+  attempt_fd_ = std::move(fd);
+  if (!dir.empty()) attempt_cgroups_.push_back(dir);
+}
+
+void Containment::end_attempt() {
+  attempt_fd_.reset();
+  for (const std::string& dir : attempt_cgroups_) os::remove_cgroup_tree(dir);  // empty now (else: at the end)
+  attempt_cgroups_.clear();
 }
 
 Containment::~Containment() { end_everything(); }
@@ -93,16 +113,27 @@ std::string Containment::describe() const {
 
 void Containment::prepare_worker(os::SpawnSpec& spec) const {
   spec.env.push_back(token_entry_);
-  spec.cgroup_procs_fd = workers_procs_.get();
+  spec.cgroup_fd = attempt_fd_.get();
 }
 
-void Containment::prepare_standby(os::SpawnSpec& spec) const {
+void Containment::prepare_standby(os::SpawnSpec& spec) {
   spec.env.push_back(token_entry_);
-  spec.cgroup_procs_fd = standbys_procs_.get();
+  if (!uses_cgroup()) return;
+  std::tie(standby_dir_, standby_fd_) = new_cgroup(job_cgroup_, fmt::format("standby-{}", standbys_++));
+  spec.cgroup_fd = standby_fd_.get();
 }
 
-void Containment::adopt_standby(pid_t pid) const {
-  if (uses_cgroup()) os::move_to_cgroup(job_cgroup_ + "/workers", pid);
+void Containment::standby_started(pid_t pid) {
+  if (!standby_dir_.empty()) standby_cgroups_[pid] = standby_dir_;
+  standby_dir_.clear();
+  standby_fd_.reset();
+}
+
+void Containment::adopt_standby(pid_t pid) {
+  auto it = standby_cgroups_.find(pid);
+  if (it == standby_cgroups_.end()) return;
+  attempt_cgroups_.push_back(it->second);
+  standby_cgroups_.erase(it);
 }
 
 Leftover Containment::describe_process(const os::ProcessEntry& p) const {
@@ -117,16 +148,17 @@ std::vector<Leftover> Containment::leftovers() const {
   const std::vector<os::ProcessEntry> table = os::read_process_table();
   std::set<pid_t> ours;  // below the launcher, outside the children it forked (pruned with theirs)
   for (const os::ProcessEntry& p : os::descendants(table, ::getpid(), os::forked_children())) ours.insert(p.pid);
-  if (uses_cgroup())
-    for (pid_t pid : os::cgroup_pids(job_cgroup_ + "/workers")) ours.insert(pid);
+  for (const std::string& dir : attempt_cgroups_)
+    for (pid_t pid : os::cgroup_pids(dir)) ours.insert(pid);
   std::vector<Leftover> out;
   for (const os::ProcessEntry& p : table)
     if (ours.count(p.pid) && !p.zombie() && p.pid != ::getpid()) out.push_back(describe_process(p));
   return out;
 }
 
-void Containment::kill_workers_cgroup() const {
-  if (uses_cgroup()) os::kill_cgroup(job_cgroup_ + "/workers");
+void Containment::kill_attempt_cgroups() const {
+  for (const std::string& dir : attempt_cgroups_)
+    if (!os::cgroup_pids(dir).empty()) os::kill_cgroup(dir);
 }
 
 // The job's end: nothing of it may stay (a standby's descendant included); no grace now, the
@@ -135,7 +167,10 @@ void Containment::end_everything() {
   const auto deadline = std::chrono::steady_clock::now() + kEndWait;
   for (;;) {
     os::reap_adopted_orphans();
-    if (uses_cgroup()) os::kill_cgroup(job_cgroup_);
+    // cgroup.kill waits for an RCU grace period (tens of ms), even on an empty cgroup: only
+    // when something is in it.
+    const bool cgroup_left = uses_cgroup() && !os::cgroup_pids(job_cgroup_).empty();
+    if (cgroup_left) os::kill_cgroup(job_cgroup_);
     const std::vector<os::ProcessEntry> left =
         os::descendants(os::read_process_table(), ::getpid(), os::forked_children());
     bool alive = false;
@@ -144,7 +179,6 @@ void Containment::end_everything() {
         os::signal_process(p.pid, SIGKILL);
         alive = true;
       }
-    const bool cgroup_left = uses_cgroup() && !os::cgroup_pids(job_cgroup_).empty();
     if ((!alive && !cgroup_left) || std::chrono::steady_clock::now() > deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }

@@ -3,15 +3,18 @@
 // setsid or double-forks still comes back to it, never to init), and every worker's and
 // standby's environment carries the job's token (kTokenVariable), by which the watchdog finds
 // them after a SIGKILL of the launcher. Where the machine allows it (cgroup v2 with cgroup.kill,
-// and a folder this user may create below its own cgroup: root, a delegated subtree), the
-// workers also live in the cgroup <own>/ddp-launch-<pid>/workers and the standbys in
-// .../standbys, killed as a whole. An attempt's leftovers are the processes still running once
-// its workers are gone: in the workers' cgroup, and below the launcher outside every child it
-// forked itself (standbys, the watchdog). Owned by the node's session; loop thread only.
+// and a folder this user may create below its own cgroup: root, a delegated subtree), each
+// attempt's cold workers are born in the cgroup <own>/ddp-launch-<pid>/attempt-<n> and each
+// standby in .../standby-<k> (never moved: a migration costs an RCU grace period; never reused
+// after a cgroup.kill: a child cloned into a killed cgroup is killed too). An attempt's leftovers
+// are the processes still running once its workers are gone: in its cgroups (its own and its
+// adopted standbys'), and below the launcher outside every child it forked itself (standbys,
+// the watchdog). Owned by the node's session; loop thread only.
 #pragma once
 
 #include <sys/types.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,16 +52,20 @@ class Containment {
   std::string describe() const;
   os::WatchdogSweep watchdog_sweep() const { return {token_entry_, job_cgroup_}; }
 
+  // An attempt begins (its cgroup) and ends (its cgroups go, once its sweep is done).
+  void begin_attempt();
+  void end_attempt();
   // A worker (or a standby) about to be forked: the token in its environment, and its cgroup.
   void prepare_worker(os::SpawnSpec& spec) const;
-  void prepare_standby(os::SpawnSpec& spec) const;
-  // A standby became a worker: it moves to the workers' cgroup.
-  void adopt_standby(pid_t pid) const;
+  void prepare_standby(os::SpawnSpec& spec);
+  // The standby just prepared runs as pid; a standby became a worker of this attempt.
+  void standby_started(pid_t pid);
+  void adopt_standby(pid_t pid);
 
   // The attempt's processes still running (zombies excluded), found now.
   std::vector<Leftover> leftovers() const;
-  // SIGKILL to the workers' cgroup as a whole (nothing without a cgroup).
-  void kill_workers_cgroup() const;
+  // SIGKILL to the attempt's cgroups as a whole (nothing without a cgroup).
+  void kill_attempt_cgroups() const;
 
  private:
   void try_cgroup(bool required);
@@ -68,7 +75,11 @@ class Containment {
   std::string token_entry_;  // "DDP_LAUNCH_JOB_TOKEN=..."
   std::string job_cgroup_;   // "" without a cgroup
   std::string no_cgroup_why_;
-  os::UniqueFd workers_procs_, standbys_procs_;
+  unsigned attempts_ = 0, standbys_ = 0;          // cgroups made so far, for their names
+  os::UniqueFd attempt_fd_, standby_fd_;          // the folders the next worker, standby starts in
+  std::string standby_dir_;                       // the one standby_fd_ opens
+  std::vector<std::string> attempt_cgroups_;      // this attempt's, its adopted standbys' included
+  std::map<pid_t, std::string> standby_cgroups_;  // each standby's, until adopted
 };
 
 }  // namespace ddp::launch::contain

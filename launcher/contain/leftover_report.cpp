@@ -11,7 +11,8 @@ std::string list(const std::vector<Leftover>& leftovers) {
   std::string out;
   for (size_t i = 0; i < leftovers.size() && i < kNamedAtMost; ++i)
     out += (i ? ", " : "") + describe_leftover(leftovers[i]);
-  if (leftovers.size() > kNamedAtMost) out += fmt::format(" and {} more (see the event log)", leftovers.size() - kNamedAtMost);
+  if (leftovers.size() > kNamedAtMost)
+    out += fmt::format(" and {} more (see the event log)", leftovers.size() - kNamedAtMost);
   return out;
 }
 

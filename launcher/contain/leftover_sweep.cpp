@@ -76,7 +76,7 @@ void LeftoverSweep::pass() {
 void LeftoverSweep::kill_all() {
   killing_ = true;
   report_.kill_after_s = std::chrono::duration<double>(Clock::now() - started_).count();
-  containment_.kill_workers_cgroup();
+  containment_.kill_attempt_cgroups();  // not cheap (an RCU grace period), but leftovers are rare
   for (auto& [pid, t] : tracked_) {
     t.handle.signal(SIGKILL);
     t.killed = true;
@@ -86,9 +86,10 @@ void LeftoverSweep::kill_all() {
 
 void LeftoverSweep::schedule() {
   auto wait = pause_;
-  if (!killing_) wait = std::min<std::chrono::milliseconds>(
-                     wait, std::chrono::duration_cast<std::chrono::milliseconds>(kill_at_ - Clock::now()) +
-                               std::chrono::milliseconds(1));
+  if (!killing_)
+    wait = std::min<std::chrono::milliseconds>(
+        wait,
+        std::chrono::duration_cast<std::chrono::milliseconds>(kill_at_ - Clock::now()) + std::chrono::milliseconds(1));
   pause_ = std::min(pause_ * 2, kLongestPause);
   timer_.expires_after(wait);
   timer_.async_wait([this](const boost::system::error_code& ec) {

@@ -1,6 +1,6 @@
 // LeftoverSweep: ends an attempt's leftovers (containment.hpp) once its workers are gone, on
 // the launcher's Asio loop: SIGTERM (and SIGCONT, for a stopped one) to each, SIGKILL to what
-// still runs at the stop's deadline (the workers' cgroup as a whole, and each process by its
+// still runs at the stop's deadline (the attempt's cgroups as a whole, and each process by its
 // pidfd), then the check that none remains. Each pass looks again, so a process a leftover
 // starts meanwhile is found and ended too. Not thread-safe (the loop's thread); never blocks.
 #pragma once

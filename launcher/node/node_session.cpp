@@ -25,7 +25,7 @@ report::StatusBoard job_board(const JobConfig& job, const NodeSeat& seat) {
 }
 
 std::unique_ptr<warm::StandbyPool> standby_pool(boost::asio::io_context& loop, os::Watchdog& watchdog,
-                                                const JobConfig& job, const contain::Containment& containment) {
+                                                const JobConfig& job, contain::Containment& containment) {
   if (job.standby.kind == warm::StandbyKind::kNone) return nullptr;
   return std::make_unique<warm::StandbyPool>(loop, watchdog, job.standby, &containment);
 }

@@ -101,11 +101,9 @@ OwnCgroup own_cgroup() {
 
 int make_cgroup(const std::string& dir) { return ::mkdir(dir.c_str(), 0755) == 0 ? 0 : errno; }
 
-UniqueFd open_cgroup_procs(const std::string& dir) {
-  return UniqueFd(::open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
+UniqueFd open_cgroup(const std::string& dir) {
+  return UniqueFd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 }
-
-bool move_to_cgroup(const std::string& dir, pid_t pid) { return write_text(dir + "/cgroup.procs", std::to_string(pid)); }
 
 std::vector<pid_t> cgroup_pids(const std::string& dir) {
   std::vector<pid_t> pids;

@@ -29,11 +29,9 @@ OwnCgroup own_cgroup();
 
 // Creates folder dir (a new cgroup); 0, or the errno (EACCES: not delegated to this user).
 int make_cgroup(const std::string& dir);
-// An O_WRONLY|O_CLOEXEC fd of dir/cgroup.procs: a forked child writes "0" to it to join
-// (SpawnSpec::cgroup_procs_fd). Invalid (errno set) if it cannot be opened.
-UniqueFd open_cgroup_procs(const std::string& dir);
-// Moves process pid into dir; false if it cannot (errno).
-bool move_to_cgroup(const std::string& dir, pid_t pid);
+// An O_DIRECTORY|O_CLOEXEC fd of dir, as SpawnSpec::cgroup_fd takes it. Invalid (errno set) if
+// it cannot be opened.
+UniqueFd open_cgroup(const std::string& dir);
 // The processes in dir and every cgroup below it.
 std::vector<pid_t> cgroup_pids(const std::string& dir);
 // SIGKILL to every process in dir and below, at once (cgroup.kill); false if it cannot (errno).

@@ -3,6 +3,7 @@
 #include "launcher/os/process.hpp"
 
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -58,16 +59,21 @@ bool is_executable_file(const std::string& path, int* why) {
   return true;
 }
 
-// Runs in the forked child: only async-signal-safe calls until execve.
-// cpus: the CPU set to bind to (--numa-binding), or nullptr.
+// Runs in the forked child: only async-signal-safe calls until execve (after clone3, not even
+// those that read glibc's cached thread id: raise, pthread_*). cpus: the CPU set to bind to
+// (--numa-binding), or nullptr. join_cgroup: the child was not born in spec.cgroup_fd's cgroup.
 [[noreturn]] void exec_child(const SpawnSpec& spec, char* const* argv, char* const* envp, pid_t parent, int error_fd,
-                             const cpu_set_t* cpus) {
+                             const cpu_set_t* cpus, bool join_cgroup) {
   auto fail = [error_fd](int err) {
     [[maybe_unused]] ssize_t n = ::write(error_fd, &err, sizeof err);
     ::_exit(exit_code::kProgramNotExecutable);
   };
   if (::setsid() < 0) fail(errno);
-  if (spec.cgroup_procs_fd >= 0 && ::write(spec.cgroup_procs_fd, "0", 1) != 1) fail(kCgroupJoinFailed + errno);
+  if (join_cgroup && spec.cgroup_fd >= 0) {  // not born there (clone3 unavailable): join now
+    const int procs = ::openat(spec.cgroup_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+    if (procs < 0 || ::write(procs, "0", 1) != 1) fail(kCgroupJoinFailed + errno);
+    ::close(procs);
+  }
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(errno);
   if (::getppid() != parent) ::_exit(exit_code::kInternalError);  // launcher already gone
   struct sigaction dfl {};
@@ -89,6 +95,26 @@ bool is_executable_file(const std::string& path, int* why) {
   ::execve(spec.executable.c_str(), argv, envp);
   fail(errno);
   ::_exit(exit_code::kInternalError);
+}
+
+// fork(), or clone3 with CLONE_INTO_CGROUP when the child is to start in a cgroup: born there,
+// it never migrates (a migration waits for an RCU grace period, several ms, per worker).
+// *born_in_cgroup says which happened; ENOSYS/EINVAL/E2BIG (Linux < 5.7) fall back to fork().
+pid_t fork_into(int cgroup_fd, bool* born_in_cgroup) {
+  *born_in_cgroup = false;
+  if (cgroup_fd >= 0) {
+    struct clone_args args {};
+    args.flags = CLONE_INTO_CGROUP;
+    args.exit_signal = SIGCHLD;
+    args.cgroup = static_cast<uint64_t>(cgroup_fd);
+    const long pid = ::syscall(SYS_clone3, &args, sizeof args);
+    if (pid >= 0) {
+      *born_in_cgroup = true;
+      return static_cast<pid_t>(pid);
+    }
+    if (errno != ENOSYS && errno != EINVAL && errno != E2BIG) return -1;
+  }
+  return ::fork();
 }
 
 // The children forked here and not reaped yet: what reap_adopted_orphans must leave alone.
@@ -231,9 +257,10 @@ StartedWorker start_worker(const SpawnSpec& spec) {
   Pipe errors = make_pipe();
   pid_t parent = ::getpid();
   std::unique_lock<std::mutex> lock(forked_mutex);
-  pid_t pid = ::fork();
+  bool born_in_cgroup = false;
+  pid_t pid = fork_into(spec.cgroup_fd, &born_in_cgroup);
   if (pid < 0) throw_errno("cannot fork a worker");
-  if (pid == 0) exec_child(spec, argv.data(), envp.data(), parent, errors.write_end.get(), cpus_ptr);
+  if (pid == 0) exec_child(spec, argv.data(), envp.data(), parent, errors.write_end.get(), cpus_ptr, !born_in_cgroup);
   forked.insert(pid);
   lock.unlock();
   return StartedWorker{pid, spec.executable, std::move(errors.read_end)};

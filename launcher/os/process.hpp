@@ -73,12 +73,14 @@ struct SpawnSpec {
   int stdin_fd = -1;                // -1: /dev/null; else dup'ed (e.g. the launcher's terminal)
   int inherit_fd = -1;              // an O_CLOEXEC fd the child keeps across exec (a standby's channel)
   std::vector<int> cpu_affinity{};  // CPUs the child is bound to before exec (--numa-binding); empty: inherited
-  int cgroup_procs_fd = -1;         // a cgroup's cgroup.procs (cgroup.hpp) the child joins before exec; -1: none
+  int cgroup_fd = -1;               // a cgroup's folder (cgroup.hpp) the child starts in; -1: the launcher's
 };
 
-// Forks and execs a worker as the leader of a new session (so its pgid == pid), with
-// PR_SET_PDEATHSIG=SIGKILL, default signal dispositions and an empty signal mask, stdin
-// from spec.stdin_fd or /dev/null. Blocks only until exec succeeded or failed; throws LaunchError if exec failed.
+// Forks and execs a worker as the leader of a new session (so its pgid == pid), born in
+// spec.cgroup_fd's cgroup if one is given (clone3's CLONE_INTO_CGROUP; before Linux 5.7 it joins
+// before exec, which waits for an RCU grace period), with PR_SET_PDEATHSIG=SIGKILL, default signal dispositions and an
+// empty signal mask, stdin from spec.stdin_fd or /dev/null. Blocks only until exec succeeded or failed; throws
+// LaunchError if exec failed.
 pid_t spawn_worker(const SpawnSpec& spec);
 
 // The same in two steps, so that many workers exec in parallel: start_worker forks and

@@ -17,7 +17,7 @@ class ProcessHandle {
  public:
   // The process `seen` names, if it still runs (and is not a zombie); nullopt once it is gone
   // or its pid was reused. Without pidfds (Linux < 5.3) it holds the pid and its start time, and
-// checks them before each signal (a narrow window remains there).
+  // checks them before each signal (a narrow window remains there).
   static std::optional<ProcessHandle> open(const ProcessEntry& seen);
 
   pid_t pid() const { return pid_; }

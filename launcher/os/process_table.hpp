@@ -19,9 +19,9 @@ struct ProcessEntry {
   pid_t ppid = 0;
   pid_t pgid = 0;
   pid_t sid = 0;
-  char state = '?';              // R, S, D, Z, T, ...: /proc/PID/stat's third field
-  uint64_t start_ticks = 0;      // since boot, in clock ticks: with pid, names one process for good
-  std::string comm;              // the command name (15 characters at most)
+  char state = '?';          // R, S, D, Z, T, ...: /proc/PID/stat's third field
+  uint64_t start_ticks = 0;  // since boot, in clock ticks: with pid, names one process for good
+  std::string comm;          // the command name (15 characters at most)
   bool zombie() const { return state == 'Z' || state == 'X'; }
 };
 

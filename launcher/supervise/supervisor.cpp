@@ -473,6 +473,7 @@ report::AttemptResult Supervisor::run_attempt(std::vector<worker::WorkerLaunch> 
     return r;
   }
   s.attempt_running = true;
+  if (s.containment) s.containment->begin_attempt();
   try {
     s.start(std::move(workers));
   } catch (...) {  // not swallowed: kill and reap what did start, then rethrow
@@ -494,6 +495,7 @@ report::AttemptResult Supervisor::run_attempt(std::vector<worker::WorkerLaunch> 
   };
   while (s.count_live() > 0 || s.children.output_open() || (s.sweep && s.sweep->running())) s.io.run_one();
   s.report_leftovers();
+  if (s.containment) s.containment->end_attempt();
   s.on_wake = nullptr;
   s.tick_timer.cancel();
   s.console.cancel();

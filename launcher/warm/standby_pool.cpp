@@ -38,7 +38,7 @@ struct StandbyPool::Standby {
 };
 
 StandbyPool::StandbyPool(boost::asio::io_context& io, os::Watchdog& watchdog, StandbyPlan plan,
-                         const contain::Containment* containment)
+                         contain::Containment* containment)
     : io_(io), watchdog_(watchdog), containment_(containment), plan_(std::move(plan)), dev_null_(os::open_dev_null()) {}
 
 // Teardown logs nothing: the borrowed event log may already be gone (the multi-node agent
@@ -107,6 +107,7 @@ void StandbyPool::start(int local_rank, const Slot& slot) {
   try {
     os::StartedWorker started = os::start_worker(spec);
     s->pid = started.pid;
+    if (containment_) containment_->standby_started(s->pid);
     watchdog_.watch(s->pid);
     os::confirm_exec(started);
   } catch (const LaunchError& e) {  // not swallowed: said once; the restarts are cold

@@ -31,7 +31,7 @@ class StandbyPool {
 
   // containment (may be null): the standbys join the job's (its standbys' cgroup, its token).
   StandbyPool(boost::asio::io_context& io, os::Watchdog& watchdog, StandbyPlan plan,
-              const contain::Containment* containment = nullptr);
+              contain::Containment* containment = nullptr);
   ~StandbyPool();
   StandbyPool(const StandbyPool&) = delete;
   StandbyPool& operator=(const StandbyPool&) = delete;
@@ -72,7 +72,7 @@ class StandbyPool {
 
   boost::asio::io_context& io_;
   os::Watchdog& watchdog_;
-  const contain::Containment* containment_;
+  contain::Containment* containment_;
   StandbyPlan plan_;
   report::EventLog* events_ = nullptr;
   bool wanted_ = false;

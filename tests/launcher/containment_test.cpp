@@ -105,7 +105,8 @@ TEST_CASE("workers exit 0: every helper they left, however it escaped, is gone w
         CHECK((e["rank"] == 0 || e["rank"] == 1));
       }
     CHECK(leftovers == 12);
-    CHECK(killed >= 6);  // setsid, doublefork, pgroup, session ignore SIGTERM (x2 ranks); nohup and stopped may go by SIGTERM
+    CHECK(killed >=
+          6);  // setsid, doublefork, pgroup, session ignore SIGTERM (x2 ranks); nohup and stopped may go by SIGTERM
   }
 }
 

@@ -183,7 +183,8 @@ TEST_CASE("a worker's child that left its session, ignoring SIGTERM and SIGHUP, 
   l.spawn.argv = {"sh", "-c",
                   "setsid sh -c 'trap \"\" TERM HUP; echo $$ > " + (dir / "helper") +
                       "; while :; do sleep 0.1; done' </dev/null >/dev/null 2>&1 & "
-                      "while [ ! -s " + (dir / "helper") + " ]; do sleep 0.02; done; exit 0"};
+                      "while [ ! -s " +
+                      (dir / "helper") + " ]; do sleep 0.02; done; exit 0"};
   l.spawn.env = environment_with({{"RANK", "0"}});
   l.stdout_to_console = false;
   l.stderr_to_console = false;
@@ -197,7 +198,8 @@ TEST_CASE("a worker's child that left its session, ignoring SIGTERM and SIGHUP, 
   // Its environment carried the job's token: the notice named its rank (checked by the e2e tests).
 }
 
-TEST_CASE("containment=cgroup makes the job's cgroup where the machine allows one, else a usage error saying what to use") {
+TEST_CASE(
+    "containment=cgroup makes the job's cgroup where the machine allows one, else a usage error saying what to use") {
   // Only meaningful where this machine has no cgroup v2 this user may write to.
   const os::OwnCgroup own = os::own_cgroup();
   if (own.dir && ::access(own.dir->c_str(), W_OK) == 0) {
