@@ -3,15 +3,16 @@
 # escaping helpers (one in its own session ignoring SIGTERM and SIGHUP, as a daemonizing tool
 # does; one in the worker's session ignoring SIGTERM), for each way the job ends: the workers
 # exit 0, one exits 3, Ctrl-C (SIGINT) on the launcher, SIGKILL of the launcher. One column per
-# --containment mode (LAUNCHER=path compares another build). Prints a Markdown table.
-# Usage: scripts/orphan-table.sh [MODE...]   (default: cgroup subreaper)
+# MODE: a --containment mode (cgroup, subreaper), default (no flag: LAUNCHER=path runs another
+# build, one without the flag), or torchrun (the torch venv's, scripts/lib.sh). Prints a Markdown
+# table. Usage: scripts/orphan-table.sh [MODE...]   (default: cgroup subreaper torchrun)
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/lib.sh
 source "$(dirname "$0")/lib.sh"
 launcher=${LAUNCHER:-$build_dir/launcher/ddp-launch}
 [[ -x $launcher ]] || die "no $launcher: build first (cmake --build $build_dir)"
 modes=("$@")
-((${#modes[@]})) || modes=(cgroup subreaper)
+((${#modes[@]})) || modes=(cgroup subreaper torchrun)
 work=$(mktemp -d)
 trap 'pkill -9 -f "orphan-table-$$" 2>/dev/null || true; rm -rf "$work"' EXIT
 marker=orphan-table-$$
@@ -32,9 +33,13 @@ chmod +x "$work/worker.sh"
 # Runs the job one way; prints how many of the helpers are left 3 s after the launcher ended.
 left_after() {  # MODE END
   rm -f "$work"/up.*
-  local args=(--nproc-per-node=2 --shutdown-timeout=2)
-  [[ $1 == default ]] || args+=(--containment="$1")
-  END=$2 setsid "$launcher" "${args[@]}" "$work/worker.sh" >/dev/null 2>&1 &
+  local cmd=("$launcher" --nproc-per-node=2 --shutdown-timeout=2)
+  case $1 in
+    default) ;;
+    torchrun) cmd=("$torch_python" -m torch.distributed.run --standalone --nproc-per-node=2 --no-python) ;;
+    *) cmd+=(--containment="$1") ;;
+  esac
+  END=$2 TORCH_ELASTIC_SHUTDOWN_TIMEOUT=2 setsid "${cmd[@]}" "$work/worker.sh" >/dev/null 2>&1 &
   local pid=$!
   if [[ $2 == sigint || $2 == sigkill ]]; then
     until [[ -e $work/up.0 && -e $work/up.1 ]]; do sleep 0.05; done

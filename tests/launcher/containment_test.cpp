@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 
 #include "tests/launcher/run_events.hpp"
 #include "tests/support/test_support.hpp"
@@ -63,6 +64,15 @@ struct EscapeJob {
     return a;
   }
   EnvOverrides env() const { return {{"DDP_TEST_ESCAPE_MARK", dir.path()}}; }
+
+  // The launcher in the background, returned once every worker's helpers are up, to signal.
+  std::unique_ptr<Background> start_until_up(const std::string& mode) const {
+    std::vector<std::string> argv{launcher_path()};
+    for (const auto& a : args(mode, {}, "wait")) argv.push_back(a);
+    auto launcher = std::make_unique<Background>(argv, env());
+    REQUIRE(wait_until([&] { return all_up(dir, 2); }, 60s));
+    return launcher;
+  }
 
   // Nothing of the job is left, and the sibling and this test (the launcher's parent) live.
   void check_nothing_left(int ranks, int attempts = 1) const {
@@ -138,12 +148,9 @@ TEST_CASE("Ctrl-C on the launcher: the helpers are gone when it returns") {
   for (const auto& mode : kModes) {
     INFO("--containment=" << mode);
     EscapeJob job;
-    std::vector<std::string> argv{launcher_path()};
-    for (const auto& a : job.args(mode, {}, "wait")) argv.push_back(a);
-    Background launcher(argv, job.env());
-    REQUIRE(wait_until([&] { return all_up(job.dir, 2); }, 60s));
-    launcher.signal(SIGINT);
-    auto r = launcher.wait(60s);
+    auto launcher = job.start_until_up(mode);
+    launcher->signal(SIGINT);
+    auto r = launcher->wait(60s);
     INFO(r.err);
     CHECK(r.exit_code == 130);
     job.check_nothing_left(2);
@@ -166,12 +173,9 @@ TEST_CASE("SIGKILL of the launcher: the watchdog ends the helpers, and nothing o
   for (const auto& mode : kModes) {
     INFO("--containment=" << mode);
     EscapeJob job;
-    std::vector<std::string> argv{launcher_path()};
-    for (const auto& a : job.args(mode, {}, "wait")) argv.push_back(a);
-    Background launcher(argv, job.env());
-    REQUIRE(wait_until([&] { return all_up(job.dir, 2); }, 60s));
-    launcher.signal(SIGKILL);
-    launcher.wait(30s);
+    auto launcher = job.start_until_up(mode);
+    launcher->signal(SIGKILL);
+    launcher->wait(30s);
     CHECK(wait_until([&] { return processes_with_env(job.marker).empty(); }, 15s));
     job.check_nothing_left(2);
   }

@@ -17,6 +17,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from checks import fail  # noqa: E402
+from warm_worker import alive  # noqa: E402  (next to this file)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "warm_worker.py")
@@ -72,14 +73,6 @@ def finish(p):
 def record(out, restart, rank):
     with open(os.path.join(out, f"a{restart}.r{rank}.json")) as f:
         return json.load(f)
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def check_warm_attempt(out, logs, ranks, argv_tail, text):
