@@ -4,13 +4,19 @@ Cases, each launcher alternating run by run, medians: (a) 4 workers of /bin/true
 and end of a job that leaves nothing (ddp-launch with a cgroup, with the subreaper alone, the
 build BEFORE if given; torchrun; the floor: sh starting the 4 programs); (b) 4 workers that each
 leave 5 helpers in sessions of their own (which SIGTERM ends) and exit 0: wall time until the
-launcher is gone, and how many helpers it left (then killed by this driver).
+launcher is gone, and how many helpers it left (then killed by this driver); (c) ddp-launch
+only: a restart's own part, from the event log's `recovery` summary: stop (failure seen ->
+workers stopped, the sweep included) and start (-> workers started), of a 4-worker shell job
+whose rank 1 exits 3 (--no-warm-restarts).
 Usage: bench_containment.py DDP_LAUNCH [--before DDP_LAUNCH] [--torchrun CMD] [--runs N]
 """
 import argparse
+import glob
+import json
 import os
 import statistics
 import subprocess
+import tempfile
 import time
 
 from bench_records import peers_line, torchrun_command  # next to this file
@@ -33,6 +39,22 @@ def measure(argv):
     wall = time.perf_counter() - t
     time.sleep(0.2)  # what a launcher left is found after it, not while it exits
     return wall, rc, left_behind()
+
+
+RESTART = 'if [ "$RANK" = 1 ] && [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then exit 3; fi; exit 0'
+
+
+def restart_phases(prefix):
+    """(stop ms, start ms) of the one restart, from the recovery summary event."""
+    with tempfile.TemporaryDirectory() as logs:
+        subprocess.run(prefix + ["--max-restarts=1", "--no-warm-restarts", f"--log-dir={logs}", "sh", "-c", RESTART],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, OMP_NUM_THREADS="1"))
+        for f in glob.glob(os.path.join(logs, "*", "events.jsonl")):
+            for line in open(f):
+                e = json.loads(line)
+                if e["event"] == "recovery" and e.get("phase") == "summary":
+                    return e["stop_s"] * 1000, e["start_s"] * 1000
+    return float("nan"), float("nan")
 
 
 def main():
@@ -72,6 +94,14 @@ def main():
         print(f"{name:28} ratios to cgroup: " + ", ".join(
             f"{label} {statistics.median(r[0] for r in runs) / base:.2f}x" for label, runs in results.items()
             if label != "cgroup"))
+    ours = {label: argv for label, argv in launchers.items() if label != "torchrun"}
+    phases = {label: [] for label in ours}
+    for _ in range(a.runs):
+        for label, prefix in ours.items():
+            phases[label].append(restart_phases(prefix))
+    for label, runs in phases.items():
+        print(f"{'c: restart, own part':28} {label:11} stop {statistics.median(r[0] for r in runs):6.1f} ms, "
+              f"start {statistics.median(r[1] for r in runs):6.1f} ms (medians)")
 
 
 if __name__ == "__main__":
