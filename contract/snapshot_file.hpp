@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -53,10 +54,23 @@ struct WriteResult {
   uint64_t bytes_needed = 0;  // the file's size this snapshot needs
 };
 
-// Writes `length` bytes as the snapshot of `step` into the older slot of the region open
-// on `fd` (read-write): reserve the space, mark the slot empty, copy the payload, write the
-// descriptor, the checksum last. A crash at any point leaves the other slot valid.
-inline WriteResult write_snapshot(int fd, uint64_t step, const void* payload, uint64_t length) {
+// A piece of a payload written in place: `length` bytes from `data` at payload offset `at`.
+struct Part {
+  uint64_t at;
+  const void* data;
+  uint64_t length;
+};
+
+// Writes a payload of `length` bytes, given as `parts` (the first at offset 0 and at least
+// `checked` bytes long; gaps between parts hold old bytes), as the snapshot of `step` into the
+// older slot of the region open on `fd` (read-write): reserve the space, mark the slot empty,
+// copy the parts, write the descriptor, the checksum last (over the payload's first `checked`
+// bytes; all of it when checked >= length). A crash at any point leaves the other slot valid.
+// Every write into the file goes through `write(data, bytes, file_offset) -> bool` (pwrite by
+// default; a caller with the region mapped copies into the mapping), after the space is reserved.
+template <class Write>
+inline WriteResult write_snapshot_parts(int fd, uint64_t step, const Part* parts, size_t count, uint64_t length,
+                                        uint64_t checked, Write&& write) {
   Header h = read_header(fd);
   const int target = slot_to_write(h);
   Slot s{};
@@ -64,6 +78,10 @@ inline WriteResult write_snapshot(int fd, uint64_t step, const void* payload, ui
   s.step = step;
   s.offset = payload_offset(h, target, length);
   s.length = length;
+  if (checked < length) {
+    s.flags = kPrefixChecked;
+    s.checked = checked;
+  }
   WriteResult r;
   r.bytes_needed = s.offset + length;
   if (const int err =
@@ -73,14 +91,28 @@ inline WriteResult write_snapshot(int fd, uint64_t step, const void* payload, ui
   }
   const Slot empty{};
   const uint64_t desc_at = offsetof(Header, slots) + static_cast<uint64_t>(target) * sizeof(Slot);
-  bool ok = detail::pwrite_all(fd, &h, offsetof(Header, slots), 0);  // magic, version, size
-  ok = ok && detail::pwrite_all(fd, &empty, sizeof empty, desc_at);
-  ok = ok && detail::pwrite_all(fd, payload, length, s.offset);
-  const uint32_t checksum = slot_checksum(s, payload);
-  ok = ok && detail::pwrite_all(fd, &s, kSlotChecksummed, desc_at);
-  ok = ok && detail::pwrite_all(fd, &checksum, sizeof checksum, desc_at + offsetof(Slot, checksum));
+  bool ok = write(&h, offsetof(Header, slots), 0);  // magic, version, size
+  ok = ok && write(&empty, sizeof empty, desc_at);
+  for (size_t i = 0; ok && i < count; ++i) ok = write(parts[i].data, parts[i].length, s.offset + parts[i].at);
+  const uint32_t checksum = count > 0 ? slot_checksum(s, parts[0].data) : slot_checksum(s, "");
+  ok = ok && write(&s, sizeof s, desc_at);  // checksum 0 until the last write
+  std::atomic_thread_fence(std::memory_order_release);
+  ok = ok && write(&checksum, sizeof checksum, desc_at + offsetof(Slot, checksum));
   if (!ok) r.error = errno ? errno : EIO;
   return r;
+}
+
+inline WriteResult write_snapshot_parts(int fd, uint64_t step, const Part* parts, size_t count, uint64_t length,
+                                        uint64_t checked) {
+  return write_snapshot_parts(
+      fd, step, parts, count, length, checked,
+      [fd](const void* data, size_t bytes, uint64_t at) { return detail::pwrite_all(fd, data, bytes, at); });
+}
+
+// The same for a payload in one piece, its checksum over all of it.
+inline WriteResult write_snapshot(int fd, uint64_t step, const void* payload, uint64_t length) {
+  const Part whole{0, payload, length};
+  return write_snapshot_parts(fd, step, &whole, 1, length, length);
 }
 
 struct Snapshot {

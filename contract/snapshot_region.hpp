@@ -2,8 +2,10 @@
 // DDP_LAUNCH_SNAPSHOT_FILE) and the worker fills with its newest training state
 // (docs/snapshots.md). A 4 KiB header, then two payload slots; a slot's checksum is written
 // last, so a slot torn by a crash mid-copy never validates and readers take the newest
-// complete one. Pure C++17, no dependencies, no I/O (contract/snapshot_file.hpp does the
-// I/O); python/ddp_snapshot.py mirrors it.
+// complete one. The checksum covers the descriptor and the payload, or only the payload's first
+// `checked` bytes (kPrefixChecked: a tensor table's head; its tensor bytes are covered by the
+// order of the writes alone: the descriptor is emptied before them and completed after them). Pure C++17, no
+// dependencies, no I/O (contract/snapshot_file.hpp does the I/O); python/ddp_snapshot.py mirrors it.
 #pragma once
 
 #include <array>
@@ -16,24 +18,26 @@
 namespace ddp::snapshot {
 
 inline constexpr uint32_t kMagic = 0x53504444;  // "DDPS" in little-endian bytes
-inline constexpr uint32_t kVersion = 1;
-inline constexpr uint64_t kHeaderSize = 4096;  // payloads start at or after this offset
-inline constexpr uint64_t kAlign = 4096;       // payload offsets are multiples of this
+inline constexpr uint32_t kVersion = 2;         // 2: the checksum may cover a prefix
+inline constexpr uint64_t kHeaderSize = 4096;   // payloads start at or after this offset
+inline constexpr uint64_t kAlign = 4096;        // payload offsets are multiples of this
 inline constexpr const char* kEnvVar = "DDP_LAUNCH_SNAPSHOT_FILE";
 
-// One slot's descriptor. `checksum` is the CRC-32 (IEEE, zlib's) of the descriptor's first
-// 32 bytes (seq, step, offset, length) followed by the payload. seq 0: empty.
+// One slot's descriptor. `checksum` is the CRC-32 (IEEE, zlib's) of the descriptor's bytes
+// but the checksum itself (0-32, 36-48) followed by the payload's covered bytes: all of it, or
+// with kPrefixChecked in `flags` the first `checked`. seq 0: empty.
 struct Slot {
   uint64_t seq;       // 0: write order, 1 for the first snapshot; 0 = empty or being written
   uint64_t step;      // 8: the training step the payload holds (the writer's number)
   uint64_t offset;    // 16: where the payload starts in the file
   uint64_t length;    // 24: payload bytes
   uint32_t checksum;  // 32: written last
-  uint32_t reserved;  // 36: zero
-  uint64_t pad;       // 40: zero
+  uint32_t flags;     // 36: kPrefixChecked or 0
+  uint64_t checked;   // 40: with kPrefixChecked: the payload bytes the checksum covers (<= length)
 };
 static_assert(sizeof(Slot) == 48, "the slot descriptor is 48 bytes");
-inline constexpr size_t kSlotChecksummed = 32;  // bytes of a descriptor the checksum covers
+inline constexpr size_t kSlotChecksummed = 32;  // the descriptor's bytes before the checksum
+inline constexpr uint32_t kPrefixChecked = 1;   // flags: the checksum covers `checked` payload bytes
 
 // Native byte order (little-endian on every platform the project builds for).
 struct Header {
@@ -76,9 +80,17 @@ inline uint64_t payload_offset(const Header& h, int target, uint64_t length) {
 // The checksum: zlib's CRC-32 (contract/crc32.hpp), continuable.
 using crc::crc32;
 
-// The checksum a slot must carry for `payload`.
+// The payload bytes a slot's checksum covers.
+inline uint64_t checked_length(const Slot& s) {
+  return (s.flags & kPrefixChecked) != 0 && s.checked < s.length ? s.checked : s.length;
+}
+
+// The checksum a slot must carry for `payload` (at least checked_length(s) bytes of it).
 inline uint32_t slot_checksum(const Slot& s, const void* payload) {
-  return crc32(payload, s.length, crc32(&s, kSlotChecksummed));
+  constexpr size_t kAfter = offsetof(Slot, flags);
+  const uint32_t descriptor =
+      crc32(reinterpret_cast<const char*>(&s) + kAfter, sizeof(Slot) - kAfter, crc32(&s, kSlotChecksummed));
+  return crc32(payload, checked_length(s), descriptor);
 }
 
 // The slots in the order a reader tries them, newest first; a slot counts only if

@@ -43,15 +43,16 @@ import threading
 import zlib
 
 MAGIC = 0x53504444
-VERSION = 1
+VERSION = 2
 HEADER_SIZE = 4096
 ALIGN = 4096
 ENV_VAR = "DDP_LAUNCH_SNAPSHOT_FILE"
 
 _HEAD = struct.Struct("<IIQ")       # magic, version, header_size
-_SLOT = struct.Struct("<QQQQIIQ")   # seq, step, offset, length, checksum, reserved, pad (48 bytes)
+_SLOT = struct.Struct("<QQQQIIQ")   # seq, step, offset, length, checksum, flags, checked (48 bytes)
 _SLOTS_AT = 16
 _CHECKSUMMED = 32                   # seq, step, offset, length
+_PREFIX_CHECKED = 1                 # flags: the checksum covers the payload's first `checked` bytes
 
 _fd = None
 _off = False  # snapshots disabled for this process (said once)
@@ -96,8 +97,11 @@ def _read_slots(fd):
     return [_SLOT.unpack_from(head, _SLOTS_AT + i * _SLOT.size) for i in range(2)]
 
 
-def _checksum(seq, step, offset, length, payload):
-    return zlib.crc32(payload, zlib.crc32(struct.pack("<QQQQ", seq, step, offset, length)))
+def _checksum(seq, step, offset, length, payload, flags=0, checked=0):
+    """The descriptor's bytes but the checksum, then the covered payload (contract/snapshot_region.hpp)."""
+    covered = checked if flags & _PREFIX_CHECKED and checked < length else length
+    descriptor = struct.pack("<QQQQ", seq, step, offset, length) + struct.pack("<IQ", flags, checked)
+    return zlib.crc32(memoryview(payload)[:covered], zlib.crc32(descriptor))
 
 
 def _write(fd, step, payload):
@@ -195,13 +199,13 @@ def load_bytes(step=None):
         size = os.fstat(fd).st_size
         slots = _read_slots(fd)
         for i in sorted(range(2), key=lambda i: -slots[i][0]):
-            seq, held, offset, length, checksum = slots[i][:5]
+            seq, held, offset, length, checksum, flags, checked = slots[i]
             if seq == 0 or offset < HEADER_SIZE or offset > size or length > size - offset:
                 continue
             if step is not None and held != step:
                 continue
             payload = os.pread(fd, length, offset)
-            if len(payload) == length and _checksum(seq, held, offset, length, payload) == checksum:
+            if len(payload) == length and _checksum(seq, held, offset, length, payload, flags, checked) == checksum:
                 return held, payload
         return None
     finally:

@@ -1,9 +1,6 @@
-// archive_staging.hpp. An OutputArchive keeps what it is given in a private jit::Module: its
-// objects' slots hold the caller's tensors (write(key, tensor) registers the tensor itself,
-// write(key, nested) the nested archive's module). Torch offers no accessor, so the one line
-// below names the member through an explicit template instantiation (which access checking
-// does not cover) — torch 1.13 and 2.x both call it `module_`; runtime/CMakeLists.txt checks
-// the header and builds without staging (stage() returns false) for a LibTorch without it.
+// archive_staging.hpp. An OutputArchive keeps what it is given in a private jit::Module whose
+// objects' slots hold the caller's tensors (archive_access.hpp); a build that cannot reach it
+// stages nothing (stage() returns false).
 // The device copies use c10's device-generic guard, streams and events: this file compiles
 // against a CPU-only LibTorch and takes the CUDA path only for CUDA tensors.
 #include "archive_staging.hpp"
@@ -16,25 +13,10 @@
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
+#include "archive_access.hpp"
+
 namespace ddp::detail {
 namespace {
-
-#if DDP_ARCHIVE_MODULE  // runtime/CMakeLists.txt found the member in this LibTorch's header
-// OutputArchive::module_, reached by `archive.*archive_module_member()`.
-using ArchiveModule = torch::jit::Module torch::serialize::OutputArchive::*;
-ArchiveModule archive_module_member();
-template <ArchiveModule Member>
-struct ArchiveModuleAccess {
-  friend ArchiveModule archive_module_member() { return Member; }
-};
-template struct ArchiveModuleAccess<&torch::serialize::OutputArchive::module_>;
-
-c10::intrusive_ptr<c10::ivalue::Object> archive_object(torch::serialize::OutputArchive& archive) {
-  return (archive.*archive_module_member())._ivalue();
-}
-#else
-c10::intrusive_ptr<c10::ivalue::Object> archive_object(torch::serialize::OutputArchive&) { return {}; }
-#endif
 
 bool is_immutable(const c10::IValue& v) { return v.isNone() || v.isScalar() || v.isString() || v.isDevice(); }
 

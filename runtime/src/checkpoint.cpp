@@ -4,15 +4,18 @@
 #include "ddp/checkpoint.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include <sstream>
 
 #include "checkpoint_archive.hpp"
+#include "tensor_table.hpp"
 #include "ddp/progress.hpp"
 #include "group_impl.hpp"
 
@@ -117,6 +120,44 @@ void check_tensors(torch::serialize::InputArchive& archive, const torch::nn::Mod
   }
 }
 
+// Copies every parameter and buffer of `module` (recursively) out of the archive into the
+// module's own storage (check_tensors passed): the parameters keep their memory, and a
+// tensor table's views are read once.
+void copy_tensors(torch::serialize::InputArchive& archive, torch::nn::Module& module) {
+  auto copy = [&](const std::string& key, torch::Tensor& into, bool is_buffer) {
+    torch::Tensor got;
+    archive.read(key, got, is_buffer);
+    into.copy_(got);
+  };
+  for (auto& p : module.named_parameters(/*recurse=*/false)) copy(p.key(), p.value(), false);
+  for (auto& b : module.named_buffers(/*recurse=*/false)) copy(b.key(), b.value(), true);
+  for (const auto& child : module.named_children()) {
+    if (!child.value()->is_serializable()) continue;
+    torch::serialize::InputArchive child_archive;
+    archive.read(child.key(), child_archive);
+    copy_tensors(child_archive, *child.value());
+  }
+}
+
+// A checkpoint file laid out as a tensor table (a snapshot the launcher persisted), mapped.
+std::optional<detail::PayloadBytes> mapped_tensor_table(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  char magic[4] = {};
+  const bool table = ::fstat(fd, &st) == 0 && ::pread(fd, magic, sizeof magic, 0) == sizeof magic &&
+                     detail::is_tensor_table(magic, sizeof magic);
+  void* addr = table ? ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+  ::close(fd);
+  if (addr == MAP_FAILED) return std::nullopt;
+  const auto size = static_cast<size_t>(st.st_size);
+  detail::PayloadBytes bytes;
+  bytes.data = std::shared_ptr<const char>(static_cast<const char*>(addr),
+                                           [size](const char* p) { ::munmap(const_cast<char*>(p), size); });
+  bytes.size = size;
+  return bytes;
+}
+
 }  // namespace
 
 const torch::optim::OptimizerParamState* optimizer_param_state(const torch::optim::Optimizer& optimizer,
@@ -158,11 +199,16 @@ CheckpointExtra load_checkpoint(const std::string& path, torch::nn::Module& mode
     throw CheckpointError("checkpoint '" + path + "' does not exist (" + errno_text() + ")");
   }
   torch::serialize::InputArchive archive;
-  try {
-    archive.load_from(path, device.value_or(ddp::device()));
-  } catch (const c10::Error& e) {
-    throw CheckpointError("'" + path + "' is not a readable checkpoint (truncated, corrupt or not a torch archive): " +
-                          first_line(e.what_without_backtrace()));
+  if (const auto table = mapped_tensor_table(path)) {  // a snapshot the launcher persisted
+    archive = detail::read_tensor_table(*table, device.value_or(ddp::device()), "checkpoint '" + path + "'");
+  } else {
+    try {
+      archive.load_from(path, device.value_or(ddp::device()));
+    } catch (const c10::Error& e) {
+      throw CheckpointError("'" + path +
+                            "' is not a readable checkpoint (truncated, corrupt or not a torch archive): " +
+                            first_line(e.what_without_backtrace()));
+    }
   }
   if (!detail::is_checkpoint_archive(archive)) {
     throw CheckpointError("'" + path + "' is not a libddp checkpoint (no '" + std::string(kFormat) +
@@ -220,7 +266,8 @@ CheckpointExtra load_checkpoint_archive(torch::serialize::InputArchive& archive,
   try {
     torch::serialize::InputArchive model_archive;
     archive.read("model", model_archive);
-    model.load(model_archive);
+    torch::NoGradGuard no_grad;
+    copy_tensors(model_archive, model);
   } catch (const c10::Error& e) {
     throw CheckpointError(what + " does not match the model: " + first_line(e.what_without_backtrace()));
   }

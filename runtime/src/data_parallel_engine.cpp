@@ -95,7 +95,7 @@ DataParallelEngine::DataParallelEngine(std::shared_ptr<torch::nn::Module> module
     }
   }
   for (const auto& item : module_->named_buffers(true)) buffers_.push_back(item.value());
-  if (options_.group.size() > 1) {
+  if (options_.group.size() > 1 && options_.init_sync) {
     verify_same_model(params, names, options_.group);
     std::vector<torch::Tensor> state = params;
     if (options_.broadcast_buffers) state.insert(state.end(), buffers_.begin(), buffers_.end());

@@ -5,6 +5,8 @@
 #include <climits>
 #include <cstdlib>
 
+#include "standby_hook.hpp"
+
 namespace ddp {
 namespace {
 
@@ -94,6 +96,11 @@ WorkerEnv WorkerEnv::from_map(const Vars& vars) {
 }
 
 WorkerEnv WorkerEnv::from_env() {
+  if (std::getenv(detail::kStandbyPendingEnvVar))
+    throw ConfigError(
+        "the worker's identity was read above ddp::standby_point() in a standby of a warm restart: the code above the "
+        "point runs before the launcher says which worker this process becomes; move init_process_group, "
+        "worker_env() and anything rank-dependent below ddp::standby_point() (docs/warm-restarts.md)");
   Vars vars;
   for (const char* name : kNames) {
     if (const char* value = std::getenv(name)) vars[name] = value;

@@ -1,13 +1,15 @@
-// ddp::Snapshot: a checkpoint archive (checkpoint_archive.hpp) whose tensors are staged into
-// host buffers on the caller's thread (archive_staging.hpp: a memory copy, or on a GPU copies
-// into pinned memory on a side stream), then serialised and written into the launcher's region
-// by a SnapshotWriter thread (contract/snapshot_file.hpp: older slot, checksum last). An
-// archive that cannot be staged is serialised on the caller's thread as before.
+// ddp::Snapshot: a checkpoint archive (checkpoint_archive.hpp). State on the CPU is written as a
+// tensor table (tensor_table.hpp) on the caller's thread: each tensor copied once, straight into
+// the launcher's region (contract/snapshot_file.hpp: older slot, checksum of the head last).
+// State on a device is staged into host buffers on the caller's thread (archive_staging.hpp:
+// copies into pinned memory on a side stream), then serialised and written by a SnapshotWriter
+// thread; an archive that fits neither is serialised on the caller's thread and written by it.
 // Snapshot::restore is in snapshot_restore.cpp.
 #include "ddp/snapshot.hpp"
 
 #include <fcntl.h>
-#include <sched.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,7 +17,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
-#include <thread>
 
 #include "archive_staging.hpp"
 #include "checkpoint_archive.hpp"
@@ -23,6 +24,8 @@
 #include "ddp/process_group.hpp"
 #include "snapshot_fence.hpp"
 #include "snapshot_writer.hpp"
+#include "stream_copy.hpp"
+#include "tensor_table.hpp"
 
 namespace ddp {
 namespace {
@@ -47,19 +50,6 @@ std::unordered_set<const c10::TensorImpl*> forward_written(const torch::nn::Modu
 }
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
-// A core that none of this machine's workers' compute threads uses (LOCAL_WORLD_SIZE workers
-// with torch's intra-op threads each, over this process's CPU affinity).
-bool spare_core() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  const int cores = ::sched_getaffinity(0, sizeof set, &set) == 0
-                        ? CPU_COUNT(&set)
-                        : static_cast<int>(std::thread::hardware_concurrency());
-  const char* local = std::getenv("LOCAL_WORLD_SIZE");
-  const long workers = local && *local ? std::max(1L, std::strtol(local, nullptr, 10)) : 1;
-  return cores > workers * at::get_num_threads();
-}
 
 // The state lives on a device: the caller's thread would wait for every tensor's synchronous
 // copy, so staging always pays there.
@@ -90,6 +80,7 @@ Snapshot::Snapshot() {
 
 Snapshot::~Snapshot() {
   collect();
+  unmap();
   staging_.reset();
   if (fd_ >= 0) ::close(fd_);
 }
@@ -98,8 +89,12 @@ bool Snapshot::save(int64_t step, const torch::nn::Module& model, const torch::o
                     const CheckpointExtra& extra) {
   if (fd_ < 0) return false;
   if (!collect()) return false;  // the previous write failed: warned, off
-  judge_cpu_staging();
   const auto start = Clock::now();
+  const bool device = on_device(model);
+  if (!device) {  // one copy of each tensor, into the region: cheaper than any staging
+    auto archive = detail::checkpoint_archive(model, optimizer, extra);
+    if (auto table = detail::tensor_table_of(archive)) return write_table(step, *table, start);
+  }
   // The buffer is kept between saves: no fresh pages to fault in each time.
   std::string buffer = std::move(buffer_);
   buffer.clear();
@@ -107,12 +102,8 @@ bool Snapshot::save(int64_t step, const torch::nn::Module& model, const torch::o
   auto archive = std::make_shared<torch::serialize::OutputArchive>(detail::checkpoint_archive(model, optimizer, extra));
   // Without a fence in backward (no DDP model) nothing holds the optimizer step back until the
   // write landed: the current stream then waits for the device copies too.
-  // On a CPU staging pays only with a core to spare (where the workers' threads fill every core
-  // it adds a copy and takes a core from training) and while its writes land before training
-  // waits for them (docs/snapshots.md, "Written in the background").
-  const bool device = on_device(model);
   bool staged = false;
-  if (staging_ok_ && (device || (cpu_staging_pays_ && spare_core()))) {
+  if (staging_ok_ && device) {
     try {
       staged = staging_->stage(*archive, forward_written(model), !detail::snapshot_fence::backward_fenced());
     } catch (const c10::Error& e) {  // e.g. no pinned memory left: staging off, this archive rebuilt
@@ -136,24 +127,63 @@ bool Snapshot::save(int64_t step, const torch::nn::Module& model, const torch::o
   serialize_s_ = seconds_since(start);
   serialize_total_s_ += serialize_s_;
   staged_bytes_ = staging_->bytes();
-  cpu_staged_saves_ = staged && !device ? cpu_staged_saves_ + 1 : 0;
-  fence_mark_ = detail::snapshot_fence::waited_seconds();
+  in_place_ = false;
   if (!writer_) writer_ = std::make_unique<detail::SnapshotWriter>();
   writer_->start(fd_, static_cast<uint64_t>(step), std::move(buffer), std::move(serialize));
   return true;
 }
 
-bool Snapshot::wait() { return collect() && fd_ >= 0; }
-
-// Called with the previous write collected. Staging took that write's serialisation off the
-// training thread (the background serialise time less the staging time); if training then
-// waited longer for the write (at the fence and in collect()), serialising on the training
-// thread costs less: it does from now on. The first staged write (fresh buffers) is not judged.
-void Snapshot::judge_cpu_staging() {
-  if (cpu_staged_saves_ < 2) return;
-  const double waited = detail::snapshot_fence::waited_seconds() - fence_mark_ + wait_s_;
-  if (waited > background_serialize_s_ - serialize_s_) cpu_staging_pays_ = false;
+bool Snapshot::write_table(int64_t step, const detail::TensorTable& table,
+                           std::chrono::steady_clock::time_point start) {
+  std::vector<snapshot::Part> parts;
+  parts.reserve(table.tensors.size() + 1);
+  parts.push_back({0, table.head.data(), table.head.size()});
+  for (size_t i = 0; i < table.tensors.size(); ++i)
+    parts.push_back({table.offsets[i], table.tensors[i].data_ptr(), table.tensors[i].nbytes()});
+  const auto copy_start = Clock::now();
+  // Copies into a shared mapping of the region: a memcpy at memory speed (a pwrite into tmpfs
+  // goes page by page, at a third of it). The space is reserved before any copy: no SIGBUS.
+  const snapshot::WriteResult r =
+      snapshot::write_snapshot_parts(fd_, static_cast<uint64_t>(step), parts.data(), parts.size(), table.length,
+                                     table.head.size(), [this](const void* data, size_t bytes, uint64_t at) {
+                                       char* region = mapped(at + bytes);
+                                       if (region) detail::stream_copy(region + at, data, bytes);
+                                       return region != nullptr;
+                                     });
+  copy_s_ = seconds_since(copy_start);
+  serialize_s_ = seconds_since(start);
+  serialize_total_s_ += serialize_s_;
+  background_serialize_s_ = 0;
+  bytes_ = table.length;
+  staged_bytes_ = 0;
+  in_place_ = true;
+  if (r.error == 0) return true;
+  turn_off(table.length, r.bytes_needed, r.error);
+  return false;
 }
+
+char* Snapshot::mapped(uint64_t bytes) {
+  if (bytes <= map_size_) return static_cast<char*>(map_);
+  unmap();
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || static_cast<uint64_t>(st.st_size) < bytes) {
+    errno = EIO;
+    return nullptr;
+  }
+  void* addr = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (addr == MAP_FAILED) return nullptr;
+  map_ = addr;
+  map_size_ = static_cast<uint64_t>(st.st_size);
+  return static_cast<char*>(map_);
+}
+
+void Snapshot::unmap() {
+  if (map_) ::munmap(map_, static_cast<size_t>(map_size_));
+  map_ = nullptr;
+  map_size_ = 0;
+}
+
+bool Snapshot::wait() { return collect() && fd_ >= 0; }
 
 bool Snapshot::collect() {
   const auto start = Clock::now();
@@ -188,6 +218,7 @@ void Snapshot::turn_off(uint64_t bytes, uint64_t bytes_needed, int error) {
 }
 
 void Snapshot::close_region() {
+  unmap();
   ::close(fd_);
   fd_ = -1;
   buffer_ = std::string();  // the memory back

@@ -3,9 +3,12 @@
 // process is a launcher's pre-warmed standby: its shared libraries (LibTorch) are loaded
 // already; it says it is ready (one byte), blocks until the launcher hands it a worker's
 // identity (contract/standby_handoff.hpp), applies it (environment, cwd, stdin/stdout/
-// stderr) and returns, so that main() runs as in a freshly exec'd worker. Torch-free. The
-// launcher hands over only the argv this process was started with, so main()'s argv is
-// already right. Linked into every program that links ddp::ddp (--undefined=ddp_standby_hook).
+// stderr) and returns, so that main() runs as in a freshly exec'd worker. A program that calls
+// ddp::standby_point() (standby_point.cpp, linked only then: a weak reference tells) waits
+// there instead: the hook only hides the slot's identity from the code above the point
+// (ddp_standby_identity_hidden) and returns at once. Torch-free. The launcher hands over only
+// the argv this process was started with, so main()'s argv is already right. Linked into every
+// program that links ddp::ddp (--undefined=ddp_standby_hook).
 #include <fcntl.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -21,11 +24,15 @@
 #include <string>
 
 #include "contract/standby_handoff.hpp"
+#include "standby_hook.hpp"
 
 extern "C" {
 // The marker the launcher scans for; referenced below so that it stays in the binary.
 __attribute__((used)) const char ddp_standby_hook_marker[] = "DDP_LAUNCH_STANDBY_HOOK_V1";
 void ddp_standby_hook();
+// Defined by standby_point.cpp, which the linker takes out of libddp.a only for a program that
+// calls ddp::standby_point(): null (a weak reference) in every other program.
+extern const int ddp_standby_point_linked __attribute__((weak));
 }
 
 namespace {
@@ -96,12 +103,30 @@ void await_store() {
   }
 }
 
+// The variables that say who a worker is (ddp/env.hpp), hidden from the code above
+// ddp::standby_point() in a standby: they hold an earlier attempt's values.
+constexpr const char* kIdentity[] = {"RANK",
+                                     "WORLD_SIZE",
+                                     "LOCAL_RANK",
+                                     "LOCAL_WORLD_SIZE",
+                                     "GROUP_RANK",
+                                     "GROUP_WORLD_SIZE",
+                                     "ROLE_RANK",
+                                     "ROLE_WORLD_SIZE",
+                                     "MASTER_ADDR",
+                                     "MASTER_PORT",
+                                     "TORCHELASTIC_RESTART_COUNT",
+                                     "TORCHELASTIC_RUN_ID",
+                                     "TORCHELASTIC_ERROR_FILE",
+                                     "DDP_LAUNCH_PROGRESS_FILE"};
+
 }  // namespace
 
-extern "C" __attribute__((constructor(101))) void ddp_standby_hook() {
-  const char* fd_text = std::getenv(ddp::standby::kFdEnvVar);
-  if (!fd_text || !*fd_text) return;
-  const int fd = std::atoi(fd_text);
+namespace ddp::detail {
+
+// Says ready, blocks for the handoff and becomes that worker (environment, cwd, fds); exits
+// when the launcher lets the standby go.
+void become_handed_worker(int fd) {
   ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   const char ready = ddp::standby::kReadyByte;
   while (::send(fd, &ready, 1, MSG_NOSIGNAL) < 0 && errno == EINTR) {
@@ -134,4 +159,17 @@ extern "C" __attribute__((constructor(101))) void ddp_standby_hook() {
   }
   (void)ddp_standby_hook_marker[0];
   await_store();
+}
+
+}  // namespace ddp::detail
+
+extern "C" __attribute__((constructor(101))) void ddp_standby_hook() {
+  const char* fd_text = std::getenv(ddp::standby::kFdEnvVar);
+  if (!fd_text || !*fd_text) return;
+  if (&ddp_standby_point_linked != nullptr) {  // main() runs up to ddp::standby_point()
+    for (const char* name : kIdentity) ::unsetenv(name);
+    ::setenv(ddp::detail::kStandbyPendingEnvVar, "1", 1);
+    return;
+  }
+  ddp::detail::become_handed_worker(std::atoi(fd_text));
 }

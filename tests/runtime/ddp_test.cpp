@@ -128,6 +128,12 @@ TEST_CASE("DDP broadcasts parameters at construction and buffers at each forward
   CHECK(w.all_ok());
 }
 
+TEST_CASE("DDP with init_sync = false broadcasts nothing at construction", "[ddp]") {
+  Workers w = run_workers("no-init-sync", 2);
+  INFO(w.describe());
+  CHECK(w.all_ok());
+}
+
 TEST_CASE("DDP with different models on different ranks names the ranks", "[ddp]") {
   Workers w = run_workers("mismatch", 2);
   INFO(w.describe());

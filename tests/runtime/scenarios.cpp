@@ -157,6 +157,25 @@ int buffers() {
   return 0;
 }
 
+// init_sync = false (every rank restored the same state): construction broadcasts nothing, so
+// rank 1's changed weights stay its own; the default undoes them.
+int no_init_sync() {
+  init_process_group(pg_options());
+  for (const bool sync : {false, true}) {
+    torch::manual_seed(3);
+    auto net = torch::nn::Sequential(torch::nn::Linear(4, 4));
+    if (get_rank() == 1) net->parameters()[0].detach().add_(1.0);
+    DdpOptions options;
+    options.init_sync = sync;
+    auto model = DistributedDataParallel(net, options);
+    const auto weights = all_gather(net->parameters()[0].detach().contiguous());
+    expect(torch::equal(weights[0], weights[1]) == sync,
+           sync ? "init_sync broadcasts rank 0's weights" : "init_sync=false leaves each rank's weights");
+  }
+  destroy_process_group();
+  return 0;
+}
+
 int checkpoint() {
   init_process_group(pg_options());
   const int rank = get_rank();
@@ -327,6 +346,7 @@ int run_scenario(const std::string& name) {
                                                                         {"collectives", collectives},
                                                                         {"mismatch", mismatch},
                                                                         {"buffers", buffers},
+                                                                        {"no-init-sync", no_init_sync},
                                                                         {"checkpoint", checkpoint},
                                                                         {"save-loop", save_loop},
                                                                         {"throw", throws},

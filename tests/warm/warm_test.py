@@ -1,6 +1,6 @@
 """Warm restarts end to end (docs/warm-restarts.md): the real ddp-launch, real standbys.
 
-Usage: warm_test.py --launcher PATH --python PY [--native PATH] CASE. Each case runs the
+Usage: warm_test.py --launcher PATH --python PY [--native PATH --point PATH] CASE. Each case runs the
 launcher on tests/warm's workers, waits (events.jsonl) until the standbys are ready, then
 lets attempt 0 fail and checks that attempt 1 ran in the standbys. No timing thresholds:
 every wait is for an event, under a generous deadline.
@@ -281,6 +281,41 @@ def case_native_restart(args, tmp):
         fail("a libddp program got the cold notice", text)
 
 
+def case_point_restart(args, tmp):
+    """A libddp program calling ddp::standby_point(): its standbys run main() up to the point
+    before any failure (the worker's identity hidden there), and the restart continues below it."""
+    out, logs = os.path.join(tmp, "out"), os.path.join(tmp, "logs")
+    os.makedirs(out)
+    p = start(args, ["--nproc-per-node=2", "--max-restarts=1", f"--log-dir={logs}", args.point, out])
+    wait_for("two ready standbys", lambda: len(standby_events(logs, "ready")) >= 2, [p])
+    ready = {e["pid"] for e in standby_events(logs, "ready")}
+    for pid in ready:  # the code above the point ran in the standby, before the failure
+        above = os.path.join(out, f"above.{pid}.txt")
+        if not os.path.exists(above):
+            fail(f"standby {pid} is ready but did not run the code above its standby point", "")
+        with open(above) as f:
+            text = f.read()
+        if "RANK unset" not in text or "worker_env refused: the worker's identity was read above" not in text:
+            fail(f"standby {pid} saw a worker identity above its standby point", text)
+    open(os.path.join(out, "go"), "w").close()
+    code, text = finish(p)
+    if code != 0:
+        fail(f"exit code {code}, expected 0", text)
+    adopted = {e["pid"] for e in standby_events(logs, "adopted")}
+    for rank in (0, 1):
+        with open(os.path.join(out, f"a1.r{rank}.txt")) as f:
+            pid = int(f.read())
+        if pid not in adopted:
+            fail(f"rank {rank}'s restart (pid {pid}) did not run in a standby (adopted {adopted})", text)
+        with open(os.path.join(out, f"a0.r{rank}.txt")) as f:
+            cold = int(f.read())
+        with open(os.path.join(out, f"above.{cold}.txt")) as f:
+            if f"worker_env rank {rank}" not in f.read():
+                fail(f"the cold rank {rank} did not see its identity above the point (nothing is hidden there)", text)
+    if "point worker rank 1 restart 1" not in text:
+        fail("the warm restart's output below the point is missing", text)
+
+
 def case_cold_notice(args, tmp):
     logs = os.path.join(tmp, "logs")
     script = f"[ \"$TORCHELASTIC_RESTART_COUNT\" = 1 ] || exit 3"
@@ -347,6 +382,7 @@ def main():
     parser.add_argument("--launcher", required=True)
     parser.add_argument("--python", required=True)
     parser.add_argument("--native")
+    parser.add_argument("--point")
     parser.add_argument("case", choices=sorted(CASES))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="warm-") as tmp:

@@ -37,9 +37,11 @@ std::shared_ptr<ddp::PowerSgdState> make_powersgd_state(const TrainOptions& o) {
   return std::make_shared<ddp::PowerSgdState>(options);
 }
 
-DdpMlp wrap_ddp(const torch::nn::Sequential& net, const TrainOptions& o, std::shared_ptr<ddp::PowerSgdState> powersgd) {
+DdpMlp wrap_ddp(const torch::nn::Sequential& net, const TrainOptions& o, std::shared_ptr<ddp::PowerSgdState> powersgd,
+                bool same_weights) {
   ddp::DdpOptions ddp_options;
   ddp_options.bucket_cap_mb = o.bucket_mb;
+  ddp_options.init_sync = !same_weights;
   DdpMlp model(net, ddp_options);
   if (o.comm_hook == "fp16") model.register_comm_hook(ddp::hooks::fp16_compress());
   if (o.comm_hook == "bf16") model.register_comm_hook(ddp::hooks::bf16_compress());

@@ -27,9 +27,10 @@ int64_t parameter_count(torch::nn::Module& module);
 std::shared_ptr<ddp::PowerSgdState> make_powersgd_state(const TrainOptions& options);
 
 // DDP around `net` with --bucket-mb and --comm-hook (powersgd over `powersgd`, which must then
-// be non-null); broadcasts rank 0's weights (collective).
+// be non-null); broadcasts rank 0's weights (collective) unless `same_weights` (every rank
+// restored the same state: nothing to broadcast).
 DdpMlp wrap_ddp(const torch::nn::Sequential& net, const TrainOptions& options,
-                std::shared_ptr<ddp::PowerSgdState> powersgd = nullptr);
+                std::shared_ptr<ddp::PowerSgdState> powersgd = nullptr, bool same_weights = false);
 
 // Cosine decay from --lr to 0 over the run (a function of the step, so resume-safe), or constant.
 void set_learning_rate(torch::optim::SGD& optimizer, const TrainOptions& options, int64_t step, int64_t total_steps);

@@ -90,18 +90,17 @@ int run_bench(const TrainOptions& o) {
   const double elapsed = seconds_since(start);
   if (rank == 0) std::cout << bench_line(world, o.steps, o.batch_size, parameter_count(*net), elapsed) << std::endl;
   if (rank == 0 && saves > 0)
-    // Blocked: in save() (staging the tensors, or serialising where that pays better, and
-    // waiting for the previous write) and in the all-reduces that waited for a write in flight;
-    // the rest of the write runs in the background.
+    // Blocked: in save() (on the CPU the whole write, in place; on a GPU staging the tensors and
+    // waiting for the previous write) and in the all-reduces that waited for a write in flight.
     std::cout << format(
                      "train: bench snapshots: %d of %llu bytes every %lld steps, %.2f ms blocked each (save() %.2f "
-                     "ms the last, waited %.2f ms for writes in all; background %s%.2f ms the last), %.1f%% of the "
-                     "timed steps",
+                     "ms the last, waited %.2f ms for writes in all; %s %.2f ms the last), %.1f%% of the timed steps",
                      saves, (unsigned long long)snapshot.last_bytes(), (long long)o.snapshot_every,
                      snapshot.total_blocked_seconds() * 1e3 / saves, snapshot.last_serialize_seconds() * 1e3,
                      snapshot.total_wait_seconds() * 1e3,
-                     snapshot.last_background_serialize_seconds() > 0 ? "serialise + checksum + copy "
-                                                                      : "checksum + copy ",
+                     snapshot.last_in_place()                           ? "of it the copy into the region"
+                     : snapshot.last_background_serialize_seconds() > 0 ? "background serialise + checksum + copy"
+                                                                        : "background checksum + copy",
                      snapshot.last_copy_seconds() * 1e3, 100 * snapshot.total_blocked_seconds() / elapsed)
               << std::endl;
   ddp::destroy_process_group();
@@ -136,10 +135,13 @@ ProgressMode progress_mode(const TrainOptions& o, int rank) {
   return mode;
 }
 
-// Model initialised from --seed (rank 0's weights are the ones DDP broadcasts), on `device`.
-torch::nn::Sequential seeded_mlp(const TrainOptions& o, const Data& data, const torch::Device& device) {
+// Model initialised from --seed (rank 0's weights are the ones DDP broadcasts), on the CPU.
+torch::nn::Sequential seeded_mlp(const TrainOptions& o, const Data& data) {
   torch::manual_seed(o.seed);
-  auto net = make_mlp(data.in_dim, o.hidden, data.classes);
+  return make_mlp(data.in_dim, o.hidden, data.classes);
+}
+
+torch::nn::Sequential on_device(torch::nn::Sequential net, const torch::Device& device) {
   net->to(device);
   return net;
 }
@@ -167,7 +169,7 @@ std::optional<ResumePoint> resume(const TrainOptions& o, torch::nn::Sequential& 
 // file); run() trains the remaining epochs and prints the summary. Collective throughout.
 class TrainingRun {
  public:
-  TrainingRun(const TrainOptions& o, const Data& data, StepTimes& times);
+  TrainingRun(const TrainOptions& o, const Data& data, torch::nn::Sequential net, StepTimes& times);
   void run(Clock::time_point started);
 
  private:
@@ -212,7 +214,7 @@ class TrainingRun {
   int64_t shadowed_ = 0;  // forwards of other ranks this rank matched in join() (last epoch)
 };
 
-TrainingRun::TrainingRun(const TrainOptions& o, const Data& data, StepTimes& times)
+TrainingRun::TrainingRun(const TrainOptions& o, const Data& data, torch::nn::Sequential net, StepTimes& times)
     : o_(o),
       data_(data),
       times_(times),
@@ -222,12 +224,12 @@ TrainingRun::TrainingRun(const TrainOptions& o, const Data& data, StepTimes& tim
       progress_(std::cout, progress_mode(o, rank_), o.log_every),
       train_x_(data.train_x.to(device_)),
       train_y_(data.train_y.to(device_)),
-      net_(seeded_mlp(o, data, device_)),
+      net_(on_device(std::move(net), device_)),
       optimizer_(net_->parameters(), torch::optim::SGDOptions(o.lr).momentum(o.momentum)),
       powersgd_(make_powersgd_state(o)),
       resumed_(resume(o, net_, optimizer_, powersgd_.get(), snapshot_)),
       pos_(resumed_ ? resumed_->position : Position{}),
-      model_(wrap_ddp(net_, o, powersgd_)),
+      model_(wrap_ddp(net_, o, powersgd_, resumed_.has_value())),  // every rank restored the same state
       sampler_(static_cast<size_t>(train_x_.size(0)), world_, rank_),
       steps_per_epoch_(steps_per_epoch(o, train_x_.size(0), world_)) {
   announce();
@@ -419,16 +421,20 @@ double TrainingRun::samples_per_s() const {
 }
 
 int run_train(const TrainOptions& o) {
+  // The same for every rank and attempt: under ddp-launch's warm restarts a standby does it
+  // before a failure happens and waits at the standby point (bad data fails before rendezvous).
+  const Data data = load_data(o);
+  torch::nn::Sequential net = seeded_mlp(o, data);
+  ddp::standby_point();
   const auto started = Clock::now();
   const ddp::WorkerEnv& env = ddp::worker_env();
   StepTimes times = o.step_times.empty() ? StepTimes() : StepTimes(o.step_times, env.rank, env.restart_count);
   times.mark("start", ::getpid());
-  const Data data = load_data(o);  // bad data fails before rendezvous
   times.mark("init_start");
   ddp::init_process_group();
   times.mark("init_end");
   if (ddp::get_rank() == 0) fs::create_directories(o.checkpoint_dir);
-  TrainingRun run(o, data, times);
+  TrainingRun run(o, data, std::move(net), times);
   run.run(started);
   ddp::destroy_process_group();
   return 0;

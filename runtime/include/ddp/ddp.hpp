@@ -15,5 +15,6 @@
 #include "ddp/run.hpp"
 #include "ddp/snapshot.hpp"
 #include "ddp/spawn.hpp"
+#include "ddp/standby.hpp"
 #include "ddp/sync_batch_norm.hpp"
 #include "ddp/zero_redundancy_optimizer.hpp"

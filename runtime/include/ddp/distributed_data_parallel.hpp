@@ -38,6 +38,10 @@ struct DdpOptions {
   bool gradient_as_bucket_view = false;
   // Rebuild buckets once, after the first iteration, from the observed gradient-ready order.
   bool rebuild_buckets = true;
+  // Check at construction that every rank has the same parameters (names, shapes) and broadcast
+  // rank 0's parameters and buffers (torch 2.x's init_sync). false skips both: the caller
+  // guarantees equal weights (e.g. every rank restored the same snapshot or checkpoint).
+  bool init_sync = true;
   // Group to synchronize over (default: world).
   Group group;
 };

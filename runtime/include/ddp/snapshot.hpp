@@ -2,14 +2,17 @@
 // state and the trainer's position copied into the region the launcher keeps for this local
 // rank (DDP_LAUNCH_SNAPSHOT_FILE, in /dev/shm), which outlives the worker and every restart.
 // Two slots, checksum last: a snapshot torn by a crash is never restored. The payload is a
-// ddp::save_checkpoint archive. Not thread-safe. save() blocks only to copy the tensors into
-// host buffers (on a GPU it only queues copies into pinned memory on a side stream); the
-// serialisation, checksum and copy into the region run on a background thread while training
-// goes on (the next save(), restore(), wait() and the destructor wait for it; so does this
-// rank's next gradient all-reduce, so ranks never drift two snapshots apart). restore() heals
-// ranks without a snapshot from one that has it (runtime/src/snapshot_restore.cpp).
+// ddp::save_checkpoint archive; state on the CPU is laid out as a tensor table (the archive's
+// tensors in place, loaded at memory speed; ddp::load_checkpoint reads both). Not thread-safe.
+// On the CPU save() copies each tensor once, into the region, and returns; on a GPU it only
+// queues copies into pinned memory on a side stream, and the serialisation, checksum and copy
+// into the region run on a background thread while training goes on (the next save(),
+// restore(), wait() and the destructor wait for it; so does this rank's next gradient
+// all-reduce, so ranks never drift two snapshots apart). restore() heals ranks without a
+// snapshot from one that has it (runtime/src/snapshot_restore.cpp).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -25,6 +28,7 @@ namespace ddp {
 namespace detail {
 class ArchiveStaging;
 class SnapshotWriter;
+struct TensorTable;
 }  // namespace detail
 
 class Snapshot {
@@ -38,24 +42,23 @@ class Snapshot {
 
   bool enabled() const { return fd_ >= 0; }
 
-  // Waits for the previous write if it still runs, copies the tensors of model, optimizer (may
-  // be null) and extra into host buffers, and starts serialising and writing them into the
-  // older slot as `step` in the background. Local (not collective). On a GPU the copies run
-  // on a side stream: the model's buffers (which the next forward writes) first, the current
-  // stream waiting for them; parameters and optimizer state overlap the next forward and
-  // backward, and the DDP backward's fence (its last all-reduce waits for the write) holds the
-  // optimizer step back until they landed; without a DDP model the current stream waits for
-  // them all (still without blocking this thread). Values that cannot be staged (sparse or
-  // quantized tensors, custom class objects in extra) make this save serialise on the caller's
-  // thread; after staging failed once (no pinned memory left) one warning, and every save does.
-  // On a CPU staging runs only with a core to spare and stops once a staged write made training
-  // wait longer than it saved (docs/snapshots.md).
-  // The snapshot counts once written: a
-  // kill before that leaves the slot torn and the previous snapshot in use (one step more to
-  // redo). False when off; the first time the region cannot hold a snapshot (/dev/shm full or
-  // too small: found by the background write) one warning names the size needed, the next
-  // save() (or wait()) returns false, and snapshots stay off for this process; so does a
-  // serialisation that fails in the background (its message is printed).
+  // Waits for the previous write if it still runs, then writes the tensors of model, optimizer
+  // (may be null) and extra into the older slot as `step`. Local (not collective). State on the
+  // CPU: a tensor table, each tensor copied once into the region on this thread (a few
+  // milliseconds for 23 MB; nothing runs in the background). State on a GPU: copies into pinned
+  // memory on a side stream, the model's buffers (which the next forward writes) first, the
+  // current stream waiting for them; parameters and optimizer state overlap the next forward
+  // and backward, and the DDP backward's fence (its last all-reduce waits for the write) holds
+  // the optimizer step back until they landed; without a DDP model the current stream waits for
+  // them all (still without blocking this thread); serialising and writing run in the
+  // background. Values that fit neither (sparse or quantized tensors, custom class objects in
+  // extra) make this save serialise the archive on the caller's thread; after staging failed
+  // once (no pinned memory left) one warning, and every save does. The snapshot counts once
+  // written: a kill before that leaves the slot torn and the previous snapshot in use (one step
+  // more to redo). False when off; the first time the region cannot hold a snapshot (/dev/shm
+  // full or too small) one warning names the size needed, that save() (written in place) or the
+  // next save() or wait() (written in the background) returns false, and snapshots stay off for
+  // this process; so does a serialisation that fails in the background (its message is printed).
   bool save(int64_t step, const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
             const CheckpointExtra& extra = {});
 
@@ -112,6 +115,8 @@ class Snapshot {
   double last_background_serialize_seconds() const { return background_serialize_s_; }
   uint64_t last_bytes() const { return bytes_; }
   uint64_t last_staged_bytes() const { return staged_bytes_; }
+  // The last save() wrote a tensor table in place (state on the CPU): no background work.
+  bool last_in_place() const { return in_place_; }
 
   template <typename T>
   bool save(int64_t step, const torch::nn::ModuleHolder<T>& model, const torch::optim::Optimizer* optimizer,
@@ -132,22 +137,24 @@ class Snapshot {
 
  private:
   bool collect();  // waits for the write in flight; false (warned, off) if it failed
+  bool write_table(int64_t step, const detail::TensorTable& table, std::chrono::steady_clock::time_point start);
+  char* mapped(uint64_t bytes);  // the region mapped shared, at least `bytes` of it; null (errno) if not
+  void unmap();
   void turn_off(uint64_t bytes, uint64_t bytes_needed, int error);  // the warning; snapshots off
   void close_region();                                              // snapshots off
-  void judge_cpu_staging();                                         // cpu_staging_pays_ from the last write
 
   int fd_ = -1;
   std::string path_;
   std::string buffer_;                               // the payload buffer, back from the last write
   std::unique_ptr<detail::ArchiveStaging> staging_;  // host copies of the tensors, reused
   bool staging_ok_ = true;                           // off after staging failed once (warned)
-  bool cpu_staging_pays_ = true;                     // off once a staged CPU write cost more than it saved
-  int cpu_staged_saves_ = 0;                         // CPU saves staged in a row
-  double fence_mark_ = 0;                            // the fence's waited seconds at the last write's start
   std::unique_ptr<detail::SnapshotWriter> writer_;
   double serialize_s_ = 0, serialize_total_s_ = 0, wait_s_ = 0, waits_s_ = 0, copy_s_ = 0;
   double background_serialize_s_ = 0;
   uint64_t bytes_ = 0, staged_bytes_ = 0;
+  bool in_place_ = false;
+  void* map_ = nullptr;  // the region, mapped by mapped()
+  uint64_t map_size_ = 0;
 };
 
 }  // namespace ddp
