@@ -63,11 +63,14 @@ struct Record {
   uint64_t step_time_ns;        // 72: when `step` last changed
   uint64_t collective_time_ns;  // 80: when seq_entered or seq_completed last changed
   uint64_t write_time_ns;       // 88: when anything last changed
-  uint8_t reserved[32];         // 96: zero
+  uint64_t joined_time_ns;      // 96: when init_process_group returned (0: not yet, or not told)
+  uint64_t restored_time_ns;    // 104: when the training state was restored (snapshot, checkpoint)
+  uint8_t reserved[16];         // 112: zero
 };
 static_assert(sizeof(Record) == kRecordSize, "the progress record is 128 bytes");
 static_assert(offsetof(Record, pause_deadline_ns) == 64, "layout is part of the format");
 static_assert(offsetof(Record, write_time_ns) == 88, "layout is part of the format");
+static_assert(offsetof(Record, restored_time_ns) == 104, "layout is part of the format");
 
 inline const char* op_name(uint32_t op) {
   static const char* const kNames[] = {"none",    "all_reduce", "broadcast", "all_gather", "reduce_scatter",

@@ -10,7 +10,8 @@ memory-maps and updates with plain stores; without it every call is a no-op.
         ddp_progress.heartbeat(step + 1)
     with ddp_progress.pause(timeout=600):   # a checkpoint save, an evaluation
         save_checkpoint()
-    ddp_progress.wrap_torch_distributed()   # optional: every dist collective is fed
+    ddp_progress.wrap_torch_distributed()   # optional: every dist collective is fed, and
+                                            # init_process_group's return (joined())
 
 On import, if DDP_LAUNCH_STACKS_FILE is set, faulthandler is enabled to append every
 thread's Python traceback to that file: the launcher sends SIGABRT to a hung worker after
@@ -43,7 +44,7 @@ DTYPES = {"float32": 1, "float64": 2, "float16": 3, "bfloat16": 4, "int8": 5, "u
 # Field offsets (contract/progress_record.hpp).
 _UPDATES, _STEP, _SEQ_ENTERED, _SEQ_COMPLETED, _NUMEL = 8, 16, 24, 32, 40
 _OP, _DTYPE, _GROUP, _PAUSED, _PAUSE_DEADLINE = 48, 52, 56, 60, 64
-_STEP_TIME, _COLLECTIVE_TIME, _WRITE_TIME = 72, 80, 88
+_STEP_TIME, _COLLECTIVE_TIME, _WRITE_TIME, _JOINED_TIME, _RESTORED_TIME = 72, 80, 88, 96, 104
 
 _map = None
 _stacks_file = None  # kept open for faulthandler
@@ -95,6 +96,18 @@ def heartbeat(step):
     _touch(_STEP_TIME)
 
 
+def joined():
+    """Records that init_process_group returned (the recovery timeline's "joined")."""
+    if _map is not None:
+        _touch(_JOINED_TIME)
+
+
+def restored():
+    """Records that the training state was restored (the recovery timeline's "restored")."""
+    if _map is not None:
+        _touch(_RESTORED_TIME)
+
+
 def collective_enter(op, numel=0, dtype="", group=0):
     """Records entering a collective; returns its sequence number."""
     _state["seq_entered"] += 1
@@ -136,8 +149,18 @@ def pause(timeout=None):
 
 
 def wrap_torch_distributed():
-    """Wraps torch.distributed's synchronous collectives so that each one is fed."""
+    """Wraps torch.distributed's synchronous collectives so that each one is fed, and
+    init_process_group so that its return is recorded (joined())."""
     import torch.distributed as dist
+
+    init = dist.init_process_group
+    if not getattr(init, "_ddp_progress", False):
+        def init_fed(*args, **kwargs):
+            out = init(*args, **kwargs)
+            joined()
+            return out
+        init_fed._ddp_progress = True
+        dist.init_process_group = init_fed
 
     def wrap(name, op):
         inner = getattr(dist, name, None)

@@ -306,6 +306,17 @@ def _checkpoint_step(torch, dist, directory, group, device):
     return int(step.item())
 
 
+def _mark_restored(result):
+    """Tells the launcher's recovery timeline that the state is back (ddp_progress, beside this file)."""
+    if result is not None:
+        try:
+            import ddp_progress
+        except ImportError:
+            return result
+        ddp_progress.restored()
+    return result
+
+
 def restore(map_location=None, group=None, checkpoint_dir=None):
     """Collective (every rank of `group`, default the world, after init_process_group): (step,
     state) of the newest complete state there is, or None when there is none.
@@ -323,6 +334,11 @@ def restore(map_location=None, group=None, checkpoint_dir=None):
     bytes: on the current CUDA device for NCCL, else the CPU) and write it into their own region.
     Every rank then torch.load's it; if any cannot, all raise RuntimeError. last_restore says how
     it went. Without a process group: load()."""
+    return _mark_restored(_restore(map_location, group, checkpoint_dir))
+
+
+def _restore(map_location=None, group=None, checkpoint_dir=None):
+    """restore() without telling the launcher."""
     global last_restore
     last_restore = None
     import torch

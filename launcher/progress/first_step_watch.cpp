@@ -24,15 +24,22 @@ FirstStepWatch::FirstStepWatch(std::vector<int> ranks, SteadyClock::time_point s
 
 FirstStepWatch::Answer FirstStepWatch::observe(const std::vector<std::optional<ddp::progress::Record>>& records,
                                                SteadyClock::time_point now, bool end_of_attempt) {
-  std::optional<report::FirstStep> first;  // the earliest completed step among the ranks
+  std::optional<report::FirstStep> first;   // the earliest completed step among the ranks
+  uint64_t joined_ns = 0, restored_ns = 0;  // the latest among the ranks
   for (size_t i = 0; i < records.size() && i < ranks_.size(); ++i) {
     if (!records[i]) continue;
     fed_ = true;
+    joined_ns = std::max(joined_ns, records[i]->joined_time_ns);
+    restored_ns = std::max(restored_ns, records[i]->restored_time_ns);
     if (records[i]->step == 0) continue;
-    const report::FirstStep step{wall_time(records[i]->step_time_ns), ranks_[i], records[i]->step};
+    const report::FirstStep step{wall_time(records[i]->step_time_ns), ranks_[i], records[i]->step, {}, {}};
     if (!first || step.time < first->time) first = step;
   }
-  if (first) return {Seen::kStep, *first};
+  if (first) {
+    if (joined_ns != 0) first->joined = wall_time(joined_ns);
+    if (restored_ns != 0) first->restored = wall_time(restored_ns);
+    return {Seen::kStep, *first};
+  }
   if (!end_of_attempt && !fed_ && now - started_ >= kNoRecord) return {Seen::kNoRecord, {}};
   return {};
 }

@@ -21,6 +21,9 @@ struct FirstStep {
   std::chrono::system_clock::time_point time;  // when the worker completed it (its record's step time)
   int rank = 0;                                // the first rank to complete a step
   uint64_t step = 0;                           // the step count it reported
+  // The latest time a rank said its init_process_group returned / its state was restored, by
+  // then (nullopt: no rank told).
+  std::optional<std::chrono::system_clock::time_point> joined, restored;
 };
 
 class AttemptObserver {

@@ -45,9 +45,12 @@ void RecoveryLog::workers_started(const WorkersStarted& started) {
 
 void RecoveryLog::first_step(const std::optional<FirstStep>& step) {
   if (!timeline_ || !timeline_->has(RecoveryPhase::kWorkersStarted)) return;
-  if (step)
+  if (step) {
+    if (step->joined) log_phase(RecoveryPhase::kJoined, *step->joined, {});
+    if (step->restored) log_phase(RecoveryPhase::kRestored, *step->restored, {});
     log_phase(RecoveryPhase::kFirstStep, step->time,
               {{"rank", step->rank}, {"step", static_cast<long long>(step->step)}});
+  }
   conclude(true);  // no step: no record within FirstStepWatch::kNoRecord, the line without it
 }
 
@@ -68,6 +71,9 @@ void RecoveryLog::conclude(bool print_line) {
   std::vector<EventField> fields = {
       {"phase", "summary"}, {"stop_s", us(d.stop_s)}, {"store_s", us(d.store_s)}, {"start_s", us(d.start_s)}};
   if (d.first_step_s) fields.emplace_back("first_step_s", us(*d.first_step_s));
+  if (d.joined_s) fields.emplace_back("joined_s", us(*d.joined_s));
+  if (d.restored_s) fields.emplace_back("restored_s", us(*d.restored_s));
+  if (d.step_s) fields.emplace_back("step_s", us(*d.step_s));
   fields.emplace_back("total_s", us(d.total_s));
   fields.emplace_back("workers", static_cast<long long>(timeline_->workers()));
   fields.emplace_back("warm_workers", static_cast<long long>(timeline_->warm_workers()));

@@ -17,6 +17,8 @@ const char* phase_name(RecoveryPhase phase) {
     case RecoveryPhase::kWorkersStopped: return "workers_stopped";
     case RecoveryPhase::kRendezvousDone: return "rendezvous_done";
     case RecoveryPhase::kWorkersStarted: return "workers_started";
+    case RecoveryPhase::kJoined: return "joined";
+    case RecoveryPhase::kRestored: return "restored";
     case RecoveryPhase::kFirstStep: return "first_step";
   }
   return "?";
@@ -57,15 +59,29 @@ RecoveryTimeline::Durations RecoveryTimeline::durations() const {
   if (has(RecoveryPhase::kFirstStep)) {
     d.first_step_s = seconds(at(RecoveryPhase::kFirstStep) - at(RecoveryPhase::kWorkersStarted));
     d.total_s += *d.first_step_s;
+    if (has(RecoveryPhase::kJoined))
+      d.joined_s = seconds(at(RecoveryPhase::kJoined) - at(RecoveryPhase::kWorkersStarted));
+    if (has(RecoveryPhase::kRestored))
+      d.restored_s = seconds(at(RecoveryPhase::kRestored) - at(RecoveryPhase::kJoined));
+    if (d.joined_s || d.restored_s) d.step_s = seconds(at(RecoveryPhase::kFirstStep) - at(RecoveryPhase::kRestored));
   }
   return d;
 }
 
 std::string recovery_line(const RecoveryTimeline& timeline) {
   const RecoveryTimeline::Durations d = timeline.durations();
+  std::string first_step;
+  if (d.first_step_s) {
+    first_step = fmt::format(", first step {:.2f}", *d.first_step_s);
+    if (d.step_s) {
+      first_step += ":";
+      if (d.joined_s) first_step += fmt::format(" joined {:.2f},", *d.joined_s);
+      if (d.restored_s) first_step += fmt::format(" restored {:.2f},", *d.restored_s);
+      first_step += fmt::format(" step {:.2f}", *d.step_s);
+    }
+  }
   return fmt::format("recovered in {:.2f} s (stop {:.2f}, start {:.2f} {}, store {:.2f}{})", d.total_s, d.stop_s,
-                     d.start_s, timeline.start_kind(), d.store_s,
-                     d.first_step_s ? fmt::format(", first step {:.2f}", *d.first_step_s) : "");
+                     d.start_s, timeline.start_kind(), d.store_s, first_step);
 }
 
 }  // namespace ddp::launch::report

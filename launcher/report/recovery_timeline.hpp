@@ -18,24 +18,31 @@ enum class RecoveryPhase {
   kWorkersStopped,  // the failed attempt's last worker is gone
   kRendezvousDone,  // the next round joined (multi-node), the new attempt's plan ready
   kWorkersStarted,  // the new attempt's workers were spawned
+  kJoined,          // every rank's init_process_group returned (as far as the records tell)
+  kRestored,        // every rank restored its training state (a snapshot, a checkpoint)
   kFirstStep,       // some rank completed its first step in the new attempt
 };
-inline constexpr size_t kRecoveryPhases = 5;
+inline constexpr size_t kRecoveryPhases = 7;
 
-// "failure_seen", "workers_stopped", "rendezvous_done", "workers_started", "first_step".
+// "failure_seen", "workers_stopped", "rendezvous_done", "workers_started", "joined", "restored",
+// "first_step".
 const char* phase_name(RecoveryPhase phase);
 
 class RecoveryTimeline {
  public:
   using Clock = std::chrono::system_clock;
 
-  // Each phase's share; first_step_s is nullopt until (unless) the first step was marked.
+  // Each phase's share; first_step_s is nullopt until (unless) the first step was marked, and
+  // its parts joined_s and restored_s unless those phases were (the workers told them).
   struct Durations {
     double stop_s = 0;                   // failure_seen -> workers_stopped
     double store_s = 0;                  // workers_stopped -> rendezvous_done (the workers' store, the rendezvous)
     double start_s = 0;                  // rendezvous_done -> workers_started
-    std::optional<double> first_step_s;  // workers_started -> first_step
-    double total_s = 0;                  // the sum of the above
+    std::optional<double> first_step_s;  // workers_started -> first_step, made of:
+    std::optional<double> joined_s;      //   workers_started -> joined (program start, init_process_group)
+    std::optional<double> restored_s;    //   joined (or workers_started) -> restored
+    std::optional<double> step_s;        //   the last of those -> first_step (with joined_s or restored_s)
+    double total_s = 0;                  // stop_s + store_s + start_s + first_step_s
   };
 
   explicit RecoveryTimeline(Clock::time_point failure_seen);
@@ -63,8 +70,10 @@ class RecoveryTimeline {
   size_t warm_workers_ = 0;
 };
 
-// "recovered in 0.21 s (stop 0.01, start 0.00 warm, store 0.02, first step 0.18)"; without
-// "first step ..." when the first step was not marked. Seconds with two decimals.
+// "recovered in 0.21 s (stop 0.01, start 0.00 warm, store 0.02, first step 0.18)"; with the
+// first step's parts when the workers told them: "first step 0.18: joined 0.05, restored 0.10,
+// step 0.03" (those marked); without "first step ..." when the first step was not marked.
+// Seconds with two decimals.
 std::string recovery_line(const RecoveryTimeline& timeline);
 
 }  // namespace ddp::launch::report

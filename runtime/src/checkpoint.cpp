@@ -18,6 +18,7 @@
 #include "tensor_table.hpp"
 #include "ddp/progress.hpp"
 #include "group_impl.hpp"
+#include "progress_feed.hpp"
 
 namespace ddp {
 namespace {
@@ -214,7 +215,9 @@ CheckpointExtra load_checkpoint(const std::string& path, torch::nn::Module& mode
     throw CheckpointError("'" + path + "' is not a libddp checkpoint (no '" + std::string(kFormat) +
                           "' marker); was it written by ddp::save_checkpoint?");
   }
-  return detail::load_checkpoint_archive(archive, "checkpoint '" + path + "'", model, optimizer);
+  CheckpointExtra extra = detail::load_checkpoint_archive(archive, "checkpoint '" + path + "'", model, optimizer);
+  detail::feed::restored();
+  return extra;
 }
 
 namespace detail {

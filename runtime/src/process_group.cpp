@@ -174,6 +174,7 @@ void init_process_group(const ProcessGroupOptions& options) {
   reg.world = std::make_shared<detail::GroupImpl>(pg, rv.store, ranks, env.rank, backend, rv.where, options.timeout);
   reg.world->set_check_shapes(options.check_shapes);
   detail::feed::open_from_env();  // under ddp-launch: from now on collectives and steps are fed
+  detail::feed::joined();
 }
 
 bool is_initialized() { return registry().world != nullptr; }

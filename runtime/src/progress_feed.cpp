@@ -127,6 +127,22 @@ void step() {
   touch(s, r, &r->step_time_ns);
 }
 
+void joined() {
+  State& s = state();
+  Record* r = s.record.load(std::memory_order_acquire);
+  if (!r) return;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  touch(s, r, &r->joined_time_ns);
+}
+
+void restored() {
+  State& s = state();
+  Record* r = s.record.load(std::memory_order_acquire);
+  if (!r) return;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  touch(s, r, &r->restored_time_ns);
+}
+
 void pause_begin(uint64_t timeout_ns) {
   State& s = state();
   Record* r = s.record.load(std::memory_order_acquire);

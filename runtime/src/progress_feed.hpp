@@ -24,6 +24,9 @@ void complete(uint64_t seq);
 uint64_t last_entered();
 // One more DDP step completed.
 void step();
+// The process group is initialised / the training state was restored (the recovery's phases).
+void joined();
+void restored();
 // A legitimate pause begins (timeout_ns 0: no limit) / ends; they nest.
 void pause_begin(uint64_t timeout_ns);
 void pause_end();

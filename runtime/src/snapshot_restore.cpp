@@ -25,6 +25,7 @@
 #include "ddp/progress.hpp"
 #include "ddp/snapshot.hpp"
 #include "group_impl.hpp"
+#include "progress_feed.hpp"
 #include "tensor_table.hpp"
 
 namespace ddp {
@@ -225,6 +226,7 @@ std::optional<Snapshot::Restored> restore_agreed(int fd, const std::string& path
   }
   if (out.healed) keep_in_region(fd, path, step, payload);
   out.extra = detail::load_checkpoint_archive(archive, what, model, optimizer);
+  detail::feed::restored();
   if (out.healed)
     std::cerr << "ddp::Snapshot: rank " << get_rank() << " received the snapshot of step " << step << " from rank "
               << out.source_rank << " (" << payload.size << " bytes; restored in "

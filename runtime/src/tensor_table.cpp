@@ -65,7 +65,8 @@ c10::IValue map_tensors(const c10::IValue& value, const TensorMap& f, bool* fore
     const c10::Dict<c10::IValue, c10::IValue> dict = value.toGenericDict();
     c10::impl::GenericDict copy(dict.keyType(), dict.valueType());
     copy.reserve(dict.size());
-    for (const auto& entry : dict) copy.insert(map_tensors(entry.key(), f, foreign), map_tensors(entry.value(), f, foreign));
+    for (const auto& entry : dict)
+      copy.insert(map_tensors(entry.key(), f, foreign), map_tensors(entry.value(), f, foreign));
     return copy;
   }
   if (value.isTuple()) {
@@ -92,8 +93,7 @@ struct Entry {
 };
 
 // The entries after the skeleton; throws CheckpointError on a table that does not hold together.
-std::vector<Entry> read_entries(const char* data, uint64_t size, uint64_t at, uint64_t count,
-                                const std::string& what) {
+std::vector<Entry> read_entries(const char* data, uint64_t size, uint64_t at, uint64_t count, const std::string& what) {
   auto broken = [&](const std::string& why) {
     return CheckpointError(what + " is not a readable tensor table (" + why + ")");
   };
@@ -206,7 +206,8 @@ torch::serialize::InputArchive read_tensor_table(const PayloadBytes& payload, to
   const char* data = payload.data.get();
   const uint64_t size = payload.size;
   const uint64_t head = tensor_table_head_length(data, size);
-  if (head == 0) throw CheckpointError(what + " is not a readable tensor table (its head is cut short or of another version)");
+  if (head == 0)
+    throw CheckpointError(what + " is not a readable tensor table (its head is cut short or of another version)");
   uint64_t skeleton = 0, count = 0, at = 8;
   get(data, size, at, skeleton);
   get(data, size, at, count);
@@ -217,7 +218,8 @@ torch::serialize::InputArchive read_tensor_table(const PayloadBytes& payload, to
     archive.load_from(data + kHeaderBytes, skeleton, torch::Device(torch::kCPU));
   } catch (const c10::Error& e) {
     const std::string text = e.what_without_backtrace();
-    throw CheckpointError(what + " holds a skeleton that is not a readable archive: " + text.substr(0, text.find('\n')));
+    throw CheckpointError(what +
+                          " holds a skeleton that is not a readable archive: " + text.substr(0, text.find('\n')));
   }
   const auto root = archive_object(archive);
   if (!root) throw CheckpointError(what + " is a tensor table, which this build of libddp cannot read");
@@ -232,7 +234,8 @@ torch::serialize::InputArchive read_tensor_table(const PayloadBytes& payload, to
     const Entry& e = entries[static_cast<size_t>(index)];
     const auto options = torch::TensorOptions().dtype(static_cast<c10::ScalarType>(e.dtype));
     std::shared_ptr<const char> keep = payload.data;
-    at::Tensor out = torch::from_blob(const_cast<char*>(data + e.offset), e.sizes, [keep](void*) {}, options);
+    at::Tensor out = torch::from_blob(
+        const_cast<char*>(data + e.offset), e.sizes, [keep](void*) {}, options);
     out = device.is_cpu() ? (view ? out : out.clone()) : out.to(device);
     if (e.flags & kRequiresGrad) out.requires_grad_(true);
     return out;
@@ -242,8 +245,8 @@ torch::serialize::InputArchive read_tensor_table(const PayloadBytes& payload, to
   const auto& type = root->type();
   for (size_t slot = 0; slot < root->slots().size(); ++slot) {
     const bool view = type->getAttributeName(slot) == "model";  // copied into the model by loading
-    root->setSlot(slot, map_tensors(root->getSlot(slot), [&](const at::Tensor& t) { return from_entry(t, view); },
-                                    &foreign));
+    root->setSlot(slot, map_tensors(
+                            root->getSlot(slot), [&](const at::Tensor& t) { return from_entry(t, view); }, &foreign));
   }
   if (missing) throw CheckpointError(what + " is not a readable tensor table (a placeholder names no entry)");
   return archive;

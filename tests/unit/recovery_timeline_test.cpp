@@ -70,6 +70,29 @@ TEST_CASE("recovery timeline: the console line, with and without the first step"
   CHECK(recovery_line(cold) == "recovered in 0.03 s (stop 0.01, start 0.00 cold, store 0.02)");
 }
 
+TEST_CASE("recovery timeline: the first step's parts when the workers told them: joined, restored, step") {
+  RecoveryTimeline t = full_timeline(false);
+  t.mark(RecoveryPhase::kJoined, at_ms(80));
+  t.mark(RecoveryPhase::kRestored, at_ms(180));
+  t.mark(RecoveryPhase::kFirstStep, at_ms(210));
+  const auto d = t.durations();
+  CHECK(*d.first_step_s == Approx(0.180));
+  CHECK(*d.joined_s == Approx(0.050));
+  CHECK(*d.restored_s == Approx(0.100));
+  CHECK(*d.step_s == Approx(0.030));
+  CHECK(d.total_s == Approx(0.210));  // the parts are inside first_step_s, not added to it
+  CHECK(recovery_line(t) ==
+        "recovered in 0.21 s (stop 0.01, start 0.00 warm, store 0.02, first step 0.18: joined 0.05, restored 0.10, "
+        "step 0.03)");
+  // Joined but nothing restored (a fresh start, a program without snapshots): no restored part.
+  RecoveryTimeline joined_only = full_timeline(false);
+  joined_only.mark(RecoveryPhase::kJoined, at_ms(100));
+  joined_only.mark(RecoveryPhase::kFirstStep, at_ms(210));
+  CHECK(!joined_only.durations().restored_s);
+  CHECK(recovery_line(joined_only) ==
+        "recovered in 0.21 s (stop 0.01, start 0.00 warm, store 0.02, first step 0.18: joined 0.07, step 0.11)");
+}
+
 TEST_CASE("recovery timeline: warm, cold, or how many of the workers were warm") {
   RecoveryTimeline t(t0);
   t.set_started(4, 0);
@@ -101,6 +124,8 @@ TEST_CASE("recovery timeline: phase names as events.jsonl spells them") {
   CHECK(std::string(phase_name(RecoveryPhase::kWorkersStopped)) == "workers_stopped");
   CHECK(std::string(phase_name(RecoveryPhase::kRendezvousDone)) == "rendezvous_done");
   CHECK(std::string(phase_name(RecoveryPhase::kWorkersStarted)) == "workers_started");
+  CHECK(std::string(phase_name(RecoveryPhase::kJoined)) == "joined");
+  CHECK(std::string(phase_name(RecoveryPhase::kRestored)) == "restored");
   CHECK(std::string(phase_name(RecoveryPhase::kFirstStep)) == "first_step");
 }
 
@@ -168,6 +193,36 @@ TEST_CASE("recovery log: one event per phase as it happens, the summary, and the
                                              .margin(1e-5));
 }
 
+TEST_CASE("recovery log: the workers' joined and restored times as phases, and their parts in the summary") {
+  TempDir dir;
+  std::string err;
+  {
+    EventLog events(dir.path());
+    events.set_attempt(1);
+    RecoveryLog log(events);
+    err = stderr_of(dir / "err", [&] {
+      const auto started = Clock::now();
+      log.begin({started - milliseconds(20), started - milliseconds(10)});
+      log.rendezvous_done();
+      log.workers_started({started, 2, 2});
+      FirstStep step{started + milliseconds(300), 0, 1, started + milliseconds(100), started + milliseconds(250)};
+      log.first_step(step);
+    });
+  }
+  CHECK_THAT(err, Catch::Contains(": joined 0.10, restored 0.15, step 0.05)"));
+  const auto events = read_events(dir.path());
+  INFO(json(events).dump(1));
+  REQUIRE(events.size() == 8);
+  CHECK(events[4].at("phase") == "joined");
+  CHECK(events[5].at("phase") == "restored");
+  CHECK(events[6].at("phase") == "first_step");
+  const json& s = events[7];
+  CHECK(s.at("joined_s").get<double>() == Approx(0.10).margin(0.002));
+  CHECK(s.at("restored_s").get<double>() == Approx(0.15).margin(0.002));
+  CHECK(s.at("step_s").get<double>() == Approx(0.05).margin(0.002));
+  CHECK(s.at("first_step_s").get<double>() == Approx(0.30).margin(0.002));
+}
+
 TEST_CASE("recovery log: no record: the line without first step; a failed attempt: a summary and no line") {
   TempDir dir;
   std::string err;
@@ -224,6 +279,8 @@ TEST_CASE(
   r.step_time_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
           .count());
+  r.joined_time_ns = r.step_time_ns - 300'000'000;  // rank 1 joined 0.3 s and restored 0.1 s before its step
+  r.restored_time_ns = r.step_time_ns - 100'000'000;
   {
     std::FILE* f = std::fopen(b.c_str(), "r+b");
     std::fwrite(&r, sizeof r, 1, f);
@@ -238,6 +295,10 @@ TEST_CASE(
   CHECK(seen[0]->rank == 1);
   CHECK(seen[0]->step == 3);
   CHECK(seen[0]->time <= Clock::now());
+  REQUIRE(seen[0]->joined);
+  REQUIRE(seen[0]->restored);
+  CHECK(std::chrono::duration<double>(seen[0]->time - *seen[0]->joined).count() == Approx(0.3).margin(0.01));
+  CHECK(std::chrono::duration<double>(seen[0]->time - *seen[0]->restored).count() == Approx(0.1).margin(0.01));
   seen.clear();
   // The attempt ends before a poll: the last look still finds rank 1's step, once.
   watch.start({{0, 0, a}, {1, 0, b}}, probe, on_hang, [&](const std::optional<FirstStep>& s) { seen.push_back(s); });
