@@ -17,6 +17,11 @@ _FD_COUNT = 3
 _READY = b"R"
 
 
+# What DistributedDataParallel's constructor imports the first time (torch 2.x: torch._dynamo,
+# with sympy and ~900 modules: about a second): paid here, before the failure, not after it.
+_DDP_LAZY_IMPORTS = ("torch.distributed", "torch.nn.parallel", "torch._dynamo")
+
+
 def _preload():
     try:
         import torch  # noqa: F401  (what a warm restart saves most)
@@ -25,6 +30,12 @@ def _preload():
             raise
         # An interpreter without torch runs a script that does not need it (one that does
         # fails in the standby's worker just as it would cold): the interpreter's start is saved.
+    else:
+        for name in _DDP_LAZY_IMPORTS:
+            try:
+                __import__(name)
+            except ImportError:  # an older or smaller torch: nothing to pay for there
+                break
     for name in [m for m in os.environ.pop("DDP_LAUNCH_STANDBY_PRELOAD", "").split(",") if m]:
         __import__(name)
 

@@ -28,8 +28,9 @@ from bench_records import PYTHON, peers_line, torchrun_command, Record, first_st
 class Config:
     """One configuration: launcher argv prefix, program, ddp-launch flags it needs."""
 
-    def __init__(self, name, launcher, program, flags=(), optional=(), requires=(), env=None):
+    def __init__(self, name, launcher, program, flags=(), optional=(), requires=(), env=None, mlp=False):
         self.name, self.launcher, self.program = name, launcher, program
+        self.mlp = mlp  # the benchmark MLP (23 MB of state) with snapshots every step, else the small model
         self.env = dict(env or {})  # set for the launcher (and so its workers)
         self.flags = list(flags)  # always passed (each needs its flag in --help: requires)
         self.optional = list(optional)  # passed when ddp-launch knows the flag, else today's behaviour anyway
@@ -54,7 +55,17 @@ def all_configs():
                requires=[warm, ("--preload",)]),
         Config("ddp-launch + train, cold", "ddp", "train", optional=cold),
         Config("ddp-launch + train, warm", "ddp", "train", requires=[warm]),
+        # The benchmark MLP (784-1024-1024-1024-10, batch 32: 23 MB of model and optimizer state):
+        # torchrun with the tutorial's checkpoint file, ddp-launch with in-memory snapshots every step.
+        Config("torchrun + py, MLP 23 MB, TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1", "torchrun", "py",
+               env={"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}, mlp=True),
+        Config("ddp-launch + py, warm, MLP 23 MB, ddp_snapshot every step", "ddp", "py", requires=[warm], mlp=True),
+        Config("ddp-launch + train, warm, MLP 23 MB, --snapshot-every 1", "ddp", "train", requires=[warm], mlp=True),
     ]
+
+# The benchmark MLP's options for each program.
+MLP_PY = ["--hidden", "1024", "--layers", "3", "--in-dim", "784", "--classes", "10", "--batch", "32"]
+MLP_TRAIN = ["--hidden", "1024,1024,1024", "--in-dim", "784", "--classes", "10", "--batch-size", "32"]
 
 
 def flag_name(flag):
@@ -70,10 +81,12 @@ def argv_of(cfg, a, known, work):
         prefix = [a.ddp_launch, "--nproc-per-node=2", "--max-restarts=1"]
         prefix += cfg.flags + [f for f in cfg.optional if flag_name(f) in known]
     if cfg.program == "py":
-        return prefix + [a.peer, "--steps", str(10**9), "--checkpoint-every", str(a.checkpoint_every)]
+        snapshots = ["--snapshot-every", "1"] if cfg.mlp and cfg.launcher == "ddp" else []
+        return prefix + [a.peer, "--steps", str(10**9), "--checkpoint-every", str(a.checkpoint_every)] + (
+            MLP_PY + snapshots if cfg.mlp else [])
     return prefix + [a.train, "--epochs", str(10**6), "--val-samples", "512", "--checkpoint-dir",
                      os.path.join(work, "ckpt"), "--checkpoint-interval", str(a.checkpoint_every), "--progress",
-                     "none", "--step-times", work]
+                     "none", "--step-times", work] + (MLP_TRAIN + ["--snapshot-every", "1"] if cfg.mlp else [])
 
 
 class Run:
