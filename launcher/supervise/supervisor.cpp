@@ -95,6 +95,7 @@ struct Supervisor::Impl {
   asio::steady_timer tick_timer;
   asio::steady_timer capture_timer;           // Python's stack dump, then the stop
   asio::steady_timer standby_timer;           // the attempt's workers are up: keep standbys
+  bool standbys_started = false;              // this attempt's standbys were asked for
   progress::ProgressMonitor monitor;          // hang verdicts and straggler notices
   std::optional<progress::HangVerdict> hang;  // this attempt's verdict
   bool stacks_captured = false;               // this attempt's workers' stacks were taken
@@ -297,8 +298,13 @@ struct Supervisor::Impl {
           {workers[i].launch.rank, static_cast<long>(children.pid(i)), workers[i].launch.progress_file});
     progress::ProgressMonitor::Probe probe{[this](size_t i) { return children.running(i); },
                                            [this](size_t i) { return children.bytes_read(i); }};
-    progress::ProgressMonitor::FirstStepHandler first_step;  // for the observer: the attempt's first step
-    if (observer) first_step = [this](const std::optional<report::FirstStep>& step) { observer->first_step(step); };
+    // The attempt's first step: for the observer, and the moment its standbys may start.
+    progress::ProgressMonitor::FirstStepHandler first_step;
+    if (observer || standbys)
+      first_step = [this](const std::optional<report::FirstStep>& step) {
+        if (observer) observer->first_step(step);
+        if (step) start_standbys();
+      };
     monitor.start(
         std::move(monitored), std::move(probe), [this](progress::HangVerdict v) { on_hang(std::move(v)); },
         std::move(first_step));
@@ -394,16 +400,25 @@ struct Supervisor::Impl {
   }
 
   // Once the attempt's workers are up (they compete for the CPUs with a starting standby:
-  // docs/warm-restarts.md), a standby per local rank for the next restart.
+  // docs/warm-restarts.md), a standby per local rank for the next restart: at the attempt's
+  // first step (its workers' own start is done) or kStandbyDelay after the start, whichever
+  // comes first.
   void arm_standbys() {
+    standbys_started = false;
     if (!standbys || !standbys->wanted()) return;
     standby_timer.expires_after(Supervisor::kStandbyDelay);
     standby_timer.async_wait([this, id = attempt_id](const boost::system::error_code& ec) {
-      if (ec || id != attempt_id || !attempt_running || !standbys->wanted()) return;
-      std::vector<worker::WorkerLaunch> slots;
-      for (const Worker& w : workers) slots.push_back(w.launch);
-      standbys->fill(slots);
+      if (!ec && id == attempt_id) start_standbys();
     });
+  }
+
+  void start_standbys() {
+    if (standbys_started || !attempt_running || !standbys || !standbys->wanted()) return;
+    standbys_started = true;
+    standby_timer.cancel();
+    std::vector<worker::WorkerLaunch> slots;
+    for (const Worker& w : workers) slots.push_back(w.launch);
+    standbys->fill(slots);
   }
 
   report::AttemptResult finish() {

@@ -94,7 +94,8 @@ class Supervisor {
   // on another thread (the multi-node agent's abort wait thread: a store key appeared).
   void wake();
 
-  // Once an attempt's workers are up, the standbys (warm restarts) for the next one are started.
+  // The standbys (warm restarts) for the next attempt start at this attempt's first step, or
+  // this long after its workers started if no step came sooner.
   static constexpr std::chrono::milliseconds kStandbyDelay{1500};
 
   // The stop signal received so far (0 if none; SIGTERM for a stop request): the agent stops
