@@ -127,21 +127,17 @@ void step() {
   touch(s, r, &r->step_time_ns);
 }
 
-void joined() {
+// Stamps one of the record's phase times (joined, restored) with now.
+void stamp(uint64_t Record::*field) {
   State& s = state();
   Record* r = s.record.load(std::memory_order_acquire);
   if (!r) return;
   std::lock_guard<std::mutex> lock(s.mutex);
-  touch(s, r, &r->joined_time_ns);
+  touch(s, r, &(r->*field));
 }
 
-void restored() {
-  State& s = state();
-  Record* r = s.record.load(std::memory_order_acquire);
-  if (!r) return;
-  std::lock_guard<std::mutex> lock(s.mutex);
-  touch(s, r, &r->restored_time_ns);
-}
+void joined() { stamp(&Record::joined_time_ns); }
+void restored() { stamp(&Record::restored_time_ns); }
 
 void pause_begin(uint64_t timeout_ns) {
   State& s = state();

@@ -267,6 +267,14 @@ def case_native_restart(args, tmp):
     os.makedirs(out)
     p = start(args, ["--nproc-per-node=2", "--max-restarts=1", f"--log-dir={logs}", args.native, out])
     wait_for("two ready standbys", lambda: len(standby_events(logs, "ready")) >= 2, [p])
+    text = finish_in_standbys(p, out, logs)
+    if "restarts are cold" in text:
+        fail("a libddp program got the cold notice", text)
+
+
+def finish_in_standbys(p, out, logs):
+    """Lets attempt 0 of a native worker fail (OUT/go), waits for the job to end 0 and checks that
+    each rank's restart (OUT/a1.r<rank>.txt: its pid) ran in an adopted standby; its output."""
     open(os.path.join(out, "go"), "w").close()
     code, text = finish(p)
     if code != 0:
@@ -277,8 +285,7 @@ def case_native_restart(args, tmp):
             pid = int(f.read())
         if pid not in adopted:
             fail(f"rank {rank}'s restart (pid {pid}) did not run in a standby (adopted {adopted})", text)
-    if "restarts are cold" in text:
-        fail("a libddp program got the cold notice", text)
+    return text
 
 
 def case_point_restart(args, tmp):
@@ -297,16 +304,8 @@ def case_point_restart(args, tmp):
             text = f.read()
         if "RANK unset" not in text or "worker_env refused: the worker's identity was read above" not in text:
             fail(f"standby {pid} saw a worker identity above its standby point", text)
-    open(os.path.join(out, "go"), "w").close()
-    code, text = finish(p)
-    if code != 0:
-        fail(f"exit code {code}, expected 0", text)
-    adopted = {e["pid"] for e in standby_events(logs, "adopted")}
+    text = finish_in_standbys(p, out, logs)
     for rank in (0, 1):
-        with open(os.path.join(out, f"a1.r{rank}.txt")) as f:
-            pid = int(f.read())
-        if pid not in adopted:
-            fail(f"rank {rank}'s restart (pid {pid}) did not run in a standby (adopted {adopted})", text)
         with open(os.path.join(out, f"a0.r{rank}.txt")) as f:
             cold = int(f.read())
         with open(os.path.join(out, f"above.{cold}.txt")) as f:
