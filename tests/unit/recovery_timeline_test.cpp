@@ -158,7 +158,7 @@ TEST_CASE("recovery log: one event per phase as it happens, the summary, and the
       log.begin({at_ms(0), at_ms(10)});
       log.rendezvous_done();
       log.workers_started({Clock::now(), 2, 1});
-      log.first_step(FirstStep{Clock::now(), 1, 1});
+      log.first_step(FirstStep{Clock::now(), 1, 1, {}, {}});
       log.attempt_ended(true);  // already concluded: nothing more
     });
   }
