@@ -43,6 +43,7 @@ run() {  # run LOG ARGS...: ddp-launch ARGS (ssh options added) in the foregroun
   timeout 120 "$launch" "$@" >"$log" 2>&1; rc=$?
 }
 has() { grep -q -- "$2" "$1"; }
+tail_unless_ok() { (( rc == 0 )) || tail -5 "$1" | sed "s/^/  $1 | /"; }  # tail_unless_ok LOG: after run
 count() { grep -c -- "$2" "$1"; }
 worker='echo "rank=$RANK world=$WORLD_SIZE local=$LOCAL_RANK host=$(hostname -I | tr " " "\n" | grep -v : | tr -d "\n") cvd=${CUDA_VISIBLE_DEVICES:-none}"'
 # Nothing of the job left in the namespaces: only each sshd's listener (within 10 s).
@@ -83,15 +84,23 @@ check "a bad hostfile line: exit 121, file and line, what to write (rc $rc)" \
   test "$rc" = 121 -a -n "$(grep "hostfile bad.hosts:2: '$b gpus=2': unknown key 'gpus'.*'host slots=N' (DeepSpeed)" bad.log)"
 
 # 1b. IPv6: the hosts by their ULA addresses, in every spelling; the first hosts the store.
+# They run where this machine reaches both hosts' sshd over IPv6 (the root namespace may have
+# IPv6 off, or the bridge no IPv6 address): the launcher's own view, not the namespaces'.
 a6=$(host_ip6 0) b6=$(host_ip6 1)
-if ip -n "${tag}h1" -6 addr show dev ddpv | grep -q "$b6/" && grep -q "ListenAddress $b6" "$work/sshd_1.conf"; then
+v6_reachable() {
+  ip -n "${tag}h1" -6 addr show dev ddpv | grep -q "$b6/" && grep -q "ListenAddress $b6" "$work/sshd_1.conf" &&
+    wait_for 10 ssh "${ssh_plain[@]}" "$a6" true && wait_for 10 ssh "${ssh_plain[@]}" "$b6" true
+}
+if v6_reachable; then
   worker6='echo "v6 rank=$RANK world=$WORLD_SIZE master=$MASTER_ADDR cvd=${CUDA_VISIBLE_DEVICES:-none} on=$(hostname -I | tr " " "\n" | grep : | tr -d "\n")"'
   printf '%s slots=1\n[%s]:1\n' "$a6" "$b6" >v6.hosts
   run v6.log --hostfile v6.hosts "${ssh_opts[@]}" --no-python sh -c "$worker6"
+  tail_unless_ok v6.log
   check "IPv6 hostfile ('ADDR slots=1', '[ADDR]:1'): exit 0, a rank on each host, the first hosts the store (rc $rc)" \
     test "$rc" = 0 -a "$(count v6.log "v6 rank=.* world=2 master=$a6 ")" = 2 -a -n "$(grep "^\[$b6\] .*v6 rank=1 .*on=$b6" v6.log)"
   printf '[%s] slots=2\n[%s] slots=2\n' "$a6" "$b6" >v6b.hosts
   run v6b.log --hostfile v6b.hosts --exclude "[$b6]:0" "${ssh_opts[@]}" --no-python sh -c "$worker6"
+  tail_unless_ok v6b.log
   check "IPv6 '[ADDR] slots=2' with --exclude '[ADDR]:0': world 3, that host's worker on slot 1 (rc $rc)" \
     test "$rc" = 0 -a "$(count v6b.log 'world=3')" = 3 -a -n "$(grep "^\[$b6\] .*rank=2 .*cvd=1 on=$b6" v6b.log)"
   if "$python" -c 'import torch.distributed' 2>/dev/null; then  # torch's own store client and gloo over IPv6
@@ -104,6 +113,7 @@ print(f"allreduce rank={dist.get_rank()} sum={t.item():g} master={os.environ['MA
 dist.destroy_process_group()
 PY
     run v6py.log --hosts "[$a6]:1,[$b6]:1" "${ssh_opts[@]}" "$python" "$work/v6_allreduce.py"
+  tail_unless_ok v6py.log
     check "IPv6 --hosts '[ADDR]:1,[ADDR]:1': torch workers reach the store at MASTER_ADDR=$a6 and all-reduce (rc $rc)" \
       test "$rc" = 0 -a "$(count v6py.log "allreduce rank=. sum=3 master=$a6")" = 2
     check "IPv6 torch workers: each host says its workers use ddpv, which holds its listed address" \
@@ -113,7 +123,10 @@ PY
     echo "SKIP: torch workers over IPv6 (no torch in $python)"
   fi
 else
-  echo "SKIP: IPv6 hosts (no IPv6 address on the namespaces' link)"
+  echo "SKIP: IPv6 hosts: ssh over IPv6 to $a6 and $b6 does not answer from here" \
+    "(disable_ipv6=$(sysctl -n net.ipv6.conf.all.disable_ipv6 2>/dev/null);" \
+    "bridge: $(ip -6 addr show dev "${tag}br" 2>&1 | grep -o 'inet6 [^ ]*' | tr '\n' ' ');" \
+    "ssh: $(ssh "${ssh_plain[@]}" -o ConnectTimeout=3 "$b6" true 2>&1 | tail -1))"
 fi
 run v6bad.log --hosts "$a:1,::1:4" "${ssh_opts[@]}" --no-python true
 check "an unbracketed IPv6 address with slots: exit 121, says to write [ADDR]:SLOTS (rc $rc)" \
