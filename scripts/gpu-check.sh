@@ -16,7 +16,8 @@
 # Env: PYTHON (python3 with CUDA torch), Torch_DIR / CMAKE_PREFIX_PATH (a CUDA LibTorch; default
 #      torch.utils.cmake_prefix_path), BUILD_DIR (scripts/lib.sh; this build goes to BUILD_DIR/gpu),
 #      GPU_CHECK_DEPS (a --pack-deps DIR; default build-gpu-deps if present), JOBS (all cores),
-#      GPU_CHECK_DEADLINE (480: checks that would start later are skipped).
+#      GPU_CHECK_DEADLINE (480: checks that would start later are skipped), GPU_CHECK_RUNTIME_TESTS
+#      (1; 0 neither builds nor runs the runtime tests, which use no CUDA: a shorter build).
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -48,14 +49,14 @@ gpu-check plan (each line is one check with its own timeout; results in OUTDIR/g
   python-nccl     tests/gpu/nccl_allreduce.py (plain PyTorch NCCL) under ddp-launch, world 1
   warm-restart    tests/gpu/warm_restart.py (plain PyTorch NCCL) killed once under --max-restarts 1:
                   the restart runs in a pre-warmed standby and all-reduces on its GPU
-  snapshot-resume train --snapshot-every 1 on cuda:0 (NCCL world 1) SIGKILLed after step 100 under
+  snapshot-resume train --snapshot-every 1 on cuda:0 (NCCL world 1) SIGKILLed after step 150 under
                   --max-restarts 1: resumes from the in-memory snapshot, final weights equal an
                   uninterrupted run's (the background snapshot write on a GPU)
+  bench           libddp vs Python DDP, MLP and conv net on cuda:0, NCCL world 1: step time
+                  without and with DDP (DDP's overhead), side by side
   worker-store    the launcher's c10d-compatible workers' store with this torch (2.x) as the client:
                   TCPStore(is_master=False) on every request type, then Python workers under
                   ddp-launch (gloo world 2, NCCL world 1); --worker-store runs only these, on CPU
-  bench           libddp vs Python DDP, MLP and conv net on cuda:0, NCCL world 1: step time
-                  without and with DDP (DDP's overhead), side by side
 EOF
 }
 
@@ -65,7 +66,7 @@ case ${1:-} in
   --warm-restart-cpu)
     PYTHON_EXEC=$python exec "$build_dir/launcher/ddp-launch" --standalone --nproc-per-node=2 --max-restarts=1 \
       "$gpu_tests/warm_restart.py" --backend gloo --device cpu ;;
-  -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
+  -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
   --worker-store)
     out=${2:-${OUT:-$repo/out/gpu-check}}
     mkdir -p "$out" || exit 1

@@ -127,6 +127,7 @@ at::Tensor ArchiveStaging::stage_tensor(const at::Tensor& tensor) {
 // the tensors the next forward writes go first and the current stream waits for them; the rest
 // follow, overlapping the next forward and backward.
 void ArchiveStaging::start_copies(const std::unordered_set<const c10::TensorImpl*>& forward_written, bool order_after) {
+  const torch::NoGradGuard no_grad;  // a target mirrors its source's requires_grad: no in-place on a leaf
   const c10::impl::VirtualGuardImpl guard(c10::DeviceType::CUDA);
   std::map<c10::DeviceIndex, std::vector<const Copy*>> by_device;
   for (const Copy& copy : copies_) by_device[copy.source.device().index()].push_back(&copy);

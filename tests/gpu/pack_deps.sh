@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # scripts/gpu-check.sh --pack-deps DIR: on a Debian dev machine (scripts/install-deps.sh done),
-# copies the header-only build dependencies of ddp-launch and its tests (the Boost headers they
-# include, CLI11, fmt, nlohmann-json, Catch2 v2) into DIR with small CMake package configs
-# (fmt as header-only fmt::fmt), so a GPU machine without these packages and without network
-# can build everything: carry DIR and point GPU_CHECK_DEPS at it (default build-gpu-deps/).
+# copies the build dependencies of ddp-launch and its tests (the Boost headers they include,
+# CLI11, fmt, nlohmann-json, Catch2 v2, gloo's headers, OpenSSL's headers and libraries) into DIR with small
+# CMake package configs (fmt as header-only fmt::fmt), so a GPU machine without these packages
+# and without network can build everything: carry DIR and point GPU_CHECK_DEPS at it (default build-gpu-deps/).
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/../../scripts/lib.sh
 source "$(dirname "$0")/../../scripts/lib.sh"
@@ -20,7 +20,18 @@ for f in "${sources[@]}"; do c++ -std=c++17 -I. -Ilauncher -M "$f" 2>/dev/null |
     mkdir -p "$dest/include/$(dirname "${h#/usr/include/}")"
     cp "$h" "$dest/include/${h#/usr/include/}"
   done
-for d in CLI fmt nlohmann catch2; do cp -r "/usr/include/$d" "$dest/include/"; done
+for d in CLI fmt nlohmann catch2 gloo; do cp -r "/usr/include/$d" "$dest/include/"; done  # gloo: pip's torch has none
+# OpenSSL (the etcd client's TLS): its headers and libraries, for FindOpenSSL through
+# OPENSSL_ROOT_DIR=DIR where the GPU machine has the runtime libraries but no headers; the
+# binaries then find DIR/lib through their build RPATH.
+multiarch=$(gcc -print-multiarch)
+cp -r /usr/include/openssl "$dest/include/"
+cp /usr/include/"$multiarch"/openssl/*.h "$dest/include/openssl/"
+mkdir -p "$dest/lib"
+for l in ssl crypto; do
+  cp -L "/usr/lib/$multiarch/lib$l.so.3" "$dest/lib/"
+  ln -sf "lib$l.so.3" "$dest/lib/lib$l.so"
+done
 
 # config NAME VERSION TARGET [DEFINITIONS]: an INTERFACE target over DIR/include.
 config() {
@@ -55,4 +66,4 @@ config Catch2 "2.13.0" Catch2::Catch2
 cp /usr/lib/cmake/Catch2/Catch.cmake /usr/lib/cmake/Catch2/CatchAddTests.cmake "$dest/lib/cmake/Catch2/"
 # shellcheck disable=SC2016  # written for CMake to expand
 echo 'list(APPEND CMAKE_MODULE_PATH "${CMAKE_CURRENT_LIST_DIR}")' >>"$dest/lib/cmake/Catch2/Catch2Config.cmake"
-echo "pack-deps: $(du -sh "$dest" | cut -f1) in $dest (Boost $boost headers used, CLI11, fmt, nlohmann-json, Catch2)"
+echo "pack-deps: $(du -sh "$dest" | cut -f1) in $dest (Boost $boost headers used, CLI11, fmt, nlohmann-json, Catch2, OpenSSL)"

@@ -70,8 +70,9 @@ double evaluate(torch::nn::Sequential& net, const Data& data) {
   const int64_t lo = n * rank / world, hi = n * (rank + 1) / world;
   double correct = 0;
   if (hi > lo) {
-    const auto logits = net->forward(data.val_x.slice(0, lo, hi));
-    correct = logits.argmax(1).eq(data.val_y.slice(0, lo, hi)).sum().item<double>();
+    const torch::Device device = ddp::device();  // the data stays on the CPU (data.hpp); the model is here
+    const auto logits = net->forward(data.val_x.slice(0, lo, hi).to(device));
+    correct = logits.argmax(1).eq(data.val_y.slice(0, lo, hi).to(device)).sum().item<double>();
   }
   auto counts = torch::tensor({correct, double(hi - lo)}, torch::kDouble).to(ddp::device());
   ddp::all_reduce(counts);
