@@ -1,6 +1,7 @@
 """python/ddp_snapshot.py on its own (no launcher: DDP_LAUNCH_SNAPSHOT_FILE set by hand): the
-newest snapshot is read back, a torn newest slot (payload corrupted) is skipped for the older
-one, both torn read as None, and no variable at all means no-op with one warning."""
+newest snapshot is read back, a torn newest slot (a tensor table's head corrupted, or a
+torch.save payload's middle) is skipped for the older one, both torn read as None, and no
+variable at all means no-op with one warning."""
 import os
 import subprocess
 import sys
@@ -28,11 +29,15 @@ with tempfile.TemporaryDirectory() as d:
     step, state = ddp_snapshot.load()
     if step != 3 or not torch.equal(state["w"], torch.full((100,), 3.0)):
         fail(f"newest snapshot is step {step}, expected 3")
-    # Tear the newest slot (step 3) by hand: one byte of its payload.
     fd = os.open(region, os.O_RDWR)
     slots = ddp_snapshot._read_slots(fd)
     newest = max(slots, key=lambda s: s[0])
-    offset = newest[2] + newest[3] // 2
+    length, flags, checked = newest[3], newest[5], newest[6]
+    if flags != 1 or not 0 < checked < length or os.pread(fd, 4, newest[2]) != b"DDPY":
+        fail(f"a state of tensors is not a tensor table whose head the checksum covers: {newest}")
+    # Tear the newest slot (step 3) by hand: one byte of its head (a tensor table's tensor bytes
+    # are covered by the order of the writes: the descriptor is empty until they are complete).
+    offset = newest[2] + checked // 2
     byte = os.pread(fd, 1, offset)
     os.pwrite(fd, bytes([byte[0] ^ 0xFF]), offset)
     step, state = ddp_snapshot.load()
@@ -44,6 +49,23 @@ with tempfile.TemporaryDirectory() as d:
     if ddp_snapshot.load() is not None:
         fail("both slots torn, yet a snapshot was read")
     print("ok: newest read, torn newest skipped for the older slot, both torn -> None")
+
+    # A state a table cannot hold (a sparse tensor) is a torch.save, checksummed whole: a byte
+    # torn in its middle is found.
+    for step in (4, 5):
+        ddp_snapshot.save(step, {"w": torch.eye(50).to_sparse() * step})
+    step, state = ddp_snapshot.load()
+    if step != 5 or not state["w"].is_sparse or not torch.equal(state["w"].to_dense(), torch.eye(50) * 5):
+        fail(f"a sparse state read back as step {step}")
+    fd = os.open(region, os.O_RDWR)
+    newest = max(ddp_snapshot._read_slots(fd), key=lambda s: s[0])
+    offset = newest[2] + newest[3] // 2
+    os.pwrite(fd, bytes([os.pread(fd, 1, offset)[0] ^ 0xFF]), offset)
+    os.close(fd)
+    step, state = ddp_snapshot.load()
+    if newest[5] != 0 or step != 4:
+        fail(f"a torch.save payload (flags {newest[5]}) torn in its middle: read step {step}, expected 4")
+    print("ok: a torch.save payload is checksummed whole: torn in its middle, the older slot is read")
 
 code = ("import sys; sys.path.insert(0, sys.argv[1]); import ddp_snapshot as s; "
         "print(s.save(1, b'x'), s.save(2, b'y'), s.load())")
