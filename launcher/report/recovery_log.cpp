@@ -85,6 +85,9 @@ void RecoveryLog::conclude(bool print_line) {
     board_->recovery["store"].observe(d.store_s);
     board_->recovery["start"].observe(d.start_s);
     if (d.first_step_s) board_->recovery["first_step"].observe(*d.first_step_s);
+    if (d.joined_s) board_->recovery["joined"].observe(*d.joined_s);
+    if (d.restored_s) board_->recovery["restored"].observe(*d.restored_s);
+    if (d.step_s) board_->recovery["step"].observe(*d.step_s);
     board_->recovery["total"].observe(d.total_s);
   }
   if (print_line) console::launcher_notice(recovery_line(*timeline_));

@@ -64,10 +64,11 @@ std::string metrics_text(const report::StatusBoard& b, const os::SelfUsage& self
              it == b.restarts.end() ? 0 : static_cast<double>(it->second));
   }
   t.family("ddp_launch_recovery_seconds", "histogram",
-           "Each restart's recovery, by phase: stop, store, start, first_step, total (failure to first step)");
+           "Each restart's recovery, by phase: stop, store, start, first_step (made of joined, restored and "
+           "step where the workers mark them), total (failure to first step)");
   const std::vector<double> bounds(report::DurationHistogram::kBounds.begin(),
                                    report::DurationHistogram::kBounds.end());
-  for (const char* phase : {"stop", "store", "start", "first_step", "total"}) {
+  for (const char* phase : {"stop", "store", "start", "first_step", "joined", "restored", "step", "total"}) {
     auto it = b.recovery.find(phase);
     const report::DurationHistogram h = it == b.recovery.end() ? report::DurationHistogram{} : it->second;
     t.histogram("ddp_launch_recovery_seconds", {{"phase", phase}}, bounds,

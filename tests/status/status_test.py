@@ -35,6 +35,8 @@ fail = functools.partial(checks.fail, heading="launcher stderr")
 WORKER = """\
 import os, sys, time
 import ddp_progress
+ddp_progress.joined()  # as init_process_group and a restore would tell the recovery timeline
+ddp_progress.restored()
 step = 0
 while True:
     step += 1
@@ -442,6 +444,8 @@ def case_status_cmd(launcher, tmp):
 RESTART_WORKER = """\
 import os, sys, time
 import ddp_progress
+ddp_progress.joined()  # as init_process_group and a restore would tell the recovery timeline
+ddp_progress.restored()
 step = 0
 while True:
     step += 1
@@ -462,11 +466,12 @@ def case_restart(launcher, tmp):
         while True:
             text = job.get("/metrics")[2]
             if ("ddp_launch_attempt 1\n" in text and 'ddp_launch_restarts_total{cause="crash"} 1\n' in text
-                    and 'ddp_launch_recovery_seconds_count{phase="total"} 1\n' in text):
+                    and all(f'ddp_launch_recovery_seconds_count{{phase="{p}"}} 1\n' in text
+                            for p in ("total", "first_step", "joined", "restored", "step"))):
                 break
             if time.time() > deadline:
                 fail("after rank 1's crash and the restart, /metrics lacks attempt 1, one crash restart and "
-                     "one recovery", text + job.log())
+                     "one recovery with its phases (first step: joined, restored, step)", text + job.log())
             time.sleep(0.3)
         m = re.search(r'^ddp_launch_recovery_seconds_sum\{phase="total"\} (\S+)$', text, re.M)
         status = json.loads(job.get("/status.json")[2])
