@@ -1,8 +1,8 @@
 // Writing and reading a snapshot region file (contract/snapshot_region.hpp) with pread and
 // pwrite: libddp's ddp::Snapshot, the tests and the launcher use it. Header-only, POSIX only,
 // no dependencies. Blocks only for the copy; one writer per file (the worker), readers
-// check the checksum. Space is reserved with posix_fallocate before the copy, so a full
-// /dev/shm is an ENOSPC here, never a SIGBUS.
+// check the checksum. Space is reserved with posix_fallocate before the copy (unless the file
+// is that long already, without holes), so a full /dev/shm is an ENOSPC here, never a SIGBUS.
 #pragma once
 
 #include <fcntl.h>
@@ -39,6 +39,15 @@ inline bool pwrite_all(int fd, const void* data, size_t len, uint64_t offset) {
 }
 inline bool pread_all(int fd, void* data, size_t len, uint64_t offset) {
   return io_all(::pread, fd, static_cast<char*>(data), len, offset);
+}
+// Whether the file's first `bytes` are allocated already: it is that long and has no holes
+// (its blocks cover its size). Then the writer skips posix_fallocate, which walks every page
+// of the range again (about 0.5 ms a save for 23 MB in /dev/shm).
+inline bool reserved(int fd, uint64_t bytes) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size < 0) return false;
+  const auto size = static_cast<uint64_t>(st.st_size);
+  return size >= bytes && static_cast<uint64_t>(st.st_blocks) * 512 >= size;
 }
 }  // namespace detail
 
@@ -84,10 +93,12 @@ inline WriteResult write_snapshot_parts(int fd, uint64_t step, const Part* parts
   }
   WriteResult r;
   r.bytes_needed = s.offset + length;
-  if (const int err =
-          ::posix_fallocate(fd, static_cast<off_t>(s.offset), static_cast<off_t>(length > 0 ? length : 1))) {
-    r.error = err;
-    return r;
+  if (!detail::reserved(fd, r.bytes_needed)) {
+    if (const int err =
+            ::posix_fallocate(fd, static_cast<off_t>(s.offset), static_cast<off_t>(length > 0 ? length : 1))) {
+      r.error = err;
+      return r;
+    }
   }
   const Slot empty{};
   const uint64_t desc_at = offsetof(Header, slots) + static_cast<uint64_t>(target) * sizeof(Slot);

@@ -126,7 +126,9 @@ def _begin(fd, length):
     else:
         offset = (other[2] + other[3] + ALIGN - 1) // ALIGN * ALIGN
     try:
-        os.posix_fallocate(fd, offset, max(length, 1))
+        info = os.fstat(fd)  # already that long, without holes: posix_fallocate would walk every page again
+        if info.st_size < offset + length or info.st_blocks * 512 < info.st_size:
+            os.posix_fallocate(fd, offset, max(length, 1))
     except OSError as e:
         _off = True
         _close_maps()

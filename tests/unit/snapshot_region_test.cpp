@@ -70,6 +70,23 @@ TEST_CASE("snapshot: the slots alternate and settle at header + two payloads") {
   CHECK(static_cast<uint64_t>(st.st_size) == kHeaderSize + 2 * payload.size());
 }
 
+TEST_CASE("snapshot: a region reserved already, without holes, is not reserved again") {
+  TempDir dir;
+  OpenFile f(dir / "region");
+  CHECK_FALSE(ddp::snapshot::detail::reserved(f.fd, 1));  // empty
+  REQUIRE(::ftruncate(f.fd, 1 << 20) == 0);                 // 1 MiB long, a hole throughout
+  CHECK_FALSE(ddp::snapshot::detail::reserved(f.fd, 4096));
+  REQUIRE(::posix_fallocate(f.fd, 0, 1 << 20) == 0);
+  CHECK(ddp::snapshot::detail::reserved(f.fd, 1 << 20));
+  CHECK_FALSE(ddp::snapshot::detail::reserved(f.fd, (1 << 20) + 1));  // longer than the file
+  // Writes that grow the file reserve what they add: every slot is whole afterwards.
+  const std::string payload(3 * kAlign, 'x');
+  for (uint64_t step = 1; step <= 3; ++step) save(f.fd, step, payload);
+  CHECK(ddp::snapshot::detail::reserved(f.fd, 1 << 20));
+  REQUIRE(read_newest_snapshot(dir / "region"));
+  CHECK(read_newest_snapshot(dir / "region")->step == 3);
+}
+
 TEST_CASE("snapshot: a payload growing past its place never overlaps the other slot") {
   TempDir dir;
   OpenFile f(dir / "region");
