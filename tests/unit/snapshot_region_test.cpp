@@ -74,7 +74,7 @@ TEST_CASE("snapshot: a region reserved already, without holes, is not reserved a
   TempDir dir;
   OpenFile f(dir / "region");
   CHECK_FALSE(ddp::snapshot::detail::reserved(f.fd, 1));  // empty
-  REQUIRE(::ftruncate(f.fd, 1 << 20) == 0);                 // 1 MiB long, a hole throughout
+  REQUIRE(::ftruncate(f.fd, 1 << 20) == 0);               // 1 MiB long, a hole throughout
   CHECK_FALSE(ddp::snapshot::detail::reserved(f.fd, 4096));
   REQUIRE(::posix_fallocate(f.fd, 0, 1 << 20) == 0);
   CHECK(ddp::snapshot::detail::reserved(f.fd, 1 << 20));
