@@ -126,7 +126,7 @@ def _begin(fd, length):
     else:
         offset = (other[2] + other[3] + ALIGN - 1) // ALIGN * ALIGN
     try:
-        info = os.fstat(fd)  # already that long, without holes: posix_fallocate would walk every page again
+        info = os.fstat(fd)  # that long already, no holes: fallocate would walk every page again
         if info.st_size < offset + length or info.st_blocks * 512 < info.st_size:
             os.posix_fallocate(fd, offset, max(length, 1))
     except OSError as e:
@@ -280,7 +280,8 @@ def _read(step=None):
             if step is not None and held != step:
                 continue
             payload = bytearray(length)
-            if os.preadv(fd, [payload], offset) == length and _checksum(seq, held, offset, length, payload, flags, checked) == checksum:
+            if os.preadv(fd, [payload], offset) == length and \
+                    _checksum(seq, held, offset, length, payload, flags, checked) == checksum:
                 return held, payload
         return None
     finally:
@@ -292,13 +293,14 @@ def save(step, state, background=False):
 
     A state whose tensors are plain (or nn.Parameter), strided, on the CPU or CUDA is written
     as a tensor table, in place and on this thread: background is moot, nothing runs later.
-    Otherwise it is a torch.save, and background=True: serialises here (the next optimizer step changes the tensors), then the
-    checksum and copy run on a thread while training goes on; the next save(), load() and
-    wait() wait for it. A kill before it lands leaves that slot torn and the previous snapshot
-    in use (one step more to redo). Under DDP the write must land before this rank's next
-    gradient all-reduce, or a rank killed mid-write can hold no step in common with ranks that
-    finished the next step: register allreduce_hook on the DDP model, or call wait() before
-    backward(). A failed write warns (as save does) and the next save() returns False."""
+    Otherwise it is a torch.save, and background=True: serialises here (the next optimizer
+    step changes the tensors), then the checksum and copy run on a thread while training
+    goes on; the next save(), load() and wait() wait for it. A kill before it lands leaves
+    that slot torn and the previous snapshot in use (one step more to redo). Under DDP the
+    write must land before this rank's next gradient all-reduce, or a rank killed mid-write can
+    hold no step in common with ranks that finished the next step: register allreduce_hook on
+    the DDP model, or call wait() before backward(). A failed write warns (as save does) and
+    the next save() returns False."""
     if _open() is None:  # serialised while the previous write may still run, then save_bytes waits
         return False
     import torch
@@ -331,7 +333,7 @@ def _torch_load(torch, source, map_location):
     as it was saved."""
     if isinstance(source, (str, os.PathLike)):
         with open(source, "rb") as f:
-            if f.read(4) == b"DDPY" and ddp_tensor_table:
+            if ddp_tensor_table and ddp_tensor_table.is_table(f.read(4)):
                 f.seek(0)
                 source = bytearray(f.read())
             else:

@@ -16,6 +16,7 @@ devices other than the CPU and CUDA): the caller then falls back to torch.save.
 """
 import collections
 import io
+import math
 import pickle
 import struct
 
@@ -132,9 +133,7 @@ def read(torch, payload, map_location=None):
     tensors = []
     for offset, dtype, shape, device, kind in entries:
         dtype = getattr(torch, dtype)
-        numel = 1
-        for d in shape:
-            numel *= d
+        numel = math.prod(shape)
         if numel:
             t = torch.frombuffer(payload, dtype=dtype, count=numel, offset=head_len + offset).view(shape)
         else:

@@ -86,7 +86,6 @@ probe_deps() {
   [[ -d $deps_dir/include ]] && inc=(-isystem "$deps_dir/include")
   missing_deps=()
   # OpenSSL from DIR only where this machine has no headers of its own (FindOpenSSL's hint).
-  openssl_root=()
   if [[ -f $deps_dir/lib/libssl.so ]] && ! echo '#include <openssl/ssl.h>' | "$cxx" -E -x c++ - -o /dev/null 2>/dev/null; then
     openssl_root=("-DOPENSSL_ROOT_DIR=$deps_dir")
   fi

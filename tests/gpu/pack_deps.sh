@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # scripts/gpu-check.sh --pack-deps DIR: on a Debian dev machine (scripts/install-deps.sh done),
 # copies the build dependencies of ddp-launch and its tests (the Boost headers they include,
-# CLI11, fmt, nlohmann-json, Catch2 v2, gloo's headers, OpenSSL's headers and libraries) into DIR with small
-# CMake package configs (fmt as header-only fmt::fmt), so a GPU machine without these packages
-# and without network can build everything: carry DIR and point GPU_CHECK_DEPS at it (default build-gpu-deps/).
+# CLI11, fmt, nlohmann-json, Catch2 v2, gloo's headers, OpenSSL's headers and libraries) into
+# DIR with small CMake package configs (fmt as header-only fmt::fmt), so a GPU machine without
+# these packages and without network can build everything: carry DIR and point GPU_CHECK_DEPS
+# at it (default build-gpu-deps/).
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/../../scripts/lib.sh
 source "$(dirname "$0")/../../scripts/lib.sh"
@@ -66,4 +67,4 @@ config Catch2 "2.13.0" Catch2::Catch2
 cp /usr/lib/cmake/Catch2/Catch.cmake /usr/lib/cmake/Catch2/CatchAddTests.cmake "$dest/lib/cmake/Catch2/"
 # shellcheck disable=SC2016  # written for CMake to expand
 echo 'list(APPEND CMAKE_MODULE_PATH "${CMAKE_CURRENT_LIST_DIR}")' >>"$dest/lib/cmake/Catch2/Catch2Config.cmake"
-echo "pack-deps: $(du -sh "$dest" | cut -f1) in $dest (Boost $boost headers used, CLI11, fmt, nlohmann-json, Catch2, OpenSSL)"
+echo "pack-deps: $(du -sh "$dest" | cut -f1) in $dest (Boost $boost headers used, CLI11, fmt, nlohmann-json, Catch2, gloo, OpenSSL)"

@@ -35,8 +35,6 @@ fail = functools.partial(checks.fail, heading="launcher stderr")
 WORKER = """\
 import os, sys, time
 import ddp_progress
-ddp_progress.joined()  # as init_process_group and a restore would tell the recovery timeline
-ddp_progress.restored()
 step = 0
 while True:
     step += 1
