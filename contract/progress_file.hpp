@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -25,6 +27,17 @@ inline std::optional<Record> read_record_file(const std::string& path) {
   ::close(fd);
   if (n != static_cast<ssize_t>(sizeof r) || r.magic != kMagic || r.version != kVersion) return std::nullopt;
   return r;
+}
+
+// The record's features field (kFeature* bits), initialised or not: a worker may show a
+// feature before it feeds anything else (ddp_standby.point()). 0 when the file is absent or short.
+inline uint32_t read_record_features(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  uint32_t features = 0;
+  const ssize_t n = ::pread(fd, &features, sizeof features, offsetof(Record, features));
+  ::close(fd);
+  return n == static_cast<ssize_t>(sizeof features) ? features : 0;
 }
 
 // Creates (or empties) `path` as a zeroed record. Returns 0, or the errno of what failed.

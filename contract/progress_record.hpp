@@ -65,12 +65,20 @@ struct Record {
   uint64_t write_time_ns;       // 88: when anything last changed
   uint64_t joined_time_ns;      // 96: when init_process_group returned (0: not yet, or not told)
   uint64_t restored_time_ns;    // 104: when the training state was restored (snapshot, checkpoint)
-  uint8_t reserved[16];         // 112: zero
+  uint32_t features;            // 112: kFeature* bits the program has shown (sticky)
+  uint8_t reserved[12];         // 116: zero
 };
 static_assert(sizeof(Record) == kRecordSize, "the progress record is 128 bytes");
 static_assert(offsetof(Record, pause_deadline_ns) == 64, "layout is part of the format");
 static_assert(offsetof(Record, write_time_ns) == 88, "layout is part of the format");
 static_assert(offsetof(Record, restored_time_ns) == 104, "layout is part of the format");
+static_assert(offsetof(Record, features) == 112, "layout is part of the format");
+
+// Field features. Bits are part of the format: append, never renumber. A worker may set them
+// before it initialises the record (magic still 0): read_record_features reads them either way.
+// The program passed a standby point (python/ddp_standby.py point()): the launcher runs its
+// Python standbys up to that point from then on (docs/warm-restarts.md).
+inline constexpr uint32_t kFeatureStandbyPoint = 1u << 0;
 
 inline const char* op_name(uint32_t op) {
   static const char* const kNames[] = {"none",    "all_reduce", "broadcast", "all_gather", "reduce_scatter",

@@ -2,8 +2,9 @@
 // it into a worker (docs/warm-restarts.md). A frame is a u32 payload length, then the
 // payload: magic "DDPH", a u8 version, argv, env ("KEY=VALUE"), cwd, each string a u32
 // length and its bytes, every integer little-endian. The three fds (stdin, stdout, stderr)
-// travel beside it (SCM_RIGHTS). Pure C++17, no dependencies, no I/O: the launcher, libddp's
-// standby hook and python/ddp_standby.py (which mirrors it) share it.
+// travel beside it (SCM_RIGHTS). A Python standby may first get a prepare frame (magic
+// "DDPS", version, argv): run that script up to its standby point, then say kPointByte. Pure C++17, no dependencies, no
+// I/O: the launcher, libddp's standby hook and python/ddp_standby.py (which mirrors it) share it.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +21,8 @@ inline constexpr uint8_t kVersion = 1;
 inline constexpr uint32_t kMaxPayload = 4u << 20;  // 4 MiB: a far larger environment than any real one
 inline constexpr size_t kFdCount = 3;              // stdin, stdout, stderr, in this order
 inline constexpr char kReadyByte = 'R';            // standby -> launcher: blocked, waiting for a handoff
+inline constexpr char kPrepareMagic[4] = {'D', 'D', 'P', 'S'};
+inline constexpr char kPointByte = 'P';  // standby -> launcher: prepared, blocked at the point for a handoff
 inline constexpr const char* kFdEnvVar = "DDP_LAUNCH_STANDBY_FD";  // the channel's fd in a standby
 // The marker a program linked with libddp carries (its standby hook); the launcher scans
 // an executable for it before it keeps a standby of it.
@@ -42,6 +45,13 @@ inline void put_string(std::string& out, const std::string& s) {
 inline void put_list(std::string& out, const std::vector<std::string>& items) {
   put_u32(out, static_cast<uint32_t>(items.size()));
   for (const auto& s : items) put_string(out, s);
+}
+
+// A frame: the payload's u32 length, then the payload.
+inline std::string frame(const std::string& payload) {
+  std::string out;
+  put_u32(out, static_cast<uint32_t>(payload.size()));
+  return out + payload;
 }
 
 // Reads the payload front to back; any short read marks it bad.
@@ -90,9 +100,16 @@ inline std::string encode_handoff(const Handoff& h) {
   detail::put_list(payload, h.argv);
   detail::put_list(payload, h.env);
   detail::put_string(payload, h.cwd);
-  std::string frame;
-  detail::put_u32(frame, static_cast<uint32_t>(payload.size()));
-  return frame + payload;
+  return detail::frame(payload);
+}
+
+// A prepare frame: length prefix, then magic "DDPS", version, the worker's argv (the script it
+// runs up to its standby point; the handoff that follows carries the same argv).
+inline std::string encode_prepare(const std::vector<std::string>& argv) {
+  std::string payload(kPrepareMagic, sizeof kPrepareMagic);
+  payload.push_back(static_cast<char>(kVersion));
+  detail::put_list(payload, argv);
+  return detail::frame(payload);
 }
 
 // The payload length from a frame's first 4 bytes (nullopt: more than kMaxPayload).

@@ -108,6 +108,18 @@ def restored():
         _touch(_RESTORED_TIME)
 
 
+def reopen():
+    """Reads the environment again: a standby that became a worker (ddp_standby.point()) imported
+    this module before its worker's DDP_LAUNCH_PROGRESS_FILE and DDP_LAUNCH_STACKS_FILE were set."""
+    global _map
+    if _map is not None:
+        _map.close()
+        _map = None
+    _state.update(updates=0, seq_entered=0, seq_completed=0, paused=0)
+    _open()
+    _enable_faulthandler()
+
+
 def collective_enter(op, numel=0, dtype="", group=0):
     """Records entering a collective; returns its sequence number."""
     _state["seq_entered"] += 1

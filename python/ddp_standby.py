@@ -1,10 +1,17 @@
 # ddp-launch's Python standby (warm restarts, docs/warm-restarts.md). The launcher runs it as
 # `python FLAGS -c <this file>` with the worker slot's environment plus DDP_LAUNCH_STANDBY_FD
 # (its end of the control channel) and DDP_LAUNCH_STANDBY_PRELOAD (modules to import besides
-# torch). It imports them (torch only if this interpreter has it), says it is ready (one byte), and blocks until the launcher hands it
-# a worker: argv, environment, cwd and stdin/stdout/stderr (contract/standby_handoff.hpp, which
-# this mirrors). Then it becomes that worker: the script runs as __main__, as under
-# `python -u script.py` (or `-m module`). Standard library only; embedded into ddp-launch.
+# torch). It imports them (torch only if this interpreter has it), says it is ready (one byte),
+# and blocks until the launcher hands it a worker: argv, environment, cwd and
+# stdin/stdout/stderr (contract/standby_handoff.hpp, which this mirrors). Then it becomes that
+# worker: the script runs as __main__, as under `python -u script.py` (or `-m module`).
+#
+# A script that calls point() (`import ddp_standby; ddp_standby.point()`: the launcher puts
+# its copy of this file on every worker's PYTHONPATH) marks where its rank-independent start
+# ends. Once a worker has passed it (the features field of its progress record says so), the
+# launcher sends its standbys a prepare frame: they run the script with the worker's
+# identity hidden up to point(), which says so and blocks there for the handoff, and the
+# restart continues below it. Standard library only; embedded into ddp-launch.
 import os
 import socket
 import struct
@@ -15,6 +22,17 @@ _VERSION = 1
 _MAX_PAYLOAD = 4 << 20
 _FD_COUNT = 3
 _READY = b"R"
+_POINT = b"P"
+_PREPARE_MAGIC = b"DDPS"
+_FD_ENV = "DDP_LAUNCH_STANDBY_FD"
+_PENDING_ENV = "DDP_LAUNCH_STANDBY_PENDING"  # set in a prepared standby until the handoff
+_FEATURES_OFFSET = 112  # the progress record's features field (contract/progress_record.hpp)
+_FEATURE_STANDBY_POINT = 1
+# What says who a worker is, hidden above the point (an earlier attempt's values; the C++
+# standby hook hides the same).
+_IDENTITY = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
+             "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
+             "TORCHELASTIC_RUN_ID", "TORCHELASTIC_ERROR_FILE", "DDP_LAUNCH_PROGRESS_FILE")
 
 
 # What DistributedDataParallel's constructor imports the first time (torch 2.x: torch._dynamo,
@@ -58,7 +76,8 @@ def _receive(sock):
     return data[4:], fds
 
 
-def _decode(payload):
+def _reader(payload):
+    """take(n), u32(), string() and done() over payload, front to back."""
     pos = 0
 
     def take(n):
@@ -75,12 +94,21 @@ def _decode(payload):
     def string():
         return os.fsdecode(take(u32()))
 
-    if take(4) != _MAGIC or take(1)[0] != _VERSION:
+    def done():
+        return pos == len(payload)
+
+    return take, u32, string, done
+
+
+def _decode(payload):
+    """(argv, env, cwd) of a handoff, or (argv, None, None) of a prepare frame."""
+    take, u32, string, done = _reader(payload)
+    magic = take(4)
+    if magic not in (_MAGIC, _PREPARE_MAGIC) or take(1)[0] != _VERSION:
         raise ValueError("standby handoff of another version: the launcher and this standby differ")
     argv = [string() for _ in range(u32())]
-    env = [string() for _ in range(u32())]
-    cwd = string()
-    if pos != len(payload) or not argv:
+    env, cwd = ([string() for _ in range(u32())], string()) if magic == _MAGIC else (None, None)
+    if not done() or not argv:
         raise ValueError("malformed standby handoff")
     return argv, env, cwd
 
@@ -170,25 +198,91 @@ def _run(kind, name, args):
     return path
 
 
-def main():
-    fd = int(os.environ.pop("DDP_LAUNCH_STANDBY_FD"))
-    _preload()
-    sock = socket.socket(fileno=fd)
+def _say(sock, byte):
     try:
-        sock.sendall(_READY)
+        sock.sendall(byte)
     except OSError:
         pass  # handed a worker before it was ready: the launcher's end is closed, the handoff queued
+
+
+def _take_frame(sock):
+    """The next frame: (argv, env, cwd, fds), env None for a prepare frame; exits when the
+    launcher let the standby go."""
     received = _receive(sock)
     if received is None:
-        os._exit(0)  # the launcher let this standby go
+        os._exit(0)
     payload, fds = received
-    sock.close()
-    if len(fds) != _FD_COUNT:
-        raise SystemExit("ddp-launch standby: the handoff carried no fds")
     argv, env, cwd = _decode(payload)
-    kind, name, args = _target(argv)
-    _become(argv, env, cwd, fds)
+    if env is not None and len(fds) != _FD_COUNT:
+        raise SystemExit("ddp-launch standby: the handoff carried no fds")
+    return argv, env, cwd, fds
+
+
+def point():
+    """Where the script's rank-independent start ends (docs/warm-restarts.md, "The standby point").
+
+    In a standby that ddp-launch prepared (it runs the script up to here before any failure):
+    says so, blocks until the launcher hands it a worker, becomes that worker (environment,
+    cwd, stdin/stdout/stderr) and returns. Anywhere else (a cold worker, no launcher, a second
+    call) it returns at once. Above it: nothing rank-dependent (RANK, WORLD_SIZE, MASTER_ADDR,
+    ... are unset in a standby), no process group, no store, no device, no output the user must
+    see. Once a worker of the job passed it, the launcher prepares the job's standbys.
+    """
+    fd_text = os.environ.get(_FD_ENV)
+    if not fd_text or not os.environ.get(_PENDING_ENV):
+        _show_point()
+        return
+    del os.environ[_FD_ENV]
+    sock = socket.socket(fileno=int(fd_text))
+    _say(sock, _POINT)
+    argv, env, cwd, fds = _take_frame(sock)
+    sock.close()
+    if env is None:
+        raise SystemExit("ddp-launch standby: a second prepare frame")
+    _become(argv, env, cwd, fds)  # the pending mark goes with the standby's environment
     _await_store()
+    progress = sys.modules.get("ddp_progress")
+    if progress is not None:  # imported above the point, without the worker's record
+        progress.reopen()
+    _show_point()
+
+
+def _show_point():
+    """Tells the launcher (the features field of this worker's progress record, set whether or not
+    the record is fed) that the script passed its point: its next standbys are prepared."""
+    path = os.environ.get("DDP_LAUNCH_PROGRESS_FILE")
+    if not path:
+        return
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return
+    try:
+        old = os.pread(fd, 4, _FEATURES_OFFSET)
+        features = struct.unpack("<I", old)[0] if len(old) == 4 else 0
+        os.pwrite(fd, struct.pack("<I", features | _FEATURE_STANDBY_POINT), _FEATURES_OFFSET)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def main():
+    fd = int(os.environ.pop(_FD_ENV))
+    _preload()
+    sock = socket.socket(fileno=fd)
+    _say(sock, _READY)
+    argv, env, cwd, fds = _take_frame(sock)
+    kind, name, args = _target(argv)
+    if env is None:  # prepared: the script runs up to point(), which takes the handoff
+        for key in _IDENTITY:
+            os.environ.pop(key, None)
+        os.environ[_PENDING_ENV] = "1"
+        os.environ[_FD_ENV] = str(sock.detach())
+    else:
+        sock.close()
+        _become(argv, env, cwd, fds)
+        _await_store()
     path = os.path.abspath(name) if kind == "path" else None
     try:
         _run(kind, name, args)
@@ -205,6 +299,10 @@ def main():
         _print_exception(exc, path)
         sys.stderr.flush()
         sys.exit(1)
+    if os.environ.get(_PENDING_ENV):  # a standby: the script ended without reaching its point
+        sys.stderr.write("ddp-launch standby: the script ended above ddp_standby.point()\n")
+        sys.exit(3)
 
 
-main()
+if __name__ == "__main__":
+    main()

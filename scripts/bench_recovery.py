@@ -60,6 +60,9 @@ def all_configs():
         Config("torchrun + py, MLP 23 MB, TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1", "torchrun", "py",
                env={"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}, mlp=True),
         Config("ddp-launch + py, warm, MLP 23 MB, ddp_snapshot every step", "ddp", "py", requires=[warm], mlp=True),
+        # The same script without its ddp_standby.point(): the standbys import torch only.
+        Config("ddp-launch + py, warm, MLP 23 MB, ddp_snapshot every step, no standby point", "ddp", "py",
+               requires=[warm], env={"BENCH_NO_STANDBY_POINT": "1"}, mlp=True),
         Config("ddp-launch + train, warm, MLP 23 MB, --snapshot-every 1", "ddp", "train", requires=[warm], mlp=True),
     ]
 

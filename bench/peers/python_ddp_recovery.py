@@ -11,19 +11,27 @@ With --snapshot-every N (under ddp-launch) every rank also snapshots its state i
 every N steps with python/ddp_snapshot.py, and a restart resumes from the snapshot the ranks
 agree on (ddp_snapshot.restore) before it tries the checkpoint (resume_from_snapshot below).
 
+Under ddp-launch its standbys build the model and the data set before a failure and wait at
+ddp_standby.point() (python/ddp_standby.py; elsewhere the call returns at once).
+
 The record: with BENCH_RECOVERY_DIR set, each rank appends lines to DIR/rank<RANK>.log,
     <attempt> <event> <value> <unix time, CLOCK_REALTIME>
 attempt = TORCHELASTIC_RESTART_COUNT; events: start (value: the pid, written before torch is
-imported), init_start and init_end (value 0) around init_process_group, resumed (the step
+imported; in a standby run up to the point, when it becomes the worker there), init_start and init_end (value 0) around init_process_group, resumed (the step
 loaded), step (value: the global step just completed, after optimizer.step()). The same
 format as train's --step-times (trainers/train/step_times.hpp).
 """
 import os
 import time
 
-_dir = os.environ.get("BENCH_RECOVERY_DIR")
-_attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-_log = open(os.path.join(_dir, f"rank{os.environ['RANK']}.log"), "a", buffering=1) if _dir else None
+_log, _attempt = None, "0"
+
+
+def open_log():
+    global _log, _attempt
+    _attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    d = os.environ.get("BENCH_RECOVERY_DIR")
+    _log = open(os.path.join(d, f"rank{os.environ['RANK']}.log"), "a", buffering=1) if d else None
 
 
 def mark(event, value=0):
@@ -31,7 +39,10 @@ def mark(event, value=0):
         _log.write(f"{_attempt} {event} {value} {time.time():.6f}\n")
 
 
-mark("start", os.getpid())
+worker = "RANK" in os.environ  # False only in a standby that ddp-launch runs up to the point below
+if worker:
+    open_log()
+    mark("start", os.getpid())
 
 import argparse  # noqa: E402  (after the start mark: the imports are part of the start-up)
 import sys  # noqa: E402
@@ -45,6 +56,7 @@ import bench_models  # noqa: E402  (next to this file)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import ddp_snapshot  # noqa: E402  (python/ in this repository)
+import ddp_standby  # noqa: E402  (the same; under ddp-launch the launcher's copy)
 
 p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=200, help="global steps to train (then exit 0)")
@@ -56,9 +68,22 @@ p.add_argument("--samples", type=int, default=4096)
 bench_models.add_model_args(p)
 p.set_defaults(batch=64, hidden=64, layers=3, in_dim=8, classes=4)  # train's default model
 a = p.parse_args()
-ckpt = a.checkpoint or os.path.join(_dir or ".", "ckpt.pt")
+ckpt = a.checkpoint or os.path.join(os.environ.get("BENCH_RECOVERY_DIR") or ".", "ckpt.pt")
 
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+# The same on every rank: under ddp-launch a standby does this before a failure, then waits at
+# ddp_standby.point() for its worker's identity (elsewhere the point returns at once).
+torch.manual_seed(0)
+module = bench_models.mlp(a.in_dim, a.hidden, a.layers, a.classes)
+g = torch.Generator().manual_seed(1234)
+data = TensorDataset(torch.randn(a.samples, a.in_dim, generator=g), torch.randint(0, a.classes, (a.samples,), generator=g))
+loss_fn = nn.CrossEntropyLoss()
+if not os.environ.get("BENCH_NO_STANDBY_POINT"):  # the benchmark's comparison without it
+    ddp_standby.point()
+if not worker:
+    open_log()
+    mark("start", os.getpid())
+
 mark("init_start")
 dist.init_process_group("gloo")
 mark("init_end")
@@ -78,8 +103,7 @@ def resume_from_snapshot(model, opt):
     return step
 
 
-torch.manual_seed(0)
-model = nn.parallel.DistributedDataParallel(bench_models.mlp(a.in_dim, a.hidden, a.layers, a.classes))
+model = nn.parallel.DistributedDataParallel(module)
 opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 step = 0
 from_snapshot = resume_from_snapshot(model, opt) if a.snapshot_every > 0 else None
@@ -93,11 +117,8 @@ elif os.path.exists(ckpt):
     step = state["step"]
     mark("resumed", step)
 
-g = torch.Generator().manual_seed(1234)
-data = TensorDataset(torch.randn(a.samples, a.in_dim, generator=g), torch.randint(0, a.classes, (a.samples,), generator=g))
 sampler = DistributedSampler(data)
 loader = DataLoader(data, batch_size=a.batch, sampler=sampler)
-loss_fn = nn.CrossEntropyLoss()
 per_epoch = len(loader)
 epoch, skip = divmod(step, per_epoch)
 while step < a.steps:

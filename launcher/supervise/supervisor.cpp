@@ -3,6 +3,7 @@
 // signal_set for the handled signals, the check, stack-capture and standby timers, the progress
 // monitor (progress_monitor.hpp) and the terminal's live lines (live_console.hpp).
 
+#include "contract/progress_file.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/signal_names.hpp"
 #include "launcher/console/notice.hpp"
@@ -303,6 +304,7 @@ struct Supervisor::Impl {
     if (observer || standbys)
       first_step = [this](const std::optional<report::FirstStep>& step) {
         if (observer) observer->first_step(step);
+        look_for_standby_point();
         if (step) start_standbys();
       };
     monitor.start(
@@ -414,11 +416,22 @@ struct Supervisor::Impl {
 
   void start_standbys() {
     if (standbys_started || !attempt_running || !standbys || !standbys->wanted()) return;
+    look_for_standby_point();
     standbys_started = true;
     standby_timer.cancel();
     std::vector<worker::WorkerLaunch> slots;
     for (const Worker& w : workers) slots.push_back(w.launch);
     standbys->fill(slots);
+  }
+
+  // A worker passed the script's standby point (the features of its progress record, fed or
+  // not): the pool prepares its Python standbys from now on (docs/warm-restarts.md).
+  void look_for_standby_point() {
+    if (!standbys || standbys->using_standby_point()) return;
+    for (const Worker& w : workers)
+      if (!w.launch.progress_file.empty() &&
+          (ddp::progress::read_record_features(w.launch.progress_file) & ddp::progress::kFeatureStandbyPoint))
+        return standbys->use_standby_point();
   }
 
   report::AttemptResult finish() {

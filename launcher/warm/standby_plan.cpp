@@ -66,9 +66,9 @@ std::vector<std::string> standby_argv(const StandbyPlan& plan, const std::vector
 }
 
 bool adoptable(const StandbyPlan& plan, const std::string& executable, const std::vector<std::string>& slot_argv,
-               const os::SpawnSpec& spawn) {
+               const os::SpawnSpec& spawn, bool prepared) {
   if (plan.kind == StandbyKind::kNone || executable != spawn.executable) return false;
-  if (plan.kind == StandbyKind::kNative) return slot_argv == spawn.argv;
+  if (plan.kind == StandbyKind::kNative || prepared) return slot_argv == spawn.argv;
   const auto theirs = python_flags(spawn.argv);
   return theirs && !slot_argv.empty() && !spawn.argv.empty() && slot_argv[0] == spawn.argv[0] &&
          *theirs == python_flags(slot_argv);

@@ -48,9 +48,10 @@ std::vector<std::string> standby_argv(const StandbyPlan& plan, const std::vector
 
 // Whether a standby started for (executable, slot_argv) can become the worker `spawn`:
 // a Python one needs the same interpreter and flags (it is handed any script and
-// arguments); a native one the very same argv (main() sees the argv it was started with).
+// arguments); a native one, or a Python one prepared (running slot_argv's script up to its
+// standby point), the very same argv (the program has seen the argv it was started with).
 bool adoptable(const StandbyPlan& plan, const std::string& executable, const std::vector<std::string>& slot_argv,
-               const os::SpawnSpec& spawn);
+               const os::SpawnSpec& spawn, bool prepared = false);
 
 // Standbys that die before they are ready (`import torch` fails, the program exits at
 // once): after kMaxEarlyDeaths in a row the pool stops replacing them, and says so once.

@@ -7,17 +7,17 @@
 #include "launcher/os/standby_channel.hpp"
 #include "launcher/report/event_log.hpp"
 #include "launcher/warm/standby_pool.hpp"
+#include "launcher/worker/python_hooks.hpp"
 #include <array>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/write.hpp>
 #include <filesystem>
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
 namespace ddp::launch::warm {
-
-const char* standby_bootstrap();  // python/ddp_standby.py, embedded at build time
 
 namespace {
 constexpr size_t kOutputTail = 4096;  // what the give-up notice shows of a standby's output
@@ -34,6 +34,7 @@ struct StandbyPool::Standby {
   std::string output_tail;
   char ready_byte = 0;
   std::array<char, 4096> buffer{};
+  bool prepared = false;  // sent a prepare frame: ready only at its standby point
   bool ready = false;
 };
 
@@ -59,6 +60,7 @@ void StandbyPool::log(const char* state, const Standby& s, int rank) {
   std::vector<report::EventField> fields{
       {"state", state}, {"pid", static_cast<long>(s.pid)}, {"local_rank", s.local_rank}};
   if (rank >= 0) fields.emplace_back("rank", rank);
+  if (s.prepared) fields.emplace_back("at_point", true);
   events_->write("standby", fields);
 }
 
@@ -77,7 +79,9 @@ void StandbyPool::fill(const std::vector<worker::WorkerLaunch>& launches) {
   for (const worker::WorkerLaunch& l : launches) {
     slots_[l.local_rank] = Slot{l.spawn.executable, l.spawn.argv, l.spawn.env};
     auto it = standbys_.find(l.local_rank);
-    if (it != standbys_.end() && adoptable(plan_, it->second->executable, it->second->slot_argv, l.spawn)) continue;
+    if (it != standbys_.end() &&
+        adoptable(plan_, it->second->executable, it->second->slot_argv, l.spawn, it->second->prepared))
+      continue;
     if (it != standbys_.end()) kill(*it->second);  // reaped by reap(), which starts its replacement
     else start(l.local_rank, slots_[l.local_rank]);
   }
@@ -88,7 +92,7 @@ void StandbyPool::start(int local_rank, const Slot& slot) {
   os::Pipe output = os::make_pipe();
   os::SpawnSpec spec;
   spec.executable = slot.executable;
-  spec.argv = standby_argv(plan_, slot.argv, standby_bootstrap());
+  spec.argv = standby_argv(plan_, slot.argv, worker::standby_bootstrap_source());
   spec.env = slot.env;  // the slot's: libraries that read it at load time see the worker's values
   spec.env.push_back(fmt::format("{}={}", standby::kFdEnvVar, channel.standby_end.get()));
   if (plan_.kind == StandbyKind::kPython) {
@@ -118,21 +122,49 @@ void StandbyPool::start(int local_rank, const Slot& slot) {
   }
   standbys_[local_rank] = s;
   log("started", *s);
+  if (standby_point_) prepare(s);
   watch_ready(s);
 }
 
-// The one readiness byte, then the standby's output until it is adopted or dies.
+// A script with a standby point: the standby runs it up to there once its imports are done,
+// and is ready only there. The frame is small (the socket takes it at once); a standby that
+// died is reaped and replaced.
+void StandbyPool::prepare(const std::shared_ptr<Standby>& s) {
+  boost::system::error_code ec;
+  boost::asio::write(s->channel, boost::asio::buffer(standby::encode_prepare(s->slot_argv)), ec);
+  if (ec) return;
+  s->prepared = true;
+  if (!s->ready) return;  // its readiness byte is still awaited: the read goes on to the point's
+  s->ready = false;
+  read_ready(s);
+}
+
+void StandbyPool::use_standby_point() {
+  if (standby_point_ || plan_.kind != StandbyKind::kPython) return;
+  standby_point_ = true;
+  for (auto& [rank, s] : standbys_) prepare(s);
+}
+
+// The readiness byte (a prepared standby's first one says its imports are done: it is ready
+// only at its point), then the standby's output until it is adopted or dies.
 void StandbyPool::watch_ready(const std::shared_ptr<Standby>& standby) {
-  std::weak_ptr<Standby> weak = standby;
+  read_ready(standby);
+  read_output(standby);
+}
+
+void StandbyPool::read_ready(std::weak_ptr<Standby> weak) {
+  auto standby = weak.lock();
+  if (!standby) return;
   standby->channel.async_read_some(boost::asio::buffer(&standby->ready_byte, 1),
                                    [this, weak](const boost::system::error_code& ec, size_t n) {
                                      auto s = weak.lock();
-                                     if (!s || ec || n != 1 || s->ready_byte != standby::kReadyByte) return;
+                                     if (!s || ec || n != 1) return;
+                                     const char at = s->prepared ? standby::kPointByte : standby::kReadyByte;
+                                     if (s->ready_byte != at) return read_ready(weak);
                                      s->ready = true;
                                      retries_.ready();
                                      log("ready", *s);
                                    });
-  read_output(weak);
 }
 
 void StandbyPool::read_output(std::weak_ptr<Standby> weak) {
@@ -154,7 +186,7 @@ std::optional<pid_t> StandbyPool::adopt(const worker::WorkerLaunch& launch) {
   auto it = standbys_.find(launch.local_rank);
   if (it == standbys_.end()) return std::nullopt;
   std::shared_ptr<Standby> s = it->second;
-  if (!adoptable(plan_, s->executable, s->slot_argv, launch.spawn)) {
+  if (!adoptable(plan_, s->executable, s->slot_argv, launch.spawn, s->prepared)) {
     slots_.erase(launch.local_rank);  // a stale slot: the next fill() says what it is now
     kill(*s);
     return std::nullopt;

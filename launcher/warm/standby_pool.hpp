@@ -1,8 +1,10 @@
 // StandbyPool: at most one pre-warmed standby process per local rank (warm restarts,
 // docs/warm-restarts.md), kept on the supervisor's io_context. A standby is started with
 // its worker slot's spec (executable, environment; the bootstrap's argv for Python) in its
-// own session with PR_SET_PDEATHSIG and under the orphan watchdog, like a worker; it reports
-// readiness over its channel and blocks there until adopt() hands it a worker's identity,
+// own session with PR_SET_PDEATHSIG and under the orphan watchdog, like a worker (once a
+// Python script's worker passed its standby point, its standbys are sent a prepare frame: they
+// run it up to the point); it reports readiness over its channel and blocks there until
+// adopt() hands it a worker's identity,
 // when it becomes that worker (same pid). Standbys that die are reaped (reap(), on SIGCHLD)
 // and replaced, until too many die before they are ready (then the pool gives up, once, with
 // the standby's output). Never a worker: no report, no outcome. The destructor SIGKILLs and
@@ -48,6 +50,10 @@ class StandbyPool {
   // Hands `launch` (its spawn's argv, env, stdin/stdout/stderr fds) to its local rank's
   // standby: the pid the worker now has, or nullopt (no usable standby: start it cold).
   std::optional<pid_t> adopt(const worker::WorkerLaunch& launch);
+  // A worker passed the script's standby point (ddp_standby.point()): from now on every Python
+  // standby is prepared (runs the script up to the point; ready there), those kept already too.
+  void use_standby_point();
+  bool using_standby_point() const { return standby_point_; }
   // Reaps the standbys that exited; replaces them (events, the give-up notice).
   void reap();
   // Kills every standby (no restart left to use them for).
@@ -64,7 +70,9 @@ class StandbyPool {
     std::vector<std::string> env;
   };
   void start(int local_rank, const Slot& slot);
+  void prepare(const std::shared_ptr<Standby>& s);
   void watch_ready(const std::shared_ptr<Standby>& standby);
+  void read_ready(std::weak_ptr<Standby> weak);
   void read_output(std::weak_ptr<Standby> weak);
   void kill(Standby& s);
   void log(const char* state, const Standby& s, int rank = -1);
@@ -76,6 +84,7 @@ class StandbyPool {
   StandbyPlan plan_;
   report::EventLog* events_ = nullptr;
   bool wanted_ = false;
+  bool standby_point_ = false;
   StandbyRetries retries_;
   std::map<int, std::shared_ptr<Standby>> standbys_;  // by local rank
   std::map<int, Slot> slots_;                         // by local rank; empty after clear()

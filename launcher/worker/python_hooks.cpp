@@ -1,4 +1,4 @@
-
+// The workers' Python hooks folder (sitecustomize.py, ddp_standby.py); see python_hooks.hpp.
 
 #include "launcher/console/notice.hpp"
 #include "launcher/os/shm_file.hpp"
@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <optional>
+#include <utility>
 #include <unistd.h>
 
 namespace ddp::launch::worker {
@@ -34,13 +35,17 @@ class HooksDir {
       return;
     }
     dir_ = *dir;
-    const std::string file = dir_ + "/sitecustomize.py";
-    std::ofstream out(file, std::ios::binary);
-    out << exit_drain_source();
-    out.close();
-    if (!out) {
-      skip(fmt::format("cannot write {}", file));
-      remove();
+    for (const auto& [name, source] : {std::pair{"sitecustomize.py", exit_drain_source()},
+                                       std::pair{"ddp_standby.py", standby_bootstrap_source()}}) {
+      const std::string file = dir_ + "/" + name;
+      std::ofstream out(file, std::ios::binary);
+      out << source;
+      out.close();
+      if (!out) {
+        skip(fmt::format("cannot write {}", file));
+        remove();
+        return;
+      }
     }
   }
   ~HooksDir() { remove(); }
@@ -53,7 +58,7 @@ class HooksDir {
   static void skip(const std::string& why) {
     console::launcher_notice(
         fmt::format("{}; Python workers run without the exit drain (a worker may abort at exit "
-                    "under load); check that TMPDIR is writable",
+                    "under load) and the launcher's ddp_standby; check that TMPDIR is writable",
                     why));
   }
   void remove() {

@@ -3,6 +3,10 @@
 // the flags (--warm-restarts, --no-warm-restarts, --preload), and the docs' event rows.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "contract/progress_file.hpp"
 #include "contract/standby_handoff.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/cli/options.hpp"
@@ -11,6 +15,7 @@
 
 using namespace ddp::launch;
 using namespace ddp::launch::warm;
+using ddp::test::TempDir;
 
 namespace {
 
@@ -41,6 +46,21 @@ TEST_CASE("standby handoff: a frame decodes to what was encoded") {
   CHECK(back->argv == h.argv);
   CHECK(back->env == h.env);
   CHECK(back->cwd == h.cwd);
+}
+
+TEST_CASE("standby prepare: magic DDPS, the version, the worker's argv") {
+  const std::vector<std::string> argv{"python3", "-u", "train.py", "--lr=1"};
+  const std::string frame = ddp::standby::encode_prepare(argv);
+  REQUIRE(ddp::standby::payload_length(frame.substr(0, 4)) == frame.size() - 4);
+  const std::string payload = payload_of(frame);
+  ddp::standby::detail::Reader r(payload);
+  CHECK(r.bytes(4) == "DDPS");
+  CHECK(static_cast<uint8_t>(r.bytes(1)[0]) == ddp::standby::kVersion);
+  CHECK(r.list() == argv);
+  CHECK((r.ok() && r.at_end()));
+  std::string error;  // never taken for a handoff
+  CHECK_FALSE(ddp::standby::decode_handoff(payload, &error));
+  CHECK_THAT(error, Catch::Contains("magic"));
 }
 
 TEST_CASE("standby handoff: malformed payloads are refused with a reason") {
@@ -125,6 +145,33 @@ TEST_CASE("adoptable: Python takes any script with the same interpreter and flag
   CHECK(adoptable(native, "./train", {"./train", "--local_rank=1"}, spawn));
   CHECK_FALSE(adoptable(native, "./train", {"./train", "--local_rank=0"}, spawn));
   CHECK_FALSE(adoptable(StandbyPlan{}, "./train", {"./train", "--local_rank=1"}, spawn));
+}
+
+TEST_CASE("adoptable: a prepared Python standby (run up to the standby point) takes only its own argv") {
+  StandbyPlan python{StandbyKind::kPython, "", {}};
+  os::SpawnSpec spawn;
+  spawn.executable = "/usr/bin/python3";
+  spawn.argv = {"python3", "-u", "train.py", "--lr=1"};
+  CHECK(adoptable(python, "/usr/bin/python3", spawn.argv, spawn, true));
+  CHECK_FALSE(adoptable(python, "/usr/bin/python3", {"python3", "-u", "train.py", "--lr=2"}, spawn, true));
+  CHECK_FALSE(adoptable(python, "/usr/bin/python3", {"python3", "-u", "other.py", "--lr=1"}, spawn, true));
+  CHECK(adoptable(python, "/usr/bin/python3", {"python3", "-u", "other.py", "--lr=1"}, spawn, false));
+}
+
+TEST_CASE("standby point: the features a worker shows before it feeds its progress record are read") {
+  TempDir dir;
+  const std::string path = dir / "progress";
+  CHECK(ddp::progress::read_record_features(path) == 0);  // no file
+  REQUIRE(ddp::progress::create_record_file(path) == 0);
+  CHECK(ddp::progress::read_record_features(path) == 0);
+  // What ddp_standby.point() writes in a cold worker: the field alone, the record not initialised.
+  const uint32_t bit = ddp::progress::kFeatureStandbyPoint;
+  const int fd = ::open(path.c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(::pwrite(fd, &bit, sizeof bit, offsetof(ddp::progress::Record, features)) == sizeof bit);
+  ::close(fd);
+  CHECK_FALSE(ddp::progress::read_record_file(path));  // not fed: the hang detector sees nothing
+  CHECK(ddp::progress::read_record_features(path) == bit);
 }
 
 TEST_CASE("python_flags: flags up to the script or -m, none without a script") {

@@ -267,24 +267,30 @@ def case_native_restart(args, tmp):
     os.makedirs(out)
     p = start(args, ["--nproc-per-node=2", "--max-restarts=1", f"--log-dir={logs}", args.native, out])
     wait_for("two ready standbys", lambda: len(standby_events(logs, "ready")) >= 2, [p])
-    text = finish_in_standbys(p, out, logs)
+    text = finish_in_standbys(p, out, logs, native_restart_pid(out))
     if "restarts are cold" in text:
         fail("a libddp program got the cold notice", text)
 
 
-def finish_in_standbys(p, out, logs):
-    """Lets attempt 0 of a native worker fail (OUT/go), waits for the job to end 0 and checks that
-    each rank's restart (OUT/a1.r<rank>.txt: its pid) ran in an adopted standby; its output."""
+def native_restart_pid(out):
+    """Where a native worker's restart wrote its pid (OUT/a1.r<rank>.txt)."""
+    def pid(rank):
+        with open(os.path.join(out, f"a1.r{rank}.txt")) as f:
+            return int(f.read())
+    return pid
+
+
+def finish_in_standbys(p, out, logs, restart_pid):
+    """Lets attempt 0 fail (OUT/go), waits for the job to end 0 and checks that each rank's
+    restart (restart_pid(rank)) ran in an adopted standby; its output."""
     open(os.path.join(out, "go"), "w").close()
     code, text = finish(p)
     if code != 0:
         fail(f"exit code {code}, expected 0", text)
     adopted = {e["pid"] for e in standby_events(logs, "adopted")}
     for rank in (0, 1):
-        with open(os.path.join(out, f"a1.r{rank}.txt")) as f:
-            pid = int(f.read())
-        if pid not in adopted:
-            fail(f"rank {rank}'s restart (pid {pid}) did not run in a standby (adopted {adopted})", text)
+        if restart_pid(rank) not in adopted:
+            fail(f"rank {rank}'s restart (pid {restart_pid(rank)}) did not run in a standby (adopted {adopted})", text)
     return text
 
 
@@ -304,7 +310,7 @@ def case_point_restart(args, tmp):
             text = f.read()
         if "RANK unset" not in text or "worker_env refused: the worker's identity was read above" not in text:
             fail(f"standby {pid} saw a worker identity above its standby point", text)
-    text = finish_in_standbys(p, out, logs)
+    text = finish_in_standbys(p, out, logs, native_restart_pid(out))
     for rank in (0, 1):
         with open(os.path.join(out, f"a0.r{rank}.txt")) as f:
             cold = int(f.read())
@@ -313,6 +319,79 @@ def case_point_restart(args, tmp):
                 fail(f"the cold rank {rank} did not see its identity above the point (nothing is hidden there)", text)
     if "point worker rank 1 restart 1" not in text:
         fail("the warm restart's output below the point is missing", text)
+
+
+POINT_WORKER = os.path.join(HERE, "warm_point_worker.py")
+
+
+def at_point(logs):
+    return {e["pid"] for e in standby_events(logs, "ready") if e.get("at_point")}
+
+
+def check_point_restart(args, tmp, mode):
+    """A script calling ddp_standby.point(): once a worker passed it, the standbys run the script up
+    to the point (identity hidden there), and the restart continues below it with the worker's
+    progress record."""
+    out, logs = os.path.join(tmp, "out"), os.path.join(tmp, "logs")
+    os.makedirs(out)
+    p = start(args, ["--nproc-per-node=2", "--max-restarts=1", f"--log-dir={logs}", POINT_WORKER, out, mode])
+    if mode == "late":  # standbys ready before any worker's first step: prepared only then
+        wait_for("two standbys ready (imports only)", lambda: len(standby_events(logs, "ready")) >= 2, [p])
+        if at_point(logs):
+            fail("a standby was prepared before any worker's first step", "")
+        open(os.path.join(out, "step"), "w").close()
+    wait_for("two standbys ready at their point", lambda: len(at_point(logs)) >= 2, [p])
+    for pid in at_point(logs):
+        path = os.path.join(out, f"above.{pid}.json")
+        if not os.path.exists(path):
+            fail(f"standby {pid} is ready at its point but did not run the script above it", "")
+        with open(path) as f:
+            above = json.load(f)
+        if above["rank"] is not None or not above["torch"]:
+            fail(f"standby {pid} above its point: {above} (expected RANK hidden, torch imported)", "")
+    text = finish_in_standbys(p, out, logs, lambda rank: record(out, 1, rank)["pid"])
+    for rank in (0, 1):
+        cold, warm = record(out, 0, rank), record(out, 1, rank)
+        if warm["pid"] not in at_point(logs):
+            fail(f"rank {rank}'s restart ran in a standby that was not at its point", text)
+        with open(os.path.join(out, f"above.{cold['pid']}.json")) as f:
+            if json.load(f)["rank"] != str(rank):
+                fail(f"the cold rank {rank} did not see its identity above the point", text)
+        if not warm["fed"] or warm["argv"][1:] != [out, mode]:
+            fail(f"rank {rank}'s restart below the point: {warm} (expected its progress record fed)", text)
+        if os.path.dirname(warm["standby_module"]) == os.path.dirname(os.path.dirname(POINT_WORKER)):
+            fail(f"ddp_standby came from {warm['standby_module']}, not the launcher's folder", text)
+    steps = [e for e in events(logs) if e["event"] == "recovery" and e.get("phase") == "first_step"]
+    if not steps:
+        fail("no first step after the restart: the warm workers' progress records were not read", text)
+
+
+def case_python_point_restart(args, tmp):
+    check_point_restart(args, tmp, "ok")
+
+
+def case_python_point_late(args, tmp):
+    """The standbys are ready (imports only) before any worker passed the point: they are
+    prepared when the first step shows it, and ready again at the point."""
+    check_point_restart(args, tmp, "late")
+
+
+def case_python_point_unreached(args, tmp):
+    """A script that names ddp_standby.point() but never reaches it in a standby: the standbys end
+    above it, three in a row make restarts cold (one notice, with why), and the restart works."""
+    out, logs = os.path.join(tmp, "out"), os.path.join(tmp, "logs")
+    os.makedirs(out)
+    p = start(args, ["--nproc-per-node=2", "--max-restarts=1", f"--log-dir={logs}", POINT_WORKER, out,
+                     "unreached"])
+    wait_for("three standbys that ended", lambda: len(standby_events(logs, "exited")) >= 3, [p])
+    open(os.path.join(out, "go"), "w").close()
+    code, text = finish(p)
+    if code != 0:
+        fail(f"exit code {code}, expected 0", text)
+    if text.count("standbys keep dying before they are ready") != 1 or "above ddp_standby.point()" not in text:
+        fail("the give-up notice (once, saying the script ended above its point) is missing", text)
+    if standby_events(logs, "adopted") or record(out, 1, 1)["pid"] == record(out, 0, 1)["pid"]:
+        fail("a standby that never reached its point was used", text)
 
 
 def case_cold_notice(args, tmp):
