@@ -51,6 +51,9 @@ class Reducer {
   void refresh_hooks();
   std::vector<size_t> bucket_limits() const;
   void build_buckets(const std::vector<std::vector<size_t>>& assignment);
+  std::vector<torch::Tensor> spare_flats() const;
+  static torch::Tensor zeroed_flat(std::vector<torch::Tensor>& spare, int64_t total,
+                                   const torch::TensorOptions& options);
   void autograd_hook(size_t index);
   void mark_ready(size_t index);
   void launch_ready_buckets();

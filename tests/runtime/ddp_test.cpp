@@ -3,6 +3,9 @@
 // unused parameters, comm hooks, buffer broadcast, model mismatch.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <sstream>
+
 #include "harness.hpp"
 #include "model.hpp"
 
@@ -72,6 +75,25 @@ TEST_CASE("DDP bucket layout: small cap gives several buckets, large cap one", "
     const int buckets = bucket_count(w, dir);
     INFO("cap " << cap << " MiB -> " << buckets << " buckets");
     CHECK((several ? buckets >= 3 : buckets == 1));
+  }
+}
+
+TEST_CASE("DDP bucket rebuild: the new buckets reuse the first bucket's memory (no fresh pages in step 2)", "[ddp]") {
+  Env env{{"DDP_TEST_BUCKET_MB", "0.0005"}, {"DDP_TEST_STEPS", "3"}, {"DDP_TEST_GRAD_VIEW", "1"}};
+  const TempDir scratch;
+  env["DDP_TEST_OUT"] = scratch.path();
+  Workers w = run_workers("train", 2, env, std::chrono::seconds(60));
+  INFO(w.describe());
+  REQUIRE(w.all_ok());
+  REQUIRE(bucket_count(w, scratch.path()) >= 3);  // rebuilt into several
+  for (int rank = 0; rank < 2; ++rank) {
+    std::istringstream in(read_file(scratch.path() + "/grad_span_" + std::to_string(rank) + ".txt"));
+    uintptr_t first_begin = 0, first_end = 0, last_begin = 0, last_end = 0;
+    in >> first_begin >> first_end >> last_begin >> last_end;
+    INFO("rank " << rank << ": gradients in [" << first_begin << ", " << first_end << ") after step 1, [" << last_begin
+                 << ", " << last_end << ") at the end");
+    REQUIRE(first_begin != 0);
+    CHECK((last_begin >= first_begin && last_end <= first_end));
   }
 }
 

@@ -1,6 +1,8 @@
 // Worker scenarios: what each re-executed test process does ("--worker NAME"). They run under
 // ddp::run, so an escaping exception becomes exit code 1 + an error file the parent inspects.
 // Results go to $DDP_TEST_OUT (parameters as torch::save files, small text files).
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -15,6 +17,22 @@
 
 namespace ddp::test {
 namespace {
+
+// The address range the parameters' gradients occupy (0 0: none defined).
+struct GradSpan {
+  uintptr_t begin = 0, end = 0;
+};
+GradSpan grad_span(const std::vector<torch::Tensor>& params) {
+  GradSpan span;
+  for (const auto& p : params) {
+    if (!p.grad().defined()) continue;
+    const auto at = reinterpret_cast<uintptr_t>(p.grad().data_ptr());
+    const uintptr_t end = at + p.grad().nbytes();
+    span.begin = span.begin == 0 ? at : std::min(span.begin, at);
+    span.end = std::max(span.end, end);
+  }
+  return span;
+}
 
 CommHook make_hook(const std::string& name) {
   if (name == "allreduce") return hooks::allreduce();
@@ -66,6 +84,7 @@ int train() {
   auto model = DistributedDataParallel(net, o);
   if (auto hook = make_hook(env_or("DDP_TEST_HOOK", "none"))) model.register_comm_hook(hook);
   auto opt = make_optimizer(net->parameters());
+  GradSpan first_grads;  // where the gradients lay after the first step (one bucket), and at the end
   for (int step = 0; step < c.steps; ++step) {
     opt.zero_grad();
     for (int micro = 0; micro < c.accumulate; ++micro) {
@@ -81,7 +100,11 @@ int train() {
       }
     }
     opt.step();
+    if (step == 0) first_grads = grad_span(net->parameters());
   }
+  const GradSpan last_grads = grad_span(net->parameters());
+  std::ofstream(out_path("grad_span_" + std::to_string(get_rank()) + ".txt"))
+      << first_grads.begin << " " << first_grads.end << " " << last_grads.begin << " " << last_grads.end;
   std::vector<torch::Tensor> params;
   for (auto& p : net->parameters()) params.push_back(p.detach().clone());
   torch::save(params, out_path("params_" + std::to_string(get_rank()) + ".pt"));
