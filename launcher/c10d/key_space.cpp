@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <string_view>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -57,7 +59,7 @@ void KeySpace::store(const std::string& key, std::string value, std::vector<Outg
 
 void KeySpace::park(ConnId id, const std::string& key) {
   waiting_[key].push_back(id);
-  waits_[id] = 1;
+  waits_[id] = Parked{1, {key}};
 }
 
 void KeySpace::wake(const std::string& key, std::vector<Outgoing>& out, bool just_one) {
@@ -68,7 +70,7 @@ void KeySpace::wake(const std::string& key, std::vector<Outgoing>& out, bool jus
   for (; taken < ids.size(); ++taken) {
     const ConnId id = ids[taken];
     auto w = waits_.find(id);
-    if (w != waits_.end() && --w->second == 0) {
+    if (w != waits_.end() && --w->second.missing == 0) {
       waits_.erase(w);
       out.push_back({id, encode_u8(kStopWaiting)});
     }
@@ -81,12 +83,17 @@ void KeySpace::wake(const std::string& key, std::vector<Outgoing>& out, bool jus
   }
 }
 
+// Only the keys `id` waits on are looked at: the work is that connection's, not the store's.
 void KeySpace::cancel_wait(ConnId id) {
-  if (waits_.erase(id) == 0) return;
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
+  auto w = waits_.find(id);
+  if (w == waits_.end()) return;
+  for (const auto& key : w->second.keys) {
+    auto it = waiting_.find(key);
+    if (it == waiting_.end()) continue;
     erase_id(it->second, id);
-    it = it->second.empty() ? waiting_.erase(it) : std::next(it);
+    if (it->second.empty()) waiting_.erase(it);
   }
+  waits_.erase(w);
 }
 
 void KeySpace::disconnect(ConnId id) {
@@ -186,17 +193,19 @@ void KeySpace::check(ConnId from, const Request& r, std::vector<Outgoing>& out) 
   reply(from, out, encode_u8(all ? kCheckReady : kCheckNotReady));
 }
 
+// `from` is parked on nothing yet (apply cancelled its earlier wait), so each missing key named
+// once is one more to wait for; the cost is this request's keys, not the other waiters.
 void KeySpace::wait(ConnId from, const Request& r, std::vector<Outgoing>& out) {
-  size_t missing = 0;
+  Parked parked;
+  std::unordered_set<std::string_view> named;  // a key named twice counts once
   for (const auto& k : r.keys) {
-    if (present(k)) continue;
-    auto& ids = waiting_[k];
-    if (std::find(ids.begin(), ids.end(), from) != ids.end()) continue;  // a key named twice counts once
-    ids.push_back(from);
-    ++missing;
+    if (present(k) || !named.insert(k).second) continue;
+    waiting_[k].push_back(from);
+    parked.keys.push_back(k);
   }
-  if (missing == 0) reply(from, out, encode_u8(kStopWaiting));
-  else waits_[from] = missing;
+  if (parked.keys.empty()) return reply(from, out, encode_u8(kStopWaiting));
+  parked.missing = parked.keys.size();
+  waits_[from] = std::move(parked);
 }
 
 void KeySpace::cancel_wait_request(ConnId from, std::vector<Outgoing>& out) {

@@ -67,7 +67,11 @@ class KeySpace {
 
   std::unordered_map<std::string, std::string> data_;
   std::unordered_map<std::string, std::deque<std::string>> queues_;
-  std::unordered_map<ConnId, size_t> waits_;                       // parked connection -> keys still missing
+  struct Parked {
+    size_t missing = 0;             // keys still missing
+    std::vector<std::string> keys;  // the keys it waits on (cancel_wait looks at these only)
+  };
+  std::unordered_map<ConnId, Parked> waits_;                       // parked connection -> what it waits for
   std::unordered_map<std::string, std::vector<ConnId>> waiting_;   // missing key -> parked connections
   std::unordered_map<std::string, std::vector<ConnId>> watchers_;  // key -> 1.13 callback connections
 };

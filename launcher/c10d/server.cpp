@@ -1,5 +1,6 @@
 #include "launcher/c10d/server.hpp"
 
+#include <array>
 #include <atomic>
 #include <deque>
 #include <thread>
@@ -48,6 +49,7 @@ struct Shared {
     if (options.log) options.log("workers' store: " + line);
   }
   ServerOptions options;
+  std::array<char, kReadChunk> read_buffer{};  // every connection's reads land here first
   KeySpace space;
   std::unordered_map<ConnId, std::shared_ptr<Connection>> connections;
   std::vector<std::string> allowed;  // the round's nodes' addresses (restrict_peers)
@@ -60,22 +62,31 @@ struct Shared {
 // writes replies in order, one write in flight.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket socket, Shared& shared, ConnId id, std::string peer)
+  Connection(tcp::socket socket, Shared& shared, ConnId id, tcp::endpoint peer)
       : socket_(std::move(socket)),
         shared_(shared),
         id_(id),
-        peer_(std::move(peer)),
+        peer_(peer),
         decoder_(shared.options.limits),
         request_deadline_(socket_.get_executor()),
         write_deadline_(socket_.get_executor()) {
     boost::system::error_code ec;
     socket_.set_option(tcp::no_delay(true), ec);
+    socket_.non_blocking(true, ec);  // do_read's read_some never blocks the loop
   }
 
   void start() { do_read(); }
 
+  // A reply goes out at once when nothing is queued before it and the socket takes it (the
+  // usual case: no deadline to arm, no trip through the loop); the rest waits its turn.
   void send(std::string bytes) {
     if (closed_) return;
+    if (writes_.empty()) {
+      boost::system::error_code ec;
+      const size_t n = socket_.write_some(asio::buffer(bytes), ec);
+      if (!ec && n == bytes.size()) return;
+      if (!ec) bytes.erase(0, n);  // an error: the queued write below meets it again and says so
+    }
     backlog_ += bytes.size();
     writes_.push_back(std::move(bytes));
     if (writes_.size() == 1) do_write();
@@ -98,16 +109,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
  private:
   std::string who() const {
     const Dialect d = decoder_.dialect();
-    return d == Dialect::kUnknown ? peer_ : fmt::format("{} ({} client)", peer_, dialect_name(d));
+    const std::string peer = net::endpoint_text(peer_);  // written only when said: most never are
+    return d == Dialect::kUnknown ? peer : fmt::format("{} ({} client)", peer, dialect_name(d));
   }
 
+  // Waits until the socket is readable, then reads what is there into the server's one read
+  // buffer (one thread: nothing else reads meanwhile): a connection holds no read buffer of
+  // its own, only the bytes of a request not yet complete (its decoder's).
   void do_read() {
     if (closed_ || reading_) return;
     if (backlog_ > kMaxWriteBacklog) return;  // resumed when the writes drain
     reading_ = true;
-    socket_.async_read_some(asio::buffer(buf_), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](boost::system::error_code ec) {
       self->reading_ = false;
       if (self->closed_) return;
+      size_t n = 0;
+      if (!ec) n = self->socket_.read_some(asio::buffer(self->shared_.read_buffer), ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) return self->do_read();
       if (ec) {
         self->close(ec == asio::error::eof || ec == asio::error::connection_reset ||
                             ec == asio::error::operation_aborted
@@ -115,7 +133,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
                         : fmt::format("read failed: {}", ec.message()));
         return;
       }
-      self->decoder_.feed(self->buf_.data(), n);
+      self->decoder_.feed(self->shared_.read_buffer.data(), n);
       self->serve_requests();
       self->do_read();
     });
@@ -195,9 +213,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   tcp::socket socket_;
   Shared& shared_;
   ConnId id_;
-  std::string peer_;
+  tcp::endpoint peer_;
   Decoder decoder_;
-  std::array<char, kReadChunk> buf_{};
   std::deque<std::string> writes_;
   size_t backlog_ = 0;
   uint64_t write_serial_ = 0;
@@ -211,27 +228,27 @@ class Connection : public std::enable_shared_from_this<Connection> {
 struct Server::Impl {
   explicit Impl(ServerOptions o) : shared(std::move(o)), acceptor(io) {}
 
-  bool admitted(const tcp::socket& s, const std::string& peer) {
-    boost::system::error_code ec1, ec2;
-    const auto remote = net::unmapped(s.remote_endpoint(ec1).address());
-    const auto local = net::unmapped(s.local_endpoint(ec2).address());
-    if (ec1 || ec2) return false;
+  // The peer's address came with the accept; the local one is looked up only to restrict peers.
+  bool admitted(const tcp::socket& s, const tcp::endpoint& peer) {
     if (shared.connections.size() >= shared.options.max_connections) {
-      shared.log(fmt::format("refused a connection from {}: {} connections are open, the limit", peer,
-                             shared.options.max_connections));
+      shared.log(fmt::format("refused a connection from {}: {} connections are open, the limit",
+                             net::endpoint_text(peer), shared.options.max_connections));
       return false;
     }
-    if (!shared.options.restrict_peers || peer_allowed(remote.to_string(), local.to_string(), shared.allowed))
-      return true;
+    if (!shared.options.restrict_peers) return true;
+    boost::system::error_code ec;
+    const auto local = net::unmapped(s.local_endpoint(ec).address());
+    if (ec) return false;
+    if (peer_allowed(net::unmapped(peer.address()).to_string(), local.to_string(), shared.allowed)) return true;
     shared.log(
         fmt::format("refused a connection from {}: not one of this round's nodes (a rendezvous token is set, "
                     "and c10d clients cannot authenticate)",
-                    peer));
+                    net::endpoint_text(peer)));
     return false;
   }
 
   void do_accept() {
-    acceptor.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
+    acceptor.async_accept(accepted_peer, [this](boost::system::error_code ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted || shared.stopping || !acceptor.is_open()) return;
       if (ec) {  // e.g. out of file descriptors: pause instead of spinning
         shared.log(fmt::format("accept failed: {}", ec.message()));
@@ -241,11 +258,9 @@ struct Server::Impl {
         });
         return;
       }
-      boost::system::error_code pe;
-      const std::string peer = net::endpoint_text(socket.remote_endpoint(pe));
-      if (!pe && admitted(socket, peer)) {
+      if (admitted(socket, accepted_peer)) {
         const ConnId id = shared.next_id++;
-        auto c = std::make_shared<Connection>(std::move(socket), shared, id, peer);
+        auto c = std::make_shared<Connection>(std::move(socket), shared, id, accepted_peer);
         shared.connections.emplace(id, c);
         c->start();
       } else {
@@ -261,6 +276,7 @@ struct Server::Impl {
   Shared shared;
   tcp::acceptor acceptor;
   asio::steady_timer retry{io};
+  tcp::endpoint accepted_peer;  // where the accept in flight writes its peer's address
   uint16_t port = 0;
   std::string address;  // what listen() bound: "::" (dual-stack), "0.0.0.0", or the host asked for
   bool listening = false;
@@ -280,6 +296,7 @@ void Server::listen() {
   spec.where = fmt::format("cannot listen for the workers' store on {}:{}", o.host, o.port);
   spec.in_use_advice = "another program holds the port: stop it or choose another --master-port";
   spec.dual_stack_wildcard = true;
+  spec.backlog = o.backlog;
   impl_->acceptor = net::listen_acceptor(impl_->io, spec);
   const tcp::endpoint bound = impl_->acceptor.local_endpoint();
   impl_->port = bound.port();

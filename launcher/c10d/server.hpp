@@ -27,7 +27,8 @@ struct ServerOptions {
   std::string host = "0.0.0.0";
   uint16_t port = 0;                // 0: the OS picks one (port() after listen())
   Limits limits;                    // keys, values, keys per request
-  size_t max_connections = 4096;    // more are refused (and logged)
+  size_t max_connections = 4096;    // more are refused (and logged); the launcher sizes it by the job
+  int backlog = 0;                  // the listen backlog (0: SOMAXCONN); the kernel caps it at somaxconn
   Duration request_timeout{30000};  // a started request must be complete within this
   Duration write_timeout{30000};    // each reply must be taken by the client within this
   // Refuse every peer that is not loopback, this host, or one of allowed_hosts (set when a

@@ -133,7 +133,10 @@ NodeInfo MultiNodeAgent::self_info(int previous_rank) {
   // nodes' workers that connect first wait in the backlog instead of being refused.
   worker_store_.reset();
   if (job_.launcher_worker_store) {
-    worker_store_ = node::listen_worker_store(os::store_listen_host(n.addr), 0, job_.restrict_worker_store_peers);
+    // Sized for the largest world the job may form: its most nodes, each with this node's count.
+    const auto ranks = static_cast<size_t>(std::max(spec_.nnodes_max, 1)) * static_cast<size_t>(job_.devices.nproc);
+    worker_store_ =
+        node::listen_worker_store(os::store_listen_host(n.addr), 0, job_.restrict_worker_store_peers, ranks);
     n.worker_port = worker_store_->port();
     n.agent_store = true;
   } else {

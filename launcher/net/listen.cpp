@@ -14,13 +14,13 @@ namespace {
 
 // Opens, binds and listens on `endpoint`; dual_stack: an IPv6 socket that takes IPv4 too
 // (IPV6_V6ONLY off). On failure the acceptor is closed again and the error returned.
-error_code open_listener(tcp::acceptor& acceptor, const tcp::endpoint& endpoint, bool dual_stack) {
+error_code open_listener(tcp::acceptor& acceptor, const tcp::endpoint& endpoint, bool dual_stack, int backlog) {
   error_code ec;
   acceptor.open(endpoint.protocol(), ec);
   if (!ec && dual_stack) acceptor.set_option(asio::ip::v6_only(false), ec);
   if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) acceptor.bind(endpoint, ec);
-  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec) acceptor.listen(backlog > 0 ? backlog : asio::socket_base::max_listen_connections, ec);
   if (ec) {
     error_code ignored;
     acceptor.close(ignored);
@@ -53,11 +53,11 @@ tcp::acceptor listen_acceptor(asio::io_context& io, const ListenSpec& spec) {
     // "::" with IPv4 mapped in, so clients reach it over either family; "0.0.0.0" where this
     // host has no IPv6 (the socket or the option is refused). A taken port is taken for
     // both: no fallback then.
-    ec = open_listener(acceptor, tcp::endpoint(tcp::v6(), spec.port), true);
+    ec = open_listener(acceptor, tcp::endpoint(tcp::v6(), spec.port), true, spec.backlog);
     if (ec && ec != asio::error::address_in_use && ec != asio::error::access_denied)
-      ec = open_listener(acceptor, tcp::endpoint(tcp::v4(), spec.port), false);
+      ec = open_listener(acceptor, tcp::endpoint(tcp::v4(), spec.port), false, spec.backlog);
   } else {
-    ec = open_listener(acceptor, tcp::endpoint(address, spec.port), false);
+    ec = open_listener(acceptor, tcp::endpoint(address, spec.port), false, spec.backlog);
   }
   if (!ec) return acceptor;
   const bool in_use = ec == asio::error::address_in_use;

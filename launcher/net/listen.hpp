@@ -30,6 +30,8 @@ struct ListenSpec {
   // The wildcards "0.0.0.0" and "::" listen on every interface over IPv6 and IPv4 alike
   // (one "::" socket with IPV6_V6ONLY off), or over IPv4 alone where this host has no IPv6.
   bool dual_stack_wildcard = false;
+  // The listen backlog asked for (the kernel caps it at net.core.somaxconn); 0: SOMAXCONN.
+  int backlog = 0;
 };
 
 // A listening acceptor on `io` as `spec` asks. Throws ListenError.

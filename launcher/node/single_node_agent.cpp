@@ -74,7 +74,8 @@ std::unique_ptr<c10d::Server> host_worker_store(const JobConfig& job, const Sing
   const std::string host = os::store_listen_host(plan.master_addr);
   for (int tries = 1;; ++tries) {
     try {
-      auto server = listen_worker_store(host, plan.master_port, job.restrict_worker_store_peers);
+      auto server = listen_worker_store(host, plan.master_port, job.restrict_worker_store_peers,
+                                        static_cast<size_t>(plan.world_size));
       server->serve();
       return server;
     } catch (const LaunchError& e) {

@@ -6,14 +6,13 @@
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <future>
 #include <thread>
 
 #include "launcher/net/endpoint.hpp"
 #include "launcher/net/listen.hpp"
+#include "launcher/net/open_files.hpp"
 #include "launcher/store/session.hpp"
 
 namespace ddp::launch::store {
@@ -23,19 +22,6 @@ using asio::ip::tcp;
 
 namespace {
 constexpr size_t kReservedFds = 64;  // for the launcher's own files, pipes and workers
-
-// Raises the soft open-file limit to the hard one (an inherited 256 or 1024 would cap the
-// store far below what the machine allows); returns the soft limit now in force.
-size_t raise_open_file_limit() {
-  rlimit rl{};
-  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
-  if (rl.rlim_cur < rl.rlim_max) {
-    rlimit raised = rl;
-    raised.rlim_cur = rl.rlim_max;
-    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
-  }
-  return rl.rlim_cur == RLIM_INFINITY ? SIZE_MAX : static_cast<size_t>(rl.rlim_cur);
-}
 }  // namespace
 
 struct StoreServer::Impl {
@@ -106,7 +92,7 @@ void StoreServer::start() {
   const auto bound = impl_->acceptor.local_endpoint();
   impl_->port = bound.port();
   impl_->listen_address = net::endpoint_text(bound);
-  const size_t fds = raise_open_file_limit();
+  const size_t fds = net::raise_open_file_limit();
   impl_->max_connections =
       std::max<size_t>(1, std::min(o.max_connections, fds > 2 * kReservedFds ? fds - kReservedFds : fds / 2));
   impl_->do_accept();

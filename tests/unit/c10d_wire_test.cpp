@@ -301,6 +301,30 @@ TEST_CASE("c10d key space: WAIT parks until every key exists; CANCEL_WAIT and a 
   CHECK(out.empty());
 }
 
+TEST_CASE("c10d key space: 20000 ranks parked on one key; those that leave are not woken, the rest are, once") {
+  KeySpace s;
+  std::vector<Outgoing> out;
+  constexpr ConnId kRanks = 20000;
+  for (ConnId id = 1; id <= kRanks; ++id) s.apply(id, req(Op::kWait, {"release"}), out);
+  CHECK(s.parked() == kRanks);
+  for (ConnId id = 2; id <= kRanks; id += 1000) s.disconnect(id);  // 20 ranks gone while waiting
+  s.apply(1, req(Op::kCancelWait), out);                           // and one gave up
+  CHECK(s.parked() == kRanks - 21);
+  out.clear();
+  s.apply(kRanks + 1, req(Op::kSet, {"release"}, {"1"}), out);
+  CHECK(out.size() == kRanks - 21);
+  CHECK(s.parked() == 0);
+  std::vector<bool> woken(kRanks + 1, false);
+  for (const auto& o : out) {
+    CHECK(o.bytes == encode_u8(kStopWaiting));
+    CHECK_FALSE(woken.at(o.to));
+    woken.at(o.to) = true;
+  }
+  CHECK_FALSE(woken[1]);
+  CHECK_FALSE(woken[2]);
+  CHECK(woken[3]);
+}
+
 TEST_CASE("c10d key space: 1.13 watchers hear of creates, updates and deletes") {
   KeySpace s;
   std::vector<Outgoing> out;
