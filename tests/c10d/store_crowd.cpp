@@ -43,9 +43,7 @@ enum Code : uint8_t { kValidate = 0, kSet = 1, kGet = 3, kAdd = 4, kWait = 6, kP
 constexpr uint32_t kMagic = 0x3C85F7CE;
 constexpr size_t kUniqueIdBytes = 128;
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 template <typename T>
 void put(std::string& out, T v) {
@@ -62,10 +60,10 @@ void put_bytes(std::string& out, const std::string& s) {
 struct Rank {
   int rank = 0;
   int fd = -1;
-  int phase = 0;         // where its script stands (see advance)
-  std::string out;       // bytes still to send
-  std::string in;        // bytes received, not yet taken
-  double retry_at = 0;   // a refused or reset rank reconnects then
+  int phase = 0;        // where its script stands (see advance)
+  std::string out;      // bytes still to send
+  std::string in;       // bytes received, not yet taken
+  double retry_at = 0;  // a refused or reset rank reconnects then
   bool done = false;
 };
 
@@ -246,7 +244,8 @@ struct Crowd {
     std::vector<epoll_event> events(1024);
     while (done < count && now_s() < deadline) {
       const int n = ::epoll_wait(epoll, events.data(), static_cast<int>(events.size()), 10);
-      for (int i = 0; i < n; ++i) on_event(members[events[static_cast<size_t>(i)].data.u32], events[static_cast<size_t>(i)].events);
+      for (int i = 0; i < n; ++i)
+        on_event(members[events[static_cast<size_t>(i)].data.u32], events[static_cast<size_t>(i)].events);
       const double t = now_s();
       for (auto& r : members)
         if (!r.done && r.fd < 0 && r.retry_at <= t) connect_rank(r);
@@ -360,9 +359,7 @@ int serve_floor(uint16_t port) {
         else waiting[key].push_back(fd);
         break;
       }
-      default:
-        std::fprintf(stderr, "c10d_store_crowd --floor: request %u is not served\n", code);
-        std::exit(2);
+      default: std::fprintf(stderr, "c10d_store_crowd --floor: request %u is not served\n", code); std::exit(2);
     }
     c.in.erase(0, next);
     return true;

@@ -7,7 +7,7 @@ reduce per member, all_gather_into_tensor as all_gather, the list all_to_all as
 all_to_all_single over the flattened tensors.
 
 --mixed: this process is one rank of a job whose other ranks run libddp: it joins libddp's
-store namespace (ddp/restart<N>/, join/<rank> keys) and its group (store prefix "pg0"), and runs
+store namespace (ddp/restart<N>/: join/<rank>, join/count, join/all) and its group (store prefix "pg0"), and runs
 only the shared part, with reduce_scatter as libddp's gloo fallback (all_reduce of the
 concatenated inputs, then this rank's slice): both sides must put the same ops on the wire.
 """
@@ -191,7 +191,9 @@ def join_libddp_group(rank, world):
                           timeout=timedelta(seconds=120))
     base = dist.PrefixStore("ddp/restart" + os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"), store)
     base.set(f"join/{rank}", "1")
-    base.wait([f"join/{r}" for r in range(world)])
+    if base.add("join/count", 1) == world:  # the rank that completes the count lets everyone go
+        base.set("join/all", "1")
+    base.wait(["join/all"])
     # torch 1.13: the group's keys under the group_name given, and init_process_group ends in a
     # store barrier the libddp ranks do not join: the lowest Python rank (rank 0: it also
     # publishes gloo's sequence number) counts them in. torch 2.x names the world group "0"
