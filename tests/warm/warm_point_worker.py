@@ -16,6 +16,7 @@ import ddp_standby  # the launcher's copy (its hooks folder on PYTHONPATH)
 
 sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import ddp_progress  # noqa: E402  (above the point: the worker's record is opened below it)
+from warm_worker import first_attempt  # noqa: E402  (next to this file)
 
 out, mode = sys.argv[1], sys.argv[2]
 with open(os.path.join(out, f"above.{os.getpid()}.json"), "w") as f:
@@ -35,11 +36,7 @@ def below():
                    "standby_module": ddp_standby.__file__, "argv": sys.argv}, f)
     print(f"point worker rank {rank} restart {restart}", flush=True)
     if restart == "0":
-        while not os.path.exists(os.path.join(out, "go")):
-            time.sleep(0.05)
-        if rank == "1":
-            raise RuntimeError("first attempt fails")
-        time.sleep(120)  # stopped by the launcher
+        first_attempt(out, rank)
 
 
 if os.environ.get("RANK"):  # not in a standby that skipped the point (MODE unreached)

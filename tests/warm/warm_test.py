@@ -170,6 +170,21 @@ def case_not_ready(args, tmp):
     check_warm_attempt(out, logs, [0, 1], [out, "ok", "x y"], text)
 
 
+def finish_given_up(p, out, logs, why):
+    """Waits for three standbys that ended, lets attempt 0 fail and checks that the job ends 0,
+    the give-up notice said once with `why` (the standbys' output), no standby adopted."""
+    wait_for("three standbys that ended", lambda: len(standby_events(logs, "exited")) >= 3, [p])
+    open(os.path.join(out, "go"), "w").close()
+    code, text = finish(p)
+    if code != 0:
+        fail(f"exit code {code}, expected 0", text)
+    if text.count("standbys keep dying before they are ready") != 1 or why not in text:
+        fail(f"the give-up notice (once, with '{why}' from the standbys' output) is missing", text)
+    if standby_events(logs, "adopted"):
+        fail("a standby that never got ready was adopted", text)
+    return text
+
+
 def case_standby_gives_up(args, tmp):
     """Standbys that cannot warm up (a --preload module that does not exist) are given up
     after three early deaths, said once with their output; the restart is cold and works."""
@@ -177,14 +192,8 @@ def case_standby_gives_up(args, tmp):
     os.makedirs(out)
     p = start(args, ["--nproc-per-node=2", "--max-restarts=1", f"--log-dir={logs}", "--preload=no_such_module_xyz",
                      WORKER, out, "ok"])
-    wait_for("three standbys that died", lambda: len(standby_events(logs, "exited")) >= 3, [p])
-    open(os.path.join(out, "go"), "w").close()
-    code, text = finish(p)
-    if code != 0:
-        fail(f"exit code {code}, expected 0", text)
-    if text.count("standbys keep dying before they are ready") != 1 or "no_such_module_xyz" not in text:
-        fail("the give-up notice (once, with the standby's output) is missing", text)
-    if standby_events(logs, "adopted") or standby_events(logs, "ready") or record(out, 1, 1)["warm"]:
+    text = finish_given_up(p, out, logs, "no_such_module_xyz")
+    if standby_events(logs, "ready") or record(out, 1, 1)["warm"]:
         fail("a standby that never got ready was used", text)
 
 
@@ -328,17 +337,13 @@ def at_point(logs):
     return {e["pid"] for e in standby_events(logs, "ready") if e.get("at_point")}
 
 
-def check_point_restart(args, tmp, mode):
-    """A script calling ddp_standby.point(): once a worker passed it, the standbys run the script up
-    to the point (identity hidden there), and the restart continues below it with the worker's
-    progress record."""
-    out, logs = os.path.join(tmp, "out"), os.path.join(tmp, "logs")
-    os.makedirs(out)
-    p = start(args, ["--nproc-per-node=2", "--max-restarts=1", f"--log-dir={logs}", POINT_WORKER, out, mode])
-    if mode == "late":  # standbys ready before any worker's first step: prepared only then
+def check_standbys_at_point(p, out, logs, mode):
+    """Before the failure: two standbys ready at their point, the script's top run in them with
+    the identity hidden (MODE late: only after a plain ready, once a worker passed the point)."""
+    if mode == "late":  # standbys ready before any worker passed the point: prepared only then
         wait_for("two standbys ready (imports only)", lambda: len(standby_events(logs, "ready")) >= 2, [p])
         if at_point(logs):
-            fail("a standby was prepared before any worker's first step", "")
+            fail("a standby was prepared before any worker passed the point", "")
         open(os.path.join(out, "step"), "w").close()
     wait_for("two standbys ready at their point", lambda: len(at_point(logs)) >= 2, [p])
     for pid in at_point(logs):
@@ -349,6 +354,21 @@ def check_point_restart(args, tmp, mode):
             above = json.load(f)
         if above["rank"] is not None or not above["torch"]:
             fail(f"standby {pid} above its point: {above} (expected RANK hidden, torch imported)", "")
+
+
+def check_point_restart(args, tmp, mode):
+    """A script calling ddp_standby.point(): once a worker passed it, the standbys run the script up
+    to the point (identity hidden there), and the restart continues below it with the worker's
+    progress record."""
+    out, logs = os.path.join(tmp, "out"), os.path.join(tmp, "logs")
+    os.makedirs(out)
+    p = start(args, ["--nproc-per-node=2", "--max-restarts=1", f"--log-dir={logs}", POINT_WORKER, out, mode])
+    try:
+        check_standbys_at_point(p, out, logs, mode)
+    except BaseException:  # failed (fail() exits): nothing of the job is left running
+        p.kill()
+        p.wait()
+        raise
     text = finish_in_standbys(p, out, logs, lambda rank: record(out, 1, rank)["pid"])
     for rank in (0, 1):
         cold, warm = record(out, 0, rank), record(out, 1, rank)
@@ -359,7 +379,7 @@ def check_point_restart(args, tmp, mode):
                 fail(f"the cold rank {rank} did not see its identity above the point", text)
         if not warm["fed"] or warm["argv"][1:] != [out, mode]:
             fail(f"rank {rank}'s restart below the point: {warm} (expected its progress record fed)", text)
-        if os.path.dirname(warm["standby_module"]) == os.path.dirname(os.path.dirname(POINT_WORKER)):
+        if os.path.dirname(warm["standby_module"]) == os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"):
             fail(f"ddp_standby came from {warm['standby_module']}, not the launcher's folder", text)
     steps = [e for e in events(logs) if e["event"] == "recovery" and e.get("phase") == "first_step"]
     if not steps:
@@ -383,15 +403,10 @@ def case_python_point_unreached(args, tmp):
     os.makedirs(out)
     p = start(args, ["--nproc-per-node=2", "--max-restarts=1", f"--log-dir={logs}", POINT_WORKER, out,
                      "unreached"])
-    wait_for("three standbys that ended", lambda: len(standby_events(logs, "exited")) >= 3, [p])
-    open(os.path.join(out, "go"), "w").close()
-    code, text = finish(p)
-    if code != 0:
-        fail(f"exit code {code}, expected 0", text)
-    if text.count("standbys keep dying before they are ready") != 1 or "above ddp_standby.point()" not in text:
-        fail("the give-up notice (once, saying the script ended above its point) is missing", text)
-    if standby_events(logs, "adopted") or record(out, 1, 1)["pid"] == record(out, 0, 1)["pid"]:
-        fail("a standby that never reached its point was used", text)
+    text = finish_given_up(p, out, logs, "above ddp_standby.point()")
+    standbys = {e["pid"] for e in standby_events(logs, "started")}
+    if any(record(out, 1, rank)["pid"] in standbys for rank in (0, 1)):
+        fail("the restart ran in a standby that never reached its point", text)
 
 
 def case_cold_notice(args, tmp):

@@ -38,6 +38,16 @@ def escape(out, rank, restart):
     return [pid for pid in pids if alive(pid)]
 
 
+def first_attempt(out, rank):
+    """Attempt 0: waits for OUTDIR/go, then rank 1 raises (the failure that restarts the group)
+    and the others wait to be stopped by the launcher."""
+    while not os.path.exists(os.path.join(out, "go")):
+        time.sleep(0.05)
+    if rank == "1":
+        raise RuntimeError("first attempt fails")
+    time.sleep(120)
+
+
 def main():
     out, mode = sys.argv[1], sys.argv[2]
     restart, rank = os.environ["TORCHELASTIC_RESTART_COUNT"], os.environ["RANK"]
@@ -50,12 +60,7 @@ def main():
         json.dump(record, f)
     print(f"worker rank {rank} restart {restart} warm {warm}", flush=True)
     if restart == "0":
-        while not os.path.exists(os.path.join(out, "go")):
-            time.sleep(0.05)
-        if rank == "1":
-            raise RuntimeError("first attempt fails")
-        time.sleep(120)  # stopped by the launcher
-        return
+        return first_attempt(out, rank)
     if rank != "1":
         return
     if mode == "raise":
