@@ -10,7 +10,7 @@ run; goodput vs the floor = the same over the fault-free run without checkpoints
 per failure: steps redone (the last step completed before the kill minus the step the new
 attempt resumed from) and failure -> first step of the new attempt. Before the main runs, a
 sweep of train's --snapshot-every picks the interval with the most useful steps/s; after them,
-the snapshot overhead of train --bench (the benchmark MLP) at interval 0, 50 and 1.
+the snapshot overhead of train --bench (the benchmark MLP) at interval 0, 10 (its default) and 1.
 The workers' records are those of scripts/bench_records.py. Every model is the benchmark MLP
 784-1024-1024-1024-10, batch 32 per rank, SGD with momentum, 2 workers, OMP_NUM_THREADS=1.
 Usage: bench_goodput.py --ddp-launch BIN --train BIN [--torchrun CMD] --peer PY [--duration S] ...
@@ -297,8 +297,8 @@ def main():
                 if r.error:
                     failed.append(f"{cfg.name}, {kind}, round {i + 1}: {r.error}")
 
-    # The snapshot overhead: train --bench at intervals 0 (none), 50 (the default) and 1, alternating.
-    overhead = {0: [], 50: [], 1: []}
+    # The snapshot overhead: train --bench at intervals 0 (none), 10 (the default) and 1, alternating.
+    overhead = {0: [], 10: [], 1: []}
     for i in range(a.overhead_runs):
         for every in overhead:
             got = overhead_run(a, every)
@@ -369,7 +369,7 @@ def main():
         for every, got in overhead.items():
             steps = [s for s, _ in got]
             shares = [x for _, x in got if x is not None]
-            name = "0 (none)" if every == 0 else ("50 (the default)" if every == 50 else str(every))
+            name = "0 (none)" if every == 0 else ("10 (the default)" if every == 10 else str(every))
             vs = f"{100 * (statistics.median(steps) / base - 1):+.1f}%" if steps and base else "-"
             print(f"| {name} | {med(steps, '{:.1f}')} ms | {vs} | "
                   f"{med(shares, '{:.1f}') + '%' if shares else '-'} |")

@@ -11,7 +11,7 @@
 namespace ddp::train {
 
 // The default --snapshot-every: docs/snapshots.md has the measurement behind it.
-inline constexpr int64_t kDefaultSnapshotEvery = 50;
+inline constexpr int64_t kDefaultSnapshotEvery = 10;
 
 struct TrainOptions {
   // Model: an MLP in_dim -> hidden... -> classes (ReLU between layers).
