@@ -85,8 +85,13 @@ int train() {
   if (auto hook = make_hook(env_or("DDP_TEST_HOOK", "none"))) model.register_comm_hook(hook);
   auto opt = make_optimizer(net->parameters());
   GradSpan first_grads;  // where the gradients lay after the first step (one bucket), and at the end
+  const bool set_to_none = env_int("DDP_TEST_SET_TO_NONE", 0) != 0;  // else the torch's own default
   for (int step = 0; step < c.steps; ++step) {
-    opt.zero_grad();
+    if (set_to_none) {  // by hand: torch 1.13's zero_grad() takes no set_to_none
+      for (auto& p : net->parameters()) p.mutable_grad() = torch::Tensor();
+    } else {
+      opt.zero_grad();
+    }
     for (int micro = 0; micro < c.accumulate; ++micro) {
       auto [x, y] = global_batch(c, step, micro);
       auto xs = x.narrow(0, rank * c.batch, c.batch);
