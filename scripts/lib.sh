@@ -71,6 +71,18 @@ skip() {
   exit 77
 }
 
+# expect_usage_error SCRIPT SCRATCH WHAT PATTERN [ARGS...]: a benchmark's test asserts that
+# SCRIPT ARGS rejects its usage as the scripts do: exit 2 and one stderr line containing PATTERN
+# (else fail, naming WHAT). SCRATCH: a folder for the output.
+expect_usage_error() {
+  local script=$1 scratch=$2 what=$3 pattern=$4 rc=0
+  shift 4
+  "$script" "$@" >"$scratch/out" 2>"$scratch/err" || rc=$?
+  ((rc == 2)) || fail "$what: exit $rc, expected 2 ($(cat "$scratch/err"))"
+  grep -q -- "$pattern" "$scratch/err" || fail "$what: stderr lacks '$pattern': $(cat "$scratch/err")"
+  (($(wc -l <"$scratch/err") == 1)) || fail "$what: expected one error line: $(cat "$scratch/err")"
+}
+
 # debian_package TOOL: the Debian package scripts/install-deps.sh installs TOOL from; empty
 # for a tool it does not install. (tests/scripts/lib_test.sh checks each is in its list.)
 debian_package() {

@@ -15,24 +15,16 @@ trap 'rm -rf "$tmp"' EXIT
 help=$("$bench" --help) || fail "--help exited $?"
 grep -q 'scripts/bench-goodput.sh \[--duration S\]' <<<"$help" || fail "--help has no usage line: $help"
 
-expect_usage_error() {  # WHAT PATTERN ARGS...
-  local what=$1 pattern=$2 rc=0
-  shift 2
-  "$bench" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
-  ((rc == 2)) || fail "$what: exit $rc, expected 2 ($(cat "$tmp/err"))"
-  grep -q -- "$pattern" "$tmp/err" || fail "$what: stderr lacks '$pattern': $(cat "$tmp/err")"
-  (($(wc -l <"$tmp/err") == 1)) || fail "$what: expected one error line: $(cat "$tmp/err")"
-}
-expect_usage_error "an unknown argument" "unknown argument '--bogus'" --bogus
-expect_usage_error "a missing value" "--seed needs a value" --seed
+expect_usage_error "$bench" "$tmp" "an unknown argument" "unknown argument '--bogus'" --bogus
+expect_usage_error "$bench" "$tmp" "a missing value" "--seed needs a value" --seed
 
 python=$(bench_python)  # the one the benchmark runs its peers with (PYTHON, default the torch venv's)
 "$python" -c 'import torch' 2>/dev/null || skip "$python has no torch (scripts/install-deps.sh makes the venv; or set PYTHON)"
 [[ -x $build_dir/launcher/ddp-launch && -x $build_dir/trainers/train ]] ||
   skip "build ddp-launch and train into $build_dir first (cmake --build $build_dir --target ddp-launch train)"
 
-expect_usage_error "faults as rare as the run" "--fault-every (60 s) must be shorter" --fault-every 60
-expect_usage_error "a bad sweep" "--sweep must be intervals >= 1" --sweep 1,x
+expect_usage_error "$bench" "$tmp" "faults as rare as the run" "--fault-every (60 s) must be shorter" --fault-every 60
+expect_usage_error "$bench" "$tmp" "a bad sweep" "--sweep must be intervals >= 1" --sweep 1,x
 
 # torchrun 2.x's own restart fails in about half the faulty runs (its shared store): what the
 # benchmark reports for "torchrun + py", not something this test may depend on. Its run with

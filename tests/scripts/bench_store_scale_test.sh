@@ -14,22 +14,14 @@ trap 'rm -rf "$tmp"' EXIT
 help=$("$bench" --help) || fail "--help exited $?"
 grep -q 'scripts/bench-store-scale.sh \[--sizes LIST\]' <<<"$help" || fail "--help has no usage line: $help"
 
-expect_usage_error() {  # WHAT PATTERN ARGS...
-  local what=$1 pattern=$2 rc=0
-  shift 2
-  "$bench" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
-  ((rc == 2)) || fail "$what: exit $rc, expected 2 ($(cat "$tmp/err"))"
-  grep -q -- "$pattern" "$tmp/err" || fail "$what: stderr lacks '$pattern': $(cat "$tmp/err")"
-  (($(wc -l <"$tmp/err") == 1)) || fail "$what: expected one error line: $(cat "$tmp/err")"
-}
-expect_usage_error "an unknown flag" "unknown argument '--bogus'" --bogus
-expect_usage_error "a flag without its value" "--rounds needs a value" --rounds
+expect_usage_error "$bench" "$tmp" "an unknown flag" "unknown argument '--bogus'" --bogus
+expect_usage_error "$bench" "$tmp" "a flag without its value" "--rounds needs a value" --rounds
 
 command -v gnuplot >/dev/null || skip "no gnuplot (scripts/install-deps.sh installs gnuplot-nox)"
 [[ -x $build_dir/tests/c10d/c10d_store_helper && -x $build_dir/tests/c10d/c10d_store_crowd ]] ||
   skip "build c10d_store_helper and c10d_store_crowd into $build_dir first"
-expect_usage_error "sizes that are no counts" "--sizes must be rank counts" --sizes 0,x
-expect_usage_error "an unknown server" "--servers from" --servers nginx
+expect_usage_error "$bench" "$tmp" "sizes that are no counts" "--sizes must be rank counts" --sizes 0,x
+expect_usage_error "$bench" "$tmp" "an unknown server" "--servers from" --servers nginx
 
 rc=0
 "$bench" --sizes 256 --rounds 1 --servers ddp-launch,floor --plot "$tmp/plot.png" >"$tmp/out" 2>"$tmp/err" || rc=$?
