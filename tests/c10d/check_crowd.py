@@ -9,6 +9,7 @@ Usage: check_crowd.py --helper BIN --crowd BIN --launcher BIN CASE
 """
 import argparse
 import os
+import resource
 import subprocess
 import sys
 
@@ -19,6 +20,10 @@ RANKS = 5000
 
 
 def crowd_case(a, shape):
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < RANKS + 300:
+        print(f"SKIP: the hard open-file limit is {hard}: one process cannot hold {RANKS} connections")
+        sys.exit(77)
     helper = subprocess.Popen([a.helper, "--host", "127.0.0.1", "--ranks", str(RANKS)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
