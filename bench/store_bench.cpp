@@ -192,22 +192,14 @@ Round rendezvous_round(Backend& backend, int agents) {
 
 namespace store = ddp::launch::store;
 
-store::Request request(store::Op op, std::vector<std::string> keys, std::vector<std::string> values = {}) {
-  store::Request q;
-  q.op = op;
-  q.keys = std::move(keys);
-  q.values = std::move(values);
-  q.delta = op == store::Op::kAdd ? 1 : 0;
-  q.timeout_ms = op == store::Op::kWait || op == store::Op::kMultiGet ? 120000 : 0;
-  return q;
+std::string request(store::Op op, std::vector<std::string> keys, std::vector<std::string> values = {}) {
+  const bool waits = op == store::Op::kWait || op == store::Op::kMultiGet;
+  return store::test::request_bytes(op, std::move(keys), std::move(values), op == store::Op::kAdd ? 1 : 0,
+                                    waits ? 120000 : 0);
 }
 
 store::Response reply(store::test::RawPeer& peer) {
-  auto frame = peer.read_frame(kTimeout);
-  if (!frame) throw std::runtime_error("an agent got no reply");
-  store::Response r = store::decode_response(*frame);
-  if (r.status != store::Status::kOk) throw std::runtime_error("an agent's request failed: " + r.message);
-  return r;
+  return store::test::ok_reply(peer, kTimeout, "an agent's request");
 }
 
 // The agent store's round with multiplexed agents: each thread drives its share of the K
@@ -233,7 +225,7 @@ Round ours_round(Ours& backend, int agents, int threads) {
   Round r;
   r.connect_s = since(start);
   // MULTI_GET waits for every key itself: the WAIT and the read are one request.
-  const std::string wait_all = store::encode_request(request(store::Op::kMultiGet, keys));
+  const std::string wait_all = request(store::Op::kMultiGet, keys);
   std::atomic<int> bad{0};
   const auto go = Clock::now();
   const double cpu_at_go = cpu_seconds();
@@ -244,8 +236,8 @@ Round ours_round(Ours& backend, int agents, int threads) {
       for (size_t j = 0; j < mine.size(); ++j) {
         const int i = t + static_cast<int>(j) * threads;
         const std::string value = fmt::format("{{\"node\":{},\"addr\":\"10.0.0.{}\",\"nproc\":8}}", i, i % 250);
-        mine[j]->send(store::encode_request(request(store::Op::kAdd, {"rdzv/count"})) +
-                      store::encode_request(request(store::Op::kSet, {keys[static_cast<size_t>(i)]}, {value})));
+        mine[j]->send(request(store::Op::kAdd, {"rdzv/count"}) +
+                      request(store::Op::kSet, {keys[static_cast<size_t>(i)]}, {value}));
       }
       for (auto& p : mine) {
         reply(*p);

@@ -5,7 +5,9 @@
 #include "launcher/base/launch_error.hpp"
 #include "launcher/console/notice.hpp"
 #include "launcher/multinode/agent_store.hpp"
+#include "launcher/multinode/agent_store_sizing.hpp"
 #include "launcher/net/listen_error.hpp"
+#include "launcher/net/open_files.hpp"
 #include "launcher/os/ports.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/store/prefix_store.hpp"
@@ -43,7 +45,10 @@ bool host_store(const MultiNodeSpec& spec, const std::string& listen_host, JobSt
   options.host = listen_host;
   options.port = static_cast<uint16_t>(link.endpoint.port);
   options.token = spec.rdzv.token;
-  options.max_connections = 1u << 16;  // two per node (the abort wait thread's); lowered to fit the open-file limit
+  const AgentStoreSizing sizing =
+      size_agent_store(static_cast<size_t>(spec.nnodes_max), net::raise_open_file_limit(), net::somaxconn());
+  options.max_connections = sizing.max_connections;
+  options.backlog = sizing.backlog;
   link.server = std::make_unique<store::StoreServer>(options);
   try {
     link.server->start();
@@ -55,6 +60,7 @@ bool host_store(const MultiNodeSpec& spec, const std::string& listen_host, JobSt
     link.server.reset();
     return false;
   }
+  for (const auto& w : sizing.warnings) console::launcher_notice("warning: " + w);
   if (options.token.empty() && !os::is_loopback_address(options.host))
     console::launcher_notice(
         fmt::format("warning: the agent store listens on {} without a token: anyone who can reach "

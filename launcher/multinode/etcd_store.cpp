@@ -272,11 +272,20 @@ std::vector<std::string> EtcdStore::multi_get(const std::vector<std::string>& ke
   return values;
 }
 
+namespace {
+// etcd takes at most 128 operations in a transaction (its --max-txn-ops default): a larger
+// set (a round's seats) goes in several, each atomic.
+constexpr size_t kMaxTxnOps = 128;
+}  // namespace
+
 void EtcdStore::multi_set(const std::vector<std::pair<std::string, std::string>>& items) {
   guarded([&] {
-    TxnRequest t;  // no comparison: every put, atomically
-    for (const auto& [key, value] : items) t.success.push_back(PutOp{prefix_ + key, value, job_lease_});
-    client_->txn(t);
+    for (size_t first = 0; first < items.size(); first += kMaxTxnOps) {
+      TxnRequest t;  // no comparison: every put
+      for (size_t i = first; i < std::min(items.size(), first + kMaxTxnOps); ++i)
+        t.success.push_back(PutOp{prefix_ + items[i].first, items[i].second, job_lease_});
+      client_->txn(t);
+    }
   });
 }
 

@@ -228,19 +228,18 @@ Round MultiNodeAgent::join_round(Rendezvous& rendezvous, const NextRound& next) 
 
 report::AttemptResult MultiNodeAgent::run_round(const Round& r) {
   const RoundPlan& plan = r.plan;
-  node::NodePlacement where{r.rank(),          static_cast<int>(plan.nodes.size()),
-                            r.me.base_rank,    plan.world_size,
-                            plan.master_addr,  plan.master_port,
-                            plan.restart_count};
-  where.agent_store = plan.nodes[0].info.agent_store;
-  if (r.rank() == 0 && where.agent_store && worker_store_) {
+  node::NodePlacement where{r.rank(),         plan.nnodes,      r.me.base_rank,    plan.world_size,
+                            plan.master_addr, plan.master_port, plan.restart_count};
+  where.agent_store = plan.agent_store;
+  if (r.rank() == 0 && where.agent_store && worker_store_) {  // group rank 0's plan is whole
     std::vector<std::string> nodes;
     for (const auto& n : plan.nodes) nodes.push_back(n.info.addr);
     worker_store_->serve(nodes);
   } else {
     worker_store_.reset();
   }
-  std::tie(where.role_base_rank, where.role_world_size) = role_ranks(plan, r.rank());
+  where.role_base_rank = r.me.role_base_rank;
+  where.role_world_size = r.me.role_world_size;
   const worker::GroupPlan group = group_plan(job_, where);
   console::launcher_notice(fmt::format("round {}: node {} of {}, ranks {}-{} of {}, workers' store at {}{}", r.number(),
                                        r.rank(), group.nnodes, r.me.base_rank,
@@ -284,14 +283,13 @@ std::optional<AbortRecord> MultiNodeAgent::read_abort(int round) {
 // Done here; wait for the others (or for one of them to fail: then we restart too).
 Settled MultiNodeAgent::after_success(const Round& r) {
   store_.job->set(JobKeys::done(r.number(), r.rank()), "1");
-  std::vector<std::string> done_keys;
-  for (const auto& n : r.plan.nodes) done_keys.push_back(JobKeys::done(r.number(), n.group_rank));
+  store_.job->add(JobKeys::done_count(r.number()), 1);  // one counter, not a key per node to look at
   std::optional<std::string> reason;
   const int sig = supervisor_.wait_until(kBarrierTick, [&] {
     reason = check(r);
     if (reason) return true;
     try {
-      return store_.job->check(done_keys);
+      return store_.job->add(JobKeys::done_count(r.number()), 0) >= r.plan.nnodes;
     } catch (const store::StoreError& e) {  // the store is gone: stop waiting; conclude() reports it
       state_.store_lost = e.what();
       reason = state_.store_lost;
@@ -453,7 +451,7 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
   next.round = r.number() + 1;
   next.previous_rank = r.rank();
   next.restart_count = r.plan.restart_count + (abort.failure == FailureKind::kMembership ? 0 : 1);
-  next.expected_nodes = static_cast<int>(r.plan.nodes.size());
+  next.expected_nodes = r.plan.nnodes;
   if (abort.failure == FailureKind::kNodeLost) next.expected_nodes -= 1;
   if (abort.failure == FailureKind::kMembership && (store_.leader || store_.leaderless))
     next.expected_nodes += static_cast<int>(store_.job->add(JobKeys::waiting(r.number()), 0));

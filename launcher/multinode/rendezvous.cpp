@@ -19,6 +19,8 @@ using Clock = std::chrono::steady_clock;
 
 // How long to read a key that another launcher has written or is about to write.
 constexpr store::Duration kPublishedKeyTimeout{5000};
+// Seats per MULTI_SET: ~400 KB frames, far below the store's 16 MiB frame limit.
+constexpr size_t kSeatsPerRequest = 4096;
 // How often the leader of a failed round looks whether the others have read why.
 constexpr std::chrono::milliseconds kPlanReadPoll{20};
 
@@ -77,10 +79,11 @@ RoundPlan Rendezvous::lead(const NodeInfo& self, int round, int restart_count, R
   const bool regrouping = regroup.expected > 0;
   const long enough = regrouping ? std::clamp(regroup.expected, nnodes_min_, nnodes_max_) : nnodes_max_;
   const double last_call_s = regrouping ? regroup.wait_s : conf_.last_call_timeout_s;
-  job_.set(JobKeys::open(round), "1");
-  job_.set(JobKeys::current_round(), std::to_string(round));
+  // Its ticket before the round opens: the leader is always join/1 (a waiting follower names it).
   long ticket = job_.add(JobKeys::ticket(round), 1);
   job_.set(JobKeys::join(round, ticket), to_json(self));
+  job_.set(JobKeys::open(round), "1");
+  job_.set(JobKeys::current_round(), std::to_string(round));
 
   const auto join_deadline = Clock::now() + seconds(conf_.join_timeout_s);
   std::optional<Clock::time_point> last_call;
@@ -94,7 +97,9 @@ RoundPlan Rendezvous::lead(const NodeInfo& self, int round, int restart_count, R
     }
     if (Clock::now() >= join_deadline) fail_join_timeout(self, round, count);
     auto next = last_call ? std::min(*last_call, join_deadline) : join_deadline;
-    wait_key(JobKeys::join(round, count + 1), next);
+    // Wake for the join that changes the decision (MIN, then enough), not for every join:
+    // a round of K nodes is a few waits here, not K.
+    wait_key(JobKeys::join(round, count < nnodes_min_ ? nnodes_min_ : enough), next);
   }
   std::vector<std::string> keys;
   for (long t = 1; t <= count; ++t) keys.push_back(JobKeys::join(round, t));
@@ -103,7 +108,7 @@ RoundPlan Rendezvous::lead(const NodeInfo& self, int round, int restart_count, R
        job_.multi_get(keys, std::chrono::duration_cast<store::Duration>(seconds(conf_.heartbeat_timeout_s))))
     joined.push_back(node_info_from_json(v));
   RoundPlan plan = make_plan(joined, round, restart_count);
-  job_.set(JobKeys::plan(round), to_json(plan));
+  publish(plan);
   if (!plan.error.empty()) {
     // Keep the store up until the other nodes have read why, so they report it too.
     const auto deadline = Clock::now() + seconds(conf_.heartbeat_timeout_s);
@@ -111,6 +116,31 @@ RoundPlan Rendezvous::lead(const NodeInfo& self, int round, int restart_count, R
       std::this_thread::sleep_for(kPlanReadPoll);
     rendezvous_failed(plan.error);
   }
+  return plan;
+}
+
+void Rendezvous::publish(const RoundPlan& plan) {
+  if (plan.error.empty()) {
+    job_.set(JobKeys::nodes(plan.round), nodes_to_json(plan));
+    std::vector<std::pair<std::string, std::string>> seats;
+    for (const auto& n : plan.nodes) {
+      seats.emplace_back(JobKeys::seat(plan.round, n.ticket), seat_to_json(n));
+      if (seats.size() == kSeatsPerRequest || &n == &plan.nodes.back()) {
+        job_.multi_set(seats);
+        seats.clear();
+      }
+    }
+  }
+  job_.set(JobKeys::plan(plan.round), summary_to_json(plan));
+}
+
+RoundPlan Rendezvous::read_plan(const NodeInfo& self, int round, long ticket) {
+  RoundPlan plan = plan_from_json(job_.get(JobKeys::plan(round), kPublishedKeyTimeout));
+  if (!plan.error.empty() || ticket > plan.tickets) return plan;  // failed, or joined too late
+  PlannedNode me = seat_from_json(job_.get(JobKeys::seat(round, ticket), kPublishedKeyTimeout), self);
+  if (me.group_rank == 0 || !elect_name_.empty())  // they look at every node (the workers' store, the checks)
+    plan.nodes = nodes_from_json(job_.get(JobKeys::nodes(round), kPublishedKeyTimeout));
+  else plan.nodes.push_back(std::move(me));
   return plan;
 }
 
@@ -136,7 +166,7 @@ void Rendezvous::fail_join_timeout(const NodeInfo& self, int round, long count) 
       "that every node runs ddp-launch with the same --rdzv-id and "
       "store address, and that the network between them is open",
       conf_.join_timeout_s, count, nnodes_min_, nnodes_min_ == 1 ? "" : "s", who, missing);
-  job_.set(JobKeys::plan(round), to_json(failed));
+  publish(failed);
   rendezvous_failed(failed.error);
 }
 
@@ -145,6 +175,18 @@ void Rendezvous::fail_join_timeout(const NodeInfo& self, int round, long count) 
       fmt::format("rendezvous timed out after {} s waiting for {}; is node 0's "
                   "ddp-launch running with the same --rdzv-id?",
                   conf_.join_timeout_s, what));
+}
+
+std::string Rendezvous::who_blocks(int round) {
+  const long joined = job_.add(JobKeys::ticket(round), 0);
+  std::string leader = "its leader";
+  if (std::optional<std::string> first = job_.try_get(JobKeys::join(round, 1))) {
+    const NodeInfo n = node_info_from_json(*first);
+    leader = fmt::format("its leader {} (pid {})", n.host, n.pid);
+  }
+  return fmt::format("{} node{} joined, it waits for {}{}; {} has not published the plan", joined,
+                     joined == 1 ? "" : "s", nnodes_min_,
+                     nnodes_max_ > nnodes_min_ ? fmt::format(" to {}", nnodes_max_) : "", leader);
 }
 
 Rendezvous::RoundWait Rendezvous::wait_round_key(const std::string& key, int round, Clock::time_point deadline) {
@@ -171,12 +213,12 @@ std::optional<RoundPlan> Rendezvous::follow_one(const NodeInfo& self, int round,
                                          job_.try_get(JobKeys::leader(round)).value_or("?"), round + 1));
     return std::nullopt;
   }
-  if (w == RoundWait::kTimedOut) follow_timed_out(fmt::format("the plan of round {}", round));
-  RoundPlan plan = plan_from_json(job_.get(JobKeys::plan(round), kPublishedKeyTimeout));
+  if (w == RoundWait::kTimedOut) follow_timed_out(fmt::format("the plan of round {} ({})", round, who_blocks(round)));
+  RoundPlan plan = read_plan(self, round, ticket);
   job_.add(JobKeys::plan_read(round), 1);
   if (!plan.error.empty()) rendezvous_failed(plan.error);
   if (plan.find(self.name)) return plan;
-  if (static_cast<int>(plan.nodes.size()) >= nnodes_max_)
+  if (plan.nnodes >= nnodes_max_)
     rendezvous_failed(
         fmt::format("the job already runs with its maximum of {} node{}; this node "
                     "is not needed (raise --nnodes MAX to add it)",

@@ -29,11 +29,15 @@ struct JobKeys {
   static std::string ticket(int r) { return "r" + std::to_string(r) + "/ticket"; }
   static std::string join(int r, long t) { return "r" + std::to_string(r) + "/join/" + std::to_string(t); }
   static std::string leader(int r) { return "r" + std::to_string(r) + "/leader"; }
+  // The plan's records (round_plan.hpp): its summary, each joiner's seat, every node.
   static std::string plan(int r) { return "r" + std::to_string(r) + "/plan"; }
+  static std::string seat(int r, long t) { return "r" + std::to_string(r) + "/seat/" + std::to_string(t); }
+  static std::string nodes(int r) { return "r" + std::to_string(r) + "/nodes"; }
   static std::string plan_read(int r) { return "r" + std::to_string(r) + "/plan_read"; }
   static std::string abort(int r) { return "r" + std::to_string(r) + "/abort"; }
   static std::string waiting(int r) { return "r" + std::to_string(r) + "/waiting"; }
   static std::string done(int r, int g) { return "r" + std::to_string(r) + "/done/" + std::to_string(g); }
+  static std::string done_count(int r) { return "r" + std::to_string(r) + "/done_count"; }
   static std::string exited(int r, int g) { return "r" + std::to_string(r) + "/exited/" + std::to_string(g); }
   // The job's stop record (a final stopped_by_signal AbortRecord; the first one wins): ends
   // the job on every node whatever round each is in, even when the round already recorded
@@ -63,7 +67,8 @@ class Rendezvous {
              std::function<int()> interrupted);
 
   // Joins round `round` (a follower's first call passes -1: the round currently open).
-  // Returns a plan that contains `self`. `regroup` matters to the leader only.
+  // Returns a plan that contains `self`: whole for the round's leader, for group rank 0 and
+  // in leaderless jobs; otherwise only `self`. `regroup` matters to the leader only.
   RoundPlan join(const NodeInfo& self, int round, int restart_count, Regroup regroup = {});
 
   // Every round elects its leader (compare-and-set of rN/leader to `name`) instead of the
@@ -89,9 +94,17 @@ class Rendezvous {
   // wait_key, also watching (elected rounds only) the liveness of round `round`'s leader.
   RoundWait wait_round_key(const std::string& key, int round, std::chrono::steady_clock::time_point deadline);
   // Publishes a failed plan naming who joined (and who is missing), then throws.
+  // Writes the plan's records: the node list and the seats first, the summary (what
+  // followers wait for) last.
+  void publish(const RoundPlan& plan);
+  // The follower's plan once the summary is there: its own seat, or every node.
+  RoundPlan read_plan(const NodeInfo& self, int round, long ticket);
   [[noreturn]] void fail_join_timeout(const NodeInfo& self, int round, long count);
   void check_interrupted();  // also throws JobStopped
   [[noreturn]] void follow_timed_out(const std::string& what) const;
+  // Who a follower waits for when round `round` has no plan: how many joined, how many it
+  // needs, and its leader (the round's first join record).
+  std::string who_blocks(int round);
 
   store::Store& job_;
   cli::RendezvousConf conf_;

@@ -24,7 +24,7 @@ std::optional<AbortRecord> publish_dropped_peer(const RoundCheckContext& w, cons
 // The leader's part: a peer the store dropped before it finished, or a node waiting to join.
 std::optional<AbortRecord> leader_checks(const RoundCheckContext& w, const RoundPlan& plan, int my_rank) {
   if (auto lost = publish_dropped_peer(w, plan, my_rank)) return lost;
-  if (static_cast<int>(plan.nodes.size()) < w.nnodes_max && w.job.add(JobKeys::waiting(plan.round), 0) > 0)
+  if (plan.nnodes < w.nnodes_max && w.job.add(JobKeys::waiting(plan.round), 0) > 0)
     return publish_abort(w.job, plan.round, AbortRecord::membership_change(my_rank, w.host));
   return std::nullopt;
 }

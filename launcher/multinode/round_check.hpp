@@ -39,8 +39,10 @@ std::optional<std::string> check_round(const RoundCheckContext& context, const R
 
 // A launcher whose worker failed with what reads like a communication error asks this
 // (any node, not only the leader): is there a better root cause already? The round's abort
-// record, or a peer the store dropped before it finished (then published here as lost), or
-// a lost store (noted in `state`). Returns its reason, or nullopt. Never throws.
+// record, or a peer the store dropped before it finished (then published here as lost; a
+// node whose plan holds only itself leaves that to the leader, whose check publishes it
+// within a heartbeat interval), or a lost store (noted in `state`). Returns its reason, or
+// nullopt. Never throws.
 std::optional<std::string> find_root_cause(const RoundCheckContext& context, const RoundPlan& plan, int my_rank,
                                            RoundFindings& state) noexcept;
 

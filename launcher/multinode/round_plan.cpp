@@ -119,20 +119,31 @@ std::vector<const NodeInfo*> assign_ranks(const std::vector<NodeInfo>& joined, s
     by_rank[r] = &joined[i];
     placed[i] = true;
   }
-  for (int pass = 0; pass < 2; ++pass) {
-    for (size_t i = 0; i < joined.size(); ++i) {
-      if (placed[i]) continue;
-      int want = joined[i].previous_rank;
-      if (pass == 0) {
-        if (want < 0 || want >= count || by_rank[want]) continue;
-      } else {
-        want = static_cast<int>(std::find(by_rank.begin(), by_rank.end(), nullptr) - by_rank.begin());
-      }
-      by_rank[want] = &joined[i];
-      placed[i] = true;
-    }
+  for (size_t i = 0; i < joined.size(); ++i) {
+    const int want = joined[i].previous_rank;
+    if (placed[i] || want < 0 || want >= count || by_rank[want]) continue;
+    by_rank[want] = &joined[i];
+    placed[i] = true;
+  }
+  size_t free_rank = 0;  // ranks below it are taken: one pass for all, not a search per node
+  for (size_t i = 0; i < joined.size(); ++i) {
+    if (placed[i]) continue;
+    while (by_rank[free_rank]) ++free_rank;
+    by_rank[free_rank] = &joined[i];
   }
   return by_rank;
+}
+
+// ROLE_RANK bases and ROLE_WORLD_SIZE: each role's workers counted in group-rank order, as
+// torchrun numbers them.
+void assign_role_ranks(std::vector<PlannedNode>& nodes) {
+  std::map<std::string, int> before, total;
+  for (const auto& n : nodes) total[n.info.role] += n.info.nproc;
+  for (auto& n : nodes) {
+    n.role_base_rank = before[n.info.role];
+    n.role_world_size = total[n.info.role];
+    before[n.info.role] += n.info.nproc;
+  }
 }
 
 }  // namespace
@@ -141,6 +152,7 @@ RoundPlan make_plan(const std::vector<NodeInfo>& joined, int round, int restart_
   RoundPlan plan;
   plan.round = round;
   plan.restart_count = restart_count;
+  plan.tickets = static_cast<int>(joined.size());
   if (joined.empty()) {
     plan.error = "no node joined the round";
     return plan;
@@ -151,40 +163,68 @@ RoundPlan make_plan(const std::vector<NodeInfo>& joined, int round, int restart_
   if (!plan.error.empty()) return plan;
   int base = 0;
   for (int r = 0; r < static_cast<int>(by_rank.size()); ++r) {
-    plan.nodes.push_back(PlannedNode{*by_rank[r], r, base});
+    PlannedNode n{*by_rank[r], r, base};
+    n.ticket = static_cast<int>(by_rank[r] - joined.data()) + 1;
+    plan.nodes.push_back(std::move(n));
     base += by_rank[r]->nproc;
   }
+  assign_role_ranks(plan.nodes);
+  plan.nnodes = static_cast<int>(plan.nodes.size());
   plan.world_size = base;
   plan.master_addr = plan.nodes[0].info.addr;
   plan.master_port = plan.nodes[0].info.worker_port;
+  plan.agent_store = plan.nodes[0].info.agent_store;
   return plan;
-}
-
-std::pair<int, int> role_ranks(const RoundPlan& plan, int group_rank) {
-  const std::string& role = plan.nodes.at(static_cast<size_t>(group_rank)).info.role;
-  int base = 0, size = 0;
-  for (const auto& n : plan.nodes) {
-    if (n.info.role != role) continue;
-    if (n.group_rank < group_rank) base += n.info.nproc;
-    size += n.info.nproc;
-  }
-  return {base, size};
 }
 
 std::string to_json(const NodeInfo& info) { return info_json(info).dump(); }
 
-std::string to_json(const RoundPlan& plan) {
-  json nodes = json::array();
-  for (const auto& n : plan.nodes)
-    nodes.push_back({{"info", info_json(n.info)}, {"group_rank", n.group_rank}, {"base_rank", n.base_rank}});
+namespace {
+
+json seat_json(const PlannedNode& n) {
+  return {{"group_rank", n.group_rank},
+          {"base_rank", n.base_rank},
+          {"role_base_rank", n.role_base_rank},
+          {"role_world_size", n.role_world_size},
+          {"ticket", n.ticket}};
+}
+
+PlannedNode seat_from(const json& j, NodeInfo info) {
+  PlannedNode n;
+  n.info = std::move(info);
+  n.group_rank = j.at("group_rank").get<int>();
+  n.base_rank = j.at("base_rank").get<int>();
+  n.role_base_rank = j.at("role_base_rank").get<int>();
+  n.role_world_size = j.at("role_world_size").get<int>();
+  n.ticket = j.at("ticket").get<int>();
+  return n;
+}
+
+}  // namespace
+
+std::string summary_to_json(const RoundPlan& plan) {
   return json{{"round", plan.round},
               {"restart_count", plan.restart_count},
-              {"nodes", nodes},
+              {"nnodes", plan.nnodes},
+              {"tickets", plan.tickets},
               {"world_size", plan.world_size},
               {"master_addr", plan.master_addr},
               {"master_port", plan.master_port},
+              {"agent_store", plan.agent_store},
               {"error", plan.error}}
       .dump();
+}
+
+std::string seat_to_json(const PlannedNode& node) { return seat_json(node).dump(); }
+
+std::string nodes_to_json(const RoundPlan& plan) {
+  json nodes = json::array();
+  for (const auto& n : plan.nodes) {
+    json j = seat_json(n);
+    j["info"] = info_json(n.info);
+    nodes.push_back(std::move(j));
+  }
+  return nodes.dump();
 }
 
 NodeInfo node_info_from_json(const std::string& text) {
@@ -195,22 +235,43 @@ NodeInfo node_info_from_json(const std::string& text) {
   }
 }
 
-RoundPlan plan_from_json(const std::string& text) {
+RoundPlan plan_from_json(const std::string& summary) {
   try {
-    json j = parse(text, "plan record");
+    json j = parse(summary, "plan record");
     RoundPlan plan;
     plan.round = j.at("round").get<int>();
     plan.restart_count = j.at("restart_count").get<int>();
-    for (const auto& n : j.at("nodes"))
-      plan.nodes.push_back(
-          PlannedNode{info_from(n.at("info")), n.at("group_rank").get<int>(), n.at("base_rank").get<int>()});
+    plan.nnodes = j.at("nnodes").get<int>();
+    plan.tickets = j.at("tickets").get<int>();
     plan.world_size = j.at("world_size").get<int>();
     plan.master_addr = j.at("master_addr").get<std::string>();
     plan.master_port = j.at("master_port").get<int>();
+    plan.agent_store = j.at("agent_store").get<bool>();
     plan.error = j.at("error").get<std::string>();
     return plan;
   } catch (const json::exception& e) {  // a field missing or of the wrong type
     malformed_record("plan record", e.what());
+  }
+}
+
+PlannedNode seat_from_json(const std::string& text, NodeInfo self) {
+  try {
+    return seat_from(parse(text, "seat record"), std::move(self));
+  } catch (const json::exception& e) {
+    malformed_record("seat record", e.what());
+  }
+}
+
+std::vector<PlannedNode> nodes_from_json(const std::string& text) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_array()) malformed_record("node list", "not a JSON array");
+  try {
+    std::vector<PlannedNode> nodes;
+    nodes.reserve(j.size());
+    for (const auto& n : j) nodes.push_back(seat_from(n, info_from(n.at("info"))));
+    return nodes;
+  } catch (const json::exception& e) {
+    malformed_record("node list", e.what());
   }
 }
 

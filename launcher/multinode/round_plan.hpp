@@ -1,13 +1,16 @@
 // Rendezvous records and the pure rules that turn the nodes that joined a round into a
 // plan: group ranks (explicit --node-rank first, then a node's previous rank, then join
-// order), RANK bases as prefix sums of each node's nproc (heterogeneous nodes work), and
-// the workers' store at group rank 0's address and port (the abort record is in
-// abort_record.hpp). JSON on the wire; no I/O here. A record that cannot be read throws
-// LaunchError(kRendezvousFailed) asking whether every node runs the same ddp-launch version.
+// order), RANK bases as prefix sums of each node's nproc (heterogeneous nodes work), ROLE
+// ranks within each role, and the workers' store at group rank 0's address and port (the
+// abort record is in abort_record.hpp). A plan is published as records a node reads in
+// O(1) each, so that a round of K nodes moves O(K) bytes, not O(K^2): the summary (no
+// nodes), each node's seat (keyed by its join ticket) and the whole node list (read only by
+// those that need every node). JSON on the wire; no I/O here; linear in the nodes. A record
+// that cannot be read throws LaunchError(kRendezvousFailed) asking whether every node runs
+// the same ddp-launch version.
 #pragma once
 
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace ddp::launch::multinode {
@@ -33,19 +36,29 @@ struct NodeInfo {
 struct PlannedNode {
   NodeInfo info;
   int group_rank = 0;
-  int base_rank = 0;  // RANK of its local rank 0
+  int base_rank = 0;        // RANK of its local rank 0
+  int role_base_rank = 0;   // ROLE_RANK of its local rank 0: its role's workers before it
+  int role_world_size = 0;  // ROLE_WORLD_SIZE: its role's workers in the round
+  int ticket = 0;           // its join ticket (1 = joined first): the key of its seat record
 };
 
 struct RoundPlan {
   int round = 0;
   int restart_count = 0;
-  std::vector<PlannedNode> nodes;  // by group rank
+  int nnodes = 0;
+  int tickets = 0;  // the join tickets the plan covers (1..tickets); a later joiner is not in it
   int world_size = 0;
   std::string master_addr;
   int master_port = 0;
-  std::string error;  // non-empty: the round failed; every node exits with it
+  bool agent_store = false;  // group rank 0's launcher serves the workers' store
+  std::string error;         // non-empty: the round failed; every node exits with it
+  // By group rank. Whole (nnodes entries) in the plan the leader makes and where a node read
+  // the node list; a follower's own plan holds only itself (its seat), or nobody when it
+  // joined too late.
+  std::vector<PlannedNode> nodes;
 
   const PlannedNode* find(const std::string& name) const;
+  bool whole() const { return static_cast<int>(nodes.size()) == nnodes; }
 };
 
 // Ranks and addresses for the nodes that joined (in join order). Sets plan.error instead
@@ -53,15 +66,18 @@ struct RoundPlan {
 // --max-restarts, a rank out of range).
 RoundPlan make_plan(const std::vector<NodeInfo>& joined, int round, int restart_count);
 
-// ROLE_RANK of node `group_rank`'s local rank 0, and ROLE_WORLD_SIZE: its role's workers
-// counted in group-rank order, as torchrun numbers them.
-std::pair<int, int> role_ranks(const RoundPlan& plan, int group_rank);
-
 std::string to_json(const NodeInfo& info);
-std::string to_json(const RoundPlan& plan);
-// Parsers throw LaunchError(kRendezvousFailed) on malformed input (see malformed_record).
 NodeInfo node_info_from_json(const std::string& text);
-RoundPlan plan_from_json(const std::string& text);
+
+// The plan's records. The summary: everything but the nodes (a failed plan is only this).
+std::string summary_to_json(const RoundPlan& plan);
+RoundPlan plan_from_json(const std::string& summary);  // nodes empty
+// A node's seat: its ranks (`self` is the node's own record; the seat does not repeat it).
+std::string seat_to_json(const PlannedNode& node);
+PlannedNode seat_from_json(const std::string& text, NodeInfo self);
+// Every node with its record, by group rank.
+std::string nodes_to_json(const RoundPlan& plan);
+std::vector<PlannedNode> nodes_from_json(const std::string& text);
 
 // Throws LaunchError(kRendezvousFailed): `what` (e.g. "plan record") read from the store
 // cannot be understood, with `detail` and the version hint.

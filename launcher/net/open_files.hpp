@@ -9,6 +9,10 @@
 
 namespace ddp::launch::net {
 
+// The files a launcher keeps for itself (logs, pipes, workers, the status page) when it sizes
+// a store by the open-file limit.
+inline constexpr size_t kReservedFiles = 256;
+
 // Raises the soft RLIMIT_NOFILE to the hard one where it is lower; returns the soft limit now
 // in force (SIZE_MAX: unlimited; 1024 when it cannot be read).
 size_t raise_open_file_limit();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "launcher/c10d/server.hpp"
+#include "launcher/net/open_files.hpp"
 
 namespace ddp::launch::node {
 
@@ -27,7 +28,7 @@ struct WorkerStoreSizing {
   std::string error;                  // the job cannot fit: what and how much, what to do
   std::vector<std::string> warnings;  // it fits, but some clients may wait or be refused
 };
-inline constexpr size_t kReservedFiles = 256;  // the launcher's own: logs, pipes, workers, status
+using net::kReservedFiles;
 WorkerStoreSizing size_worker_store(size_t ranks, size_t open_files, std::optional<size_t> somaxconn);
 
 // Listens on listen_host:port (port 0: the OS picks; read server->port()) for a job of

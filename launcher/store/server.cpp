@@ -88,6 +88,7 @@ void StoreServer::start() {
   spec.where = fmt::format("cannot listen for the rendezvous store on {}:{}", o.host, o.port);
   spec.in_use_advice = "another ddp-launch (or other program) holds the port: stop it or choose another port";
   spec.resolve_names = true;
+  spec.backlog = o.backlog;
   impl_->acceptor = net::listen_acceptor(impl_->io, spec);
   const auto bound = impl_->acceptor.local_endpoint();
   impl_->port = bound.port();

@@ -33,6 +33,9 @@ struct ServerOptions {
   // Open connections at most (lowered to fit the open-file limit). At the cap, a new
   // connection replaces the oldest one still unauthenticated, or is refused if none is.
   size_t max_connections = 1024;
+  // The listen backlog asked for: the clients that may connect at once (the kernel caps it at
+  // net.core.somaxconn); 0: SOMAXCONN.
+  int backlog = 0;
   // A client must send HELLO, and finish any frame it has started, within this.
   Duration read_timeout{10000};
   // Each reply must be taken by the client within this (a peer that stops reading).

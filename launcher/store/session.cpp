@@ -51,6 +51,7 @@ Session::Session(asio::ip::tcp::socket socket, ServerShared& shared)
   auto ep = socket_.remote_endpoint(ec);
   peer_ = ec ? "?" : net::endpoint_text(ep);
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  socket_.non_blocking(true, ec);  // reads and the first try of a write never block the thread
 }
 
 std::string Session::who() const { return name_.empty() ? peer_ : fmt::format("'{}' ({})", name_, peer_); }
@@ -59,9 +60,7 @@ void Session::start() {
   Greeting g;
   g.auth_required = !shared_.options.token.empty();
   g.nonce = nonce_ = random_bytes(kNonceBytes);
-  writes_.push_back(encode_greeting(g));
-  write_bytes_ = writes_.back().size();
-  do_write();
+  send_now_or_queue(encode_greeting(g));
   read_deadline_.expires_after(shared_.options.read_timeout);  // HELLO must come in time
   read_deadline_armed_ = true;
   write_deadline_.expires_at(Clock::time_point::max());
@@ -138,12 +137,16 @@ void Session::pump() {
   do_read();
 }
 
+// Waits until the socket is readable, then reads what is there into the server's one buffer.
 void Session::do_read() {
   auto self = shared_from_this();
   reading_ = true;
-  socket_.async_read_some(asio::buffer(read_buf_), [this, self](boost::system::error_code ec, size_t n) {
+  socket_.async_wait(asio::ip::tcp::socket::wait_read, [this, self](boost::system::error_code ec) {
     reading_ = false;
     if (!open()) return;
+    size_t n = 0;
+    if (!ec) n = socket_.read_some(asio::buffer(shared_.read_buffer), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) return do_read();
     if (ec) {
       const bool plain = ec == asio::error::eof || ec == asio::error::connection_reset;
       broken_ = ec != asio::error::eof;
@@ -151,7 +154,7 @@ void Session::do_read() {
       return;
     }
     try {
-      decoder_.feed(read_buf_.data(), n);
+      decoder_.feed(shared_.read_buffer.data(), n);
     } catch (const ProtocolError& e) {
       shared_.log(fmt::format("store: closing {}: {}", who(), e.what()));
       if (state_ == State::kReady) reply_and_close(error_reply(Op::kPing, e.what()));
@@ -380,9 +383,7 @@ std::string Session::found_reply(const Request& q, const std::vector<const std::
 
 void Session::send_frame(std::string frame) {
   if (!open()) return;
-  writes_.push_back(std::move(frame));
-  write_bytes_ += writes_.back().size();
-  if (writes_.size() == 1) do_write();
+  send_now_or_queue(std::move(frame));
 }
 
 void Session::reply(Response response) {
@@ -390,8 +391,18 @@ void Session::reply(Response response) {
   const size_t bytes = encoded_size(response);
   if (bytes > size_t{shared_.options.max_frame_bytes} + kFrameHeaderBytes)  // a backstop: found_reply sizes first
     response = error_reply(response.op, reply_too_large(bytes, shared_.options.max_frame_bytes));
-  writes_.push_back(encode_response(response));
-  write_bytes_ += writes_.back().size();
+  send_now_or_queue(encode_response(response));
+}
+
+void Session::send_now_or_queue(std::string frame) {
+  if (writes_.empty()) {
+    boost::system::error_code ec;
+    const size_t n = socket_.write_some(asio::buffer(frame), ec);
+    if (!ec && n == frame.size()) return;
+    if (!ec) frame.erase(0, n);  // on an error the queued write meets it and closes (never from here)
+  }
+  write_bytes_ += frame.size();
+  writes_.push_back(std::move(frame));
   if (writes_.size() == 1) do_write();
 }
 

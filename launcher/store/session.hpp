@@ -32,6 +32,9 @@ struct ServerShared {
   explicit ServerShared(const ServerOptions& opts) : options(opts) {}
   const ServerOptions& options;
   KeyTable table;
+  // Every session reads into this one buffer (one thread: nothing else reads meanwhile); a
+  // session keeps only the bytes of a frame not yet complete (its decoder's).
+  std::array<char, 64 * 1024> read_buffer{};
   std::set<std::shared_ptr<Session>> sessions;
   uint64_t next_serial = 0;  // accept order, to find the oldest connection
   bool stopping = false;
@@ -89,6 +92,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void send_frame(std::string frame);
   void reply(Response response);
   void reply_and_close(Response response);
+  // Sends a frame: at once, as much as the socket takes, when nothing else is queued (the usual
+  // case: the whole reply, no timer, no trip through the loop); the rest is queued for
+  // do_write, under the write deadline.
+  void send_now_or_queue(std::string frame);
   void do_write();
   void update_read_deadline();
   void watch_read_deadline();
@@ -101,7 +108,6 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t serial_;
   std::string peer_;
   FrameDecoder decoder_;
-  std::array<char, 64 * 1024> read_buf_{};
   std::deque<std::string> writes_;  // front is in flight
   size_t write_bytes_ = 0;          // bytes in writes_
   bool reading_ = false;            // a read is in flight

@@ -53,6 +53,17 @@ TEST_CASE("EtcdStore: set/get/add/compare_set/wait, a get woken by a watch, chec
   writer.join();
   s.multi_set({{"x", "1"}, {"y", "2"}});
   CHECK(s.multi_get({"x", "y"}, 1000ms) == std::vector<std::string>{"1", "2"});
+  // More puts than etcd takes in one transaction (128 by default): a round's seats.
+  std::vector<std::pair<std::string, std::string>> seats;
+  std::vector<std::string> seat_keys, seat_values;
+  for (int i = 0; i < 300; ++i) {
+    seats.emplace_back("seat/" + std::to_string(i), std::to_string(i));
+    seat_keys.push_back(seats.back().first);
+    seat_values.push_back(seats.back().second);
+  }
+  s.multi_set(seats);
+  CHECK(s.multi_get(seat_keys, 1000ms) == seat_values);
+  for (const auto& k : seat_keys) s.remove(k);
   CHECK(s.check({"x", "y"}));
   CHECK(s.remove("x"));
   CHECK_FALSE(s.remove("x"));

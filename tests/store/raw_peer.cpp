@@ -14,15 +14,27 @@
 
 namespace ddp::launch::store::test {
 
-RawPeer::RawPeer(uint16_t port, int recv_buffer_bytes) {
+RawPeer::RawPeer(uint16_t port, int recv_buffer_bytes, const std::string& source) {
   fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) throw std::runtime_error("RawPeer: no socket (the open-file limit?)");
   if (recv_buffer_bytes > 0) ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &recv_buffer_bytes, sizeof(int));
+  if (!source.empty()) {
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    if (::inet_pton(AF_INET, source.c_str(), &from.sin_addr) != 1 ||
+        ::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0) {
+      ::close(fd_);
+      throw std::runtime_error("RawPeer: cannot bind to source address " + source);
+    }
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
+  if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd_);
     throw std::runtime_error("RawPeer: connect failed");
+  }
   const int one = 1;  // as TcpStoreClient: no Nagle delay on a request's last segment
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
@@ -95,6 +107,25 @@ void RawPeer::handshake(const std::string& name, uint32_t heartbeat_ms) {
   send(encode_hello(h));
   auto reply = read_frame(std::chrono::seconds(5));
   if (!reply || decode_response(*reply).status != Status::kOk) throw std::runtime_error("RawPeer: HELLO refused");
+}
+
+std::string request_bytes(Op op, std::vector<std::string> keys, std::vector<std::string> values, int64_t delta,
+                          uint32_t timeout_ms) {
+  Request q;
+  q.op = op;
+  q.keys = std::move(keys);
+  q.values = std::move(values);
+  q.delta = delta;
+  q.timeout_ms = timeout_ms;
+  return encode_request(q);
+}
+
+Response ok_reply(RawPeer& peer, std::chrono::milliseconds timeout, const std::string& what) {
+  auto frame = peer.read_frame(timeout);
+  if (!frame) throw std::runtime_error(what + ": no reply");
+  Response r = decode_response(*frame);
+  if (r.status != Status::kOk) throw std::runtime_error(what + ": " + (r.message.empty() ? "not OK" : r.message));
+  return r;
 }
 
 }  // namespace ddp::launch::store::test

@@ -7,12 +7,16 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "launcher/store/protocol.hpp"
 
 namespace ddp::launch::store::test {
 
 class RawPeer {
  public:
-  explicit RawPeer(uint16_t port, int recv_buffer_bytes = 0);  // connects to 127.0.0.1
+  // Connects to 127.0.0.1, from `source` (an IPv4 address; "": the kernel's choice).
+  explicit RawPeer(uint16_t port, int recv_buffer_bytes = 0, const std::string& source = "");
   ~RawPeer();
   RawPeer(const RawPeer&) = delete;
   RawPeer& operator=(const RawPeer&) = delete;
@@ -32,5 +36,12 @@ class RawPeer {
   bool closed_ = false;
   std::string pending_;
 };
+
+// One request's bytes, to send by hand (pipelined: several before reading any reply).
+std::string request_bytes(Op op, std::vector<std::string> keys, std::vector<std::string> values = {}, int64_t delta = 0,
+                          uint32_t timeout_ms = 0);
+// The peer's next reply; throws std::runtime_error naming `what` when none comes in time or
+// it is not OK.
+Response ok_reply(RawPeer& peer, std::chrono::milliseconds timeout, const std::string& what);
 
 }  // namespace ddp::launch::store::test

@@ -63,6 +63,42 @@ TEST_CASE("static rendezvous: the leader closes the round when every node joined
   CHECK(p1.find("n1")->base_rank == 4);
 }
 
+TEST_CASE("a follower reads its own seat, group rank 0 every node, nobody the whole plan otherwise") {
+  store::MemoryStore store;
+  auto conf = fast_conf();
+  auto join = [&](NodeInfo n) {
+    return std::async(std::launch::async, [&store, conf, n] {
+      Rendezvous r(store, conf, false, 3, 3, {});
+      return r.join(n, -1, 0);
+    });
+  };
+  auto evaluator = node("e", 3, 2, 3, 3);
+  evaluator.role = "evaluator";
+  auto rank0 = join(node("z", 2, 0, 3, 3));
+  auto rank2 = join(evaluator);
+  Rendezvous leader(store, conf, true, 3, 3, {});
+  RoundPlan plan = leader.join(node("l", 4, 1, 3, 3), 0, 0);
+  REQUIRE(plan.whole());
+  RoundPlan p0 = rank0.get();
+  RoundPlan p2 = rank2.get();
+  CHECK(p0.whole());  // it serves the workers' store and the status page of every node
+  REQUIRE(p0.nodes.size() == 3);
+  CHECK(p0.nodes[1].info.name == "l");
+  REQUIRE(p2.nodes.size() == 1);  // its seat only
+  CHECK(p2.nnodes == 3);
+  CHECK(p2.world_size == 9);
+  const PlannedNode& me = p2.nodes[0];
+  CHECK(me.info.name == "e");
+  CHECK(me.group_rank == 2);
+  CHECK(me.base_rank == 6);
+  CHECK(me.role_base_rank == 0);
+  CHECK(me.role_world_size == 3);
+  CHECK(p2.master_addr == "z");
+  // The records it read: the summary (no nodes) and its seat.
+  CHECK(plan_from_json(*store.try_get(JobKeys::plan(0))).nodes.empty());
+  CHECK(store.check({JobKeys::seat(0, me.ticket)}));
+}
+
 TEST_CASE("elastic rendezvous closes at MIN after the last call") {
   store::MemoryStore store;
   auto conf = fast_conf();
@@ -88,7 +124,7 @@ TEST_CASE("a node that comes too late waits for the next round") {
   Rendezvous leader(store, conf, true, 2, 3, {});
   RoundPlan round0 = leader.join(node("a", 1, -1, 2, 3), 0, 0);
   CHECK(round0.nodes.size() == 2);
-  CHECK(first.get().nodes.size() == 2);
+  CHECK(first.get().nnodes == 2);
   // A third node arrives after the plan: it asks to be let in and waits for round 1.
   auto late = std::async(std::launch::async, [&] {
     Rendezvous r(store, conf, false, 2, 3, {});
@@ -120,6 +156,23 @@ TEST_CASE("a rendezvous that never completes times out naming who joined") {
   // The failed plan is published so that followers do not wait forever either.
   Rendezvous late(store, conf, false, 2, 2, {});
   CHECK_THROWS_WITH(late.join(node("x", 1, 1, 2, 2), -1, 0), Catch::Contains("timed out"));
+}
+
+TEST_CASE("a follower whose round never gets a plan names the leader it waits for and the count") {
+  store::MemoryStore store;
+  auto conf = fast_conf();
+  conf.join_timeout_s = 0.5;
+  // The leader opened round 0 and joined it (ticket 1), then hung before its plan.
+  NodeInfo stuck = node("lead", 1, 0, 3, 4);
+  stuck.pid = 4242;
+  store.add(JobKeys::ticket(0), 1);
+  store.set(JobKeys::join(0, 1), to_json(stuck));
+  store.set(JobKeys::open(0), "1");
+  store.set(JobKeys::current_round(), "0");
+  Rendezvous follower(store, conf, false, 3, 4, {});
+  CHECK_THROWS_WITH(follower.join(node("f", 1, 1, 3, 4), -1, 0),
+                    Catch::Contains("timed out after 0.5 s waiting for the plan of round 0 (2 nodes joined, it "
+                                    "waits for 3 to 4; its leader lead (pid 4242) has not published the plan)"));
 }
 
 TEST_CASE("duplicate node ranks fail the round on every node") {

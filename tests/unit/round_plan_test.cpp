@@ -1,6 +1,7 @@
 // Rank assignment for a rendezvous round, and the records' JSON round trips.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
 
 #include "launcher/base/exit_status.hpp"
@@ -69,11 +70,23 @@ TEST_CASE("disagreements become a plan error, not a hang") {
 
 TEST_CASE("records survive JSON round trips, garbage is rejected") {
   auto plan = make_plan({node("a", 2), node("b", 3)}, 1, 2);
-  auto back = plan_from_json(to_json(plan));
+  auto back = plan_from_json(summary_to_json(plan));
   CHECK(back.world_size == 5);
-  CHECK(back.nodes[1].info.name == "b");
-  CHECK(back.nodes[1].base_rank == 2);
+  CHECK(back.nnodes == 2);
+  CHECK(back.tickets == 2);
   CHECK(back.restart_count == 2);
+  CHECK(back.nodes.empty());  // the summary carries no node
+  auto nodes = nodes_from_json(nodes_to_json(plan));
+  REQUIRE(nodes.size() == 2);
+  CHECK(nodes[1].info.name == "b");
+  CHECK(nodes[1].base_rank == 2);
+  CHECK(nodes[1].ticket == 2);
+  auto seat = seat_from_json(seat_to_json(plan.nodes[1]), node("b", 3));
+  CHECK(seat.group_rank == 1);
+  CHECK(seat.base_rank == 2);
+  CHECK(seat.info.nproc == 3);
+  CHECK_THROWS(seat_from_json("{}", node("b", 3)));
+  CHECK_THROWS(nodes_from_json("{}"));
   CHECK(node_info_from_json(to_json(node("x", 7, 1))).nproc == 7);
   AbortRecord a;
   a.failure = FailureKind::kNodeLost;
@@ -235,10 +248,43 @@ TEST_CASE("ROLE_RANK and ROLE_WORLD_SIZE count within each role, as torchrun doe
   b.role = "evaluator";
   auto plan = make_plan({a, b, c}, 0, 0);
   REQUIRE(plan.error.empty());
-  CHECK(multinode::role_ranks(plan, 0) == std::pair<int, int>{0, 6});  // trainers: a (2) + c (4)
-  CHECK(multinode::role_ranks(plan, 1) == std::pair<int, int>{0, 3});  // the evaluator alone
-  CHECK(multinode::role_ranks(plan, 2) == std::pair<int, int>{2, 6});  // after a's two
-  auto back = plan_from_json(to_json(plan));
-  CHECK(back.nodes[1].info.role == "evaluator");
-  CHECK(multinode::role_ranks(back, 2) == std::pair<int, int>{2, 6});
+  auto role_ranks = [](const PlannedNode& n) { return std::pair<int, int>{n.role_base_rank, n.role_world_size}; };
+  CHECK(role_ranks(plan.nodes[0]) == std::pair<int, int>{0, 6});  // trainers: a (2) + c (4)
+  CHECK(role_ranks(plan.nodes[1]) == std::pair<int, int>{0, 3});  // the evaluator alone
+  CHECK(role_ranks(plan.nodes[2]) == std::pair<int, int>{2, 6});  // after a's two
+  auto back = nodes_from_json(nodes_to_json(plan));
+  CHECK(back[1].info.role == "evaluator");
+  CHECK(role_ranks(back[2]) == std::pair<int, int>{2, 6});
+  CHECK(role_ranks(seat_from_json(seat_to_json(plan.nodes[2]), c)) == std::pair<int, int>{2, 6});
+}
+
+TEST_CASE("a plan of 20000 nodes: previous ranks kept, the others fill the free ranks in join order") {
+  std::vector<NodeInfo> joined;
+  for (int i = 0; i < 20000; ++i) {
+    // Every third node had a rank before (its index reversed), the rest are new.
+    joined.push_back(node("n" + std::to_string(i), 8, -1, i % 3 == 0 ? 19999 - i : -1));
+    joined.back().nnodes_max = 20000;
+  }
+  auto plan = make_plan(joined, 0, 0);
+  REQUIRE(plan.error.empty());
+  REQUIRE(plan.nnodes == 20000);
+  CHECK(plan.world_size == 160000);
+  std::vector<bool> seen(20000, false);
+  int previous_new_rank = -1;
+  for (const auto& n : plan.nodes) {
+    const int i = n.ticket - 1;
+    CHECK(n.info.name == "n" + std::to_string(i));
+    CHECK(n.base_rank == 8 * n.group_rank);
+    CHECK(n.role_base_rank == n.base_rank);
+    seen[static_cast<size_t>(i)] = true;
+    if (i % 3 == 0) {
+      CHECK(n.group_rank == 19999 - i);
+    }
+  }
+  for (const auto& n : plan.nodes)  // by group rank: the new nodes appear in join order
+    if ((n.ticket - 1) % 3 != 0) {
+      CHECK(n.ticket > previous_new_rank);
+      previous_new_rank = n.ticket;
+    }
+  CHECK(std::count(seen.begin(), seen.end(), true) == 20000);
 }
