@@ -4,6 +4,7 @@
 #include "launcher/base/launch_error.hpp"
 #include "launcher/console/notice.hpp"
 #include "launcher/multinode/dns_wait.hpp"
+#include "launcher/net/backoff.hpp"
 #include "launcher/os/dns.hpp"
 #include <chrono>
 #include <cmath>
@@ -16,7 +17,11 @@ namespace {
 
 constexpr double kFirstNotice = 1.0;  // s: a name that resolves within a second is silent
 constexpr double kNoticeEvery = 5.0;  // s
-constexpr auto kLookupEvery = std::chrono::milliseconds(500);
+// Lookups: 250 ms doubling to 2 s, each pause plus up to half of it at random (thousands of
+// nodes waiting for one record do not ask the resolver in step); signals looked at every 100 ms.
+constexpr auto kFirstLookupPause = std::chrono::milliseconds(250);
+constexpr auto kMaxLookupPause = std::chrono::milliseconds(2000);
+constexpr auto kSignalPoll = std::chrono::milliseconds(100);
 
 }  // namespace
 
@@ -37,6 +42,7 @@ int wait_for_dns(const std::vector<std::string>& hosts, double timeout_s, const 
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   double last_notice = -1;
+  net::Backoff backoff(kFirstLookupPause, kMaxLookupPause);
   for (;;) {
     std::vector<std::string> why;
     for (const auto& host : hosts) {
@@ -61,8 +67,11 @@ int wait_for_dns(const std::vector<std::string>& hosts, double timeout_s, const 
       console::launcher_notice(fmt::format("waiting for DNS of {} ({:.0f} s)", names, std::floor(elapsed)));
       last_notice = elapsed;
     }
-    if (const int signal = poll_signals ? poll_signals() : 0) return signal;
-    std::this_thread::sleep_for(kLookupEvery);
+    const auto next_lookup = Clock::now() + backoff.next();
+    while (Clock::now() < next_lookup) {
+      if (const int signal = poll_signals ? poll_signals() : 0) return signal;
+      std::this_thread::sleep_for(std::min<Clock::duration>(kSignalPoll, next_lookup - Clock::now()));
+    }
   }
 }
 

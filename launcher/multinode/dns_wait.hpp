@@ -1,6 +1,7 @@
 // Waiting for the rendezvous host's name to resolve: in Kubernetes the master pod's (or
 // service's) DNS record can appear 30 s or more after the pods start. Looks the name up
-// afresh every 0.5 s (never caching an answer, nor a failure), prints
+// afresh (never caching an answer, nor a failure) after pauses of 250 ms doubling to 2 s, each
+// plus up to half of it at random (net/backoff.hpp: a job's nodes do not ask in step), prints
 // `waiting for DNS of HOST (N s)` every 5 s, and gives up at the rendezvous timeout. For
 // etcd's member list, the wait ends once any member's name resolves (the client fails over
 // to the others). Blocks; a stop signal (poll_signals) ends the wait.

@@ -12,9 +12,9 @@
 #include <atomic>
 #include <functional>
 #include <limits>
-#include <random>
 #include <thread>
 
+#include "launcher/net/backoff.hpp"
 #include "launcher/store/codec.hpp"
 #include "launcher/store/hmac.hpp"
 
@@ -160,8 +160,7 @@ class TcpStoreClient::Connection {
   // node name does not fix itself; a temporary resolver failure is retried).
   void connect(Clock::time_point deadline = {}, bool reconnecting = false) {
     if (!reconnecting) deadline = Clock::now() + options_.connect_timeout;
-    auto backoff = std::chrono::milliseconds(20);
-    std::mt19937 jitter(std::random_device{}());
+    net::Backoff backoff(std::chrono::milliseconds(20), std::chrono::milliseconds(1000));
     std::string last;
     for (;;) {
       bool refused = false;
@@ -184,7 +183,7 @@ class TcpStoreClient::Connection {
                         "resolves (--master-addr / --rdzv-endpoint)",
                         last));
       if (reconnecting && refused) throw StoreUnavailable(last + " (nobody listens: the store is gone)");
-      const auto pause = backoff + std::chrono::milliseconds(jitter() % (backoff.count() / 2 + 1));
+      const auto pause = backoff.next();
       if (Clock::now() + pause >= deadline) {
         if (reconnecting)
           throw StoreUnavailable(fmt::format("not back within {}: {}", seconds(options_.reconnect_window), last));
@@ -194,7 +193,6 @@ class TcpStoreClient::Connection {
                         endpoint_, seconds(options_.connect_timeout), last));
       }
       std::this_thread::sleep_for(pause);
-      backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::milliseconds(1000));
     }
   }
 

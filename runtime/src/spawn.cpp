@@ -142,13 +142,17 @@ void spawn(int nprocs, const std::function<void(int)>& fn, const SpawnOptions& o
     }
     if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  std::string still_running;  // the ranks a timeout waited for
+  for (int rank = 0; rank < nprocs; ++rank)
+    if (pids[static_cast<size_t>(rank)] > 0)
+      still_running += (still_running.empty() ? "" : ", ") + std::to_string(rank);
   kill_all(pids, options.grace);
   std::string message = failed_rank >= 0 ? read_error_message(error_file(failed_rank)) : "";
   for (int rank = 0; rank < nprocs; ++rank) ::unlink(error_file(rank).c_str());
   ::rmdir(dir);
   if (timed_out) {
     throw TimeoutError("spawn: workers did not finish within " + std::to_string(options.timeout.count()) +
-                       " ms; all were killed");
+                       " ms (still running: rank " + still_running + "); all were killed");
   }
   if (failed_rank >= 0) {
     std::string what = "spawned worker rank " + std::to_string(failed_rank) + " failed with exit code " +

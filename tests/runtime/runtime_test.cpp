@@ -224,6 +224,12 @@ TEST_CASE("ddp::spawn runs a working group and propagates the first failure", "[
     CHECK_THAT(w.ranks[0].output,
                Catch::Contains("caught rank=1 code=1") && Catch::Contains("ddp::DdpError: rank one failed on purpose"));
   }
+  SECTION("a rank that never finishes: the timeout kills every rank and names the one it waited for") {
+    Workers w = run_workers("spawn-timeout", 1, {}, std::chrono::seconds(60));
+    INFO(w.describe());
+    CHECK(w.all_ok());
+    CHECK_THAT(w.ranks[0].output, Catch::Contains("did not finish within 1500 ms (still running: rank 1)"));
+  }
 }
 
 }  // namespace ddp::test

@@ -11,6 +11,8 @@
 #include <string>
 #include <thread>
 
+#include <unistd.h>
+
 #include "ddp/ddp.hpp"
 #include "model.hpp"
 #include "worker_support.hpp"
@@ -360,6 +362,24 @@ int spawn_fail() {
   return 5;
 }
 
+// Rank 1 never finishes: spawn's timeout kills both and names the rank it waited for.
+int spawn_timeout() {
+  SpawnOptions options;
+  options.timeout = std::chrono::milliseconds(1500);
+  try {
+    spawn(
+        2,
+        [](int local_rank) {
+          if (local_rank == 1) ::pause();
+        },
+        options);
+  } catch (const TimeoutError& e) {
+    log() << "caught timeout: " << e.what();
+    return 0;
+  }
+  return 5;
+}
+
 }  // namespace
 
 const std::map<std::string, std::function<int()>>& hang_scenarios();         // hang_scenarios.cpp
@@ -384,7 +404,8 @@ int run_scenario(const std::string& name) {
                                                                         {"join-and-vanish", join_and_vanish},
                                                                         {"join-only", join_only},
                                                                         {"spawn-ok", spawn_ok},
-                                                                        {"spawn-fail", spawn_fail}};
+                                                                        {"spawn-fail", spawn_fail},
+                                                                        {"spawn-timeout", spawn_timeout}};
   auto it = scenarios.find(name);
   if (it == scenarios.end() && hang_scenarios().count(name)) return hang_scenarios().at(name)();
   if (it == scenarios.end() && join_scenarios().count(name)) return join_scenarios().at(name)();
