@@ -181,6 +181,7 @@ void MultiNodeAgent::acknowledge(const Round& r) {
   acknowledged_round_ = r.number();
   try {
     store_.job->set(JobKeys::exited(r.number(), r.rank()), "1");
+    store_.job->add(JobKeys::exited_count(r.number()), 1);
   } catch (const store::StoreError&) {  // see above: nothing to do about it
   }
 }
@@ -202,6 +203,8 @@ void MultiNodeAgent::wait_for_others_to_leave(const Round& r) {
   supervisor_.wait_until(kBarrierTick, [&] {
     if (std::chrono::steady_clock::now() >= deadline) return true;
     try {
+      // Every node acknowledged (the usual end): one request; else look at who has not.
+      if (store_.job->add(JobKeys::exited_count(r.number()), 0) >= r.plan.nnodes) return true;
       for (const auto& n : r.plan.nodes) {
         if (n.group_rank == r.rank()) continue;
         if (!store_.job->check({JobKeys::exited(r.number(), n.group_rank)}) &&

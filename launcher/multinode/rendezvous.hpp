@@ -39,6 +39,7 @@ struct JobKeys {
   static std::string done(int r, int g) { return "r" + std::to_string(r) + "/done/" + std::to_string(g); }
   static std::string done_count(int r) { return "r" + std::to_string(r) + "/done_count"; }
   static std::string exited(int r, int g) { return "r" + std::to_string(r) + "/exited/" + std::to_string(g); }
+  static std::string exited_count(int r) { return "r" + std::to_string(r) + "/exited_count"; }
   // The job's stop record (a final stopped_by_signal AbortRecord; the first one wins): ends
   // the job on every node whatever round each is in, even when the round already recorded
   // a restart. stop_seen: launcher `name` has read it (the leader waits for that).

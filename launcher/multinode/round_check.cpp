@@ -9,8 +9,13 @@ namespace ddp::launch::multinode {
 namespace {
 
 // A peer of `plan` the store dropped before it finished: publish it lost (compare-and-set);
-// the round's record then.
-std::optional<AbortRecord> publish_dropped_peer(const RoundCheckContext& w, const RoundPlan& plan, int my_rank) {
+// the round's record then. The agent store counts its drops: while the count is what the
+// last look saw, no name is looked at (one request a tick, not one per node; etcd keeps no
+// count: every tick looks).
+std::optional<AbortRecord> publish_dropped_peer(const RoundCheckContext& w, const RoundPlan& plan, int my_rank,
+                                                RoundFindings& state) {
+  const std::optional<std::string> drops = w.root.try_get(store::kDroppedCountKey);
+  if (drops && *drops == state.drops_seen) return std::nullopt;
   for (const auto& peer : plan.nodes) {
     if (peer.group_rank == my_rank) continue;
     auto dropped = w.root.try_get(store::kDroppedPrefix + peer.info.name);
@@ -18,12 +23,14 @@ std::optional<AbortRecord> publish_dropped_peer(const RoundCheckContext& w, cons
     const bool final = plan.restart_count >= w.max_restarts;
     return publish_abort(w.job, plan.round, AbortRecord::lost_node(peer.group_rank, peer.info.host, *dropped, final));
   }
+  if (drops) state.drops_seen = *drops;
   return std::nullopt;
 }
 
 // The leader's part: a peer the store dropped before it finished, or a node waiting to join.
-std::optional<AbortRecord> leader_checks(const RoundCheckContext& w, const RoundPlan& plan, int my_rank) {
-  if (auto lost = publish_dropped_peer(w, plan, my_rank)) return lost;
+std::optional<AbortRecord> leader_checks(const RoundCheckContext& w, const RoundPlan& plan, int my_rank,
+                                         RoundFindings& state) {
+  if (auto lost = publish_dropped_peer(w, plan, my_rank, state)) return lost;
   if (plan.nnodes < w.nnodes_max && w.job.add(JobKeys::waiting(plan.round), 0) > 0)
     return publish_abort(w.job, plan.round, AbortRecord::membership_change(my_rank, w.host));
   return std::nullopt;
@@ -70,7 +77,7 @@ std::optional<std::string> check_round(const RoundCheckContext& w, const RoundPl
   return guarded(w, state, [&]() -> std::optional<AbortRecord> {
     if (auto a = read_record(w, plan.round)) return a;
     if (!w.leader) return std::nullopt;
-    return leader_checks(w, plan, my_rank);
+    return leader_checks(w, plan, my_rank, state);
   });
 }
 
@@ -78,7 +85,7 @@ std::optional<std::string> find_root_cause(const RoundCheckContext& w, const Rou
                                            RoundFindings& state) noexcept {
   return guarded(w, state, [&]() -> std::optional<AbortRecord> {
     if (auto a = read_record(w, plan.round)) return a;
-    return publish_dropped_peer(w, plan, my_rank);
+    return publish_dropped_peer(w, plan, my_rank, state);
   });
 }
 

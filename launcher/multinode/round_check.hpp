@@ -31,6 +31,7 @@ struct RoundFindings {
   std::optional<AbortRecord> abort;  // the round's abort record, once read or published
   std::string store_lost;            // the store stopped answering
   std::string bad_record;            // a record from another node could not be read (has the hint)
+  std::string drops_seen;            // the store's __dropped_count__ when the peers were last looked at
 };
 
 // The reason to stop this round's workers, or nullopt to go on. Never throws.

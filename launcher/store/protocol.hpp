@@ -24,6 +24,9 @@ inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kFrameHeaderBytes = 4;
 // The key the server sets when a named client with a heartbeat disappears.
 inline constexpr const char* kDroppedPrefix = "__dropped__/";
+// The number of such keys the server has set (an integer, ADDed to with each): a watcher that
+// finds it unchanged need not look at any name.
+inline constexpr const char* kDroppedCountKey = "__dropped_count__";
 
 // Request opcodes. Only ever append: the numbers are the wire format.
 enum class Op : uint8_t {

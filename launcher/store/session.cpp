@@ -97,7 +97,7 @@ void Session::forget_name(const std::string& reason) {
   if (broken_) return drop_later(reason);
   shared_.log(fmt::format("store: client {} dropped: {}", who(), reason));
   shared_.last_add_once.erase(name_);
-  shared_.table.set(kDroppedPrefix + name_, reason);
+  shared_.mark_dropped(name_, reason);
 }
 
 // The connection broke, the client may be alive: it has heartbeat_ms to reconnect
@@ -118,7 +118,7 @@ void Session::drop_later(const std::string& reason) {
     if (shared.stopping || shared.live_names.count(name)) return;
     shared.log(fmt::format("store: client '{}' dropped: {}", name, why));
     shared.last_add_once.erase(name);
-    shared.table.set(kDroppedPrefix + name, why);
+    shared.mark_dropped(name, why);
   });
 }
 

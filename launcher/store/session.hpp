@@ -51,6 +51,11 @@ struct ServerShared {
     std::string request;
     std::string frame;
   } multi_get_cache;
+  // __dropped__/<name> = why, and one more in __dropped_count__.
+  void mark_dropped(const std::string& name, const std::string& why) {
+    table.set(kDroppedPrefix + name, why);
+    table.add(kDroppedCountKey, 1);
+  }
   void log(const std::string& line) const {
     if (options.log) options.log(line);
   }

@@ -31,6 +31,11 @@ TEST_CASE("liveness: an abrupt close sets __dropped__/<name> = connection lost")
   node->close_abruptly();
   CHECK(watcher->get(dropped("node1"), 5s) == "connection lost");
   CHECK(sw.seconds() < 1.0);
+  CHECK(watcher->add(kDroppedCountKey, 0) == 1);  // counted: a watcher of many names reads this first
+  auto other = srv.client(named("node1b", 5000));
+  other->close_abruptly();
+  REQUIRE(watcher->get(dropped("node1b"), 5s) == "connection lost");
+  CHECK(watcher->add(kDroppedCountKey, 0) == 2);
 }
 
 TEST_CASE("liveness: a SIGKILLed client process is reported within a second") {
@@ -55,6 +60,7 @@ TEST_CASE("liveness: GOODBYE leaves no __dropped__ key") {
   auto node = srv.client(named("node3", 300));
   node->close_gracefully();
   CHECK_FALSE(watcher->wait({dropped("node3")}, 800ms));
+  CHECK(watcher->add(kDroppedCountKey, 0) == 0);
   CHECK_THROWS_AS(node->set("k", "v"), StoreUnavailable);
 }
 

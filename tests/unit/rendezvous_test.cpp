@@ -308,6 +308,33 @@ TEST_CASE("the leader's watch publishes a lost peer and a waiting node") {
   CHECK(trouble.store_lost.empty());
 }
 
+namespace {
+// Counts the reads of __dropped__/ names.
+class CountingStore : public store::MemoryStore {
+ public:
+  std::optional<std::string> try_get(const std::string& key) override {
+    if (key.rfind(store::kDroppedPrefix, 0) == 0) ++name_reads;
+    return MemoryStore::try_get(key);
+  }
+  int name_reads = 0;
+};
+}  // namespace
+
+TEST_CASE("the leader's watch looks at the peers' names only when the store's drop count moved") {
+  CountingStore store;
+  RoundCheckContext watch{store, store, true, 1, 2, "h0", "h0:29400"};
+  RoundFindings state;
+  store.add(store::kDroppedCountKey, 1);  // someone else's drop, before the round
+  CHECK_FALSE(check_round(watch, two_nodes(), 0, state));
+  CHECK(store.name_reads == 1);  // a new count: n1's name looked at
+  for (int tick = 0; tick < 5; ++tick) CHECK_FALSE(check_round(watch, two_nodes(), 0, state));
+  CHECK(store.name_reads == 1);  // the same count: no name looked at
+  store.set(std::string(store::kDroppedPrefix) + "n1", "connection lost");
+  store.add(store::kDroppedCountKey, 1);
+  CHECK(check_round(watch, two_nodes(), 0, state) ==
+        std::optional<std::string>("node 1 (n1) was lost: connection lost"));
+}
+
 TEST_CASE("a worker's communication error looks for a better root cause on any node") {
   store::MemoryStore store;
   RoundCheckContext follower{store, store, false, 0, 2, "h1", "h0:29400"};
