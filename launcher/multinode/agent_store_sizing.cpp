@@ -21,12 +21,10 @@ AgentStoreSizing size_agent_store(size_t nodes_max, size_t open_files, std::opti
         "node's launcher opens two: it holds {} nodes, more are refused; for --nnodes up to {}, raise the hard "
         "open-file limit (ulimit -Hn, systemd LimitNOFILE=, docker --ulimit nofile=) to at least {}",
         room, open_files, net::kReservedFiles, room / 2, nodes_max, connections + net::kReservedFiles));
-  if (somaxconn && *somaxconn < connections)
-    s.warnings.push_back(fmt::format(
-        "net.core.somaxconn is {}, below the {} connections that {} nodes open to the agent store at the first "
-        "round: connections beyond it wait for the kernel to retry them (a second or more each); "
-        "sysctl -w net.core.somaxconn={} on this host avoids that",
-        *somaxconn, connections, nodes_max, connections));
+  const std::string what =
+      fmt::format("connections that {} nodes open to the agent store at the first round", nodes_max);
+  if (std::string w = net::backlog_warning(somaxconn, connections, what); !w.empty())
+    s.warnings.push_back(std::move(w));
   return s;
 }
 

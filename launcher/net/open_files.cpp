@@ -26,4 +26,13 @@ std::optional<size_t> somaxconn() {
   return value;
 }
 
+std::string backlog_warning(std::optional<size_t> somaxconn, size_t at_once, const std::string& what) {
+  if (!somaxconn || *somaxconn >= at_once) return "";
+  const std::string wanted = std::to_string(at_once);
+  return "net.core.somaxconn is " + std::to_string(*somaxconn) + ", below the " + wanted + " " + what +
+         ": connections beyond it wait for the kernel to retry them (a second or more each); sysctl -w "
+         "net.core.somaxconn=" +
+         wanted + " on this host avoids that";
+}
+
 }  // namespace ddp::launch::net

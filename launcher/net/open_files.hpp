@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 
 namespace ddp::launch::net {
 
@@ -19,5 +20,10 @@ size_t raise_open_file_limit();
 
 // /proc/sys/net/core/somaxconn; nullopt where it cannot be read.
 std::optional<size_t> somaxconn();
+
+// What to say when `somaxconn` is below the `at_once` connections that arrive together (`what`
+// names them: "ranks that connect to the workers' store at once"); "" when it holds them or is
+// unknown. Pure.
+std::string backlog_warning(std::optional<size_t> somaxconn, size_t at_once, const std::string& what);
 
 }  // namespace ddp::launch::net

@@ -34,12 +34,9 @@ WorkerStoreSizing size_worker_store(size_t ranks, size_t open_files, std::option
         "but torch 1.13 clients open two each ({} for this job) and would be refused past it; raise the hard "
         "open-file limit to {} for them",
         s.max_connections, open_files, 2 * ranks, 2 * ranks + kReservedFiles));
-  if (somaxconn && *somaxconn < ranks)
-    s.warnings.push_back(fmt::format(
-        "net.core.somaxconn is {}, below the {} ranks that connect to the workers' store at once: connections "
-        "beyond it wait for the kernel to retry them (a second or more each); sysctl -w net.core.somaxconn={} "
-        "on this host avoids that",
-        *somaxconn, ranks, ranks));
+  if (std::string w = net::backlog_warning(somaxconn, ranks, "ranks that connect to the workers' store at once");
+      !w.empty())
+    s.warnings.push_back(std::move(w));
   return s;
 }
 
