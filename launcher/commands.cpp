@@ -1,12 +1,15 @@
 
 
 #include "launcher/agent.hpp"
+#include "launcher/base/exit_status.hpp"
 #include "launcher/cli/command_line.hpp"
 #include "launcher/cli/exec_args.hpp"
 #include "launcher/cli/options.hpp"
+#include "launcher/cli/preflight_args.hpp"
 #include "launcher/cli/status_args.hpp"
 #include "launcher/commands.hpp"
 #include "launcher/console/notice.hpp"
+#include "launcher/node/preflight_check.hpp"
 #include "launcher/remote/exec_command.hpp"
 #include "launcher/remote/hosts_launch.hpp"
 #include "launcher/remote_agent.hpp"
@@ -32,6 +35,21 @@ int run_launch(const std::vector<std::string>& args, const cli::Environment& env
   return run_agent(*parsed.options, env);
 }
 
+// `ddp-launch preflight`: every finding on stdout; 0, or 118 when a check failed.
+int run_preflight_command(const std::vector<std::string>& args, const cli::Environment& env) {
+  const std::optional<cli::PreflightArgs> p = cli::parse_preflight_args(args);
+  if (!p) {  // --help
+    console::write_all(STDOUT_FILENO, std::string(cli::kPreflightUsage) + "\n");
+    return 0;
+  }
+  std::string run_parent = p->log_dir;
+  if (run_parent.empty()) run_parent = cli::lookup(env, "TMPDIR").value_or("/tmp");
+  const node::NodeCheck check = node::check_node(
+      p->conf, p->workers, node::preflight_folders(env, run_parent, p->snapshot_persist_dir), nullptr, false);
+  console::write_all(STDOUT_FILENO, preflight::format_findings(check.findings));
+  return check.failed.empty() ? exit_code::kSuccess : exit_code::kPreflightFailed;
+}
+
 int run_status(const std::vector<std::string>& args) {
   const std::optional<cli::StatusArgs> status = cli::parse_status_args(args);
   if (!status) {  // --help
@@ -47,6 +65,7 @@ int run_command_line(const std::vector<std::string>& args, const cli::Environmen
   const cli::CommandLine line = cli::split_command(args);
   switch (line.command) {
     case cli::Command::kStatus: return run_status(line.args);
+    case cli::Command::kPreflight: return run_preflight_command(line.args, env);
     case cli::Command::kExec: return remote::run_exec_command(cli::parse_exec_args(line.args), env);
     case cli::Command::kAgent: return run_remote_agent();  // its configuration comes on stdin
     case cli::Command::kLaunch: break;

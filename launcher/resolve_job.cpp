@@ -203,6 +203,7 @@ ResolvedJob resolve_job(const cli::LaunchOptions& flags, const cli::Environment&
   job.warm_restarts = o.warm_restarts;
   job.standby = standby_plan(o, job);
   job.snapshot_persist = {o.snapshot_persist_dir, o.snapshot_persist_interval_s};
+  if (o.preflight) job.preflight = o.preflight_conf;
   if (!o.snapshot_persist_dir.empty() && !o.dry_run) {
     const std::string error = os::prepare_writable_dir(o.snapshot_persist_dir);
     if (!error.empty())

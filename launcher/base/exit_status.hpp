@@ -12,6 +12,8 @@ inline constexpr int kInterrupted = 130;  // 128 + SIGINT
 // A hang: no worker progressed for --hang-timeout; ddp-launch captured the stacks and
 // stopped the workers (docs/hangs.md).
 inline constexpr int kHang = 119;
+// A pre-flight check failed on this node (--preflight, ddp-launch preflight): no worker started.
+inline constexpr int kPreflightFailed = 118;
 
 // The launcher's own band: nothing ran, or the launcher could not do its job.
 inline constexpr int kInternalError = 120;     // a bug, an unexpected system error, or a

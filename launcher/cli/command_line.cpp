@@ -10,6 +10,7 @@ struct CommandWord {
 
 constexpr CommandWord kCommands[] = {
     {"status", Command::kStatus},
+    {"preflight", Command::kPreflight},
     {"exec", Command::kExec},
     {"__agent", Command::kAgent},
 };

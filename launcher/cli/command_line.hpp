@@ -1,5 +1,5 @@
 // Which command a ddp-launch command line runs, told by its first word alone (the table in
-// command_line.cpp, as ninja chooses its tools): `status`, `exec` or `__agent`; anything
+// command_line.cpp, as ninja chooses its tools): `status`, `preflight`, `exec` or `__agent`; anything
 // else is a launch, so a program named status runs as ./status or after "--", and a flag
 // before the word makes it the program. Each command's flags are then read by CLI11
 // (options.hpp, status_args.hpp, exec_args.hpp; errors through cli11_parse.hpp). Pure.
@@ -11,10 +11,11 @@
 namespace ddp::launch::cli {
 
 enum class Command {
-  kLaunch,  // ddp-launch [OPTIONS] PROGRAM [ARGS...]
-  kStatus,  // ddp-launch status TARGET: a terminal view of a job's status
-  kExec,    // ddp-launch exec --hosts LIST -- CMD: CMD on every host
-  kAgent,   // ddp-launch __agent: one host's agent of a many-host launch (configuration on stdin)
+  kLaunch,     // ddp-launch [OPTIONS] PROGRAM [ARGS...]
+  kStatus,     // ddp-launch status TARGET: a terminal view of a job's status
+  kPreflight,  // ddp-launch preflight [...]: this node's pre-flight checks, alone
+  kExec,       // ddp-launch exec --hosts LIST -- CMD: CMD on every host
+  kAgent,      // ddp-launch __agent: one host's agent of a many-host launch (configuration on stdin)
 };
 
 struct CommandLine {

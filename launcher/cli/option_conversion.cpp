@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "launcher/base/text.hpp"
+#include "launcher/cli/preflight_conf.hpp"
 #include "launcher/cli/raw_options.hpp"
 #include "launcher/cli/usage_error.hpp"
 
@@ -160,6 +161,12 @@ void convert_snapshot_interval(const RawOptions& raw, LaunchOptions& o) {
   o.snapshot_persist_interval_s = parse_persist_interval(raw.snapshot_persist_interval);
 }
 
+void convert_preflight_conf(const RawOptions& raw, LaunchOptions& o) {
+  if (raw.preflight_conf.empty()) return;
+  if (!o.preflight) usage_error("--preflight-conf needs --preflight: the thresholds are those of the checks it runs");
+  o.preflight_conf = parse_preflight_conf(raw.preflight_conf);
+}
+
 // --rdzv-conf, with a notice for quotes it dropped and a warning per unknown key.
 void convert_rdzv_conf(const RawOptions& raw, const Environment& env, LaunchOptions& o) {
   o.rdzv = parse_rdzv_conf(raw.rdzv_conf, env);
@@ -193,6 +200,7 @@ void convert_raw_options(const RawOptions& raw, const Environment& env, const Gi
   convert_containment(raw.containment, o);
   convert_torchrun_2x_options(raw, given, o);
   convert_snapshot_interval(raw, o);
+  convert_preflight_conf(raw, o);
   convert_rdzv_conf(raw, env, o);
 }
 

@@ -110,6 +110,13 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.add_option("--snapshot-persist-interval,--snapshot_persist_interval", raw.snapshot_persist_interval,
                  "Seconds between those writes while the workers run (default 300; 0: only when a worker "
                  "fails, at the end and on a stop; needs --snapshot-persist-dir)");
+  app.add_flag("--preflight", o.preflight,
+               "Before any worker starts, each node checks itself in about 0.2 s: every core's matrix-multiply "
+               "rate against its median core, memory available, /dev/shm and the folders the job writes "
+               "(free space, writable); a failing check stops the node with exit 118 (default: off)");
+  app.add_option("--preflight-conf,--preflight_conf", raw.preflight_conf,
+                 "The checks' thresholds k=v,...: cpu_warn, cpu_fail (fractions of the median core), cpu_ms, "
+                 "mem_gib, shm_gib_per_worker, disk_gib (needs --preflight)");
   app.add_option("--role", o.role, "Role name (ROLE_NAME, default 'default')");
   app.add_flag("-m,--module", o.module, "Run PROGRAM as a Python module (python -u -m)");
   app.add_flag("--no-python,--no_python", o.no_python, "Run PROGRAM directly, never through python");

@@ -15,6 +15,7 @@
 #include "launcher/cli/environment.hpp"
 #include "launcher/cli/host_flags.hpp"
 #include "launcher/cli/option_parsers.hpp"
+#include "launcher/cli/preflight_conf.hpp"
 #include "launcher/cli/rendezvous_conf.hpp"
 #include "launcher/cli/rendezvous_target.hpp"
 
@@ -76,6 +77,9 @@ struct LaunchOptions {
   // Snapshots to disk: local rank 0's in-memory snapshot written to this folder ("": off).
   std::string snapshot_persist_dir;
   double snapshot_persist_interval_s = 300;  // --snapshot-persist-interval; 0: failure, end, stop only
+  // --preflight: each node checks itself before its workers start; --preflight-conf: thresholds.
+  bool preflight = false;
+  PreflightConf preflight_conf;
   // GPUs.
   std::optional<std::vector<int>> devices;  // --devices 0,2,5 (indices into the visible list)
   bool virtual_local_rank = false;

@@ -17,6 +17,7 @@
 #include "launcher/node/worker_store.hpp"
 #include "launcher/os/ports.hpp"
 #include "launcher/report/event_log.hpp"
+#include "launcher/node/preflight_check.hpp"
 #include "launcher/report/failure_report.hpp"
 #include "launcher/report/termination_log.hpp"
 #include "launcher/status/status_endpoint.hpp"
@@ -110,6 +111,7 @@ class MultiNodeAgent {
   std::optional<std::chrono::system_clock::time_point> abort_seen_;  // this round's record first read
   int acknowledged_round_ = -1;
   int rendezvous_signal_ = 0;                      // the stop signal that interrupted a rendezvous
+  node::NodeCheck preflight_;                      // --preflight's outcome here, sent with every join
   std::unique_ptr<AbortWaitThread> abort_thread_;  // last: stopped before the supervisor goes
   // The workers' store of the round (launcher/c10d), listening since self_info(); served on
   // group rank 0's node, closed elsewhere; stopped once the round is concluded.
@@ -150,6 +152,8 @@ NodeInfo MultiNodeAgent::self_info(int previous_rank) {
   n.nnodes_max = spec_.nnodes_max;
   n.max_restarts = job_.max_restarts;
   n.pid = ::getpid();
+  n.preflight_failed = preflight_.failed;
+  n.cpu_gflops = preflight_.cpu_median_gflops;
   if (const status::StatusEndpoint* endpoint = session_.endpoint()) {  // how the other nodes reach it
     const std::string& h = job_.status.host;
     const std::string at = h == "0.0.0.0" || h == "::" ? n.addr : h;
@@ -499,11 +503,16 @@ int MultiNodeAgent::run_rounds() {
     return AbortRecord::stopped_by_signal(spec_.node_rank, os::host_name(), signal, supervisor_.stop_note()).exit_code;
   }
   store_ = connect_job_store(spec_, job_.run_id);
+  if (job_.preflight)  // before the first join; the round's leader judges the failures and compares the cores
+    preflight_ =
+        node::check_node(*job_.preflight, job_.devices.nproc,
+                         node::preflight_folders(env_, layout_.run_dir(), job_.snapshot_persist.dir), &events_, true);
   worker_env_ = worker::socket_interface_environment(
       env_, advertised_addr(), spec_.rdzv_backend == cli::RdzvBackend::kEtcd ? "" : hosts.front());
   abort_thread_ = std::make_unique<AbortWaitThread>(store_.open_waiter(), [this] { supervisor_.wake(); });
   Rendezvous rendezvous(*store_.job, spec_.rdzv, store_.leader, spec_.nnodes_min, spec_.nnodes_max,
                         [this] { return rendezvous_signal_ = supervisor_.poll_signals(); });
+  if (job_.preflight) rendezvous.screen_nodes_with(job_.preflight->cpu_warn, job_.preflight->cpu_fail);
   if (store_.leaderless)
     rendezvous.elect_leaders(store_.name, [root = store_.root](const std::string& name) {
       return root->try_get(store::kDroppedPrefix + name).has_value();  // its liveness lease expired

@@ -107,14 +107,38 @@ RoundPlan Rendezvous::lead(const NodeInfo& self, int round, int restart_count, R
   for (const auto& v :
        job_.multi_get(keys, std::chrono::duration_cast<store::Duration>(seconds(conf_.heartbeat_timeout_s))))
     joined.push_back(node_info_from_json(v));
-  RoundPlan plan = make_plan(joined, round, restart_count);
+  RoundPlan plan = plan_round(joined, round, restart_count);
   publish(plan);
   if (!plan.error.empty()) {
     // Keep the store up until the other nodes have read why, so they report it too.
     const auto deadline = Clock::now() + seconds(conf_.heartbeat_timeout_s);
     while (job_.add(JobKeys::plan_read(round), 0) < count - 1 && Clock::now() < deadline)
       std::this_thread::sleep_for(kPlanReadPoll);
-    rendezvous_failed(plan.error);
+    throw LaunchError(plan.error_code, plan.error);
+  }
+  return plan;
+}
+
+RoundPlan Rendezvous::plan_round(const std::vector<NodeInfo>& joined, int round, int restart_count) {
+  const Screened s = screen_nodes(joined, nnodes_min_, screen_.first, screen_.second);
+  for (const auto& w : s.warnings) console::launcher_notice("preflight: warn " + w);
+  if (!s.error.empty()) {
+    RoundPlan failed;
+    failed.round = round;
+    failed.restart_count = restart_count;
+    failed.error = s.error;
+    failed.error_code = exit_code::kPreflightFailed;
+    return failed;
+  }
+  std::vector<NodeInfo> kept;
+  for (size_t i : s.kept) kept.push_back(joined[i]);
+  RoundPlan plan = make_plan(kept, round, restart_count);
+  for (auto& n : plan.nodes) n.ticket = static_cast<int>(s.kept[static_cast<size_t>(n.ticket - 1)]) + 1;
+  plan.tickets = static_cast<int>(joined.size());
+  for (size_t k = 0; k < s.left_out.size(); ++k) {
+    plan.left_out.push_back(s.why[k]);
+    plan.left_out_tickets.push_back(static_cast<int>(s.left_out[k]) + 1);
+    console::launcher_notice("preflight: left out " + s.why[k]);
   }
   return plan;
 }
@@ -123,6 +147,8 @@ void Rendezvous::publish(const RoundPlan& plan) {
   if (plan.error.empty()) {
     job_.set(JobKeys::nodes(plan.round), nodes_to_json(plan));
     std::vector<std::pair<std::string, std::string>> seats;
+    for (size_t k = 0; k < plan.left_out_tickets.size(); ++k)
+      seats.emplace_back(JobKeys::seat(plan.round, plan.left_out_tickets[k]), left_out_seat_json(plan.left_out[k]));
     for (const auto& n : plan.nodes) {
       seats.emplace_back(JobKeys::seat(plan.round, n.ticket), seat_to_json(n));
       if (seats.size() == kSeatsPerRequest || &n == &plan.nodes.back()) {
@@ -134,14 +160,12 @@ void Rendezvous::publish(const RoundPlan& plan) {
   job_.set(JobKeys::plan(plan.round), summary_to_json(plan));
 }
 
-RoundPlan Rendezvous::read_plan(const NodeInfo& self, int round, long ticket) {
-  RoundPlan plan = plan_from_json(job_.get(JobKeys::plan(round), kPublishedKeyTimeout));
-  if (!plan.error.empty() || ticket > plan.tickets) return plan;  // failed, or joined too late
+void Rendezvous::read_seat(const NodeInfo& self, int round, long ticket, RoundPlan& plan) {
+  if (ticket > plan.tickets) return;  // joined too late: not in this round
   PlannedNode me = seat_from_json(job_.get(JobKeys::seat(round, ticket), kPublishedKeyTimeout), self);
   if (me.group_rank == 0 || !elect_name_.empty())  // they look at every node (the workers' store, the checks)
     plan.nodes = nodes_from_json(job_.get(JobKeys::nodes(round), kPublishedKeyTimeout));
   else plan.nodes.push_back(std::move(me));
-  return plan;
 }
 
 void Rendezvous::fail_join_timeout(const NodeInfo& self, int round, long count) {
@@ -214,9 +238,18 @@ std::optional<RoundPlan> Rendezvous::follow_one(const NodeInfo& self, int round,
     return std::nullopt;
   }
   if (w == RoundWait::kTimedOut) follow_timed_out(fmt::format("the plan of round {} ({})", round, who_blocks(round)));
-  RoundPlan plan = read_plan(self, round, ticket);
+  RoundPlan plan = plan_from_json(job_.get(JobKeys::plan(round), kPublishedKeyTimeout));
+  for (const auto& why : plan.left_out) console::launcher_notice("preflight: left out " + why);
+  if (plan.error.empty()) {
+    try {
+      read_seat(self, round, ticket, plan);
+    } catch (const LaunchError&) {  // left out: the leader still waits for us to have read why
+      job_.add(JobKeys::plan_read(round), 1);
+      throw;
+    }
+  }
   job_.add(JobKeys::plan_read(round), 1);
-  if (!plan.error.empty()) rendezvous_failed(plan.error);
+  if (!plan.error.empty()) throw LaunchError(plan.error_code, plan.error);
   if (plan.find(self.name)) return plan;
   if (plan.nnodes >= nnodes_max_)
     rendezvous_failed(

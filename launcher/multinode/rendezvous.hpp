@@ -17,6 +17,7 @@
 
 #include "launcher/cli/rendezvous_conf.hpp"
 #include "launcher/multinode/abort_record.hpp"
+#include "launcher/multinode/preflight_screen.hpp"
 #include "launcher/multinode/round_plan.hpp"
 #include "launcher/store/store.hpp"
 
@@ -80,6 +81,10 @@ class Rendezvous {
     leader_lost_ = std::move(lost);
   }
 
+  // --preflight: the leader leaves out nodes whose own checks failed, or whose median core is
+  // below cpu_fail of the nodes' median (preflight_screen.hpp), while MIN nodes remain.
+  void screen_nodes_with(double cpu_warn, double cpu_fail) { screen_ = {cpu_warn, cpu_fail}; }
+
   // Waits until `key` exists or the deadline passes, in heartbeat-sized slices.
   bool wait_key(const std::string& key, std::chrono::steady_clock::time_point deadline);
 
@@ -95,11 +100,14 @@ class Rendezvous {
   // wait_key, also watching (elected rounds only) the liveness of round `round`'s leader.
   RoundWait wait_round_key(const std::string& key, int round, std::chrono::steady_clock::time_point deadline);
   // Publishes a failed plan naming who joined (and who is missing), then throws.
+  // make_plan over the nodes the pre-flight screen keeps (every node without --preflight).
+  RoundPlan plan_round(const std::vector<NodeInfo>& joined, int round, int restart_count);
   // Writes the plan's records: the node list and the seats first, the summary (what
   // followers wait for) last.
   void publish(const RoundPlan& plan);
-  // The follower's plan once the summary is there: its own seat, or every node.
-  RoundPlan read_plan(const NodeInfo& self, int round, long ticket);
+  // A follower's part of the plan whose summary it read: its own seat, or every node. Throws
+  // LaunchError(kPreflightFailed) when the leader left it out.
+  void read_seat(const NodeInfo& self, int round, long ticket, RoundPlan& plan);
   [[noreturn]] void fail_join_timeout(const NodeInfo& self, int round, long count);
   void check_interrupted();  // also throws JobStopped
   [[noreturn]] void follow_timed_out(const std::string& what) const;
@@ -115,6 +123,7 @@ class Rendezvous {
   std::function<int()> interrupted_;
   std::string elect_name_;  // non-empty: elect each round's leader
   std::function<bool(const std::string&)> leader_lost_;
+  std::pair<double, double> screen_{0, 0};  // cpu_warn, cpu_fail (0, 0: nodes' cores not compared)
 };
 
 }  // namespace ddp::launch::multinode

@@ -30,7 +30,9 @@ json info_json(const NodeInfo& n) {
           {"max_restarts", n.max_restarts},
           {"pid", n.pid},
           {"role", n.role},
-          {"status_url", n.status_url}};
+          {"status_url", n.status_url},
+          {"preflight_failed", n.preflight_failed},
+          {"cpu_gflops", n.cpu_gflops}};
 }
 
 NodeInfo info_from(const json& j) {
@@ -49,6 +51,8 @@ NodeInfo info_from(const json& j) {
   n.pid = j.at("pid").get<long>();
   n.role = j.value("role", std::string("default"));
   n.status_url = j.value("status_url", std::string());
+  n.preflight_failed = j.value("preflight_failed", std::string());
+  n.cpu_gflops = j.value("cpu_gflops", 0.0);
   return n;
 }
 
@@ -211,7 +215,9 @@ std::string summary_to_json(const RoundPlan& plan) {
               {"master_addr", plan.master_addr},
               {"master_port", plan.master_port},
               {"agent_store", plan.agent_store},
-              {"error", plan.error}}
+              {"error", plan.error},
+              {"error_code", plan.error_code},
+              {"left_out", plan.left_out}}
       .dump();
 }
 
@@ -248,15 +254,23 @@ RoundPlan plan_from_json(const std::string& summary) {
     plan.master_port = j.at("master_port").get<int>();
     plan.agent_store = j.at("agent_store").get<bool>();
     plan.error = j.at("error").get<std::string>();
+    plan.error_code = j.value("error_code", int{exit_code::kRendezvousFailed});
+    plan.left_out = j.value("left_out", std::vector<std::string>{});
     return plan;
   } catch (const json::exception& e) {  // a field missing or of the wrong type
     malformed_record("plan record", e.what());
   }
 }
 
+std::string left_out_seat_json(const std::string& why) { return json{{"left_out", why}}.dump(); }
+
 PlannedNode seat_from_json(const std::string& text, NodeInfo self) {
+  json j = parse(text, "seat record");
+  if (j.contains("left_out"))
+    throw LaunchError(exit_code::kPreflightFailed,
+                      fmt::format("this node was left out of the job: {}", j.value("left_out", std::string())));
   try {
-    return seat_from(parse(text, "seat record"), std::move(self));
+    return seat_from(j, std::move(self));
   } catch (const json::exception& e) {
     malformed_record("seat record", e.what());
   }

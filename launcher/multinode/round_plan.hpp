@@ -31,6 +31,11 @@ struct NodeInfo {
   int max_restarts = 0;
   long pid = 0;
   std::string status_url;  // its status endpoint, "http://ADDR:PORT" ("": none; older launchers send none)
+  // Its pre-flight (--preflight, before its first join): the checks it failed ("": none, or
+  // not run) and its median core's matrix-multiply rate (0: not measured), which the leader
+  // compares with the other nodes'.
+  std::string preflight_failed;
+  double cpu_gflops = 0;
 };
 
 struct PlannedNode {
@@ -52,6 +57,11 @@ struct RoundPlan {
   int master_port = 0;
   bool agent_store = false;  // group rank 0's launcher serves the workers' store
   std::string error;         // non-empty: the round failed; every node exits with it
+  int error_code = 124;      // ... with this code (kRendezvousFailed; kPreflightFailed for pre-flight)
+  // Nodes the leader left out of the round (their pre-flight failed), one line each, and (the
+  // leader's plan only) the join tickets they held: they read why instead of a seat.
+  std::vector<std::string> left_out;
+  std::vector<int> left_out_tickets;
   // By group rank. Whole (nnodes entries) in the plan the leader makes and where a node read
   // the node list; a follower's own plan holds only itself (its seat), or nobody when it
   // joined too late.
@@ -74,7 +84,10 @@ std::string summary_to_json(const RoundPlan& plan);
 RoundPlan plan_from_json(const std::string& summary);  // nodes empty
 // A node's seat: its ranks (`self` is the node's own record; the seat does not repeat it).
 std::string seat_to_json(const PlannedNode& node);
+// Throws LaunchError(kPreflightFailed) with the leader's reason when the seat says the node
+// was left out.
 PlannedNode seat_from_json(const std::string& text, NodeInfo self);
+std::string left_out_seat_json(const std::string& why);
 // Every node with its record, by group rank.
 std::string nodes_to_json(const RoundPlan& plan);
 std::vector<PlannedNode> nodes_from_json(const std::string& text);

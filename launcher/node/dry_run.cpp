@@ -72,6 +72,12 @@ int print_dry_run(const JobConfig& job, const worker::GroupPlan& plan, const cli
                           : fmt::format("workers' store: hosted by worker rank 0 (--worker-store=rank0) at {}:{}\n",
                                         plan.master_addr, plan.master_port);
   out += describe_restarts(job);
+  if (job.preflight)
+    out += fmt::format(
+        "preflight: before any worker starts (cores below {:g} of the median warn, below {:g} fail; memory {:g} GiB, "
+        "/dev/shm {:g} GiB per worker, folders {:g} GiB)\n",
+        job.preflight->cpu_warn, job.preflight->cpu_fail, job.preflight->mem_gib, job.preflight->shm_gib_per_worker,
+        job.preflight->disk_gib);
   for (const auto& w : launches) out += describe_worker(w, base);
   console::write_all(STDOUT_FILENO, out);
   return exit_code::kSuccess;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "launcher/cli/option_parsers.hpp"  // StreamSelection
+#include "launcher/cli/preflight_conf.hpp"
 #include "launcher/snapshot/persist_plan.hpp"
 #include "launcher/report/status_board.hpp"  // StatusSpec
 #include "launcher/supervise/supervisor.hpp"
@@ -52,6 +53,7 @@ struct JobConfig {
   cli::ContainmentRequest containment = cli::ContainmentRequest::kAuto;  // --containment
   bool restrict_worker_store_peers = false;          // a rendezvous token is set: only the nodes may connect
   snapshot::SnapshotPersistConfig snapshot_persist;  // --snapshot-persist-dir/-interval (dir "": off)
+  std::optional<cli::PreflightConf> preflight;       // --preflight (absent: off) and its --preflight-conf
   report::StatusSpec status;                         // the status endpoint, the termination log
   std::string signals_to_handle = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";  // TORCHELASTIC_SIGNALS_TO_HANDLE
   std::vector<std::vector<int>> worker_cpus;  // --numa-binding: per local rank (empty: no binding)

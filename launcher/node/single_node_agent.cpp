@@ -6,6 +6,7 @@
 #include "launcher/base/signal_names.hpp"
 #include "launcher/console/notice.hpp"
 #include "launcher/node/node_session.hpp"
+#include "launcher/node/preflight_check.hpp"
 #include "launcher/node/single_node_agent.hpp"
 #include "launcher/node/worker_launches.hpp"
 #include "launcher/node/worker_store.hpp"
@@ -141,6 +142,9 @@ int run_single_node_agent(const JobConfig& job, const SingleNodeSpec& node, cons
   worker::GroupPlan plan = single_node_group(job, node);
   NodeSession session(job, env, {-1, node.node_rank, node.nnodes}, stops);
   try {
+    if (job.preflight)
+      run_preflight(*job.preflight, plan.local_world_size,
+                    preflight_folders(env, session.layout().run_dir(), job.snapshot_persist.dir), &session.events());
     return run_attempts(session, job, node, env, plan);
   } catch (const LaunchError& e) {  // not swallowed: logged, then main() reports it
     session.events().write("finish", {{"outcome", "error"}, {"exit_code", e.exit_code()}, {"message", e.what()}});

@@ -1,0 +1,52 @@
+#include "launcher/node/preflight_check.hpp"
+
+#include <fmt/format.h>
+
+#include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
+#include "launcher/console/notice.hpp"
+#include "launcher/preflight/measure.hpp"
+#include "launcher/snapshot/snapshot_regions.hpp"
+
+namespace ddp::launch::node {
+
+std::vector<std::pair<std::string, std::string>> preflight_folders(const cli::Environment& env,
+                                                                   const std::string& run_dir,
+                                                                   const std::string& persist_dir) {
+  const auto shm = cli::lookup(env, snapshot::kSnapshotDirEnvVar);
+  std::vector<std::pair<std::string, std::string>> folders{
+      {"snapshot regions", shm && !shm->empty() ? *shm : "/dev/shm"}, {"run directory", run_dir}};
+  if (!persist_dir.empty()) folders.emplace_back("--snapshot-persist-dir", persist_dir);
+  return folders;
+}
+
+NodeCheck check_node(const cli::PreflightConf& conf, int workers,
+                     const std::vector<std::pair<std::string, std::string>>& folders, report::EventLog* events,
+                     bool say) {
+  const preflight::Figures figures = preflight::measure({conf.cpu_ms, workers, folders});
+  NodeCheck out{preflight::judge(figures, conf), "", preflight::median_gflops(figures)};
+  out.failed = preflight::failed_summary(out.findings);
+  for (const auto& f : out.findings) {
+    if (events)
+      events->write("preflight", {{"check", f.check},
+                                  {"level", preflight::level_name(f.level)},
+                                  {"figure", f.figure},
+                                  {"threshold", f.threshold}});
+    if (say && f.level != preflight::Level::kPass)
+      console::launcher_notice(
+          fmt::format("preflight: {} {}: {} ({})", preflight::level_name(f.level), f.check, f.figure, f.threshold));
+  }
+  return out;
+}
+
+void run_preflight(const cli::PreflightConf& conf, int workers,
+                   const std::vector<std::pair<std::string, std::string>>& folders, report::EventLog* events) {
+  const NodeCheck check = check_node(conf, workers, folders, events, true);
+  if (!check.failed.empty())
+    throw LaunchError(exit_code::kPreflightFailed,
+                      fmt::format("pre-flight check failed on this node, no worker started: {}; fix the node, or "
+                                  "change the threshold with --preflight-conf (docs/preflight.md)",
+                                  check.failed));
+}
+
+}  // namespace ddp::launch::node

@@ -1,0 +1,43 @@
+// --preflight on one node, before any worker starts (and `ddp-launch preflight`): measure
+// (preflight/measure.hpp), judge (preflight/verdict.hpp), say each finding that is not a pass
+// on the console and every finding in the event log (one `preflight` event each), and stop
+// the node with LaunchError(kPreflightFailed) naming the failing checks, their figures and
+// thresholds. Blocks for the CPU measurement (cpu_ms, 0.2 s by default).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "launcher/cli/environment.hpp"
+#include "launcher/cli/preflight_conf.hpp"
+#include "launcher/preflight/verdict.hpp"
+#include "launcher/report/event_log.hpp"
+
+namespace ddp::launch::node {
+
+// The folders a job writes, as the checks name them: the snapshot regions' (DDP_LAUNCH_SNAPSHOT_DIR
+// or /dev/shm), the run directory's, and --snapshot-persist-dir's when given.
+std::vector<std::pair<std::string, std::string>> preflight_folders(const cli::Environment& env,
+                                                                   const std::string& run_dir,
+                                                                   const std::string& persist_dir);
+
+struct NodeCheck {
+  std::vector<preflight::Finding> findings;
+  std::string failed;            // preflight::failed_summary: "" when nothing failed
+  double cpu_median_gflops = 0;  // what the leader of a multi-node round compares
+};
+
+// Measures and judges. `events` (may be null) gets one event per finding; `say` (console)
+// prints each finding that is not a pass.
+NodeCheck check_node(const cli::PreflightConf& conf, int workers,
+                     const std::vector<std::pair<std::string, std::string>>& folders, report::EventLog* events,
+                     bool say);
+
+// A single node's --preflight: check_node, then the verdict: throws
+// LaunchError(kPreflightFailed) when a check failed. (Several nodes: the failure goes to the
+// round's leader, rendezvous.hpp, which leaves the node out or stops the job.)
+void run_preflight(const cli::PreflightConf& conf, int workers,
+                   const std::vector<std::pair<std::string, std::string>>& folders, report::EventLog* events);
+
+}  // namespace ddp::launch::node

@@ -1,0 +1,110 @@
+#include "launcher/preflight/verdict.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace ddp::launch::preflight {
+namespace {
+
+// pass / warn / fail for a figure that must stay at or above `fail_below`, warned under `warn_below`.
+Level at_least(double figure, double warn_below, double fail_below) {
+  if (figure < fail_below) return Level::kFail;
+  if (figure < warn_below) return Level::kWarn;
+  return Level::kPass;
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+Finding cpu(const Figures& f, const cli::PreflightConf& c) {
+  Finding out{
+      "cpu", Level::kPass, "",
+      fmt::format("warn below {:g}, fail below {:g} of the median core (cpu_warn, cpu_fail)", c.cpu_warn, c.cpu_fail)};
+  if (f.cores.empty()) {
+    out.figure = "no core measured";
+    return out;
+  }
+  const double median = median_gflops(f);
+  const auto slowest = std::min_element(f.cores.begin(), f.cores.end(),
+                                        [](const auto& a, const auto& b) { return a.gflops < b.gflops; });
+  const double ratio = median > 0 ? slowest->gflops / median : 0;
+  out.level = at_least(ratio, c.cpu_warn, c.cpu_fail);
+  out.figure =
+      fmt::format("{} core{}, median {:.2f} GFLOP/s; slowest: core {} at {:.2f} ({:.2f} of the median)", f.cores.size(),
+                  f.cores.size() == 1 ? "" : "s", median, slowest->cpu, slowest->gflops, ratio);
+  return out;
+}
+
+Finding memory(const Figures& f, const cli::PreflightConf& c) {
+  return {"memory", at_least(f.mem_available_gib, 2 * c.mem_gib, c.mem_gib),
+          fmt::format("{:.1f} GiB available", f.mem_available_gib),
+          fmt::format("warn below {:g}, fail below {:g} GiB (mem_gib)", 2 * c.mem_gib, c.mem_gib)};
+}
+
+Finding folder(const Figures::Folder& d, double need_gib, const std::string& key) {
+  Finding out{d.role == "snapshot regions" ? "shm" : "disk", Level::kPass, "",
+              fmt::format("warn below {:g}, fail below {:g} GiB ({})", 2 * need_gib, need_gib, key)};
+  if (!d.write_error.empty()) {
+    out.level = Level::kFail;
+    out.figure = fmt::format("{} {} is not writable: {}", d.role, d.path, d.write_error);
+    out.threshold = "writable";
+    return out;
+  }
+  out.level = at_least(d.free_gib, 2 * need_gib, need_gib);
+  out.figure = fmt::format("{} {}: {:.1f} GiB free", d.role, d.path, d.free_gib);
+  return out;
+}
+
+}  // namespace
+
+const char* level_name(Level level) {
+  switch (level) {
+    case Level::kPass: return "pass";
+    case Level::kWarn: return "warn";
+    case Level::kFail: return "fail";
+  }
+  return "?";
+}
+
+std::vector<Finding> judge(const Figures& f, const cli::PreflightConf& c) {
+  std::vector<Finding> out{cpu(f, c), memory(f, c)};
+  for (const auto& d : f.folders) {
+    const bool shm = d.role == "snapshot regions";
+    out.push_back(folder(
+        d, shm ? c.shm_gib_per_worker * f.workers : c.disk_gib,
+        shm ? fmt::format("shm_gib_per_worker x {} worker{}", f.workers, f.workers == 1 ? "" : "s") : "disk_gib"));
+  }
+  return out;
+}
+
+double median_gflops(const Figures& f) {
+  std::vector<double> rates;
+  for (const auto& core : f.cores) rates.push_back(core.gflops);
+  return median_of(rates);
+}
+
+std::string failed_summary(const std::vector<Finding>& findings) {
+  std::string out;
+  for (const auto& f : findings)
+    if (f.level == Level::kFail) out += fmt::format("{}{}: {}", out.empty() ? "" : "; ", f.check, f.figure);
+  return out;
+}
+
+Level worst(const std::vector<Finding>& findings) {
+  Level w = Level::kPass;
+  for (const auto& f : findings) w = std::max(w, f.level);
+  return w;
+}
+
+std::string format_findings(const std::vector<Finding>& findings) {
+  std::string out;
+  for (const auto& f : findings)
+    out += fmt::format("preflight: {} {}: {} ({})\n", level_name(f.level), f.check, f.figure, f.threshold);
+  return out;
+}
+
+}  // namespace ddp::launch::preflight

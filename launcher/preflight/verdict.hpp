@@ -1,0 +1,54 @@
+// The pre-flight verdict of one node from what it measured (measure.hpp), against the
+// thresholds of --preflight-conf: one Finding per check (pass, warn or fail, with the figure
+// and the threshold), and how they read on the console. Pure.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launcher/cli/preflight_conf.hpp"
+
+namespace ddp::launch::preflight {
+
+// What a node measured.
+struct Figures {
+  struct Core {
+    int cpu = 0;        // its id (sched_getaffinity's numbering)
+    double gflops = 0;  // its matrix-multiply rate, with every allowed core multiplying at once
+  };
+  std::vector<Core> cores;
+  double mem_available_gib = 0;  // /proc/meminfo MemAvailable
+  struct Folder {
+    std::string role;  // "snapshot regions", "run directory", "--snapshot-persist-dir"
+    std::string path;
+    double free_gib = 0;      // statvfs: what an unprivileged writer may use
+    std::string write_error;  // "": a file was created, written, synced and removed there
+  };
+  std::vector<Folder> folders;  // the snapshot regions' first
+  int workers = 1;              // this node's workers (the snapshot regions' count)
+};
+
+enum class Level { kPass, kWarn, kFail };
+const char* level_name(Level level);  // "pass", "warn", "fail"
+
+struct Finding {
+  std::string check;  // "cpu", "memory", "shm", "disk"
+  Level level = Level::kPass;
+  std::string figure;     // what was measured, e.g. "core 3: 4.1 GFLOP/s, 0.42 of the median core (9.8)"
+  std::string threshold;  // e.g. "warn below 0.75, fail below 0.5 of the median (cpu_warn, cpu_fail)"
+};
+
+std::vector<Finding> judge(const Figures& figures, const cli::PreflightConf& conf);
+
+// The median core's rate (0 when none was measured): what the leader compares across nodes.
+double median_gflops(const Figures& figures);
+
+// The failed findings as one line ("" when none failed): "shm: snapshot regions ...; cpu: ...".
+std::string failed_summary(const std::vector<Finding>& findings);
+
+Level worst(const std::vector<Finding>& findings);
+
+// One line per finding: "preflight: LEVEL CHECK: FIGURE (THRESHOLD)".
+std::string format_findings(const std::vector<Finding>& findings);
+
+}  // namespace ddp::launch::preflight

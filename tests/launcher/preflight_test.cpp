@@ -1,0 +1,84 @@
+// --preflight and `ddp-launch preflight` with real measurements (docs/preflight.md): a clean
+// node's findings, a failing check that stops the node before any worker starts (exit 118,
+// the check named on the console and in events.jsonl), and the command's exit codes. No figure
+// is asserted: the thresholds are set where no machine misses them, or past what any machine
+// has where a failure is wanted.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <regex>
+
+#include "tests/launcher/run_events.hpp"
+#include "tests/support/test_support.hpp"
+
+using namespace ddp::test;
+using nlohmann::json;
+
+namespace {
+
+// Thresholds no machine misses: a loaded test machine's cores, memory and disks pass.
+constexpr const char* kNothingFails = "cpu_warn=0,cpu_fail=0,mem_gib=0,shm_gib_per_worker=0,disk_gib=0";
+
+// The run's preflight events as "check level".
+std::vector<std::string> preflight_events(const std::string& log_dir) {
+  std::vector<std::string> out;
+  for (const json& e : run_events(log_dir))
+    if (e.at("event") == "preflight")
+      out.push_back(e.at("check").get<std::string>() + " " + e.at("level").get<std::string>());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("preflight command: every check's finding on stdout and exit 118 when one fails") {
+  const TempDir scratch;
+  RunResult r = launch({"preflight", "--nproc-per-node", "2", "--preflight-conf", kNothingFails});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  for (const char* check :
+       {"cpu: [0-9]+ cores?, median", "memory: [0-9.]+ GiB available",
+        "shm: snapshot regions /dev/shm: [0-9.]+ GiB free", "disk: run directory .*: [0-9.]+ GiB free"})
+    CHECK(std::regex_search(r.out, std::regex(std::string("preflight: pass ") + check)));
+  const std::string missing = scratch.path() + "/gone/deeper";
+  r = launch({"preflight", "--snapshot-persist-dir", missing});
+  CHECK(r.exit_code == 118);
+  CHECK_THAT(r.out, Catch::Contains("preflight: fail disk: --snapshot-persist-dir " + missing +
+                                    " is not writable: No such file or directory (writable)"));
+  r = launch({"preflight", "--preflight-conf", "bogus=1"});
+  CHECK(r.exit_code == 121);
+  CHECK_THAT(r.err, Catch::Contains("unknown key 'bogus'"));
+}
+
+TEST_CASE(
+    "launch with preflight: a clean node starts its workers and a failing check stops it before any worker starts") {
+  const TempDir scratch;
+  const std::string logs = scratch.path() + "/logs", marker = scratch.path() + "/worker-ran";
+  std::filesystem::create_directories(logs);
+  const std::vector<std::string> worker{"--no-python", "/bin/sh", "-c", "touch " + marker};
+  std::vector<std::string> args{"--nproc-per-node", "2",          "--log-dir", logs, "--preflight",
+                                "--preflight-conf", kNothingFails};
+  args.insert(args.end(), worker.begin(), worker.end());
+  RunResult r = launch(args);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(file_exists(marker));
+  CHECK(preflight_events(logs).size() == 4);
+
+  std::filesystem::remove_all(logs);
+  std::filesystem::create_directories(logs);
+  std::filesystem::remove(marker);
+  args = {"--nproc-per-node", "2", "--log-dir", logs, "--preflight", "--preflight-conf", "shm_gib_per_worker=1000000"};
+  args.insert(args.end(), worker.begin(), worker.end());
+  r = launch(args);
+  CHECK(r.exit_code == 118);
+  CHECK_FALSE(file_exists(marker));
+  CHECK_THAT(r.err, Catch::Contains("preflight: fail shm: snapshot regions /dev/shm:") &&
+                        Catch::Contains("fail below 2e+06 GiB (shm_gib_per_worker x 2 workers)") &&
+                        Catch::Contains("pre-flight check failed on this node, no worker started: shm:"));
+  const auto events = preflight_events(logs);
+  CHECK(std::find(events.begin(), events.end(), "shm fail") != events.end());
+
+  r = launch({"--preflight-conf", "cpu_warn=0.9", "--no-python", "/bin/true"});
+  CHECK(r.exit_code == 121);
+  CHECK_THAT(r.err, Catch::Contains("--preflight-conf needs --preflight"));
+}
