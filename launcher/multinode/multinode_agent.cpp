@@ -504,9 +504,9 @@ int MultiNodeAgent::run_rounds() {
   }
   store_ = connect_job_store(spec_, job_.run_id);
   if (job_.preflight)  // before the first join; the round's leader judges the failures and compares the cores
-    preflight_ =
-        node::check_node(*job_.preflight, job_.devices.nproc,
-                         node::preflight_folders(env_, layout_.run_dir(), job_.snapshot_persist.dir), &events_, true);
+    preflight_ = node::check_node(*job_.preflight, job_.devices.nproc,
+                                  node::preflight_folders(env_, layout_.run_dir(), job_.snapshot_persist.dir),
+                                  {&events_, &board_, true});
   worker_env_ = worker::socket_interface_environment(
       env_, advertised_addr(), spec_.rdzv_backend == cli::RdzvBackend::kEtcd ? "" : hosts.front());
   abort_thread_ = std::make_unique<AbortWaitThread>(store_.open_waiter(), [this] { supervisor_.wake(); });

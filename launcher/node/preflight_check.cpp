@@ -9,6 +9,13 @@
 #include "launcher/snapshot/snapshot_regions.hpp"
 
 namespace ddp::launch::node {
+namespace {
+
+preflight::Level level_of(const std::string& name) {
+  return name == "fail" ? preflight::Level::kFail : name == "warn" ? preflight::Level::kWarn : preflight::Level::kPass;
+}
+
+}  // namespace
 
 std::vector<std::pair<std::string, std::string>> preflight_folders(const cli::Environment& env,
                                                                    const std::string& run_dir,
@@ -21,18 +28,21 @@ std::vector<std::pair<std::string, std::string>> preflight_folders(const cli::En
 }
 
 NodeCheck check_node(const cli::PreflightConf& conf, int workers,
-                     const std::vector<std::pair<std::string, std::string>>& folders, report::EventLog* events,
-                     bool say) {
+                     const std::vector<std::pair<std::string, std::string>>& folders, const PreflightOutputs& to) {
   const preflight::Figures figures = preflight::measure({conf.cpu_ms, workers, folders});
   NodeCheck out{preflight::judge(figures, conf), "", preflight::median_gflops(figures)};
   out.failed = preflight::failed_summary(out.findings);
   for (const auto& f : out.findings) {
-    if (events)
-      events->write("preflight", {{"check", f.check},
-                                  {"level", preflight::level_name(f.level)},
-                                  {"figure", f.figure},
-                                  {"threshold", f.threshold}});
-    if (say && f.level != preflight::Level::kPass)
+    if (to.board) {
+      std::string& level = to.board->preflight[f.check];  // the worst of a check's findings (two folders)
+      if (level.empty() || f.level > level_of(level)) level = preflight::level_name(f.level);
+    }
+    if (to.events)
+      to.events->write("preflight", {{"check", f.check},
+                                     {"level", preflight::level_name(f.level)},
+                                     {"figure", f.figure},
+                                     {"threshold", f.threshold}});
+    if (to.say && f.level != preflight::Level::kPass)
       console::launcher_notice(
           fmt::format("preflight: {} {}: {} ({})", preflight::level_name(f.level), f.check, f.figure, f.threshold));
   }
@@ -40,8 +50,8 @@ NodeCheck check_node(const cli::PreflightConf& conf, int workers,
 }
 
 void run_preflight(const cli::PreflightConf& conf, int workers,
-                   const std::vector<std::pair<std::string, std::string>>& folders, report::EventLog* events) {
-  const NodeCheck check = check_node(conf, workers, folders, events, true);
+                   const std::vector<std::pair<std::string, std::string>>& folders, const PreflightOutputs& out) {
+  const NodeCheck check = check_node(conf, workers, folders, out);
   if (!check.failed.empty())
     throw LaunchError(exit_code::kPreflightFailed,
                       fmt::format("pre-flight check failed on this node, no worker started: {}; fix the node, or "

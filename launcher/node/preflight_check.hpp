@@ -13,6 +13,7 @@
 #include "launcher/cli/preflight_conf.hpp"
 #include "launcher/preflight/verdict.hpp"
 #include "launcher/report/event_log.hpp"
+#include "launcher/report/status_board.hpp"
 
 namespace ddp::launch::node {
 
@@ -28,16 +29,22 @@ struct NodeCheck {
   double cpu_median_gflops = 0;  // what the leader of a multi-node round compares
 };
 
-// Measures and judges. `events` (may be null) gets one event per finding; `say` (console)
-// prints each finding that is not a pass.
+// Where a node's findings go besides the caller: one event each, each check's worst level on
+// the status board (/status.json, /metrics), and a console line for each that is not a pass.
+struct PreflightOutputs {
+  report::EventLog* events = nullptr;
+  report::StatusBoard* board = nullptr;
+  bool say = false;
+};
+
+// Measures and judges; the findings go to `out` as well.
 NodeCheck check_node(const cli::PreflightConf& conf, int workers,
-                     const std::vector<std::pair<std::string, std::string>>& folders, report::EventLog* events,
-                     bool say);
+                     const std::vector<std::pair<std::string, std::string>>& folders, const PreflightOutputs& out);
 
 // A single node's --preflight: check_node, then the verdict: throws
 // LaunchError(kPreflightFailed) when a check failed. (Several nodes: the failure goes to the
 // round's leader, rendezvous.hpp, which leaves the node out or stops the job.)
 void run_preflight(const cli::PreflightConf& conf, int workers,
-                   const std::vector<std::pair<std::string, std::string>>& folders, report::EventLog* events);
+                   const std::vector<std::pair<std::string, std::string>>& folders, const PreflightOutputs& out);
 
 }  // namespace ddp::launch::node

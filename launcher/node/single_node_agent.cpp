@@ -144,7 +144,8 @@ int run_single_node_agent(const JobConfig& job, const SingleNodeSpec& node, cons
   try {
     if (job.preflight)
       run_preflight(*job.preflight, plan.local_world_size,
-                    preflight_folders(env, session.layout().run_dir(), job.snapshot_persist.dir), &session.events());
+                    preflight_folders(env, session.layout().run_dir(), job.snapshot_persist.dir),
+                    {&session.events(), &session.board(), true});
     return run_attempts(session, job, node, env, plan);
   } catch (const LaunchError& e) {  // not swallowed: logged, then main() reports it
     session.events().write("finish", {{"outcome", "error"}, {"exit_code", e.exit_code()}, {"message", e.what()}});

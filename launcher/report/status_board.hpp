@@ -85,6 +85,7 @@ struct StatusBoard {
   std::map<FailureKind, unsigned long long> restarts;  // by the failure that caused them
   std::map<std::string, DurationHistogram> recovery;   // by phase: stop, store, start, first_step, total
   unsigned long long hang_verdicts = 0;                // this node's
+  std::map<std::string, std::string> preflight;        // --preflight: each check's worst level here (pass, warn, fail)
   std::optional<std::string> finished;                 // the job's outcome once known
   // Multi-node, on group rank 0: every node's status endpoint (the page links them).
   struct Node {

@@ -42,6 +42,7 @@ std::string status_json(const report::StatusBoard& b, double now,
   }
   j["restarts"] = restarts;
   j["hang_verdicts"] = b.hang_verdicts;
+  j["preflight"] = b.preflight;  // {} without --preflight
   ordered_json events = ordered_json::array();
   for (const std::string& line : b.recent_events()) {
     auto e = ordered_json::parse(line, nullptr, false);

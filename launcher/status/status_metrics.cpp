@@ -57,6 +57,12 @@ std::string metrics_text(const report::StatusBoard& b, const os::SelfUsage& self
     t.sample("ddp_launch_workers", {{"state", to_string(s)}}, static_cast<double>(n));
   }
   rank_series(t, b);
+  if (!b.preflight.empty()) {  // --preflight
+    t.family("ddp_launch_preflight_check", "gauge",
+             "This node's pre-flight checks before its workers started: 0 pass, 1 warn, 2 fail");
+    for (const auto& [check, level] : b.preflight)
+      t.sample("ddp_launch_preflight_check", {{"check", check}}, level == "fail" ? 2 : level == "warn" ? 1 : 0);
+  }
   t.family("ddp_launch_restarts_total", "counter", "Restarts of the worker group, by the failure that caused them");
   for (FailureKind k : kAllFailureKinds) {
     auto it = b.restarts.find(k);

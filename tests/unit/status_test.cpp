@@ -61,6 +61,19 @@ TEST_CASE("Prometheus text: label values and HELP are escaped, numbers parse") {
         "x_seconds_count{phase=\"stop\"} 3\n");
 }
 
+TEST_CASE("Status metrics and JSON: the pre-flight checks' levels, only with --preflight") {
+  report::StatusBoard b = sample_board();
+  CHECK(metrics_text(b, {1.5, 4096, 100}).find("ddp_launch_preflight_check") == std::string::npos);
+  CHECK(nlohmann::json::parse(status_json(b, 10, std::nullopt)).at("preflight").empty());
+  b.preflight = {{"cpu", "warn"}, {"memory", "pass"}, {"shm", "fail"}};
+  const std::string text = metrics_text(b, {1.5, 4096, 100});
+  CHECK(text.find("# TYPE ddp_launch_preflight_check gauge\n") != std::string::npos);
+  CHECK(text.find("ddp_launch_preflight_check{check=\"cpu\"} 1\n") != std::string::npos);
+  CHECK(text.find("ddp_launch_preflight_check{check=\"memory\"} 0\n") != std::string::npos);
+  CHECK(text.find("ddp_launch_preflight_check{check=\"shm\"} 2\n") != std::string::npos);
+  CHECK(nlohmann::json::parse(status_json(b, 10, std::nullopt)).at("preflight").at("shm") == "fail");
+}
+
 TEST_CASE("Status metrics: every rank's series, restarts by cause, recovery buckets; no program") {
   const std::string text = metrics_text(sample_board(), {1.5, 4096, 100});
   CHECK(text.find("ddp_launch_rank_step{rank=\"0\",local_rank=\"0\"} 12\n") != std::string::npos);
