@@ -8,7 +8,9 @@ namespace ddp::launch::cli {
 
 struct PreflightConf {
   // CPU: each core's matrix-multiply rate against the node's median core (a throttled core, or
-  // one another program holds, stands out). Below cpu_warn of the median: warn; cpu_fail: fail.
+  // one another program holds, stands out): below cpu_warn, a warning. Across nodes (the round's
+  // leader): a node whose median core is below cpu_warn of the nodes' median is warned, below
+  // cpu_fail failed.
   double cpu_warn = 0.75;
   double cpu_fail = 0.5;
   double cpu_ms = 200;  // how long each core multiplies

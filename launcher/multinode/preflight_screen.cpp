@@ -8,7 +8,8 @@ namespace ddp::launch::multinode {
 namespace {
 
 std::string who(const NodeInfo& n) {
-  return n.requested_rank >= 0 ? fmt::format("node {} ({})", n.requested_rank, n.host) : fmt::format("node {}", n.host);
+  return n.requested_rank >= 0 ? fmt::format("node {} ({})", n.requested_rank, n.host)
+                               : fmt::format("node {} (pid {})", n.host, n.pid);
 }
 
 double median(std::vector<double> v) {

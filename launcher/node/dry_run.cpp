@@ -74,8 +74,8 @@ int print_dry_run(const JobConfig& job, const worker::GroupPlan& plan, const cli
   out += describe_restarts(job);
   if (job.preflight)
     out += fmt::format(
-        "preflight: before any worker starts (cores below {:g} of the median warn, below {:g} fail; memory {:g} GiB, "
-        "/dev/shm {:g} GiB per worker, folders {:g} GiB)\n",
+        "preflight: before any worker starts (a core below {:g} of the node's median warns, a node below {:g} of the "
+        "nodes' median fails; memory {:g} GiB, /dev/shm {:g} GiB per worker, folders {:g} GiB)\n",
         job.preflight->cpu_warn, job.preflight->cpu_fail, job.preflight->mem_gib, job.preflight->shm_gib_per_worker,
         job.preflight->disk_gib);
   for (const auto& w : launches) out += describe_worker(w, base);

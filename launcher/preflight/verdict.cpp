@@ -20,10 +20,11 @@ double median_of(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
+// Within a node only a warning: one busy core is the scheduler's to work around (and a loaded
+// machine shows one for a moment); a slow node is found against the other nodes' median
+// (multinode/preflight_screen.hpp, cpu_fail).
 Finding cpu(const Figures& f, const cli::PreflightConf& c) {
-  Finding out{
-      "cpu", Level::kPass, "",
-      fmt::format("warn below {:g}, fail below {:g} of the median core (cpu_warn, cpu_fail)", c.cpu_warn, c.cpu_fail)};
+  Finding out{"cpu", Level::kPass, "", fmt::format("warn below {:g} of the median core (cpu_warn)", c.cpu_warn)};
   if (f.cores.empty()) {
     out.figure = "no core measured";
     return out;
@@ -32,7 +33,7 @@ Finding cpu(const Figures& f, const cli::PreflightConf& c) {
   const auto slowest = std::min_element(f.cores.begin(), f.cores.end(),
                                         [](const auto& a, const auto& b) { return a.gflops < b.gflops; });
   const double ratio = median > 0 ? slowest->gflops / median : 0;
-  out.level = at_least(ratio, c.cpu_warn, c.cpu_fail);
+  out.level = ratio < c.cpu_warn ? Level::kWarn : Level::kPass;
   out.figure =
       fmt::format("{} core{}, median {:.2f} GFLOP/s; slowest: core {} at {:.2f} ({:.2f} of the median)", f.cores.size(),
                   f.cores.size() == 1 ? "" : "s", median, slowest->cpu, slowest->gflops, ratio);

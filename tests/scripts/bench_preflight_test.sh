@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# scripts/bench-preflight.sh: --help, bad arguments (exit 2, one line saying what is wrong),
+# then one small run (3 nodes: one capped run where this machine can cap a cgroup's CPU, one
+# timing pair): a table with every row, the capped node left out where it ran. No timing is
+# checked. Skipped (77) without the built ddp-launch.
+# Usage: bench_preflight_test.sh REPO_ROOT   (env BUILD_DIR: the build holding ddp-launch)
+set -euo pipefail
+# shellcheck source=SCRIPTDIR/../../scripts/lib.sh
+source "$(dirname "$0")/../../scripts/lib.sh"
+bench="$1/scripts/bench-preflight.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+help=$("$bench" --help) || fail "--help exited $?"
+grep -q 'scripts/bench-preflight.sh \[--nodes K\]' <<<"$help" || fail "--help has no usage line: $help"
+expect_usage_error "$bench" "$tmp" "an unknown flag" "unknown argument '--bogus'" --bogus
+expect_usage_error "$bench" "$tmp" "a flag without its value" "--nodes needs a value" --nodes
+expect_usage_error "$bench" "$tmp" "a value that is no number" "--cap takes a whole number" --cap half
+expect_usage_error "$bench" "$tmp" "too few nodes" "--nodes must be at least 3" --nodes 2
+
+[[ -x $build_dir/launcher/ddp-launch ]] || skip "build ddp-launch into $build_dir first"
+rc=0
+"$bench" --nodes 3 --capped-runs 1 --clean-runs 0 --timing-runs 1 >"$tmp/out" 2>"$tmp/err" || rc=$?
+((rc == 0)) || fail "the small run exited $rc: $(cat "$tmp/out" "$tmp/err")"
+grep -qE '^# [0-9T:-]+Z, [0-9]+ CPUs, load .*, 3 nodes x 1 worker on loopback$' "$tmp/out" ||
+  fail "no header line: $(cat "$tmp/out")"
+grep -qE '^\| a node capped at 25% of one CPU left out \(and nobody else\) \| (1 of 1|not run .*) \|$' "$tmp/out" ||
+  fail "no capped row: $(cat "$tmp/out")"
+grep -qE '^\| job start to end, 3 nodes, median of 1: with --preflight / without \| [0-9.]+ s / [0-9.]+ s \(\+-?[0-9.]+ s\) \|$' \
+  "$tmp/out" || fail "no timing row: $(cat "$tmp/out")"
+echo "PASS: bench-preflight.sh"
