@@ -144,7 +144,10 @@ for ((r = 0; r < clean_runs; r++)); do
     grep -h "preflight" "$tmp/clean$r".*.err >&2 || true
   fi
 done
-((${#burner_pids[@]})) && kill "${burner_pids[@]}" 2>/dev/null
+if ((${#burner_pids[@]})); then
+  kill "${burner_pids[@]}" 2>/dev/null
+  wait "${burner_pids[@]}" 2>/dev/null || true  # reaped: no later subshell looks for them
+fi
 burner_pids=()
 
 with=() without=()
