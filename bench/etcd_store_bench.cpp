@@ -30,7 +30,7 @@ using ddp::bench::Clock;
 using ddp::bench::cpu_seconds;
 using ddp::bench::median;
 using ddp::bench::since;
-using ddp::launch::EtcdStore;
+using ddp::launch::multinode::EtcdStore;
 namespace etcd = ddp::launch::etcd;
 
 constexpr std::chrono::milliseconds kTimeout{120000};
