@@ -75,6 +75,7 @@ make_capped_cgroup() {
     cgroup=/sys/fs/cgroup/ddp-bench-preflight-$$
     mkdir -p "$cgroup" && echo "$quota 100000" >"$cgroup/cpu.max" && return 0
   fi
+  [[ -n $cgroup ]] && rmdir "$cgroup" 2>/dev/null
   cgroup=""
 }
 
