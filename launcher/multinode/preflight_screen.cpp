@@ -1,8 +1,8 @@
 #include "launcher/multinode/preflight_screen.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include "launcher/preflight/verdict.hpp"
 
 namespace ddp::launch::multinode {
 namespace {
@@ -12,12 +12,6 @@ std::string who(const NodeInfo& n) {
                                : fmt::format("node {} (pid {})", n.host, n.pid);
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 }  // namespace
 
 Screened screen_nodes(const std::vector<NodeInfo>& joined, int nnodes_min, double cpu_warn, double cpu_fail) {
@@ -25,7 +19,7 @@ Screened screen_nodes(const std::vector<NodeInfo>& joined, int nnodes_min, doubl
   std::vector<double> rates;
   for (const auto& n : joined)
     if (n.cpu_gflops > 0) rates.push_back(n.cpu_gflops);
-  const double nodes_median = median(rates);
+  const double nodes_median = preflight::median(rates);
   for (size_t i = 0; i < joined.size(); ++i) {
     const NodeInfo& n = joined[i];
     const double ratio = nodes_median > 0 && n.cpu_gflops > 0 ? n.cpu_gflops / nodes_median : 1;

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/console/notice.hpp"
@@ -9,13 +12,6 @@
 #include "launcher/snapshot/snapshot_regions.hpp"
 
 namespace ddp::launch::node {
-namespace {
-
-preflight::Level level_of(const std::string& name) {
-  return name == "fail" ? preflight::Level::kFail : name == "warn" ? preflight::Level::kWarn : preflight::Level::kPass;
-}
-
-}  // namespace
 
 std::vector<std::pair<std::string, std::string>> preflight_folders(const cli::Environment& env,
                                                                    const std::string& run_dir,
@@ -32,11 +28,9 @@ NodeCheck check_node(const cli::PreflightConf& conf, int workers,
   const preflight::Figures figures = preflight::measure({conf.cpu_ms, workers, folders});
   NodeCheck out{preflight::judge(figures, conf), "", preflight::median_gflops(figures)};
   out.failed = preflight::failed_summary(out.findings);
+  std::map<std::string, preflight::Level> worst;  // per check: the disk check has a finding per folder
   for (const auto& f : out.findings) {
-    if (to.board) {
-      std::string& level = to.board->preflight[f.check];  // the worst of a check's findings (two folders)
-      if (level.empty() || f.level > level_of(level)) level = preflight::level_name(f.level);
-    }
+    worst[f.check] = std::max(worst[f.check], f.level);
     if (to.events)
       to.events->write("preflight", {{"check", f.check},
                                      {"level", preflight::level_name(f.level)},
@@ -46,6 +40,8 @@ NodeCheck check_node(const cli::PreflightConf& conf, int workers,
       console::launcher_notice(
           fmt::format("preflight: {} {}: {} ({})", preflight::level_name(f.level), f.check, f.figure, f.threshold));
   }
+  if (to.board)
+    for (const auto& [check, level] : worst) to.board->preflight[check] = preflight::level_name(level);
   return out;
 }
 

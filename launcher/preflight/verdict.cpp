@@ -14,12 +14,6 @@ Level at_least(double figure, double warn_below, double fail_below) {
   return Level::kPass;
 }
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 // Within a node only a warning: one busy core is the scheduler's to work around (and a loaded
 // machine shows one for a moment); a slow node is found against the other nodes' median
 // (multinode/preflight_screen.hpp, cpu_fail).
@@ -85,7 +79,13 @@ std::vector<Finding> judge(const Figures& f, const cli::PreflightConf& c) {
 double median_gflops(const Figures& f) {
   std::vector<double> rates;
   for (const auto& core : f.cores) rates.push_back(core.gflops);
-  return median_of(rates);
+  return median(std::move(rates));
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 std::string failed_summary(const std::vector<Finding>& findings) {

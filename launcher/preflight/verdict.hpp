@@ -43,6 +43,9 @@ std::vector<Finding> judge(const Figures& figures, const cli::PreflightConf& con
 // The median core's rate (0 when none was measured): what the leader compares across nodes.
 double median_gflops(const Figures& figures);
 
+// The median (the mean of the middle two for an even count); 0 for none.
+double median(std::vector<double> values);
+
 // The failed findings as one line ("" when none failed): "shm: snapshot regions ...; cpu: ...".
 std::string failed_summary(const std::vector<Finding>& findings);
 
