@@ -52,7 +52,7 @@ mkdir -p "$logs"
 pids=()
 cleanup() {
   local pid
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done  # a SIGTERM can be lost
   wait 2>/dev/null || true
 }
 trap cleanup EXIT
