@@ -82,6 +82,7 @@ multinode::MultiNodeSpec multi_node_spec(const cli::LaunchOptions& o) {
   s.local_addr = o.local_addr;
   s.nnodes_min = o.nnodes_min;
   s.nnodes_max = o.nnodes_max;
+  s.strikes = o.strikes;
   return s;
 }
 

@@ -14,6 +14,9 @@ inline constexpr int kInterrupted = 130;  // 128 + SIGINT
 inline constexpr int kHang = 119;
 // A pre-flight check failed on this node (--preflight, ddp-launch preflight): no worker started.
 inline constexpr int kPreflightFailed = 118;
+// This node was struck out: its own worker was a round's root cause --strikes COUNT times within
+// the window, and the round's leader left it out while --nnodes MIN nodes remained.
+inline constexpr int kStruckOut = 117;
 
 // The launcher's own band: nothing ran, or the launcher could not do its job.
 inline constexpr int kInternalError = 120;     // a bug, an unexpected system error, or a

@@ -6,6 +6,7 @@
 
 #include "launcher/base/text.hpp"
 #include "launcher/cli/preflight_conf.hpp"
+#include "launcher/cli/strike_policy.hpp"
 #include "launcher/cli/raw_options.hpp"
 #include "launcher/cli/usage_error.hpp"
 
@@ -201,6 +202,7 @@ void convert_raw_options(const RawOptions& raw, const Environment& env, const Gi
   convert_torchrun_2x_options(raw, given, o);
   convert_snapshot_interval(raw, o);
   convert_preflight_conf(raw, o);
+  if (!raw.strikes.empty()) o.strikes = parse_strike_policy(raw.strikes);
   convert_rdzv_conf(raw, env, o);
 }
 

@@ -117,6 +117,9 @@ void define_flags(CLI::App& app, LaunchOptions& o, RawOptions& raw) {
   app.add_option("--preflight-conf,--preflight_conf", raw.preflight_conf,
                  "The checks' thresholds k=v,...: cpu_warn, cpu_fail (fractions of the median core), cpu_ms, "
                  "mem_gib, shm_gib_per_worker, disk_gib (needs --preflight)");
+  app.add_option("--strikes", raw.strikes,
+                 "COUNT[/SECONDS]: a node whose own worker was a round's root cause COUNT times within SECONDS "
+                 "is left out of later rounds while --nnodes MIN nodes remain (default 3/3600; 0: never)");
   app.add_option("--role", o.role, "Role name (ROLE_NAME, default 'default')");
   app.add_flag("-m,--module", o.module, "Run PROGRAM as a Python module (python -u -m)");
   app.add_flag("--no-python,--no_python", o.no_python, "Run PROGRAM directly, never through python");

@@ -16,6 +16,7 @@
 #include "launcher/cli/host_flags.hpp"
 #include "launcher/cli/option_parsers.hpp"
 #include "launcher/cli/preflight_conf.hpp"
+#include "launcher/cli/strike_policy.hpp"
 #include "launcher/cli/rendezvous_conf.hpp"
 #include "launcher/cli/rendezvous_target.hpp"
 
@@ -80,6 +81,7 @@ struct LaunchOptions {
   // --preflight: each node checks itself before its workers start; --preflight-conf: thresholds.
   bool preflight = false;
   PreflightConf preflight_conf;
+  StrikePolicy strikes;  // --strikes: a node whose workers keep failing is left out
   // GPUs.
   std::optional<std::vector<int>> devices;  // --devices 0,2,5 (indices into the visible list)
   bool virtual_local_rank = false;

@@ -20,7 +20,7 @@ struct RawOptions {
   std::string master_port, shutdown_timeout, hang_timeout, straggler_threshold, redirects = "0", tee = "0";
   std::string metrics_port;  // --metrics-port
   std::string local_ranks_filter, devices, signals = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
-  std::string monitor_interval, start_method, snapshot_persist_interval, logs_specs, preflight_conf;
+  std::string monitor_interval, start_method, snapshot_persist_interval, logs_specs, preflight_conf, strikes;
   std::string event_log_handler = "null", numa_binding, duplicate_stdout_filters, duplicate_stderr_filters;
   std::string print_completion;
   std::string rdzv_backend = "static";

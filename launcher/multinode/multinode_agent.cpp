@@ -91,7 +91,10 @@ class MultiNodeAgent {
   int job_stopped(const std::optional<Round>& last, const AbortRecord& stop);
   void publish_job_stop(const AbortRecord& stop);
   void acknowledge(const Round& r);
-  void leave(const Round& r);
+  void leave(const Round& r, int exit_code);
+  void record_strike(const Round& r, const AbortRecord& abort);
+  void wait_as_spare(int round);
+  int spare_released(const JobEnded& end);
   std::optional<AbortRecord> read_abort(int round);
   std::optional<int> conclude(const Round& r, const Settled& settled, NextRound& next);
   std::optional<std::string> check(const Round& r);
@@ -110,9 +113,10 @@ class MultiNodeAgent {
   RoundFindings state_;  // this round's record, a lost store or an unreadable record
   std::optional<std::chrono::system_clock::time_point> abort_seen_;  // this round's record first read
   int acknowledged_round_ = -1;
-  int rendezvous_signal_ = 0;                      // the stop signal that interrupted a rendezvous
-  node::NodeCheck preflight_;                      // --preflight's outcome here, sent with every join
-  std::unique_ptr<AbortWaitThread> abort_thread_;  // last: stopped before the supervisor goes
+  int rendezvous_signal_ = 0;                                   // the stop signal that interrupted a rendezvous
+  node::NodeCheck preflight_;                                   // --preflight's outcome here, sent with every join
+  std::vector<std::chrono::steady_clock::time_point> strikes_;  // this node's strikes, sent with every join
+  std::unique_ptr<AbortWaitThread> abort_thread_;               // last: stopped before the supervisor goes
   // The workers' store of the round (launcher/c10d), listening since self_info(); served on
   // group rank 0's node, closed elsewhere; stopped once the round is concluded.
   std::unique_ptr<c10d::Server> worker_store_;
@@ -154,6 +158,8 @@ NodeInfo MultiNodeAgent::self_info(int previous_rank) {
   n.pid = ::getpid();
   n.preflight_failed = preflight_.failed;
   n.cpu_gflops = preflight_.cpu_median_gflops;
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& t : strikes_) n.strike_ages_s.push_back(std::chrono::duration<double>(now - t).count());
   if (const status::StatusEndpoint* endpoint = session_.endpoint()) {  // how the other nodes reach it
     const std::string& h = job_.status.host;
     const std::string at = h == "0.0.0.0" || h == "::" ? n.addr : h;
@@ -190,10 +196,17 @@ void MultiNodeAgent::acknowledge(const Round& r) {
   }
 }
 
-// The job ends here: the leader first keeps the store up until every other node has read
-// the outcome (or is gone), so that every node tells the same story; then close.
-void MultiNodeAgent::leave(const Round& r) {
+// The job ends here with `exit_code`: the leader first records the end for the spares and
+// keeps the store up until every other node and spare has read the outcome (or is gone), so
+// that every node tells the same story; then close.
+void MultiNodeAgent::leave(const Round& r, int exit_code) {
   acknowledge(r);
+  if (store_.leader || store_.leaderless) {
+    try {
+      store_.job->set(JobKeys::ended(), std::to_string(exit_code));
+    } catch (const store::StoreError&) {  // as in acknowledge
+    }
+  }
   if (store_.leader) wait_for_others_to_leave(r);
   store_.close();
 }
@@ -207,6 +220,8 @@ void MultiNodeAgent::wait_for_others_to_leave(const Round& r) {
   supervisor_.wait_until(kBarrierTick, [&] {
     if (std::chrono::steady_clock::now() >= deadline) return true;
     try {
+      // The spares waiting after this round read the end first (one request each).
+      if (store_.job->add(JobKeys::ended_seen(), 0) < store_.job->add(JobKeys::spares(r.number()), 0)) return false;
       // Every node acknowledged (the usual end): one request; else look at who has not.
       if (store_.job->add(JobKeys::exited_count(r.number()), 0) >= r.plan.nnodes) return true;
       for (const auto& n : r.plan.nodes) {
@@ -257,9 +272,15 @@ report::AttemptResult MultiNodeAgent::run_round(const Round& r) {
   session_.begin_attempt(plan.restart_count, plan.world_size);
   board_.job.node_rank = r.rank();
   board_.round = r.number();
+  board_.spare = false;
+  board_.left_out = plan.left_out;
   board_.nodes.clear();
-  if (r.rank() == 0)  // group rank 0's page links every node's
-    for (const auto& n : plan.nodes) board_.nodes.push_back({n.group_rank, n.info.host, n.info.status_url});
+  if (r.rank() == 0) {  // group rank 0's page links every node's, with what each joined with
+    const auto& strikes = spec_.strikes;
+    for (const auto& n : plan.nodes)
+      board_.nodes.push_back({n.group_rank, n.info.host, n.info.status_url, n.info.preflight_failed, n.info.cpu_gflops,
+                              strikes.within_window(n.info.strike_ages_s)});
+  }
   events_.write("rendezvous", {{"round", r.number()},
                                {"nnodes", group.nnodes},
                                {"world_size", plan.world_size},
@@ -305,7 +326,7 @@ Settled MultiNodeAgent::after_success(const Round& r) {
   });
   if (sig != 0) return {after_interrupt(r, sig), std::nullopt};
   if (reason) return {std::nullopt, read_abort(r.number())};
-  leave(r);
+  leave(r, exit_code::kSuccess);
   return {exit_code::kSuccess, std::nullopt};
 }
 
@@ -343,13 +364,14 @@ Settled MultiNodeAgent::after_failure(const Round& r, const report::AttemptResul
   } catch (const store::StoreError& e) {  // the others cannot hear us: report our own failure
     state_.store_lost = e.what();
   }
+  if (abort.node_rank == r.rank() && abort.pid == mine.pid) record_strike(r, abort);
   if (!(abort.final && abort.node_rank == r.rank() && abort.pid == mine.pid)) return {std::nullopt, abort};
   log_abort(events_, abort);
   node::keep_reported_error_file(layout_, root);
   const report::ReportContext ctx{job_.program, os::host_name(), r.plan.restart_count, job_.max_restarts};
   console::write_all(STDERR_FILENO, report::format_failure_report(ctx, result.outcomes, *result.root_cause));
   report::write_termination_log(job_.status.termination_log, report::termination_message(ctx, root));
-  if (state_.store_lost.empty()) leave(r);
+  if (state_.store_lost.empty()) leave(r, abort.exit_code);
   return {abort.exit_code, std::nullopt};
 }
 
@@ -366,7 +388,7 @@ int MultiNodeAgent::after_interrupt(const Round& r, int signal) {
   try {
     publish_abort(*store_.job, r.number(), stop);
     publish_job_stop(stop);
-    leave(r);
+    leave(r, stop.exit_code);
   } catch (const std::exception&) {  // best effort: we exit anyway; the others see us dropped
   }
   return stop.exit_code;
@@ -437,7 +459,7 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
     console::launcher_notice("stopped" + stopped_how(SIGTERM, note));
     const AbortRecord mine = AbortRecord::stopped_by_signal(r.rank(), os::host_name(), SIGTERM, note);
     log_abort(events_, mine);
-    leave(r);
+    leave(r, abort.exit_code);
     return abort.exit_code;
   }
   log_abort(events_, abort);
@@ -451,7 +473,7 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
                                                                            r.rank(), os::host_name()));
     report::write_termination_log(job_.status.termination_log,
                                   report::termination_message(job_.program, abort.remote_failure()));
-    leave(r);
+    leave(r, abort.exit_code);
     return abort.exit_code;
   }
   console::launcher_notice(fmt::format("{}; restarting on every node in round {}", abort.reason, r.number() + 1));
@@ -460,8 +482,12 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
   next.restart_count = r.plan.restart_count + (abort.failure == FailureKind::kMembership ? 0 : 1);
   next.expected_nodes = r.plan.nnodes;
   if (abort.failure == FailureKind::kNodeLost) next.expected_nodes -= 1;
-  if (abort.failure == FailureKind::kMembership && (store_.leader || store_.leaderless))
-    next.expected_nodes += static_cast<int>(store_.job->add(JobKeys::waiting(r.number()), 0));
+  if (store_.leader || store_.leaderless) {
+    if (abort.failure == FailureKind::kMembership)
+      next.expected_nodes += static_cast<int>(store_.job->add(JobKeys::waiting(r.number()), 0));
+    // The hot spares join too: one takes a free seat, the others stay spares (rendezvous.hpp).
+    next.expected_nodes += static_cast<int>(store_.job->add(JobKeys::spares(r.number()), 0));
+  }
   events_.set_attempt(next.restart_count);
   session_.count_restart(abort.failure);
   events_.write("restart", {{"round", next.round},
@@ -469,6 +495,55 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
                             {"max_restarts", job_.max_restarts},
                             {"reason", abort.reason}});
   return std::nullopt;
+}
+
+// This node's own worker was round r's root cause: a strike (docs/preflight.md "Strikes"),
+// sent with its later joins; the round's leader leaves it out at --strikes COUNT in the window.
+void MultiNodeAgent::record_strike(const Round& r, const AbortRecord& abort) {
+  strikes_.push_back(std::chrono::steady_clock::now());
+  std::vector<double> ages;
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& t : strikes_) ages.push_back(std::chrono::duration<double>(now - t).count());
+  const int count = spec_.strikes.within_window(ages);
+  board_.strikes = count;
+  events_.write("strike", {{"round", r.number()},
+                           {"kind", to_string(abort.failure)},
+                           {"strikes", count},
+                           {"limit", spec_.strikes.count},
+                           {"window_s", spec_.strikes.window_s}});
+  if (spec_.strikes.on())
+    console::launcher_notice(fmt::format("strike {} of {} within {:g} s for this node ({}): {}", count,
+                                         spec_.strikes.count, spec_.strikes.window_s, to_string(abort.failure),
+                                         abort.reason));
+}
+
+// The job runs with its MAX nodes: this node waits as a hot spare, its standbys warm (as if it
+// were the job's last node: a handed-over worker gets its real identity) and its snapshot
+// regions created, ready to take a lost or left-out node's seat.
+void MultiNodeAgent::wait_as_spare(int round) {
+  board_.spare = true;
+  events_.write("spare", {{"round", round}, {"nnodes_max", spec_.nnodes_max}});
+  const int nproc = job_.devices.nproc;
+  node::NodePlacement where{spec_.nnodes_max - 1,
+                            spec_.nnodes_max,
+                            (spec_.nnodes_max - 1) * nproc,
+                            spec_.nnodes_max * nproc,
+                            advertised_addr(),
+                            0,
+                            0};
+  const bool warm = session_.warm_standbys(
+      prepare_attempt(job_, worker_env_, group_plan(job_, where), layout_, &session_.snapshots()));
+  console::launcher_notice(fmt::format(
+      "the job runs with its maximum of {} node{} (--nnodes): this node waits as a hot spare{} and takes the seat "
+      "of a node that is lost or left out",
+      spec_.nnodes_max, spec_.nnodes_max == 1 ? "" : "s", warm ? ", its standbys warm," : ""));
+}
+
+// The job ended while this node waited as a spare: no worker ran here; the job's exit code.
+int MultiNodeAgent::spare_released(const JobEnded& end) {
+  console::launcher_notice(std::string(end.what()) + "; no worker of it ran here");
+  store_.close();
+  return end.exit_code;
 }
 
 // The rounds, then the finish event (also when the launcher itself fails).
@@ -512,7 +587,10 @@ int MultiNodeAgent::run_rounds() {
   abort_thread_ = std::make_unique<AbortWaitThread>(store_.open_waiter(), [this] { supervisor_.wake(); });
   Rendezvous rendezvous(*store_.job, spec_.rdzv, store_.leader, spec_.nnodes_min, spec_.nnodes_max,
                         [this] { return rendezvous_signal_ = supervisor_.poll_signals(); });
-  if (job_.preflight) rendezvous.screen_nodes_with(job_.preflight->cpu_warn, job_.preflight->cpu_fail);
+  ScreenRules rules{0, 0, spec_.strikes};
+  if (job_.preflight) rules.cpu_warn = job_.preflight->cpu_warn, rules.cpu_fail = job_.preflight->cpu_fail;
+  rendezvous.screen_nodes_with(rules);
+  rendezvous.on_spare([this](int round) { wait_as_spare(round); });
   if (store_.leaderless)
     rendezvous.elect_leaders(store_.name, [root = store_.root](const std::string& name) {
       return root->try_get(store::kDroppedPrefix + name).has_value();  // its liveness lease expired
@@ -523,6 +601,8 @@ int MultiNodeAgent::run_rounds() {
   for (;;) {
     try {
       last = join_round(rendezvous, next);
+    } catch (const JobEnded& e) {
+      return spare_released(e);
     } catch (const JobStopped& e) {
       session_.snapshots().persist(snapshot::PersistReason::kStop);
       return job_stopped(last, e.record);

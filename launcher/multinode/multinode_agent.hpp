@@ -14,6 +14,7 @@
 #include "launcher/cli/environment.hpp"
 #include "launcher/cli/rendezvous_conf.hpp"    // RendezvousConf
 #include "launcher/cli/rendezvous_target.hpp"  // RdzvBackend, HttpEndpoint
+#include "launcher/cli/strike_policy.hpp"
 #include "launcher/node/job_config.hpp"
 #include "launcher/supervise/stop_requests.hpp"
 
@@ -31,6 +32,7 @@ struct MultiNodeSpec {
   std::string local_addr;        // where this node's workers' store would listen
   int nnodes_min = 1;
   int nnodes_max = 1;
+  cli::StrikePolicy strikes;  // --strikes: the leader leaves out a node that keeps failing
 };
 
 // stops (may be null): stop requests from another thread (a many-host agent's stdin).

@@ -28,6 +28,9 @@ constexpr std::chrono::milliseconds kPlanReadPoll{20};
   throw LaunchError(exit_code::kRendezvousFailed, message);
 }
 
+// A spare waits for the job's next round as long as the job runs (its end is a record).
+Clock::time_point spare_deadline() { return Clock::now() + std::chrono::hours(24 * 365 * 10); }
+
 Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
@@ -52,11 +55,24 @@ Rendezvous::Rendezvous(store::Store& job, const cli::RendezvousConf& conf, bool 
       interrupted_(std::move(interrupted)) {}
 
 void Rendezvous::check_interrupted() {
-  if (!interrupted_) return;
-  if (int sig = interrupted_())
+  if (int sig = interrupted_ ? interrupted_() : 0)
     throw LaunchError(exit_code::from_signal(sig),
                       fmt::format("stopped{} during rendezvous", stopped_how(sig, std::nullopt)));
   if (std::optional<std::string> stop = job_.try_get(JobKeys::stop())) throw JobStopped(abort_from_json(*stop));
+  if (!spare_) return;
+  if (std::optional<std::string> ended = job_.try_get(JobKeys::ended())) {
+    const auto code = parse_natural(*ended);
+    if (!code || *code > 255) malformed_record("job end record", fmt::format("'{}' is not an exit code", *ended));
+    job_.add(JobKeys::ended_seen(), 1);
+    throw JobEnded(static_cast<int>(*code));
+  }
+}
+
+void Rendezvous::become_spare(int round) {
+  job_.add(JobKeys::spares(round), 1);
+  if (spare_) return;
+  spare_ = true;
+  if (became_spare_) became_spare_(round);
 }
 
 bool Rendezvous::wait_key(const std::string& key, Clock::time_point deadline) {
@@ -77,7 +93,7 @@ RoundPlan Rendezvous::join(const NodeInfo& self, int round, int restart_count, R
 
 RoundPlan Rendezvous::lead(const NodeInfo& self, int round, int restart_count, Regroup regroup) {
   const bool regrouping = regroup.expected > 0;
-  const long enough = regrouping ? std::clamp(regroup.expected, nnodes_min_, nnodes_max_) : nnodes_max_;
+  const long enough = regrouping ? std::max(regroup.expected, nnodes_min_) : nnodes_max_;
   const double last_call_s = regrouping ? regroup.wait_s : conf_.last_call_timeout_s;
   // Its ticket before the round opens: the leader is always join/1 (a waiting follower names it).
   long ticket = job_.add(JobKeys::ticket(round), 1);
@@ -116,12 +132,18 @@ RoundPlan Rendezvous::lead(const NodeInfo& self, int round, int restart_count, R
       std::this_thread::sleep_for(kPlanReadPoll);
     throw LaunchError(plan.error_code, plan.error);
   }
+  if (!plan.find(self.name))  // an elected leader left itself out (its own check, its strikes)
+    for (size_t k = 0; k < plan.left_out_tickets.size(); ++k)
+      if (plan.left_out_tickets[k] == ticket)
+        throw LaunchError(plan.left_out_codes[k], "this node was left out of the job: " + plan.left_out[k]);
   return plan;
 }
 
 RoundPlan Rendezvous::plan_round(const std::vector<NodeInfo>& joined, int round, int restart_count) {
-  const Screened s = screen_nodes(joined, nnodes_min_, screen_.first, screen_.second);
-  for (const auto& w : s.warnings) console::launcher_notice("preflight: warn " + w);
+  ScreenRules rules = screen_;
+  if (elect_name_.empty()) rules.store_host = 0;  // the leader hosts the store: join/1
+  const Screened s = screen_nodes(joined, nnodes_min_, rules);
+  for (const auto& w : s.warnings) console::launcher_notice(w);
   if (!s.error.empty()) {
     RoundPlan failed;
     failed.round = round;
@@ -130,15 +152,27 @@ RoundPlan Rendezvous::plan_round(const std::vector<NodeInfo>& joined, int round,
     failed.error_code = exit_code::kPreflightFailed;
     return failed;
   }
+  // At most MAX seats: the leader (join/1) and the previous round's nodes first (they hold the
+  // snapshots), then the others in join order; the rest wait as spares.
+  std::vector<size_t> seated = s.kept;
+  std::stable_partition(seated.begin(), seated.end(), [&](size_t i) { return i == 0 || joined[i].previous_rank >= 0; });
+  std::vector<size_t> spares;
+  if (seated.size() > static_cast<size_t>(nnodes_max_)) {
+    spares.assign(seated.begin() + nnodes_max_, seated.end());
+    seated.resize(static_cast<size_t>(nnodes_max_));
+    std::sort(seated.begin(), seated.end());
+  }
   std::vector<NodeInfo> kept;
-  for (size_t i : s.kept) kept.push_back(joined[i]);
+  for (size_t i : seated) kept.push_back(joined[i]);
   RoundPlan plan = make_plan(kept, round, restart_count);
-  for (auto& n : plan.nodes) n.ticket = static_cast<int>(s.kept[static_cast<size_t>(n.ticket - 1)]) + 1;
+  for (auto& n : plan.nodes) n.ticket = static_cast<int>(seated[static_cast<size_t>(n.ticket - 1)]) + 1;
+  for (size_t i : spares) plan.spare_tickets.push_back(static_cast<int>(i) + 1);
   plan.tickets = static_cast<int>(joined.size());
   for (size_t k = 0; k < s.left_out.size(); ++k) {
     plan.left_out.push_back(s.why[k]);
     plan.left_out_tickets.push_back(static_cast<int>(s.left_out[k]) + 1);
-    console::launcher_notice("preflight: left out " + s.why[k]);
+    plan.left_out_codes.push_back(s.codes[k]);
+    console::launcher_notice("left out " + s.why[k]);
   }
   return plan;
 }
@@ -148,7 +182,9 @@ void Rendezvous::publish(const RoundPlan& plan) {
     job_.set(JobKeys::nodes(plan.round), nodes_to_json(plan));
     std::vector<std::pair<std::string, std::string>> seats;
     for (size_t k = 0; k < plan.left_out_tickets.size(); ++k)
-      seats.emplace_back(JobKeys::seat(plan.round, plan.left_out_tickets[k]), left_out_seat_json(plan.left_out[k]));
+      seats.emplace_back(JobKeys::seat(plan.round, plan.left_out_tickets[k]),
+                         left_out_seat_json(plan.left_out[k], plan.left_out_codes[k]));
+    for (int t : plan.spare_tickets) seats.emplace_back(JobKeys::seat(plan.round, t), spare_seat_json());
     for (const auto& n : plan.nodes) {
       seats.emplace_back(JobKeys::seat(plan.round, n.ticket), seat_to_json(n));
       if (seats.size() == kSeatsPerRequest || &n == &plan.nodes.back()) {
@@ -162,7 +198,9 @@ void Rendezvous::publish(const RoundPlan& plan) {
 
 void Rendezvous::read_seat(const NodeInfo& self, int round, long ticket, RoundPlan& plan) {
   if (ticket > plan.tickets) return;  // joined too late: not in this round
-  PlannedNode me = seat_from_json(job_.get(JobKeys::seat(round, ticket), kPublishedKeyTimeout), self);
+  const std::string seat = job_.get(JobKeys::seat(round, ticket), kPublishedKeyTimeout);
+  if (is_spare_seat(seat)) return;  // the round has its MAX nodes without us
+  PlannedNode me = seat_from_json(seat, self);
   if (me.group_rank == 0 || !elect_name_.empty())  // they look at every node (the workers' store, the checks)
     plan.nodes = nodes_from_json(job_.get(JobKeys::nodes(round), kPublishedKeyTimeout));
   else plan.nodes.push_back(std::move(me));
@@ -239,7 +277,7 @@ std::optional<RoundPlan> Rendezvous::follow_one(const NodeInfo& self, int round,
   }
   if (w == RoundWait::kTimedOut) follow_timed_out(fmt::format("the plan of round {} ({})", round, who_blocks(round)));
   RoundPlan plan = plan_from_json(job_.get(JobKeys::plan(round), kPublishedKeyTimeout));
-  for (const auto& why : plan.left_out) console::launcher_notice("preflight: left out " + why);
+  for (const auto& why : plan.left_out) console::launcher_notice("left out " + why);
   if (plan.error.empty()) {
     try {
       read_seat(self, round, ticket, plan);
@@ -250,13 +288,12 @@ std::optional<RoundPlan> Rendezvous::follow_one(const NodeInfo& self, int round,
   }
   job_.add(JobKeys::plan_read(round), 1);
   if (!plan.error.empty()) throw LaunchError(plan.error_code, plan.error);
-  if (plan.find(self.name)) return plan;
-  if (plan.nnodes >= nnodes_max_)
-    rendezvous_failed(
-        fmt::format("the job already runs with its maximum of {} node{}; this node "
-                    "is not needed (raise --nnodes MAX to add it)",
-                    nnodes_max_, nnodes_max_ == 1 ? "" : "s"));
-  job_.add(JobKeys::waiting(round), 1);  // the running nodes restart to let us in
+  if (plan.find(self.name)) {
+    spare_ = false;
+    return plan;
+  }
+  if (plan.nnodes >= nnodes_max_) become_spare(round);  // no restart for us: we wait for a free seat
+  else job_.add(JobKeys::waiting(round), 1);            // the running nodes restart to let us in
   return plan;
 }
 
@@ -267,7 +304,7 @@ RoundPlan Rendezvous::follow(const NodeInfo& self, int round) {
     round = round_number(job_.get(JobKeys::current_round(), kPublishedKeyTimeout));
   }
   for (;; ++round) {
-    std::optional<RoundPlan> plan = follow_one(self, round, join_deadline);
+    std::optional<RoundPlan> plan = follow_one(self, round, spare_ ? spare_deadline() : join_deadline);
     if (plan && plan->find(self.name)) return *plan;
   }
 }
@@ -281,9 +318,10 @@ RoundPlan Rendezvous::join_elected(const NodeInfo& self, int round, int restart_
     round = current ? round_number(*current) : 0;
   }
   for (;; ++round) {
-    if (job_.compare_set(JobKeys::leader(round), "", self.name) == self.name)
+    // A spare never opens a round: the job's nodes do, when they restart.
+    if (!spare_ && job_.compare_set(JobKeys::leader(round), "", self.name) == self.name)
       return lead(self, round, restart_count, regroup);
-    std::optional<RoundPlan> plan = follow_one(self, round, join_deadline);
+    std::optional<RoundPlan> plan = follow_one(self, round, spare_ ? spare_deadline() : join_deadline);
     if (!plan) continue;  // its leader was lost: the next round elects another
     if (plan->find(self.name)) return *plan;
     restart_count = plan->restart_count;  // a membership change: not a restart

@@ -17,7 +17,7 @@
 
 #include "launcher/cli/rendezvous_conf.hpp"
 #include "launcher/multinode/abort_record.hpp"
-#include "launcher/multinode/preflight_screen.hpp"
+#include "launcher/multinode/node_screen.hpp"
 #include "launcher/multinode/round_plan.hpp"
 #include "launcher/store/store.hpp"
 
@@ -46,6 +46,19 @@ struct JobKeys {
   // a restart. stop_seen: launcher `name` has read it (the leader waits for that).
   static std::string stop() { return "stop"; }
   static std::string stop_seen(const std::string& name) { return "stop_seen/" + name; }
+  // Hot spares: how many nodes wait as spares after round r (it had MAX nodes when they came);
+  // the job's end (its exit code, set by the leader as the job ends) and how many spares read it.
+  static std::string spares(int r) { return "r" + std::to_string(r) + "/spares"; }
+  static std::string ended() { return "ended"; }
+  static std::string ended_seen() { return "ended_seen"; }
+};
+
+// Thrown by Rendezvous::join on a hot spare when the job ended without needing it.
+struct JobEnded : std::runtime_error {
+  explicit JobEnded(int code)
+      : std::runtime_error("the job ended (exit " + std::to_string(code) + ") while this node waited as a hot spare"),
+        exit_code(code) {}
+  int exit_code;
 };
 
 // Thrown by Rendezvous::join when the job's stop record is there: every node exits with it.
@@ -54,9 +67,10 @@ struct JobStopped : std::runtime_error {
   AbortRecord record;
 };
 
-// After a restart the leader knows who should come back: `expected` nodes (clamped to
-// nnodes_min..nnodes_max). The round closes as soon as they are there; with fewer (but at
-// least nnodes_min) it closes `wait_s` after nnodes_min joined instead of the last call.
+// After a restart the leader knows who should come back: `expected` nodes (at least
+// nnodes_min; more than nnodes_max when spares wait: the plan keeps the previous round's nodes
+// first and the rest stay spares). The round closes as soon as they are there; with fewer (but
+// at least nnodes_min) it closes `wait_s` after nnodes_min joined instead of the last call.
 struct Regroup {
   int expected = 0;  // 0: a first round, no expectation
   double wait_s = 0;
@@ -81,9 +95,17 @@ class Rendezvous {
     leader_lost_ = std::move(lost);
   }
 
-  // --preflight: the leader leaves out nodes whose own checks failed, or whose median core is
-  // below cpu_fail of the nodes' median (preflight_screen.hpp), while MIN nodes remain.
-  void screen_nodes_with(double cpu_warn, double cpu_fail) { screen_ = {cpu_warn, cpu_fail}; }
+  // The leader leaves out nodes whose own pre-flight checks failed, whose median core is below
+  // cpu_fail of the nodes' median, or that were struck out (node_screen.hpp), while MIN nodes
+  // remain.
+  void screen_nodes_with(const ScreenRules& rules) { screen_ = rules; }
+
+  // A node that joins when the job runs with its MAX nodes waits as a hot spare (instead of
+  // failing): it joins every later round and takes a seat when one is free (a node lost or
+  // left out). `became_spare(round)` runs once, when it starts waiting (the agent warms its
+  // standbys then). A spare waits without the join timeout; the job's end throws JobEnded.
+  void on_spare(std::function<void(int)> became_spare) { became_spare_ = std::move(became_spare); }
+  bool spare() const { return spare_; }
 
   // Waits until `key` exists or the deadline passes, in heartbeat-sized slices.
   bool wait_key(const std::string& key, std::chrono::steady_clock::time_point deadline);
@@ -109,7 +131,9 @@ class Rendezvous {
   // LaunchError(kPreflightFailed) when the leader left it out.
   void read_seat(const NodeInfo& self, int round, long ticket, RoundPlan& plan);
   [[noreturn]] void fail_join_timeout(const NodeInfo& self, int round, long count);
-  void check_interrupted();  // also throws JobStopped
+  void check_interrupted();  // also throws JobStopped; a spare, JobEnded
+  // Round `round` had its MAX nodes without this one: wait as a spare from now on.
+  void become_spare(int round);
   [[noreturn]] void follow_timed_out(const std::string& what) const;
   // Who a follower waits for when round `round` has no plan: how many joined, how many it
   // needs, and its leader (the round's first join record).
@@ -123,7 +147,9 @@ class Rendezvous {
   std::function<int()> interrupted_;
   std::string elect_name_;  // non-empty: elect each round's leader
   std::function<bool(const std::string&)> leader_lost_;
-  std::pair<double, double> screen_{0, 0};  // cpu_warn, cpu_fail (0, 0: nodes' cores not compared)
+  ScreenRules screen_;
+  std::function<void(int)> became_spare_;
+  bool spare_ = false;  // waits as a hot spare (until a round seats it)
 };
 
 }  // namespace ddp::launch::multinode

@@ -32,7 +32,9 @@ json info_json(const NodeInfo& n) {
           {"role", n.role},
           {"status_url", n.status_url},
           {"preflight_failed", n.preflight_failed},
-          {"cpu_gflops", n.cpu_gflops}};
+          {"cpu_gflops", n.cpu_gflops},
+          {"strikes", n.strike_ages_s},
+          {"spare", n.spare}};
 }
 
 NodeInfo info_from(const json& j) {
@@ -53,6 +55,8 @@ NodeInfo info_from(const json& j) {
   n.status_url = j.value("status_url", std::string());
   n.preflight_failed = j.value("preflight_failed", std::string());
   n.cpu_gflops = j.value("cpu_gflops", 0.0);
+  n.strike_ages_s = j.value("strikes", std::vector<double>{});
+  n.spare = j.value("spare", false);
   return n;
 }
 
@@ -262,12 +266,21 @@ RoundPlan plan_from_json(const std::string& summary) {
   }
 }
 
-std::string left_out_seat_json(const std::string& why) { return json{{"left_out", why}}.dump(); }
+std::string left_out_seat_json(const std::string& why, int exit_code) {
+  return json{{"left_out", why}, {"code", exit_code}}.dump();
+}
+
+std::string spare_seat_json() { return json{{"spare", true}}.dump(); }
+
+bool is_spare_seat(const std::string& text) {
+  const json j = json::parse(text, nullptr, false);
+  return j.is_object() && j.value("spare", false);
+}
 
 PlannedNode seat_from_json(const std::string& text, NodeInfo self) {
   json j = parse(text, "seat record");
   if (j.contains("left_out"))
-    throw LaunchError(exit_code::kPreflightFailed,
+    throw LaunchError(j.value("code", int{exit_code::kPreflightFailed}),
                       fmt::format("this node was left out of the job: {}", j.value("left_out", std::string())));
   try {
     return seat_from(j, std::move(self));

@@ -36,6 +36,11 @@ struct NodeInfo {
   // compares with the other nodes'.
   std::string preflight_failed;
   double cpu_gflops = 0;
+  // Seconds since each of its strikes (its own worker was a round's root cause), newest last:
+  // the leader leaves it out at --strikes COUNT within its window.
+  std::vector<double> strike_ages_s;
+  // Waits as a hot spare (it came when the job had its MAX nodes): sent with its joins.
+  bool spare = false;
 };
 
 struct PlannedNode {
@@ -62,6 +67,8 @@ struct RoundPlan {
   // leader's plan only) the join tickets they held: they read why instead of a seat.
   std::vector<std::string> left_out;
   std::vector<int> left_out_tickets;
+  std::vector<int> left_out_codes;  // (the leader's plan only) the exit code each left-out node exits with
+  std::vector<int> spare_tickets;   // (the leader's plan only) joiners beyond MAX: they wait as spares
   // By group rank. Whole (nnodes entries) in the plan the leader makes and where a node read
   // the node list; a follower's own plan holds only itself (its seat), or nobody when it
   // joined too late.
@@ -84,10 +91,13 @@ std::string summary_to_json(const RoundPlan& plan);
 RoundPlan plan_from_json(const std::string& summary);  // nodes empty
 // A node's seat: its ranks (`self` is the node's own record; the seat does not repeat it).
 std::string seat_to_json(const PlannedNode& node);
-// Throws LaunchError(kPreflightFailed) with the leader's reason when the seat says the node
-// was left out.
+// Throws LaunchError with the leader's reason and the seat's exit code (kPreflightFailed,
+// kStruckOut) when the seat says the node was left out.
 PlannedNode seat_from_json(const std::string& text, NodeInfo self);
-std::string left_out_seat_json(const std::string& why);
+std::string left_out_seat_json(const std::string& why, int exit_code);
+// The seat of a joiner the round has no room for (it had MAX nodes without it): a spare.
+std::string spare_seat_json();
+bool is_spare_seat(const std::string& text);
 // Every node with its record, by group rank.
 std::string nodes_to_json(const RoundPlan& plan);
 std::vector<PlannedNode> nodes_from_json(const std::string& text);

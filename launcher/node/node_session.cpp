@@ -96,6 +96,13 @@ NodeSession::NodeSession(const JobConfig& job, const cli::Environment& env, cons
 
 NodeSession::~NodeSession() = default;
 
+bool NodeSession::warm_standbys(const std::vector<worker::WorkerLaunch>& launches) {
+  if (!standbys_) return false;
+  standbys_->set_wanted(true);
+  standbys_->fill(launches);
+  return standbys_->size() > 0;
+}
+
 void NodeSession::begin_attempt(int restart_count, int world_size) {
   events_.set_attempt(restart_count);
   board_.attempt = restart_count;

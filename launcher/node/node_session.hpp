@@ -74,6 +74,9 @@ class NodeSession {
   // The attempt's workers are gone: their newest snapshot to disk, in the background, for
   // persist_reason's reason (a restart does not wait for it; the job's end does).
   void after_attempt(const report::AttemptResult& result, bool job_ends, bool membership = false);
+  // A hot spare warms its standbys (warm restarts) for workers it may run later: one per launch.
+  // Whether it keeps any (false: restarts are cold for this program).
+  bool warm_standbys(const std::vector<worker::WorkerLaunch>& launches);
   // A restart follows a failure of `kind`: counted on the board.
   void count_restart(FailureKind kind) { ++board_.restarts[kind]; }
   // The job ends with an error (LaunchError, a lost store): the newest snapshot is persisted.

@@ -16,7 +16,7 @@ Level at_least(double figure, double warn_below, double fail_below) {
 
 // Within a node only a warning: one busy core is the scheduler's to work around (and a loaded
 // machine shows one for a moment); a slow node is found against the other nodes' median
-// (multinode/preflight_screen.hpp, cpu_fail).
+// (multinode/node_screen.hpp, cpu_fail).
 Finding cpu(const Figures& f, const cli::PreflightConf& c) {
   Finding out{"cpu", Level::kPass, "", fmt::format("warn below {:g} of the median core (cpu_warn)", c.cpu_warn)};
   if (f.cores.empty()) {

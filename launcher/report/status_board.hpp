@@ -86,12 +86,20 @@ struct StatusBoard {
   std::map<std::string, DurationHistogram> recovery;   // by phase: stop, store, start, first_step, total
   unsigned long long hang_verdicts = 0;                // this node's
   std::map<std::string, std::string> preflight;        // --preflight: each check's worst level here (pass, warn, fail)
+  int strikes = 0;                                     // this node's strikes within --strikes' window
+  bool spare = false;                                  // this node waits as a hot spare
+  std::vector<std::string> left_out;                   // the nodes the latest round left out, and why
   std::optional<std::string> finished;                 // the job's outcome once known
   // Multi-node, on group rank 0: every node's status endpoint (the page links them).
   struct Node {
     int node_rank = 0;
     std::string host;
     std::string url;  // "http://ADDR:PORT", "" when that node serves none
+    // What it joined with: its failed pre-flight checks ("" none), its median core's GFLOP/s (0:
+    // not measured) and its strikes within the window.
+    std::string preflight_failed;
+    double cpu_gflops = 0;
+    int strikes = 0;
   };
   std::vector<Node> nodes;
 

@@ -43,6 +43,9 @@ std::string status_json(const report::StatusBoard& b, double now,
   j["restarts"] = restarts;
   j["hang_verdicts"] = b.hang_verdicts;
   j["preflight"] = b.preflight;  // {} without --preflight
+  j["strikes"] = b.strikes;
+  j["spare"] = b.spare;
+  j["left_out"] = b.left_out;
   ordered_json events = ordered_json::array();
   for (const std::string& line : b.recent_events()) {
     auto e = ordered_json::parse(line, nullptr, false);
@@ -51,7 +54,12 @@ std::string status_json(const report::StatusBoard& b, double now,
   j["events"] = events;
   ordered_json nodes = ordered_json::array();
   for (const report::StatusBoard::Node& n : b.nodes)
-    nodes.push_back({{"node_rank", n.node_rank}, {"host", n.host}, {"url", n.url}});
+    nodes.push_back({{"node_rank", n.node_rank},
+                     {"host", n.host},
+                     {"url", n.url},
+                     {"preflight_failed", n.preflight_failed},
+                     {"cpu_gflops", n.cpu_gflops},
+                     {"strikes", n.strikes}});
   j["nodes"] = nodes;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

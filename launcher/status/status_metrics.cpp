@@ -63,6 +63,14 @@ std::string metrics_text(const report::StatusBoard& b, const os::SelfUsage& self
     for (const auto& [check, level] : b.preflight)
       t.sample("ddp_launch_preflight_check", {{"check", check}}, level == "fail" ? 2 : level == "warn" ? 1 : 0);
   }
+  t.family("ddp_launch_strikes", "gauge",
+           "This node's strikes within the --strikes window (its own worker was a round's root cause)");
+  t.sample("ddp_launch_strikes", {}, b.strikes);
+  t.family("ddp_launch_spare", "gauge", "1 while this node waits as a hot spare, else 0");
+  t.sample("ddp_launch_spare", {}, b.spare ? 1 : 0);
+  t.family("ddp_launch_nodes_left_out", "gauge",
+           "Nodes the latest round left out (a failed pre-flight check, a slow CPU, struck out)");
+  t.sample("ddp_launch_nodes_left_out", {}, static_cast<double>(b.left_out.size()));
   t.family("ddp_launch_restarts_total", "counter", "Restarts of the worker group, by the failure that caused them");
   for (FailureKind k : kAllFailureKinds) {
     auto it = b.restarts.find(k);

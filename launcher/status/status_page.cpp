@@ -51,7 +51,11 @@ function render(s){
     ev.appendChild(el('li',(e.time||'')+' '+(e.event||'')+' '+JSON.stringify(rest)));});
   var nodes=document.getElementById('nodes');while(nodes.firstChild)nodes.removeChild(nodes.firstChild);
   (s.nodes||[]).forEach(function(n){var li=el('li');var label='node '+n.node_rank+' ('+n.host+')';
-    if(/^http:\/\/[^\s"<>]+$/.test(n.url)){var a=el('a',label);a.href=n.url+'/';li.appendChild(a);}else li.textContent=label+': no status endpoint';nodes.appendChild(li);});
+    if(/^http:\/\/[^\s"<>]+$/.test(n.url)){var a=el('a',label);a.href=n.url+'/';li.appendChild(a);}else li.textContent=label+': no status endpoint';
+    var note=(n.preflight_failed?' · pre-flight failed: '+n.preflight_failed:'')+(n.cpu_gflops>0?' · cpu '+n.cpu_gflops.toFixed(2)+' GFLOP/s a core':'')+(n.strikes>0?' · strikes '+n.strikes:'');
+    if(note)li.appendChild(el('span',note,'muted'));nodes.appendChild(li);});
+  (s.left_out||[]).forEach(function(w){nodes.appendChild(el('li','left out '+w,'failed'));});
+  if(s.spare)nodes.appendChild(el('li','this node waits as a hot spare'));
 }
 function tick(){fetch('/status.json',{cache:'no-store'}).then(function(r){return r.json();}).then(function(s){render(s);
   document.getElementById('stale').textContent='';}).catch(function(){document.getElementById('stale').textContent='(launcher unreachable: showing the last data)';});}
@@ -83,10 +87,18 @@ std::string status_page(const report::StatusBoard& b, double now) {
     events += "<li>" + html_escape(text) + "</li>\n";
   }
   std::string nodes;
-  for (const report::StatusBoard::Node& n : b.nodes)
-    nodes += n.url.empty() ? fmt::format("<li>node {} ({}): no status endpoint</li>", n.node_rank, html_escape(n.host))
-                           : fmt::format("<li><a href=\"{}/\">node {} ({})</a></li>", html_escape(n.url), n.node_rank,
+  for (const report::StatusBoard::Node& n : b.nodes) {
+    std::string note;
+    if (!n.preflight_failed.empty()) note += " · pre-flight failed: " + n.preflight_failed;
+    if (n.cpu_gflops > 0) note += fmt::format(" · cpu {:.2f} GFLOP/s a core", n.cpu_gflops);
+    if (n.strikes > 0) note += fmt::format(" · strikes {}", n.strikes);
+    nodes += n.url.empty() ? fmt::format("<li>node {} ({}): no status endpoint", n.node_rank, html_escape(n.host))
+                           : fmt::format("<li><a href=\"{}/\">node {} ({})</a>", html_escape(n.url), n.node_rank,
                                          html_escape(n.host));
+    nodes += (note.empty() ? "" : "<span class=\"muted\">" + html_escape(note) + "</span>") + "</li>";
+  }
+  for (const std::string& w : b.left_out) nodes += "<li class=\"failed\">left out " + html_escape(w) + "</li>";
+  if (b.spare) nodes += "<li>this node waits as a hot spare</li>";
   const std::string title = fmt::format("ddp-launch: {} ({})", b.job.program, b.job.run_id);
   return fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>"

@@ -6,7 +6,8 @@
 #include "launcher/base/launch_error.hpp"
 #include "launcher/cli/preflight_args.hpp"
 #include "launcher/cli/preflight_conf.hpp"
-#include "launcher/multinode/preflight_screen.hpp"
+#include "launcher/cli/strike_policy.hpp"
+#include "launcher/multinode/node_screen.hpp"
 #include "launcher/preflight/verdict.hpp"
 
 using namespace ddp::launch;
@@ -115,7 +116,7 @@ TEST_CASE("the leader's screen: failed or slow nodes left out while MIN remain, 
   // d's cores are at 0.42 of the nodes' median: left out; c failed its own shm check: left out.
   std::vector<multinode::NodeInfo> joined{node("a", 20), node("b", 19), node("c", 21, "shm: /dev/shm: 0.1 GiB free"),
                                           node("d", 8), node("e", 14)};
-  auto s = multinode::screen_nodes(joined, 2, 0.75, 0.5);
+  auto s = multinode::screen_nodes(joined, 2, {0.75, 0.5, cli::StrikePolicy{}});
   CHECK(s.error.empty());
   CHECK(s.kept == std::vector<size_t>{0, 1, 4});
   CHECK(s.left_out == std::vector<size_t>{2, 3});
@@ -125,12 +126,82 @@ TEST_CASE("the leader's screen: failed or slow nodes left out while MIN remain, 
   REQUIRE(s.warnings.size() == 1);  // e at 0.74: warned, kept
   CHECK_THAT(s.warnings[0], Catch::Contains("node e (pid 0): cpu:") && Catch::Contains("warn below 0.75"));
   // With MIN 4 only three would remain: the round fails, naming both.
-  s = multinode::screen_nodes(joined, 4, 0.75, 0.5);
+  s = multinode::screen_nodes(joined, 4, {0.75, 0.5, cli::StrikePolicy{}});
   CHECK_THAT(s.error, Catch::Contains("2 of 5 nodes failed, leaving 3, fewer than the 4 the job needs") &&
                           Catch::Contains("node c (") && Catch::Contains("node d ("));
   // Without --preflight on the leader (thresholds 0) only the nodes' own failures count; nodes
   // that measured nothing are not compared.
-  s = multinode::screen_nodes({node("a", 0), node("b", 0), node("c", 20)}, 1, 0, 0);
+  s = multinode::screen_nodes({node("a", 0), node("b", 0), node("c", 20)}, 1, {});
   CHECK(s.left_out.empty());
   CHECK(s.warnings.empty());
+}
+
+TEST_CASE("the leader's screen: the store's host is never left out; its failed check fails the round") {
+  auto node = [](const std::string& host, double gflops, const std::string& failed = "") {
+    multinode::NodeInfo n;
+    n.host = host;
+    n.cpu_gflops = gflops;
+    n.preflight_failed = failed;
+    return n;
+  };
+  multinode::ScreenRules rules{0.75, 0.5, cli::StrikePolicy{}, 0};
+  // Its slow CPU: kept, warned.
+  auto s = multinode::screen_nodes({node("host", 5), node("b", 20), node("c", 21)}, 1, rules);
+  CHECK(s.error.empty());
+  CHECK(s.kept == std::vector<size_t>{0, 1, 2});
+  REQUIRE(s.warnings.size() == 1);
+  CHECK_THAT(s.warnings[0],
+             Catch::Contains("node host (pid 0): cpu:") && Catch::Contains("kept: it hosts the job's store"));
+  // Its own failed check: the round fails (the job cannot run without its store).
+  s = multinode::screen_nodes({node("host", 20, "disk: /tmp: not writable"), node("b", 20)}, 1, rules);
+  CHECK_THAT(s.error, Catch::Contains("the node that hosts the job's store failed") &&
+                          Catch::Contains("disk: /tmp: not writable"));
+}
+
+TEST_CASE("strikes: a node at COUNT within the window is left out while MIN remain, the most struck first") {
+  auto node = [](const std::string& host, std::vector<double> ages) {
+    multinode::NodeInfo n;
+    n.host = host;
+    n.strike_ages_s = std::move(ages);
+    return n;
+  };
+  const cli::StrikePolicy policy = cli::parse_strike_policy("3/600");
+  CHECK(policy.count == 3);
+  CHECK(policy.window_s == 600);
+  CHECK(policy.within_window({700, 500, 10}) == 2);
+  // b: 3 strikes in the window (one older does not count for c); d: 4.
+  std::vector<multinode::NodeInfo> joined{node("a", {}), node("b", {400, 200, 5}), node("c", {900, 300, 2}),
+                                          node("d", {500, 100, 50, 1})};
+  multinode::ScreenRules rules{0, 0, policy, 0};
+  auto s = multinode::screen_nodes(joined, 2, rules);
+  CHECK(s.error.empty());
+  CHECK(s.left_out == std::vector<size_t>{3, 1});  // d (4 strikes) first, then b
+  CHECK(s.kept == std::vector<size_t>{0, 2});
+  CHECK(s.codes == std::vector<int>{exit_code::kStruckOut, exit_code::kStruckOut});
+  CHECK_THAT(s.why[0], Catch::Contains("node d (pid 0): struck out: its workers were the root cause 4 times within "
+                                       "600 s (--strikes 3/600)"));
+  // MIN 3: only one may go (d); b is kept, warned. The store's host is never left out.
+  s = multinode::screen_nodes(joined, 3, rules);
+  CHECK(s.left_out == std::vector<size_t>{3});
+  REQUIRE(s.warnings.size() == 1);
+  CHECK_THAT(s.warnings[0], Catch::Contains("strikes: node b (pid 0): struck out") &&
+                                Catch::Contains("kept: without it fewer than the 3 nodes"));
+  joined[0].strike_ages_s = {1, 2, 3};
+  s = multinode::screen_nodes(joined, 1, rules);
+  CHECK(s.left_out == std::vector<size_t>{3, 1});
+  CHECK_THAT(s.warnings.at(0), Catch::Contains("node a (pid 0)") && Catch::Contains("kept: it hosts the job's store"));
+  // Off: nobody is struck out.
+  CHECK(multinode::screen_nodes(joined, 1, {0, 0, cli::parse_strike_policy("0"), -1}).left_out.empty());
+  auto usage = [](auto f) {
+    try {
+      f();
+    } catch (const LaunchError& e) {
+      CHECK(e.exit_code() == exit_code::kUsage);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(usage([] { cli::parse_strike_policy("three"); }), Catch::Contains("expected COUNT or COUNT/SECONDS"));
+  CHECK_THAT(usage([] { cli::parse_strike_policy("3/0"); }), Catch::Contains("--strikes 3/0"));
+  CHECK(cli::parse_strike_policy("5").window_s == 3600);
 }

@@ -220,6 +220,67 @@ TEST_CASE("after a restart the leader closes the round once the expected nodes a
   CHECK(follower.get().round == 4);
 }
 
+TEST_CASE("a node that comes when the job has its MAX nodes waits as a spare, takes a free seat, or is released") {
+  store::MemoryStore store;
+  auto conf = fast_conf();
+  auto b0 = std::async(std::launch::async, [&] {
+    Rendezvous r(store, conf, false, 1, 2, {});
+    return r.join(node("b", 1, -1, 1, 2), -1, 0);
+  });
+  Rendezvous leader(store, conf, true, 1, 2, {});
+  RoundPlan round0 = leader.join(node("a", 1, -1, 1, 2), 0, 0);
+  REQUIRE(round0.nnodes == 2);
+  REQUIRE(b0.get().nnodes == 2);
+  // c comes after the plan of a full round: a spare (no restart asked for), waiting for round 1
+  // past its join timeout.
+  std::promise<int> spare_at;
+  auto c = std::async(std::launch::async, [&] {
+    Rendezvous r(store, conf, false, 1, 2, {});
+    r.on_spare([&](int round) { spare_at.set_value(round); });
+    return r.join(node("c", 1, -1, 1, 2), -1, 0);
+  });
+  CHECK(spare_at.get_future().get() == 0);
+  CHECK(store.add(JobKeys::spares(0), 0) == 1);
+  CHECK_FALSE(store.check({JobKeys::waiting(0)}));
+  std::this_thread::sleep_for(std::chrono::duration<double>(conf.join_timeout_s + 0.5));
+  // b was lost: round 1 expects a and the spare, which takes b's seat (group rank 1).
+  NodeInfo a1 = node("a", 1, -1, 1, 2);
+  a1.previous_rank = 0;
+  RoundPlan round1 = leader.join(a1, 1, 1, Regroup{2 - 1 + 1, 30});
+  CHECK(round1.nnodes == 2);
+  const RoundPlan seated = c.get();
+  REQUIRE(seated.find("c") != nullptr);
+  CHECK(seated.find("c")->group_rank == 1);
+  // d comes now: a spare, while b (back, its previous rank 1) and a restart with d expected
+  // too: the previous round's nodes keep the seats, d stays a spare.
+  auto d = std::async(std::launch::async, [&] {
+    Rendezvous r(store, conf, false, 1, 2, {});
+    return r.join(node("d", 1, -1, 1, 2), -1, 0);
+  });
+  REQUIRE(store.wait({JobKeys::spares(1)}, std::chrono::milliseconds(5000)));
+  auto c2 = std::async(std::launch::async, [&] {
+    NodeInfo c_again = node("c", 1, -1, 1, 2);
+    c_again.previous_rank = 1;
+    Rendezvous r(store, conf, false, 1, 2, {});
+    return r.join(c_again, 2, 1);
+  });
+  a1.previous_rank = 0;
+  RoundPlan round2 = leader.join(a1, 2, 2, Regroup{2 + 1, 30});
+  CHECK(round2.nnodes == 2);
+  CHECK(round2.find("d") == nullptr);
+  CHECK(c2.get().find("c") != nullptr);
+  CHECK(store.wait({JobKeys::spares(2)}, std::chrono::milliseconds(5000)));
+  // The job ends (exit 3): the spare is released with the job's code.
+  store.set(JobKeys::ended(), "3");
+  try {
+    d.get();
+    FAIL("the spare was not released");
+  } catch (const JobEnded& e) {
+    CHECK(e.exit_code == 3);
+  }
+  CHECK(store.add(JobKeys::ended_seen(), 0) == 1);
+}
+
 namespace {
 
 constexpr const char* kVersionHint = "do all nodes run the same ddp-launch version?";

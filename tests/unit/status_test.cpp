@@ -61,6 +61,35 @@ TEST_CASE("Prometheus text: label values and HELP are escaped, numbers parse") {
         "x_seconds_count{phase=\"stop\"} 3\n");
 }
 
+TEST_CASE("Status metrics and JSON: strikes, a spare, the nodes left out and what every node joined with") {
+  report::StatusBoard b = sample_board();
+  std::string text = metrics_text(b, {1.5, 4096, 100});
+  CHECK(text.find("ddp_launch_strikes 0\n") != std::string::npos);
+  CHECK(text.find("ddp_launch_spare 0\n") != std::string::npos);
+  CHECK(text.find("ddp_launch_nodes_left_out 0\n") != std::string::npos);
+  b.strikes = 2;
+  b.spare = true;
+  b.left_out = {"node c (pid 7): struck out: its workers were the root cause 3 times within 3600 s"};
+  b.nodes = {{0, "a", "http://a:1", "", 20.5, 0}, {1, "b", "", "shm: 0.1 GiB free", 0, 1}};
+  text = metrics_text(b, {1.5, 4096, 100});
+  CHECK(text.find("# TYPE ddp_launch_strikes gauge\n") != std::string::npos);
+  CHECK(text.find("ddp_launch_strikes 2\n") != std::string::npos);
+  CHECK(text.find("ddp_launch_spare 1\n") != std::string::npos);
+  CHECK(text.find("ddp_launch_nodes_left_out 1\n") != std::string::npos);
+  const auto j = nlohmann::json::parse(status_json(b, 10, std::nullopt));
+  CHECK(j.at("strikes") == 2);
+  CHECK(j.at("spare") == true);
+  CHECK(j.at("left_out").at(0).get<std::string>().find("struck out") != std::string::npos);
+  CHECK(j.at("nodes").at(0).at("cpu_gflops") == 20.5);
+  CHECK(j.at("nodes").at(1).at("preflight_failed") == "shm: 0.1 GiB free");
+  CHECK(j.at("nodes").at(1).at("strikes") == 1);
+  const std::string page = status_page(b, 10);
+  CHECK(page.find("cpu 20.50 GFLOP/s a core") != std::string::npos);
+  CHECK(page.find("pre-flight failed: shm: 0.1 GiB free") != std::string::npos);
+  CHECK(page.find("<li class=\"failed\">left out node c (pid 7): struck out") != std::string::npos);
+  CHECK(page.find("this node waits as a hot spare") != std::string::npos);
+}
+
 TEST_CASE("Status metrics and JSON: the pre-flight checks' levels, only with --preflight") {
   report::StatusBoard b = sample_board();
   CHECK(metrics_text(b, {1.5, 4096, 100}).find("ddp_launch_preflight_check") == std::string::npos);
