@@ -72,7 +72,11 @@ long last_step(const std::string& times_dir, int rank, int attempt) {
 
 }  // namespace
 
-TEST_CASE("a SIGKILLed node's replacement is healed from the survivor's snapshot, no checkpoint read", "[.heal]") {
+namespace {
+
+// The replacement is a new launcher started after the kill, or (spare) a hot spare that waited
+// since round 0 and takes the seat by itself.
+void heal_after_kill(bool spare) {
   const char* train = std::getenv("DDP_TRAIN");
   REQUIRE(train != nullptr);
   TempDir dir;
@@ -106,7 +110,7 @@ TEST_CASE("a SIGKILLed node's replacement is healed from the survivor's snapshot
                                      "--rdzv-backend=c10d",
                                      "--rdzv-endpoint=127.0.0.1:" + std::to_string(port),
                                      "--rdzv-id=heal",
-                                     "--node-rank=" + std::to_string(node_rank),
+                                     "--node-rank=" + std::to_string(node_rank),  // -1: none (spare)
                                      "--nproc-per-node=1",
                                      "--max-restarts=1",
                                      "--rdzv-conf=join_timeout=60,is_host=" + std::string(node_rank == 0 ? "1" : "0"),
@@ -120,6 +124,7 @@ TEST_CASE("a SIGKILLed node's replacement is healed from the survivor's snapshot
                                      "--step-times",
                                      times};
     argv.insert(argv.end(), data.begin(), data.end());
+    if (node_rank < 0) argv.erase(argv.begin() + 5);  // a spare takes whichever seat is free
     EnvOverrides node_env = env;
     node_env["DDP_LAUNCH_SNAPSHOT_DIR"] = dir / shm;  // each node its own /dev/shm
     return std::make_unique<Background>(argv, node_env);
@@ -131,13 +136,19 @@ TEST_CASE("a SIGKILLed node's replacement is healed from the survivor's snapshot
   const std::vector<DirEvent> before = drain(watch);
   INFO("round 0's checkpoint directory events:\n" << describe(before));
   CHECK(std::any_of(before.begin(), before.end(), [&](const DirEvent& e) { return e.name == old_checkpoint; }));
+  std::unique_ptr<Background> replacement;
+  if (spare) {
+    replacement = node(-1, "shm2");
+    REQUIRE(
+        wait_until([&] { return replacement->err_so_far().find("waits as a hot spare") != std::string::npos; }, 60s));
+  }
 
   victim->signal(SIGKILL);
   victim->wait(30s);
   const long killed_at = last_step(times, 1, 0);
   REQUIRE(
       wait_until([&] { return survivor->err_so_far().find("restarting on every node") != std::string::npos; }, 60s));
-  auto replacement = node(1, "shm2");
+  if (!spare) replacement = node(1, "shm2");
   const RunResult a = survivor->wait(120s);
   const RunResult c = replacement->wait(60s);
   const std::vector<DirEvent> after = drain(watch);
@@ -146,6 +157,7 @@ TEST_CASE("a SIGKILLed node's replacement is healed from the survivor's snapshot
   INFO("checkpoint directory events after the kill:\n" << describe(after));
   REQUIRE(a.exit_code == 0);
   REQUIRE(c.exit_code == 0);
+  if (spare) CHECK_THAT(c.err, Catch::Contains("round 1: node 1 of 2"));
 
   std::smatch m;
   const std::regex healed(
@@ -167,4 +179,14 @@ TEST_CASE("a SIGKILLed node's replacement is healed from the survivor's snapshot
     CHECK_FALSE(reads_checkpoint(e));
     CHECK_FALSE(((e.mask & IN_ACCESS) && !(e.mask & IN_ISDIR)));  // no file in it was read
   }
+}
+}  // namespace
+
+TEST_CASE("a SIGKILLed node's replacement is healed from the survivor's snapshot, no checkpoint read", "[.heal]") {
+  heal_after_kill(false);
+}
+
+TEST_CASE("a hot spare takes a SIGKILLed node's seat, healed from the survivor's snapshot, no checkpoint read",
+          "[.spare_heal]") {
+  heal_after_kill(true);
 }
