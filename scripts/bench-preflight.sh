@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# bench-preflight.sh: --preflight on K launchers on loopback (a benchmark, not a test). Each run
-# is an elastic c10d job of K nodes x 1 worker (`true`, --nnodes 2:K) with --preflight (the CPU
-# check's default thresholds; memory, /dev/shm and disk set to pass: not what this measures):
+# bench-preflight.sh: --preflight on K launchers (a benchmark, not a test), each in its own
+# network namespace on a bridge where this machine allows (root, iproute2, tc), else on
+# loopback. Each run is an elastic c10d job of K nodes x 1 worker (`true`, --nnodes 2:K) with
+# --preflight (the CPU and link checks' default thresholds; memory, /dev/shm and disk set to
+# pass: not what this measures):
 #   capped runs: the last node runs in a cgroup whose CPU is capped (--cap, % of one CPU): is
 #     it left out by the round's leader, and nobody else?
+#   slow-link runs (namespaces only): the last node's link is shaped both ways with tc (tbf,
+#     --rate Mbit/s): is it left out, and nobody else?
 #   clean runs: no cap, --burners CPU burners (`yes`) beside the job: is anyone left out?
 #   In both the nodes start --stagger seconds apart: on one machine, nodes measuring at the
 #   same time share its cores, which separate machines would not (their 200 ms windows must
@@ -13,30 +17,38 @@
 # Prints one Markdown table (docs/preflight.md). Needs root and a cgroup cpu controller (v1
 # cpu.cfs_quota_us or v2 cpu.max) for the capped runs (skipped with a note otherwise).
 #
-#   scripts/bench-preflight.sh [--nodes K] [--capped-runs N] [--clean-runs M] [--timing-runs T]
-#                              [--cap PCT] [--burners B] [--stagger-ms MS]
+#   scripts/bench-preflight.sh [--nodes K] [--capped-runs N] [--slow-runs S] [--clean-runs M]
+#                              [--timing-runs T] [--cap PCT] [--rate MBIT] [--burners B]
+#                              [--stagger-ms MS] [--loopback]
 #
-# Defaults: --nodes 4, --capped-runs 10, --clean-runs 20, --timing-runs 5, --cap 25, --burners 2,
-# --stagger-ms 400 (the timing runs start every node at once).
+# Defaults: --nodes 4, --capped-runs 10, --slow-runs 10, --clean-runs 20, --timing-runs 5,
+# --cap 25, --rate 100, --burners 2, --stagger-ms 400 (the timing runs start every node at
+# once); --loopback: no namespaces even where they could be made.
 # Env: BUILD_DIR (scripts/lib.sh: its ddp-launch).
 # Exit: 0; 1 when a run did not end as expected (what happened is printed); 2 on bad usage.
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/lib.sh
 source "$(dirname "$0")/lib.sh"
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
-nodes=4 capped_runs=10 clean_runs=20 timing_runs=5 cap=25 burners=2 stagger_ms=400
+nodes=4 capped_runs=10 slow_runs=10 clean_runs=20 timing_runs=5 cap=25 rate=100 burners=2 stagger_ms=400 loopback=0
 while (($#)); do
   case $1 in
     -h | --help)
       usage
       exit 0
       ;;
-    --nodes | --capped-runs | --clean-runs | --timing-runs | --cap | --burners | --stagger-ms)
+    --loopback)
+      loopback=1
+      shift
+      ;;
+    --nodes | --capped-runs | --slow-runs | --clean-runs | --timing-runs | --cap | --rate | --burners | --stagger-ms)
       (($# >= 2)) || die "$1 needs a value; see scripts/bench-preflight.sh --help"
       [[ $2 =~ ^[0-9]+$ ]] || die "$1 takes a whole number, not '$2'"
       case $1 in
         --nodes) nodes=$2 ;;
         --capped-runs) capped_runs=$2 ;;
+        --slow-runs) slow_runs=$2 ;;
+        --rate) rate=$2 ;;
         --clean-runs) clean_runs=$2 ;;
         --timing-runs) timing_runs=$2 ;;
         --cap) cap=$2 ;;
@@ -55,13 +67,54 @@ launcher=$build_dir/launcher/ddp-launch
 tmp=$(mktemp -d)
 cgroup=""
 burner_pids=()
+namespaces=() addrs=() bridge=""
 cleanup() {
   [[ $BASHPID == "$$" ]] || return 0  # the main shell's: a subshell that exits cleans nothing
   ((${#burner_pids[@]})) && kill -KILL "${burner_pids[@]}" 2>/dev/null
   [[ -n $cgroup && -d $cgroup ]] && rmdir "$cgroup" 2>/dev/null
+  local ns
+  for ns in "${namespaces[@]}"; do
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+    ip netns del "$ns" 2>/dev/null
+  done
+  [[ -n $bridge ]] && ip link del "$bridge" 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+
+# K namespaces on a bridge in this one, node i at 10.232.N.(i+1); returns 1 (and leaves
+# loopback) where this machine cannot.
+make_namespaces() {
+  ((loopback == 0 && $(id -u) == 0)) && command -v ip >/dev/null && command -v tc >/dev/null || return 1
+  local tag="dpf$$" net=$((RANDOM % 200)) i
+  bridge="${tag}br"
+  ip link add "$bridge" type bridge 2>/dev/null || {
+    bridge=""
+    return 1
+  }
+  ip link set "$bridge" up
+  for ((i = 0; i < nodes; i++)); do
+    namespaces+=("${tag}n$i")
+    ip netns add "${tag}n$i" && ip link add "${tag}v$i" type veth peer name "${tag}b$i" &&
+      ip link set "${tag}v$i" netns "${tag}n$i" && ip link set "${tag}b$i" master "$bridge" &&
+      ip link set "${tag}b$i" up && ip -n "${tag}n$i" addr add "10.232.$net.$((i + 1))/24" dev "${tag}v$i" &&
+      ip -n "${tag}n$i" link set "${tag}v$i" up && ip -n "${tag}n$i" link set lo up || return 1
+    addrs+=("10.232.$net.$((i + 1))")
+  done
+  ip netns exec "${tag}n0" ping -c1 -W2 "10.232.$net.$nodes" >/dev/null 2>&1
+}
+
+# The last node's link shaped both ways to --rate Mbit/s (on), or as it was (off).
+shape_last_link() {
+  local i=$((nodes - 1)) tag="dpf$$"
+  if [[ $1 == on ]]; then
+    ip netns exec "${tag}n$i" tc qdisc add dev "${tag}v$i" root tbf rate "${rate}mbit" burst 32kbit latency 50ms
+    tc qdisc add dev "${tag}b$i" root tbf rate "${rate}mbit" burst 32kbit latency 50ms
+  else
+    ip netns exec "${tag}n$i" tc qdisc del dev "${tag}v$i" root 2>/dev/null || true
+    tc qdisc del dev "${tag}b$i" root 2>/dev/null || true
+  fi
+}
 
 # A cgroup capped at $cap% of one CPU: its path, or "" where this machine cannot make one.
 make_capped_cgroup() {
@@ -84,17 +137,21 @@ make_capped_cgroup() {
 run_job() {
   local name=$1 preflight=$2 capped=$3 stagger=$4 port i start
   port=$(free_port)
+  local host=127.0.0.1
+  ((${#addrs[@]})) && host=${addrs[0]}
   local common=("$launcher" --nnodes "2:$nodes" --nproc-per-node 1 --rdzv-backend c10d
-    --rdzv-endpoint "127.0.0.1:$port" --rdzv-id "$name" --rdzv-conf "join_timeout=60,last_call_timeout=20")
+    --rdzv-endpoint "$host:$port" --rdzv-id "$name" --rdzv-conf "join_timeout=60,last_call_timeout=20")
   ((preflight)) && common+=(--preflight --preflight-conf "mem_gib=0,shm_gib_per_worker=0,disk_gib=0")
   local pids=()
   start=$(date +%s.%N)
   for ((i = 0; i < nodes; i++)); do
     ((i && stagger)) && sleep "$(awk -v ms="$stagger" 'BEGIN { print ms / 1000 }')"
+    local node=("${common[@]}")
+    ((${#addrs[@]})) && node=(ip netns exec "${namespaces[$i]}" "${common[@]}" --local-addr "${addrs[$i]}")
     if ((capped && i == nodes - 1)); then
-      (echo "$BASHPID" >"$cgroup/cgroup.procs" && exec "${common[@]}" --no-python true) 2>"$tmp/$name.$i.err" &
+      (echo "$BASHPID" >"$cgroup/cgroup.procs" && exec "${node[@]}" --no-python true) 2>"$tmp/$name.$i.err" &
     else
-      "${common[@]}" --no-python true 2>"$tmp/$name.$i.err" &
+      "${node[@]}" --no-python true 2>"$tmp/$name.$i.err" &
     fi
     pids+=($!)
   done
@@ -112,6 +169,15 @@ left_out() {
   { grep -l "this node was left out" "$tmp/$1".*.err 2>/dev/null || true; } | sed 's/.*\.\([0-9]*\)\.err$/\1/' |
     sort -n | tr '\n' ' '
 }
+
+where="loopback"
+if make_namespaces; then
+  where="network namespaces on a bridge"
+else
+  for ns in "${namespaces[@]}"; do ip netns del "$ns" 2>/dev/null; done
+  [[ -n $bridge ]] && ip link del "$bridge" 2>/dev/null
+  namespaces=() addrs=() bridge=""
+fi
 
 capped_ok=0 capped_note=""
 make_capped_cgroup || true
@@ -133,6 +199,25 @@ fi
 
 # SIGKILL ends them: bash can lose a SIGTERM sent to a child it has just forked (seen 1 in 300
 # here), and the wait below would then wait for a burner that never ends.
+slow_ok=0 slow_note=""
+if ((${#addrs[@]})); then
+  for ((r = 0; r < slow_runs; r++)); do
+    shape_last_link on
+    run_job "slow$r" 1 0 "$stagger_ms"
+    shape_last_link off
+    out=$(left_out "slow$r")
+    if [[ $out == "$((nodes - 1)) " ]]; then
+      slow_ok=$((slow_ok + 1))
+    else
+      echo "slow-link run $r: left out: '${out}' (expected node $((nodes - 1)) only); codes: $(tr '\n' ' ' <"$tmp/slow$r.codes")" >&2
+      grep -h "preflight\|network" "$tmp/slow$r".*.err >&2 || true
+    fi
+  done
+  slow_note="$slow_ok of $slow_runs"
+else
+  slow_note="not run (no network namespaces: root, iproute2 and tc needed)"
+fi
+
 for ((b = 0; clean_runs && b < burners; b++)); do
   yes >/dev/null &
   burner_pids+=($!)
@@ -164,13 +249,15 @@ done
 m_with=$(median "${with[@]}")
 m_without=$(median "${without[@]}")
 
-printf '# %s, %s CPUs, load %s, %s nodes x 1 worker on loopback\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(nproc)" \
-  "$(cut -d' ' -f1-3 /proc/loadavg)" "$nodes"
+printf '# %s, %s CPUs, load %s, %s nodes x 1 worker on %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(nproc)" \
+  "$(cut -d' ' -f1-3 /proc/loadavg)" "$nodes" "$where"
 echo '| figure | result |'
 echo '|---|---|'
 echo "| a node capped at $cap% of one CPU left out (and nobody else) | $capped_note |"
+echo "| a node whose link is shaped to $rate Mbit/s left out (and nobody else) | $slow_note |"
 echo "| clean runs with $burners CPU burners beside them that left a node out | $false_out of $clean_runs |"
 printf '| job start to end, %s nodes, median of %s: with --preflight / without | %.2f s / %.2f s (+%.2f s) |\n' \
   "$nodes" "$timing_runs" "$m_with" "$m_without" "$(awk -v a="$m_with" -v b="$m_without" 'BEGIN { print a - b }')"
 if [[ -n $cgroup ]] && ((capped_ok < capped_runs)); then exit 1; fi
+if ((${#addrs[@]})) && ((slow_ok < slow_runs)); then exit 1; fi
 if ((false_out > 0)); then exit 1; fi

@@ -22,6 +22,21 @@ struct PreflightConf {
   // The folders the job writes (its run directory, --snapshot-persist-dir): not writable fails;
   // free below disk_gib fails, below twice it warns.
   double disk_gib = 1.0;
+  // Links (several nodes): each node sends to its successor in a ring of the round's nodes for
+  // net_ms, then receives from it as long: MB/s each way and the round trip. A node whose two
+  // sends (or two receives) are below net_fail of the links' median fails, below net_warn
+  // warns; below net_min_mbps (absolute; 0: none) too. A node both of whose links' round trips
+  // exceed rtt_fail x the links' median (and the median + 1 ms) fails, rtt_warn x warns.
+  double net_ms = 100;
+  double net_warn = 0.5;
+  double net_fail = 0.25;
+  double net_min_mbps = 0;
+  double rtt_warn = 4;
+  double rtt_fail = 10;
+  // Clock: the offset to the store's host's clock; above clock_warn_s warns, above
+  // clock_fail_s fails (0: never).
+  double clock_warn_s = 0.5;
+  double clock_fail_s = 0;
 };
 
 PreflightConf parse_preflight_conf(const std::string& value);

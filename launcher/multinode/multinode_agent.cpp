@@ -18,6 +18,7 @@
 #include "launcher/os/ports.hpp"
 #include "launcher/report/event_log.hpp"
 #include "launcher/node/preflight_check.hpp"
+#include "launcher/preflight/link_probe.hpp"
 #include "launcher/report/failure_report.hpp"
 #include "launcher/report/termination_log.hpp"
 #include "launcher/status/status_endpoint.hpp"
@@ -94,6 +95,8 @@ class MultiNodeAgent {
   void leave(const Round& r, int exit_code);
   void record_strike(const Round& r, const AbortRecord& abort);
   void wait_as_spare(int round);
+  void start_probe();
+  preflight::RingReport measure_links(const LinkPeer& peer);
   int spare_released(const JobEnded& end);
   std::optional<AbortRecord> read_abort(int round);
   std::optional<int> conclude(const Round& r, const Settled& settled, NextRound& next);
@@ -116,7 +119,9 @@ class MultiNodeAgent {
   int rendezvous_signal_ = 0;                                   // the stop signal that interrupted a rendezvous
   node::NodeCheck preflight_;                                   // --preflight's outcome here, sent with every join
   std::vector<std::chrono::steady_clock::time_point> strikes_;  // this node's strikes, sent with every join
-  std::unique_ptr<AbortWaitThread> abort_thread_;               // last: stopped before the supervisor goes
+  bool strike_ = false;  // this round's abort record is this node's own failure: a strike once logged
+  std::unique_ptr<preflight::ProbeServer> probe_;  // --preflight: the link checks' probe, until the first plan
+  std::unique_ptr<AbortWaitThread> abort_thread_;  // last: stopped before the supervisor goes
   // The workers' store of the round (launcher/c10d), listening since self_info(); served on
   // group rank 0's node, closed elsewhere; stopped once the round is concluded.
   std::unique_ptr<c10d::Server> worker_store_;
@@ -158,6 +163,7 @@ NodeInfo MultiNodeAgent::self_info(int previous_rank) {
   n.pid = ::getpid();
   n.preflight_failed = preflight_.failed;
   n.cpu_gflops = preflight_.cpu_median_gflops;
+  n.probe_port = probe_ ? probe_->port() : 0;
   const auto now = std::chrono::steady_clock::now();
   for (const auto& t : strikes_) n.strike_ages_s.push_back(std::chrono::duration<double>(now - t).count());
   if (const status::StatusEndpoint* endpoint = session_.endpoint()) {  // how the other nodes reach it
@@ -364,9 +370,10 @@ Settled MultiNodeAgent::after_failure(const Round& r, const report::AttemptResul
   } catch (const store::StoreError& e) {  // the others cannot hear us: report our own failure
     state_.store_lost = e.what();
   }
-  if (abort.node_rank == r.rank() && abort.pid == mine.pid) record_strike(r, abort);
+  if (abort.node_rank == r.rank() && abort.pid == mine.pid) strike_ = true;  // conclude() records it
   if (!(abort.final && abort.node_rank == r.rank() && abort.pid == mine.pid)) return {std::nullopt, abort};
   log_abort(events_, abort);
+  record_strike(r, abort);
   node::keep_reported_error_file(layout_, root);
   const report::ReportContext ctx{job_.program, os::host_name(), r.plan.restart_count, job_.max_restarts};
   console::write_all(STDERR_FILENO, report::format_failure_report(ctx, result.outcomes, *result.root_cause));
@@ -463,6 +470,7 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
     return abort.exit_code;
   }
   log_abort(events_, abort);
+  if (strike_) record_strike(r, abort);
   if (abort.final) {
     if (is_hang(abort.failure) && layout_.temporary()) {  // this node's stacks were captured there
       layout_.keep();
@@ -500,6 +508,7 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
 // This node's own worker was round r's root cause: a strike (docs/preflight.md "Strikes"),
 // sent with its later joins; the round's leader leaves it out at --strikes COUNT in the window.
 void MultiNodeAgent::record_strike(const Round& r, const AbortRecord& abort) {
+  strike_ = false;
   strikes_.push_back(std::chrono::steady_clock::now());
   std::vector<double> ages;
   const auto now = std::chrono::steady_clock::now();
@@ -515,6 +524,38 @@ void MultiNodeAgent::record_strike(const Round& r, const AbortRecord& abort) {
     console::launcher_notice(fmt::format("strike {} of {} within {:g} s for this node ({}): {}", count,
                                          spec_.strikes.count, spec_.strikes.window_s, to_string(abort.failure),
                                          abort.reason));
+}
+
+// --preflight: the other nodes measure their links to this node's probe (link_round.hpp).
+void MultiNodeAgent::start_probe() {
+  try {
+    probe_ = std::make_unique<preflight::ProbeServer>(os::store_listen_host(advertised_addr()));
+  } catch (const std::runtime_error& e) {
+    console::launcher_notice(fmt::format("preflight: warn network: {}; this node's links are not checked", e.what()));
+  }
+}
+
+// This node's link to its successor in the ring and its clock against the store's host, asked
+// by the round's leader, who judges every node's (link_round.hpp); the figures go to the event log.
+preflight::RingReport MultiNodeAgent::measure_links(const LinkPeer& peer) {
+  preflight::RingReport r{preflight::measure_link(peer.addr, peer.port, peer.ms),
+                          preflight::measure_clock(peer.clock_addr, peer.clock_port)};
+  const std::string to = format_host_port(peer.addr, peer.port);
+  events_.write("preflight",
+                {{"check", "network"},
+                 {"level", "measured"},
+                 {"figure", r.link.error.empty()
+                                ? fmt::format("to {}: sends {:.0f} MB/s, receives {:.0f} MB/s, round trip {:.3f} ms",
+                                              to, r.link.out_mbps, r.link.in_mbps, r.link.rtt_us / 1e3)
+                                : fmt::format("to {}: {}", to, r.link.error)},
+                 {"threshold", "judged by the round's leader against every link (docs/preflight.md)"}});
+  events_.write("preflight", {{"check", "clock"},
+                              {"level", "measured"},
+                              {"figure", r.clock.error.empty()
+                                             ? fmt::format("offset to the store's host {:+.4f} s", r.clock.offset_s)
+                                             : r.clock.error},
+                              {"threshold", "judged by the round's leader"}});
+  return r;
 }
 
 // The job runs with its MAX nodes: this node waits as a hot spare, its standbys warm (as if it
@@ -582,13 +623,17 @@ int MultiNodeAgent::run_rounds() {
     preflight_ = node::check_node(*job_.preflight, job_.devices.nproc,
                                   node::preflight_folders(env_, layout_.run_dir(), job_.snapshot_persist.dir),
                                   {&events_, &board_, true});
+  if (job_.preflight) start_probe();
   worker_env_ = worker::socket_interface_environment(
       env_, advertised_addr(), spec_.rdzv_backend == cli::RdzvBackend::kEtcd ? "" : hosts.front());
   abort_thread_ = std::make_unique<AbortWaitThread>(store_.open_waiter(), [this] { supervisor_.wake(); });
   Rendezvous rendezvous(*store_.job, spec_.rdzv, store_.leader, spec_.nnodes_min, spec_.nnodes_max,
                         [this] { return rendezvous_signal_ = supervisor_.poll_signals(); });
   ScreenRules rules{0, 0, spec_.strikes};
-  if (job_.preflight) rules.cpu_warn = job_.preflight->cpu_warn, rules.cpu_fail = job_.preflight->cpu_fail;
+  if (job_.preflight) {
+    rules.cpu_warn = job_.preflight->cpu_warn, rules.cpu_fail = job_.preflight->cpu_fail;
+    if (probe_) rendezvous.check_links_with([this](const LinkPeer& p) { return measure_links(p); }, *job_.preflight);
+  }
   rendezvous.screen_nodes_with(rules);
   rendezvous.on_spare([this](int round) { wait_as_spare(round); });
   if (store_.leaderless)
@@ -613,6 +658,7 @@ int MultiNodeAgent::run_rounds() {
       }
       throw;
     }
+    probe_.reset();  // the first round's link checks are done once its plan is read
     const report::AttemptResult result = run_round(*last);
     // A restart or the end is known only once settled: the end persists again below.
     session_.after_attempt(result, false, state_.abort && state_.abort->failure == FailureKind::kMembership);

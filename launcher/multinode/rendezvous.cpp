@@ -21,6 +21,10 @@ using Clock = std::chrono::steady_clock;
 constexpr store::Duration kPublishedKeyTimeout{5000};
 // Seats per MULTI_SET: ~400 KB frames, far below the store's 16 MiB frame limit.
 constexpr size_t kSeatsPerRequest = 4096;
+// How long the leader waits for the link checks' reports beyond their sends.
+constexpr double kLinkReportS = 10;
+// How often a follower that probes looks for its link check while it waits for the plan.
+constexpr store::Duration kLinkPoll{50};
 // How often the leader of a failed round looks whether the others have read why.
 constexpr std::chrono::milliseconds kPlanReadPoll{20};
 
@@ -65,6 +69,18 @@ void Rendezvous::check_interrupted() {
     if (!code || *code > 255) malformed_record("job end record", fmt::format("'{}' is not an exit code", *ended));
     job_.add(JobKeys::ended_seen(), 1);
     throw JobEnded(static_cast<int>(*code));
+  }
+}
+
+void Rendezvous::answer_link_check(int round, long ticket, Clock::time_point deadline) {
+  const std::string peer = LinkKeys::peer(round, ticket);
+  while (Clock::now() < deadline && !job_.check({JobKeys::plan(round)})) {
+    check_interrupted();
+    if (!job_.wait({peer}, kLinkPoll)) continue;
+    links_checked_ = true;
+    job_.set(LinkKeys::report(round, ticket),
+             to_json(measure_links_(link_peer_from_json(job_.get(peer, kPublishedKeyTimeout)))));
+    return;
   }
 }
 
@@ -123,6 +139,12 @@ RoundPlan Rendezvous::lead(const NodeInfo& self, int round, int restart_count, R
   for (const auto& v :
        job_.multi_get(keys, std::chrono::duration_cast<store::Duration>(seconds(conf_.heartbeat_timeout_s))))
     joined.push_back(node_info_from_json(v));
+  if (measure_links_ && !links_checked_) {
+    links_checked_ = true;
+    const auto deadline = Clock::now() + seconds(kLinkReportS + 2 * link_conf_.net_ms / 1000);
+    for (const auto& w : check_links(job_, round, joined, measure_links_, link_conf_, deadline))
+      console::launcher_notice("preflight: warn " + w);
+  }
   RoundPlan plan = plan_round(joined, round, restart_count);
   publish(plan);
   if (!plan.error.empty()) {
@@ -269,6 +291,7 @@ std::optional<RoundPlan> Rendezvous::follow_one(const NodeInfo& self, int round,
   if (w == RoundWait::kTimedOut) follow_timed_out(fmt::format("round {} to open", round));
   long ticket = job_.add(JobKeys::ticket(round), 1);
   job_.set(JobKeys::join(round, ticket), to_json(self));
+  if (measure_links_ && !links_checked_) answer_link_check(round, ticket, deadline);
   w = wait_round_key(JobKeys::plan(round), round, deadline);
   if (w == RoundWait::kLeaderLost) {
     console::launcher_notice(fmt::format("round {}'s leader {} was lost before its plan; joining round {}", round,
@@ -292,8 +315,16 @@ std::optional<RoundPlan> Rendezvous::follow_one(const NodeInfo& self, int round,
     spare_ = false;
     return plan;
   }
-  if (plan.nnodes >= nnodes_max_) become_spare(round);  // no restart for us: we wait for a free seat
-  else job_.add(JobKeys::waiting(round), 1);            // the running nodes restart to let us in
+  if (plan.nnodes < nnodes_max_) {
+    job_.add(JobKeys::waiting(round), 1);  // the running nodes restart to let us in
+  } else if (self.requested_rank >= 0) {   // a seat of its own was asked for: a mistake, not a spare
+    rendezvous_failed(fmt::format(
+        "the job already runs with its maximum of {} node{}; this node (--node-rank {}) is not needed: is that rank "
+        "given twice? (raise --nnodes MAX to add a node; without --node-rank a node beyond MAX waits as a hot spare)",
+        nnodes_max_, nnodes_max_ == 1 ? "" : "s", self.requested_rank));
+  } else {
+    become_spare(round);  // no restart for us: we wait for a free seat
+  }
   return plan;
 }
 

@@ -17,6 +17,7 @@
 
 #include "launcher/cli/rendezvous_conf.hpp"
 #include "launcher/multinode/abort_record.hpp"
+#include "launcher/multinode/link_round.hpp"
 #include "launcher/multinode/node_screen.hpp"
 #include "launcher/multinode/round_plan.hpp"
 #include "launcher/store/store.hpp"
@@ -100,9 +101,17 @@ class Rendezvous {
   // remain.
   void screen_nodes_with(const ScreenRules& rules) { screen_ = rules; }
 
-  // A node that joins when the job runs with its MAX nodes waits as a hot spare (instead of
-  // failing): it joins every later round and takes a seat when one is free (a node lost or
-  // left out). `became_spare(round)` runs once, when it starts waiting (the agent warms its
+  // --preflight's link checks (link_round.hpp): this node measures its ring link with `measure`
+  // when its round's leader asks (before the plan), and as a leader it runs them in its first
+  // round, with `conf`'s thresholds, before the screen.
+  void check_links_with(MeasureLinks measure, const cli::PreflightConf& conf) {
+    measure_links_ = std::move(measure);
+    link_conf_ = conf;
+  }
+
+  // A node without --node-rank that joins when the job runs with its MAX nodes waits as a hot
+  // spare (one with a --node-rank fails: a rank given twice): it joins every later round and takes a seat when one is
+  // free (a node lost or left out). `became_spare(round)` runs once, when it starts waiting (the agent warms its
   // standbys then). A spare waits without the join timeout; the job's end throws JobEnded.
   void on_spare(std::function<void(int)> became_spare) { became_spare_ = std::move(became_spare); }
   bool spare() const { return spare_; }
@@ -132,6 +141,9 @@ class Rendezvous {
   void read_seat(const NodeInfo& self, int round, long ticket, RoundPlan& plan);
   [[noreturn]] void fail_join_timeout(const NodeInfo& self, int round, long count);
   void check_interrupted();  // also throws JobStopped; a spare, JobEnded
+  // A follower that joined round `round` with `ticket`: measures its link if the leader asks
+  // before the plan is there.
+  void answer_link_check(int round, long ticket, std::chrono::steady_clock::time_point deadline);
   // Round `round` had its MAX nodes without this one: wait as a spare from now on.
   void become_spare(int round);
   [[noreturn]] void follow_timed_out(const std::string& what) const;
@@ -149,7 +161,10 @@ class Rendezvous {
   std::function<bool(const std::string&)> leader_lost_;
   ScreenRules screen_;
   std::function<void(int)> became_spare_;
-  bool spare_ = false;  // waits as a hot spare (until a round seats it)
+  MeasureLinks measure_links_;  // empty: no link checks
+  cli::PreflightConf link_conf_;
+  bool links_checked_ = false;  // a leader checks the links of its first round only
+  bool spare_ = false;          // waits as a hot spare (until a round seats it)
 };
 
 }  // namespace ddp::launch::multinode

@@ -34,6 +34,7 @@ json info_json(const NodeInfo& n) {
           {"preflight_failed", n.preflight_failed},
           {"cpu_gflops", n.cpu_gflops},
           {"strikes", n.strike_ages_s},
+          {"probe_port", n.probe_port},
           {"spare", n.spare}};
 }
 
@@ -56,6 +57,7 @@ NodeInfo info_from(const json& j) {
   n.preflight_failed = j.value("preflight_failed", std::string());
   n.cpu_gflops = j.value("cpu_gflops", 0.0);
   n.strike_ages_s = j.value("strikes", std::vector<double>{});
+  n.probe_port = j.value("probe_port", 0);
   n.spare = j.value("spare", false);
   return n;
 }

@@ -36,6 +36,7 @@ struct NodeInfo {
   // compares with the other nodes'.
   std::string preflight_failed;
   double cpu_gflops = 0;
+  int probe_port = 0;  // its pre-flight link probe (link_round.hpp; 0: none)
   // Seconds since each of its strikes (its own worker was a round's root cause), newest last:
   // the leader leaves it out at --strikes COUNT within its window.
   std::vector<double> strike_ages_s;

@@ -1,0 +1,86 @@
+#include "launcher/multinode/link_round.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "launcher/multinode/node_screen.hpp"  // node_label
+
+namespace ddp::launch::multinode {
+
+using nlohmann::json;
+
+std::string to_json(const LinkPeer& p) {
+  return json{
+      {"addr", p.addr}, {"port", p.port}, {"clock_addr", p.clock_addr}, {"clock_port", p.clock_port}, {"ms", p.ms}}
+      .dump();
+}
+
+LinkPeer link_peer_from_json(const std::string& text) {
+  try {
+    const json j = json::parse(text);
+    return {j.at("addr").get<std::string>(), j.at("port").get<int>(), j.at("clock_addr").get<std::string>(),
+            j.at("clock_port").get<int>(), j.at("ms").get<double>()};
+  } catch (const json::exception& e) {
+    malformed_record("link peer record", e.what());
+  }
+}
+
+std::string to_json(const preflight::RingReport& r) {
+  return json{{"out_mbps", r.link.out_mbps}, {"in_mbps", r.link.in_mbps},          {"rtt_us", r.link.rtt_us},
+              {"link_error", r.link.error},  {"clock_offset_s", r.clock.offset_s}, {"clock_rtt_ms", r.clock.rtt_ms},
+              {"clock_error", r.clock.error}}
+      .dump();
+}
+
+preflight::RingReport ring_report_from_json(const std::string& text) {
+  try {
+    const json j = json::parse(text);
+    preflight::RingReport r;
+    r.link = {j.at("out_mbps").get<double>(), j.at("in_mbps").get<double>(), j.at("rtt_us").get<double>(),
+              j.at("link_error").get<std::string>()};
+    r.clock = {j.at("clock_offset_s").get<double>(), j.at("clock_rtt_ms").get<double>(),
+               j.at("clock_error").get<std::string>()};
+    return r;
+  } catch (const json::exception& e) {
+    malformed_record("link report record", e.what());
+  }
+}
+
+std::vector<std::string> check_links(store::Store& job, int round, std::vector<NodeInfo>& joined,
+                                     const MeasureLinks& measure, const cli::PreflightConf& conf,
+                                     std::chrono::steady_clock::time_point deadline) {
+  std::vector<size_t> ring;  // indices into joined (ticket - 1) of the nodes that probe
+  for (size_t i = 0; i < joined.size(); ++i)
+    if (joined[i].probe_port > 0) ring.push_back(i);
+  if (ring.size() < 2 || ring.front() != 0) return {};  // the leader probes, or nobody is asked
+  const NodeInfo& host = joined[0];
+  std::vector<std::pair<std::string, std::string>> peers;
+  LinkPeer mine;
+  for (size_t k = 0; k < ring.size(); ++k) {
+    const NodeInfo& next = joined[ring[(k + 1) % ring.size()]];
+    const LinkPeer p{next.addr, next.probe_port, host.addr, host.probe_port, conf.net_ms};
+    if (k == 0) mine = p;
+    else peers.emplace_back(LinkKeys::peer(round, static_cast<long>(ring[k]) + 1), to_json(p));
+  }
+  if (!peers.empty()) job.multi_set(peers);
+  job.set(LinkKeys::report(round, 1), to_json(measure(mine)));
+  std::vector<preflight::RingReport> reports;
+  std::vector<std::string> labels;
+  for (size_t i : ring) {
+    const std::string key = LinkKeys::report(round, static_cast<long>(i) + 1);
+    const auto left = std::chrono::duration_cast<store::Duration>(deadline - std::chrono::steady_clock::now());
+    if (left.count() > 0) job.wait({key}, left);
+    preflight::RingReport r;
+    if (std::optional<std::string> text = job.try_get(key)) r = ring_report_from_json(*text);
+    else r.link.error = r.clock.error = "it did not report its link check in time";
+    reports.push_back(std::move(r));
+    labels.push_back(node_label(joined[i]) + " at " + joined[i].addr);
+  }
+  const preflight::LinkVerdict v = preflight::judge_links(reports, labels, conf);
+  for (const auto& [k, why] : v.failed) {
+    std::string& failed = joined[ring[k]].preflight_failed;
+    failed += (failed.empty() ? "" : "; ") + why;
+  }
+  return v.warnings;
+}
+
+}  // namespace ddp::launch::multinode

@@ -1,0 +1,39 @@
+// The pre-flight link checks' I/O (docs/preflight.md "Links"): a node's probe endpoint, a TCP
+// listener served by its own threads (one per connection, at most kMaxConnections at once),
+// and the measurements a node makes against another's: the round trip of a one-byte ping
+// (median of kPings), MB/s each way (frames sent for `ms`, counted by the receiver), and the
+// offset of the other's clock (CLOCK_REALTIME; the exchange with the shortest round trip of
+// kClockSamples). Blocks for about 2 x ms + the pings; never throws: a failure is the figures'
+// `error`. The wire: one command byte ('P' ping, 'U' upload, 'D' download for N ns, 'T' time),
+// then its frames (u32 length, payload; length 0 ends), u64 values in network byte order.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "launcher/preflight/link_verdict.hpp"  // LinkFigures, ClockFigures
+
+namespace ddp::launch::preflight {
+
+class ProbeServer {
+ public:
+  static constexpr int kMaxConnections = 64;
+  // Listens on host:0 ("" or "0.0.0.0": every IPv4 address). Throws std::runtime_error saying
+  // why it cannot.
+  explicit ProbeServer(const std::string& host);
+  ~ProbeServer();  // stops accepting, ends the connections, joins the threads
+  ProbeServer(const ProbeServer&) = delete;
+  ProbeServer& operator=(const ProbeServer&) = delete;
+  int port() const { return port_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int port_ = 0;
+};
+
+LinkFigures measure_link(const std::string& host, int port, double ms);
+ClockFigures measure_clock(const std::string& host, int port);
+
+}  // namespace ddp::launch::preflight
