@@ -15,6 +15,7 @@ std::optional<PreflightArgs> parse_preflight_args(const std::vector<std::string>
   CLI::App app{"This node's pre-flight checks, alone", "ddp-launch preflight"};
   app.allow_extras();  // reported below, as unexpected
   app.add_option("--nproc-per-node,--nproc_per_node", nproc);
+  app.add_flag("--gpus", p.gpus);
   app.add_option("--preflight-conf,--preflight_conf", conf);
   app.add_option("--log-dir,--log_dir", p.log_dir);
   app.add_option("--snapshot-persist-dir,--snapshot_persist_dir", p.snapshot_persist_dir);

@@ -23,9 +23,8 @@ std::vector<std::pair<std::string, std::string>> preflight_folders(const cli::En
   return folders;
 }
 
-NodeCheck check_node(const cli::PreflightConf& conf, int workers,
-                     const std::vector<std::pair<std::string, std::string>>& folders, const PreflightOutputs& to) {
-  const preflight::Figures figures = preflight::measure({conf.cpu_ms, workers, folders});
+NodeCheck check_node(const cli::PreflightConf& conf, const NodeNeeds& needs, const PreflightOutputs& to) {
+  const preflight::Figures figures = preflight::measure({conf.cpu_ms, needs.workers, needs.folders, needs.gpus});
   NodeCheck out{preflight::judge(figures, conf), "", preflight::median_gflops(figures)};
   out.failed = preflight::failed_summary(out.findings);
   std::map<std::string, preflight::Level> worst;  // per check: the disk check has a finding per folder
@@ -45,9 +44,8 @@ NodeCheck check_node(const cli::PreflightConf& conf, int workers,
   return out;
 }
 
-void run_preflight(const cli::PreflightConf& conf, int workers,
-                   const std::vector<std::pair<std::string, std::string>>& folders, const PreflightOutputs& out) {
-  const NodeCheck check = check_node(conf, workers, folders, out);
+void run_preflight(const cli::PreflightConf& conf, const NodeNeeds& needs, const PreflightOutputs& out) {
+  const NodeCheck check = check_node(conf, needs, out);
   if (!check.failed.empty())
     throw LaunchError(exit_code::kPreflightFailed,
                       fmt::format("pre-flight check failed on this node, no worker started: {}; fix the node, or "

@@ -37,14 +37,20 @@ struct PreflightOutputs {
   bool say = false;
 };
 
+// What a node checks: its workers (each a snapshot region), the GPUs they use (0: none, no GPU
+// check), the folders the job writes.
+struct NodeNeeds {
+  int workers = 1;
+  int gpus = 0;
+  std::vector<std::pair<std::string, std::string>> folders;
+};
+
 // Measures and judges; the findings go to `out` as well.
-NodeCheck check_node(const cli::PreflightConf& conf, int workers,
-                     const std::vector<std::pair<std::string, std::string>>& folders, const PreflightOutputs& out);
+NodeCheck check_node(const cli::PreflightConf& conf, const NodeNeeds& needs, const PreflightOutputs& out);
 
 // A single node's --preflight: check_node, then the verdict: throws
 // LaunchError(kPreflightFailed) when a check failed. (Several nodes: the failure goes to the
 // round's leader, rendezvous.hpp, which leaves the node out or stops the job.)
-void run_preflight(const cli::PreflightConf& conf, int workers,
-                   const std::vector<std::pair<std::string, std::string>>& folders, const PreflightOutputs& out);
+void run_preflight(const cli::PreflightConf& conf, const NodeNeeds& needs, const PreflightOutputs& out);
 
 }  // namespace ddp::launch::node

@@ -143,8 +143,9 @@ int run_single_node_agent(const JobConfig& job, const SingleNodeSpec& node, cons
   NodeSession session(job, env, {-1, node.node_rank, node.nnodes}, stops);
   try {
     if (job.preflight)
-      run_preflight(*job.preflight, plan.local_world_size,
-                    preflight_folders(env, session.layout().run_dir(), job.snapshot_persist.dir),
+      run_preflight(*job.preflight,
+                    {plan.local_world_size, job.devices.uses_gpus ? plan.local_world_size : 0,
+                     preflight_folders(env, session.layout().run_dir(), job.snapshot_persist.dir)},
                     {&session.events(), &session.board(), true});
     return run_attempts(session, job, node, env, plan);
   } catch (const LaunchError& e) {  // not swallowed: logged, then main() reports it

@@ -1,5 +1,7 @@
 #include "launcher/preflight/measure.hpp"
 
+#include "launcher/preflight/gpu_probe.hpp"
+
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -111,6 +113,8 @@ Figures::Folder measure_folder(const std::string& role, const std::string& path)
 Figures measure(const MeasureSpec& spec) {
   Figures f;
   f.workers = spec.workers;
+  f.gpus_needed = spec.gpus_needed;
+  if (spec.gpus_needed > 0) f.gpus = probe_gpus();
   f.cores = measure_cores(spec.cpu_ms);
   f.mem_available_gib = mem_available_gib();
   for (const auto& [role, path] : spec.folders) f.folders.push_back(measure_folder(role, path));

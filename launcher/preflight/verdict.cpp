@@ -65,8 +65,63 @@ const char* level_name(Level level) {
   return "?";
 }
 
+namespace {
+
+// NVML's clock event reasons that mean the hardware holds the clocks down (nvml.h).
+constexpr std::pair<unsigned long long, const char*> kHeldDown[] = {{0x8, "hardware slowdown"},
+                                                                    {0x20, "software thermal slowdown"},
+                                                                    {0x40, "hardware thermal slowdown"},
+                                                                    {0x80, "hardware power brake"}};
+
+// The GPUs (only when the job uses some here): NVML's count, and per GPU its uncorrected ECC
+// errors and pending retired pages (fail), clocks held down by the hardware (warn).
+std::vector<Finding> gpus(const Figures& f) {
+  std::vector<Finding> out;
+  if (f.gpus_needed <= 0) return out;
+  const GpuFigures& g = f.gpus;
+  const std::string what =
+      "fail: fewer GPUs than the node's workers use, an uncorrected ECC error since the driver "
+      "loaded, retired pages waiting for a reset; warn: clocks held down by the hardware";
+  if (!g.nvml || (!g.error.empty() && g.devices.empty())) {
+    out.push_back({"gpu", Level::kWarn, g.error + "; ECC, retired pages and clock reasons not checked", what});
+    return out;
+  }
+  if (g.count < f.gpus_needed)
+    out.push_back(
+        {"gpu", Level::kFail,
+         fmt::format("NVML sees {} GPU{}; this node's workers use {}", g.count, g.count == 1 ? "" : "s", f.gpus_needed),
+         what});
+  for (const auto& d : g.devices) {
+    const std::string gpu = fmt::format("GPU {}{}", d.index, d.name.empty() ? "" : " (" + d.name + ")");
+    if (!d.error.empty()) out.push_back({"gpu", Level::kWarn, fmt::format("{}: {}", gpu, d.error), what});
+    if (d.ecc_uncorrected > 0)
+      out.push_back({"gpu", Level::kFail,
+                     fmt::format("{}: {} uncorrected ECC error{} since the driver loaded", gpu, d.ecc_uncorrected,
+                                 d.ecc_uncorrected == 1 ? "" : "s"),
+                     what});
+    if (d.retired_pending)
+      out.push_back({"gpu", Level::kFail, gpu + ": retired memory pages wait for a GPU reset", what});
+    std::string held;
+    for (const auto& [bit, reason] : kHeldDown)
+      if (d.clock_events & bit) held += (held.empty() ? "" : ", ") + std::string(reason);
+    if (!held.empty())
+      out.push_back({"gpu", Level::kWarn,
+                     fmt::format("{}: clocks held down ({}); SM at {} of {} MHz", gpu, held, d.sm_mhz, d.sm_max_mhz),
+                     what});
+  }
+  if (out.empty())
+    out.push_back({"gpu", Level::kPass,
+                   fmt::format("{} GPU{}: no uncorrected ECC error, no pending retired page, clocks not held down",
+                               g.count, g.count == 1 ? "" : "s"),
+                   what});
+  return out;
+}
+
+}  // namespace
+
 std::vector<Finding> judge(const Figures& f, const cli::PreflightConf& c) {
   std::vector<Finding> out{cpu(f, c), memory(f, c)};
+  for (auto& g : gpus(f)) out.push_back(std::move(g));
   for (const auto& d : f.folders) {
     const bool shm = d.role == "snapshot regions";
     out.push_back(folder(

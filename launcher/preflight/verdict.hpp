@@ -10,6 +10,23 @@
 
 namespace ddp::launch::preflight {
 
+// What NVML says of this node's GPUs (gpu_probe.hpp).
+struct GpuFigures {
+  bool nvml = false;  // the library loaded
+  std::string error;  // why nothing (or not everything) could be read
+  int count = 0;      // every GPU NVML sees
+  struct Device {
+    int index = 0;
+    std::string name;
+    long long ecc_uncorrected = -1;       // uncorrected ECC errors since the driver loaded (-1: not reported)
+    bool retired_pending = false;         // retired pages waiting for a reset
+    unsigned long long clock_events = 0;  // nvmlClocksEventReasons bits (throttle reasons)
+    unsigned sm_mhz = 0, sm_max_mhz = 0;
+    std::string error;
+  };
+  std::vector<Device> devices;
+};
+
 // What a node measured.
 struct Figures {
   struct Core {
@@ -26,13 +43,15 @@ struct Figures {
   };
   std::vector<Folder> folders;  // the snapshot regions' first
   int workers = 1;              // this node's workers (the snapshot regions' count)
+  int gpus_needed = 0;          // GPUs the job uses on this node (0: none: no GPU check)
+  GpuFigures gpus;              // measured when gpus_needed > 0
 };
 
 enum class Level { kPass, kWarn, kFail };
 const char* level_name(Level level);  // "pass", "warn", "fail"
 
 struct Finding {
-  std::string check;  // "cpu", "memory", "shm", "disk"
+  std::string check;  // "cpu", "memory", "shm", "disk", "gpu"
   Level level = Level::kPass;
   std::string figure;     // what was measured, e.g. "core 3: 4.1 GFLOP/s, 0.42 of the median core (9.8)"
   std::string threshold;  // e.g. "warn below 0.75, fail below 0.5 of the median (cpu_warn, cpu_fail)"

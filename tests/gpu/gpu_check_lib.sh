@@ -355,6 +355,20 @@ write_summary() {
   return 0
 }
 
+# The pre-flight GPU check against the driver's real NVML: every GPU's ECC errors, retired pages
+# and clock reasons read (a pass or a warning: this machine's GPUs are not ours to fail), and
+# --preflight in front of a real job.
+check_preflight_gpu() {
+  if [[ ! -x $launcher ]]; then
+    skip preflight-gpu "ddp-launch was not built (missing ${missing_deps[*]:-build})"
+    return
+  fi
+  run_check preflight-gpu 60 'preflight: (pass|warn) gpu: [0-9]+ GPU' \
+    "$launcher" preflight --gpus --nproc-per-node "$gpu_count" --preflight-conf cpu_warn=0,cpu_fail=0,mem_gib=0,disk_gib=0,shm_gib_per_worker=0
+  run_check preflight-gpu-job 120 '^ok nccl_allreduce' launch 1 --preflight \
+    --preflight-conf cpu_warn=0,cpu_fail=0,mem_gib=0,disk_gib=0,shm_gib_per_worker=0 "$gpu_tests/nccl_allreduce.py"
+}
+
 main_gpu() {
   mkdir -p "$build" && rm -rf "$work" && mkdir -p "$work" || return 1
   : >"$out/checks.log"
@@ -364,6 +378,7 @@ main_gpu() {
     check_runtime_tests
     check_libddp
     check_launcher_devices
+    check_preflight_gpu
     check_python_nccl
     check_warm_restart
     check_snapshot_resume

@@ -82,3 +82,36 @@ TEST_CASE(
   CHECK(r.exit_code == 121);
   CHECK_THAT(r.err, Catch::Contains("--preflight-conf needs --preflight"));
 }
+
+TEST_CASE("preflight command with --gpus: NVML's ECC errors, retired pages and clock reasons, from a stand-in NVML") {
+  auto gpus = [](const std::string& fake, const std::string& nproc = "2") {
+    return launch({"preflight", "--gpus", "--nproc-per-node", nproc, "--preflight-conf", kNothingFails},
+                  {{"DDP_LAUNCH_NVML_LIBRARY", DDP_FAKE_NVML}, {"FAKE_NVML", fake}});
+  };
+  RunResult r = gpus("ecc=0,0;pending=0,0;events=0,0");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("preflight: pass gpu: 2 GPUs: no uncorrected ECC error, no pending retired page, "
+                                    "clocks not held down"));
+  r = gpus("ecc=0,3;pending=0,1;events=0x40,0");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 118);
+  CHECK_THAT(r.out, Catch::Contains("preflight: fail gpu: GPU 1 (Fake GPU 1): 3 uncorrected ECC errors since the "
+                                    "driver loaded") &&
+                        Catch::Contains("preflight: fail gpu: GPU 1 (Fake GPU 1): retired memory pages wait for a GPU "
+                                        "reset") &&
+                        Catch::Contains("preflight: warn gpu: GPU 0 (Fake GPU 0): clocks held down (hardware thermal "
+                                        "slowdown); SM at 800 of 1980 MHz"));
+  r = gpus("ecc=0", "2");  // one GPU for two workers
+  CHECK(r.exit_code == 118);
+  CHECK_THAT(r.out, Catch::Contains("preflight: fail gpu: NVML sees 1 GPU; this node's workers use 2"));
+  // No driver: a warning, the other checks still run.
+  r = launch({"preflight", "--gpus", "--preflight-conf", kNothingFails},
+             {{"DDP_LAUNCH_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"}});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("preflight: warn gpu: cannot load NVML (/nonexistent/libnvidia-ml.so.1): no NVIDIA "
+                                    "driver here?; ECC, retired pages and clock reasons not checked"));
+  // Without --gpus (a CPU job) there is no GPU check at all.
+  r = launch({"preflight", "--preflight-conf", kNothingFails}, {{"DDP_LAUNCH_NVML_LIBRARY", DDP_FAKE_NVML}});
+  CHECK(r.out.find(" gpu: ") == std::string::npos);
+}
