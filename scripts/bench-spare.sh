@@ -111,7 +111,7 @@ run_job() {
       t=$(first_step_time "$f")
       [[ -n $t ]] && { [[ -z $any ]] || awk -v a="$t" -v b="$any" 'BEGIN { exit !(a < b) }'; } && any=$t
     done
-    [[ -n $any ]] && { ((!spare)) || grep -q "round 1: node 1 of" "$dir/spare.err"; } && break
+    [[ -n $any ]] && { ((!spare)) || grep -q "round 1: node [0-9]* of" "$dir/spare.err"; } && break
     sleep 0.05
   done
   sleep 1
