@@ -179,45 +179,44 @@ else
   namespaces=() addrs=() bridge=""
 fi
 
+# Runs NAME0.. COUNT times with the last node held back by HOW (capped: the cgroup; slow: its link
+# shaped); prints how many left out that node and nobody else (each other outcome on stderr).
+target_runs() {
+  local name=$1 count=$2 how=$3 ok=0 r out
+  for ((r = 0; r < count; r++)); do
+    [[ $how == slow ]] && shape_last_link on
+    run_job "$name$r" 1 "$([[ $how == capped ]] && echo 1 || echo 0)" "$stagger_ms"
+    [[ $how == slow ]] && shape_last_link off
+    out=$(left_out "$name$r")
+    if [[ $out == "$((nodes - 1)) " ]]; then
+      ok=$((ok + 1))
+    else
+      echo "$how run $r: left out: '${out}' (expected node $((nodes - 1)) only); codes: $(tr '\n' ' ' <"$tmp/$name$r.codes")" >&2
+      grep -h "preflight\|network" "$tmp/$name$r".*.err >&2 || true
+    fi
+  done
+  echo "$ok"
+}
+
 capped_ok=0 capped_note=""
 make_capped_cgroup || true
 if [[ -n $cgroup ]]; then
-  for ((r = 0; r < capped_runs; r++)); do
-    run_job "capped$r" 1 1 "$stagger_ms"
-    out=$(left_out "capped$r")
-    if [[ $out == "$((nodes - 1)) " ]]; then
-      capped_ok=$((capped_ok + 1))
-    else
-      echo "capped run $r: left out: '${out}' (expected node $((nodes - 1)) only); codes: $(tr '\n' ' ' <"$tmp/capped$r.codes")" >&2
-      grep -h "preflight" "$tmp/capped$r".*.err >&2 || true
-    fi
-  done
+  capped_ok=$(target_runs capped "$capped_runs" capped)
   capped_note="$capped_ok of $capped_runs"
 else
   capped_note="not run (no writable cgroup cpu controller; root and cgroup v1 cpu or v2 cpu.max needed)"
 fi
 
-# SIGKILL ends them: bash can lose a SIGTERM sent to a child it has just forked (seen 1 in 300
-# here), and the wait below would then wait for a burner that never ends.
 slow_ok=0 slow_note=""
 if ((${#addrs[@]})); then
-  for ((r = 0; r < slow_runs; r++)); do
-    shape_last_link on
-    run_job "slow$r" 1 0 "$stagger_ms"
-    shape_last_link off
-    out=$(left_out "slow$r")
-    if [[ $out == "$((nodes - 1)) " ]]; then
-      slow_ok=$((slow_ok + 1))
-    else
-      echo "slow-link run $r: left out: '${out}' (expected node $((nodes - 1)) only); codes: $(tr '\n' ' ' <"$tmp/slow$r.codes")" >&2
-      grep -h "preflight\|network" "$tmp/slow$r".*.err >&2 || true
-    fi
-  done
+  slow_ok=$(target_runs slow "$slow_runs" slow)
   slow_note="$slow_ok of $slow_runs"
 else
   slow_note="not run (no network namespaces: root, iproute2 and tc needed)"
 fi
 
+# SIGKILL ends them: bash can lose a SIGTERM sent to a child it has just forked (seen 1 in 300
+# here), and the wait below would then wait for a burner that never ends.
 for ((b = 0; clean_runs && b < burners; b++)); do
   yes >/dev/null &
   burner_pids+=($!)

@@ -45,8 +45,11 @@ void check_common_fields(const std::vector<json>& events) {
 TEST_CASE("events: a crash, the restart, and the finish, in order, with their fields") {
   TempDir logs;
   // Attempt 0: rank 1 exits 3 while rank 0 waits (stopped by the launcher); attempt 1: both succeed.
+  // Rank 0 waits as `sleep` itself (exec): a shell's child sleep that outlived it would add a
+  // `leftover` event whenever the stop came after the fork (their own tests: tests/launcher's
+  // containment cases).
   auto r = launch({"--nproc-per-node=2", "--max-restarts=1", "--log-dir", logs.path(), "sh", "-c",
-                   "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then [ $RANK = 1 ] && exit 3; sleep 60; fi"},
+                   "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then [ $RANK = 1 ] && exit 3; exec sleep 60; fi"},
                   {}, 120s);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);

@@ -16,6 +16,18 @@ using preflight::Level;
 
 namespace {
 
+// The message of the usage error (exit 121) that `f` throws, or "no error".
+template <typename F>
+std::string usage(F f) {
+  try {
+    f();
+  } catch (const LaunchError& e) {
+    CHECK(e.exit_code() == exit_code::kUsage);
+    return std::string(e.what());
+  }
+  return std::string("no error");
+}
+
 Figures healthy(std::vector<double> gflops) {
   Figures f;
   for (size_t i = 0; i < gflops.size(); ++i) f.cores.push_back({static_cast<int>(i), gflops[i]});
@@ -79,15 +91,6 @@ TEST_CASE("preflight conf and the preflight command's arguments: values and erro
   CHECK(c.shm_gib_per_worker == 2);
   CHECK(c.disk_gib == 10);
   CHECK(c.cpu_ms == 50);
-  auto usage = [](auto f) {
-    try {
-      f();
-    } catch (const LaunchError& e) {
-      CHECK(e.exit_code() == exit_code::kUsage);
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   CHECK_THAT(usage([] { cli::parse_preflight_conf("cpu_warn=2"); }), Catch::Contains("expected a number from 0 to 1"));
   CHECK_THAT(usage([] { cli::parse_preflight_conf("gpu=1"); }), Catch::Contains("unknown key 'gpu'"));
   CHECK_THAT(usage([] { cli::parse_preflight_conf("cpu_warn"); }), Catch::Contains("expected key=value"));
@@ -192,15 +195,6 @@ TEST_CASE("strikes: a node at COUNT within the window is left out while MIN rema
   CHECK_THAT(s.warnings.at(0), Catch::Contains("node a (pid 0)") && Catch::Contains("kept: it hosts the job's store"));
   // Off: nobody is struck out.
   CHECK(multinode::screen_nodes(joined, 1, {0, 0, cli::parse_strike_policy("0"), -1}).left_out.empty());
-  auto usage = [](auto f) {
-    try {
-      f();
-    } catch (const LaunchError& e) {
-      CHECK(e.exit_code() == exit_code::kUsage);
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   CHECK_THAT(usage([] { cli::parse_strike_policy("three"); }), Catch::Contains("expected COUNT or COUNT/SECONDS"));
   CHECK_THAT(usage([] { cli::parse_strike_policy("3/0"); }), Catch::Contains("--strikes 3/0"));
   CHECK(cli::parse_strike_policy("5").window_s == 3600);
