@@ -29,6 +29,8 @@
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=SCRIPTDIR/netns_nodes.sh
+source "$(dirname "$0")/netns_nodes.sh"
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 nodes=4 capped_runs=10 slow_runs=10 clean_runs=20 timing_runs=5 cap=25 rate=100 burners=2 stagger_ms=400 loopback=0
 while (($#)); do
@@ -67,54 +69,14 @@ launcher=$build_dir/launcher/ddp-launch
 tmp=$(mktemp -d)
 cgroup=""
 burner_pids=()
-namespaces=() addrs=() bridge=""
 cleanup() {
   [[ $BASHPID == "$$" ]] || return 0  # the main shell's: a subshell that exits cleans nothing
   ((${#burner_pids[@]})) && kill -KILL "${burner_pids[@]}" 2>/dev/null
   [[ -n $cgroup && -d $cgroup ]] && rmdir "$cgroup" 2>/dev/null
-  local ns
-  for ns in "${namespaces[@]}"; do
-    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
-    ip netns del "$ns" 2>/dev/null
-  done
-  [[ -n $bridge ]] && ip link del "$bridge" 2>/dev/null
+  netns_nodes_cleanup
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-# K namespaces on a bridge in this one, node i at 10.232.N.(i+1); returns 1 (and leaves
-# loopback) where this machine cannot.
-make_namespaces() {
-  ((loopback == 0 && $(id -u) == 0)) && command -v ip >/dev/null && command -v tc >/dev/null || return 1
-  local tag="dpf$$" net=$((RANDOM % 200)) i
-  bridge="${tag}br"
-  ip link add "$bridge" type bridge 2>/dev/null || {
-    bridge=""
-    return 1
-  }
-  ip link set "$bridge" up
-  for ((i = 0; i < nodes; i++)); do
-    namespaces+=("${tag}n$i")
-    ip netns add "${tag}n$i" && ip link add "${tag}v$i" type veth peer name "${tag}b$i" &&
-      ip link set "${tag}v$i" netns "${tag}n$i" && ip link set "${tag}b$i" master "$bridge" &&
-      ip link set "${tag}b$i" up && ip -n "${tag}n$i" addr add "10.232.$net.$((i + 1))/24" dev "${tag}v$i" &&
-      ip -n "${tag}n$i" link set "${tag}v$i" up && ip -n "${tag}n$i" link set lo up || return 1
-    addrs+=("10.232.$net.$((i + 1))")
-  done
-  ip netns exec "${tag}n0" ping -c1 -W2 "10.232.$net.$nodes" >/dev/null 2>&1
-}
-
-# The last node's link shaped both ways to --rate Mbit/s (on), or as it was (off).
-shape_last_link() {
-  local i=$((nodes - 1)) tag="dpf$$"
-  if [[ $1 == on ]]; then
-    ip netns exec "${tag}n$i" tc qdisc add dev "${tag}v$i" root tbf rate "${rate}mbit" burst 32kbit latency 50ms
-    tc qdisc add dev "${tag}b$i" root tbf rate "${rate}mbit" burst 32kbit latency 50ms
-  else
-    ip netns exec "${tag}n$i" tc qdisc del dev "${tag}v$i" root 2>/dev/null || true
-    tc qdisc del dev "${tag}b$i" root 2>/dev/null || true
-  fi
-}
 
 # A cgroup capped at $cap% of one CPU: its path, or "" where this machine cannot make one.
 make_capped_cgroup() {
@@ -138,7 +100,7 @@ run_job() {
   local name=$1 preflight=$2 capped=$3 stagger=$4 port i start
   port=$(free_port)
   local host=127.0.0.1
-  ((${#addrs[@]})) && host=${addrs[0]}
+  ((${#netns_addrs[@]})) && host=${netns_addrs[0]}
   local common=("$launcher" --nnodes "2:$nodes" --nproc-per-node 1 --rdzv-backend c10d
     --rdzv-endpoint "$host:$port" --rdzv-id "$name" --rdzv-conf "join_timeout=60,last_call_timeout=20")
   ((preflight)) && common+=(--preflight --preflight-conf "mem_gib=0,shm_gib_per_worker=0,disk_gib=0")
@@ -147,7 +109,7 @@ run_job() {
   for ((i = 0; i < nodes; i++)); do
     ((i && stagger)) && sleep "$(awk -v ms="$stagger" 'BEGIN { print ms / 1000 }')"
     local node=("${common[@]}")
-    ((${#addrs[@]})) && node=(ip netns exec "${namespaces[$i]}" "${common[@]}" --local-addr "${addrs[$i]}")
+    ((${#netns_addrs[@]})) && node=(ip netns exec "${netns_names[$i]}" "${common[@]}" --local-addr "${netns_addrs[$i]}")
     if ((capped && i == nodes - 1)); then
       (echo "$BASHPID" >"$cgroup/cgroup.procs" && exec "${node[@]}" --no-python true) 2>"$tmp/$name.$i.err" &
     else
@@ -171,22 +133,16 @@ left_out() {
 }
 
 where="loopback"
-if make_namespaces; then
-  where="network namespaces on a bridge"
-else
-  for ns in "${namespaces[@]}"; do ip netns del "$ns" 2>/dev/null; done
-  [[ -n $bridge ]] && ip link del "$bridge" 2>/dev/null
-  namespaces=() addrs=() bridge=""
-fi
+((loopback == 0)) && netns_nodes_make "$nodes" && where="network namespaces on a bridge"
 
 # Runs NAME0.. COUNT times with the last node held back by HOW (capped: the cgroup; slow: its link
 # shaped); prints how many left out that node and nobody else (each other outcome on stderr).
 target_runs() {
   local name=$1 count=$2 how=$3 ok=0 r out
   for ((r = 0; r < count; r++)); do
-    [[ $how == slow ]] && shape_last_link on
+    [[ $how == slow ]] && netns_nodes_shape $((nodes - 1)) on "$rate"
     run_job "$name$r" 1 "$([[ $how == capped ]] && echo 1 || echo 0)" "$stagger_ms"
-    [[ $how == slow ]] && shape_last_link off
+    [[ $how == slow ]] && netns_nodes_shape $((nodes - 1)) off
     out=$(left_out "$name$r")
     if [[ $out == "$((nodes - 1)) " ]]; then
       ok=$((ok + 1))
@@ -208,7 +164,7 @@ else
 fi
 
 slow_ok=0 slow_note=""
-if ((${#addrs[@]})); then
+if ((${#netns_addrs[@]})); then
   slow_ok=$(target_runs slow "$slow_runs" slow)
   slow_note="$slow_ok of $slow_runs"
 else
@@ -258,5 +214,5 @@ echo "| clean runs with $burners CPU burners beside them that left a node out | 
 printf '| job start to end, %s nodes, median of %s: with --preflight / without | %.2f s / %.2f s (+%.2f s) |\n' \
   "$nodes" "$timing_runs" "$m_with" "$m_without" "$(awk -v a="$m_with" -v b="$m_without" 'BEGIN { print a - b }')"
 if [[ -n $cgroup ]] && ((capped_ok < capped_runs)); then exit 1; fi
-if ((${#addrs[@]})) && ((slow_ok < slow_runs)); then exit 1; fi
+if ((${#netns_addrs[@]})) && ((slow_ok < slow_runs)); then exit 1; fi
 if ((false_out > 0)); then exit 1; fi
