@@ -203,7 +203,7 @@ modes=(spare shrink)
 ((struck_runs > 0)) && modes+=(struck)
 for ((run = 0; run < runs; run++)); do
   order=("${modes[@]}")
-  ((run % 2)) && order=(shrink spare)  # alternate which goes first
+  ((run % 2)) && order=(shrink spare "${modes[@]:2}")  # alternate which of the two goes first
   for mode in "${order[@]}"; do
     [[ $mode == struck ]] && ((run >= struck_runs)) && continue
     if ! out=$(run_job "r$run.$mode" "$mode"); then
