@@ -116,7 +116,8 @@ cd "$root"
 missing=()
 while read -r f; do
   case $f in
-    scripts/lib.sh | tests/multinode/netns_lib.sh | tests/hosts/hosts_lib.sh | tests/gpu/gpu_check_lib.sh | \
+    scripts/lib.sh | scripts/netns_nodes.sh | tests/multinode/netns_lib.sh | tests/hosts/hosts_lib.sh | \
+      tests/gpu/gpu_check_lib.sh | \
       tests/support/escaping_helpers.sh | tests/support/escaping_worker.sh) continue ;;
   esac
   # shellcheck disable=SC2016  # the line as written in the scripts
