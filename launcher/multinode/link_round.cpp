@@ -9,25 +9,37 @@ namespace ddp::launch::multinode {
 using nlohmann::json;
 
 std::string to_json(const LinkPeer& p) {
-  return json{
-      {"addr", p.addr}, {"port", p.port}, {"clock_addr", p.clock_addr}, {"clock_port", p.clock_port}, {"ms", p.ms}}
+  return json{{"addr", p.addr},
+              {"port", p.port},
+              {"clock_addr", p.clock_addr},
+              {"clock_port", p.clock_port},
+              {"ms", p.ms},
+              {"store_addr", p.store_addr},
+              {"store_port", p.store_port}}
       .dump();
 }
 
 LinkPeer link_peer_from_json(const std::string& text) {
   try {
     const json j = json::parse(text);
-    return {j.at("addr").get<std::string>(), j.at("port").get<int>(), j.at("clock_addr").get<std::string>(),
-            j.at("clock_port").get<int>(), j.at("ms").get<double>()};
+    LinkPeer p;
+    p.addr = j.at("addr").get<std::string>();
+    p.port = j.at("port").get<int>();
+    p.clock_addr = j.at("clock_addr").get<std::string>();
+    p.clock_port = j.at("clock_port").get<int>();
+    p.ms = j.at("ms").get<double>();
+    p.store_addr = j.value("store_addr", std::string());
+    p.store_port = j.value("store_port", 0);
+    return p;
   } catch (const json::exception& e) {
     malformed_record("link peer record", e.what());
   }
 }
 
 std::string to_json(const preflight::RingReport& r) {
-  return json{{"out_mbps", r.link.out_mbps}, {"in_mbps", r.link.in_mbps},          {"rtt_us", r.link.rtt_us},
-              {"link_error", r.link.error},  {"clock_offset_s", r.clock.offset_s}, {"clock_rtt_ms", r.clock.rtt_ms},
-              {"clock_error", r.clock.error}}
+  return json{{"out_mbps", r.link.out_mbps},  {"in_mbps", r.link.in_mbps},          {"rtt_us", r.link.rtt_us},
+              {"link_error", r.link.error},   {"clock_offset_s", r.clock.offset_s}, {"clock_rtt_ms", r.clock.rtt_ms},
+              {"clock_error", r.clock.error}, {"store_error", r.store_error}}
       .dump();
 }
 
@@ -39,6 +51,7 @@ preflight::RingReport ring_report_from_json(const std::string& text) {
               j.at("link_error").get<std::string>()};
     r.clock = {j.at("clock_offset_s").get<double>(), j.at("clock_rtt_ms").get<double>(),
                j.at("clock_error").get<std::string>()};
+    r.store_error = j.value("store_error", std::string());
     return r;
   } catch (const json::exception& e) {
     malformed_record("link report record", e.what());
@@ -53,11 +66,24 @@ std::vector<std::string> check_links(store::Store& job, int round, std::vector<N
     if (joined[i].probe_port > 0) ring.push_back(i);
   if (ring.size() < 2 || ring.front() != 0) return {};  // the leader probes, or nobody is asked
   const NodeInfo& host = joined[0];
+  // The workers' store: on the node that will be group rank 0 (an explicit --node-rank 0, else
+  // the first to join), checked where its launcher serves it (--worker-store=launcher).
+  size_t zero = 0;
+  for (size_t i = 0; i < joined.size(); ++i)
+    if (joined[i].requested_rank == 0) zero = i;
+  const NodeInfo& store = joined[zero];
+  long store_pos = -1;
+  for (size_t k = 0; k < ring.size() && store.agent_store; ++k)
+    if (ring[k] == zero) store_pos = static_cast<long>(k);
   std::vector<std::pair<std::string, std::string>> peers;
   LinkPeer mine;
   for (size_t k = 0; k < ring.size(); ++k) {
     const NodeInfo& next = joined[ring[(k + 1) % ring.size()]];
-    const LinkPeer p{next.addr, next.probe_port, host.addr, host.probe_port, conf.net_ms};
+    LinkPeer p;
+    p.addr = next.addr, p.port = next.probe_port, p.ms = conf.net_ms;
+    p.clock_addr = host.addr, p.clock_port = host.probe_port;
+    if (store_pos >= 0 && static_cast<long>(k) != store_pos)
+      p.store_addr = store.addr, p.store_port = store.worker_port;
     if (k == 0) mine = p;
     else peers.emplace_back(LinkKeys::peer(round, static_cast<long>(ring[k]) + 1), to_json(p));
   }
@@ -75,7 +101,7 @@ std::vector<std::string> check_links(store::Store& job, int round, std::vector<N
     reports.push_back(std::move(r));
     labels.push_back(node_label(joined[i]) + " at " + joined[i].addr);
   }
-  const preflight::LinkVerdict v = preflight::judge_links(reports, labels, conf);
+  const preflight::LinkVerdict v = preflight::judge_links(reports, labels, conf, store_pos);
   for (const auto& [k, why] : v.failed) {
     std::string& failed = joined[ring[k]].preflight_failed;
     failed += (failed.empty() ? "" : "; ") + why;

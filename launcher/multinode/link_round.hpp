@@ -23,7 +23,9 @@ struct LinkPeer {
   int port = 0;
   std::string clock_addr;  // the store host's probe
   int clock_port = 0;
-  double ms = 100;  // each direction's send
+  double ms = 100;         // each direction's send
+  std::string store_addr;  // the workers' store of the round to come (its would-be group rank 0's)
+  int store_port = 0;      // 0: not asked (that node's launcher does not serve it)
 };
 
 std::string to_json(const LinkPeer& p);

@@ -539,7 +539,8 @@ void MultiNodeAgent::start_probe() {
 // by the round's leader, who judges every node's (link_round.hpp); the figures go to the event log.
 preflight::RingReport MultiNodeAgent::measure_links(const LinkPeer& peer) {
   preflight::RingReport r{preflight::measure_link(peer.addr, peer.port, peer.ms),
-                          preflight::measure_clock(peer.clock_addr, peer.clock_port)};
+                          preflight::measure_clock(peer.clock_addr, peer.clock_port),
+                          peer.store_port > 0 ? preflight::reach(peer.store_addr, peer.store_port) : ""};
   const std::string to = format_host_port(peer.addr, peer.port);
   events_.write("preflight",
                 {{"check", "network"},
@@ -549,6 +550,13 @@ preflight::RingReport MultiNodeAgent::measure_links(const LinkPeer& peer) {
                                               to, r.link.out_mbps, r.link.in_mbps, r.link.rtt_us / 1e3)
                                 : fmt::format("to {}: {}", to, r.link.error)},
                  {"threshold", "judged by the round's leader against every link (docs/preflight.md)"}});
+  if (peer.store_port > 0)
+    events_.write("preflight",
+                  {{"check", "workers' store"},
+                   {"level", "measured"},
+                   {"figure", r.store_error.empty() ? "reached " + format_host_port(peer.store_addr, peer.store_port)
+                                                    : r.store_error},
+                   {"threshold", "judged by the round's leader"}});
   events_.write("preflight", {{"check", "clock"},
                               {"level", "measured"},
                               {"figure", r.clock.error.empty()

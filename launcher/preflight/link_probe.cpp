@@ -326,6 +326,12 @@ LinkFigures measure_link(const std::string& host, int port, double ms) {
   return f;
 }
 
+std::string reach(const std::string& host, int port) {
+  std::string error;
+  Fd fd = connect_to(host, port, error);
+  return fd.fd >= 0 ? "" : error;
+}
+
 ClockFigures measure_clock(const std::string& host, int port) {
   ClockFigures f;
   Fd fd = connect_to(host, port, f.error);

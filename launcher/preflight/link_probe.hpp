@@ -34,6 +34,8 @@ class ProbeServer {
 };
 
 LinkFigures measure_link(const std::string& host, int port, double ms);
+// Connects to host:port and closes: "" when it could, else why.
+std::string reach(const std::string& host, int port);
 ClockFigures measure_clock(const std::string& host, int port);
 
 }  // namespace ddp::launch::preflight

@@ -121,10 +121,32 @@ void judge_clocks(const Ring& g, const cli::PreflightConf& c, LinkVerdict& v) {
   }
 }
 
+void judge_store(const Ring& g, long host, LinkVerdict& v) {
+  if (host < 0) return;
+  size_t others = 0, unreached = 0;
+  std::string why;
+  for (size_t i = 0; i < g.k(); ++i) {
+    if (static_cast<long>(i) == host) continue;
+    ++others;
+    if (g.r[i].store_error.empty()) continue;
+    ++unreached;
+    why = g.r[i].store_error;
+  }
+  const auto h = static_cast<size_t>(host);
+  if (others > 0 && unreached == others) {
+    v.failed.emplace(h, fmt::format("network: no other node reaches the workers' store on {}: {}", g.labels[h], why));
+    return;
+  }
+  for (size_t i = 0; i < g.k(); ++i)
+    if (static_cast<long>(i) != host && !g.r[i].store_error.empty())
+      v.failed.emplace(i, fmt::format("network: {} cannot reach the workers' store on {}: {}", g.labels[i], g.labels[h],
+                                      g.r[i].store_error));
+}
+
 }  // namespace
 
 LinkVerdict judge_links(const std::vector<RingReport>& ring, const std::vector<std::string>& labels,
-                        const cli::PreflightConf& conf) {
+                        const cli::PreflightConf& conf, long store_host) {
   LinkVerdict v;
   if (ring.size() < 2) return v;
   const Ring g{ring, labels};
@@ -132,6 +154,7 @@ LinkVerdict judge_links(const std::vector<RingReport>& ring, const std::vector<s
   judge_bandwidth(g, conf, v);
   judge_round_trips(g, conf, v);
   judge_clocks(g, conf, v);
+  judge_store(g, store_host, v);
   return v;
 }
 

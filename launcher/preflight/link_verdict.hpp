@@ -5,7 +5,8 @@
 // whose receives, are slow is the slow end and fails (below net_fail of the links' median MB/s,
 // or below net_min_mbps); one slow direction alone names the link and both its ends (a
 // warning: which end is slow cannot be told). Likewise round trips (both of a node's links above
-// rtt_fail x the median and the median + 1 ms) and the clock offset. Relative checks need three
+// rtt_fail x the median and the median + 1 ms), the clock offset, and whether each node reaches
+// the workers' store's host. Relative checks need three
 // nodes or more; with two only the absolute ones apply, as warnings.
 #pragma once
 
@@ -34,6 +35,7 @@ struct ClockFigures {
 struct RingReport {
   LinkFigures link;
   ClockFigures clock;
+  std::string store_error;  // connecting to the workers' store's host failed ("": reached, or not asked)
 };
 
 struct LinkVerdict {
@@ -41,8 +43,10 @@ struct LinkVerdict {
   std::vector<std::string> warnings;     // one line each ("network: ...")
 };
 
-// labels[i]: how position i is named ("node 2 (host-c)").
+// labels[i]: how position i is named ("node 2 (host-c)"). store_host: the ring position of the
+// node that will host the workers' store (-1: none asked): when no other node reaches it, it is
+// the one that fails; otherwise each node that cannot reach it fails.
 LinkVerdict judge_links(const std::vector<RingReport>& ring, const std::vector<std::string>& labels,
-                        const cli::PreflightConf& conf);
+                        const cli::PreflightConf& conf, long store_host = -1);
 
 }  // namespace ddp::launch::preflight

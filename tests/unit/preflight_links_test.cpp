@@ -82,6 +82,23 @@ TEST_CASE("link verdict: round trips, unreachable probes and clocks") {
   CHECK_THAT(preflight::judge_links(ring, labels, strict).failed.at(7), Catch::Contains("(fail above 1 s)"));
 }
 
+TEST_CASE("link verdict: the workers' store's host, unreached by one node or by all") {
+  std::vector<RingReport> ring(4, ring_report(1000, 1000));
+  ring[2].store_error = "cannot connect to h0:4000: No route to host";
+  auto v = preflight::judge_links(ring, kLabels, cli::PreflightConf{}, 0);
+  REQUIRE(v.failed.size() == 1);
+  CHECK_THAT(v.failed.at(2), Catch::Contains("network: node 2 cannot reach the workers' store on node 0: cannot "
+                                             "connect to h0:4000"));
+  ring[1].store_error = ring[3].store_error = ring[2].store_error;
+  v = preflight::judge_links(ring, kLabels, cli::PreflightConf{}, 0);
+  REQUIRE(v.failed.size() == 1);
+  CHECK_THAT(v.failed.at(0), Catch::Contains("network: no other node reaches the workers' store on node 0"));
+  CHECK(preflight::judge_links(ring, kLabels, cli::PreflightConf{}).failed.empty());  // not asked
+  // The probe's connect: a listener reached, nobody listening named.
+  preflight::ProbeServer probe("127.0.0.1");
+  CHECK(preflight::reach("127.0.0.1", probe.port()).empty());
+}
+
 TEST_CASE("link probe: a node measures its link and clock against a probe on loopback") {
   preflight::ProbeServer probe("127.0.0.1");
   REQUIRE(probe.port() > 0);
@@ -120,6 +137,7 @@ TEST_CASE("link checks in a round: the leader asks every node, judges the ring a
     n.addr = name + ".addr";
     n.worker_port = 4000;
     n.probe_port = 7000;
+    n.agent_store = true;
     n.nnodes_min = 2;
     n.nnodes_max = 4;
     return n;
@@ -132,7 +150,8 @@ TEST_CASE("link checks in a round: the leader asks every node, judges the ring a
     return [&, me](const multinode::LinkPeer& p) {
       {
         std::lock_guard<std::mutex> lock(mutex);
-        asked[me] = p.addr + ":" + std::to_string(p.port) + " clock " + p.clock_addr;
+        asked[me] = p.addr + ":" + std::to_string(p.port) + " clock " + p.clock_addr + " store " + p.store_addr + ":" +
+                    std::to_string(p.store_port);
       }
       if (me == "d") return ring_report(5, 6);
       if (p.addr == "d.addr") return ring_report(1000, 6);  // c downloads from d: d sends slowly
@@ -169,4 +188,7 @@ TEST_CASE("link checks in a round: the leader asks every node, judges the ring a
   REQUIRE(asked.size() == 4);
   CHECK(asked.at("a").find("clock a.addr") != std::string::npos);
   CHECK(asked.at("d").find("clock a.addr") != std::string::npos);
+  // The workers' store (group rank 0 to be: a, the first to join, serving it): the others reach for it.
+  CHECK(asked.at("a").find("store :0") != std::string::npos);
+  CHECK(asked.at("b").find("store a.addr:4000") != std::string::npos);
 }
