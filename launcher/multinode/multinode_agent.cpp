@@ -96,6 +96,7 @@ class MultiNodeAgent {
   void record_strike(const Round& r, const AbortRecord& abort);
   void wait_as_spare(int round);
   void start_probe();
+  int live_spares(int round);
   preflight::RingReport measure_links(const LinkPeer& peer);
   int spare_released(const JobEnded& end);
   std::optional<AbortRecord> read_abort(int round);
@@ -494,7 +495,7 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
     if (abort.failure == FailureKind::kMembership)
       next.expected_nodes += static_cast<int>(store_.job->add(JobKeys::waiting(r.number()), 0));
     // The hot spares join too: one takes a free seat, the others stay spares (rendezvous.hpp).
-    next.expected_nodes += static_cast<int>(store_.job->add(JobKeys::spares(r.number()), 0));
+    next.expected_nodes += live_spares(r.number());
   }
   events_.set_attempt(next.restart_count);
   session_.count_restart(abort.failure);
@@ -564,6 +565,18 @@ preflight::RingReport MultiNodeAgent::measure_links(const LinkPeer& peer) {
                                              : r.clock.error},
                               {"threshold", "judged by the round's leader"}});
   return r;
+}
+
+// The spares that wait after round `round` and whose launchers are still there (a spare the
+// store dropped would make the next round wait for it until its last call).
+int MultiNodeAgent::live_spares(int round) {
+  const long n = store_.job->add(JobKeys::spares(round), 0);
+  int live = 0;
+  for (long k = 1; k <= n; ++k) {
+    const std::optional<std::string> name = store_.job->try_get(JobKeys::spare(round, k));
+    if (name && !store_.root->try_get(store::kDroppedPrefix + *name)) ++live;
+  }
+  return live;
 }
 
 // The job runs with its MAX nodes: this node waits as a hot spare, its standbys warm (as if it

@@ -84,8 +84,8 @@ void Rendezvous::answer_link_check(int round, long ticket, Clock::time_point dea
   }
 }
 
-void Rendezvous::become_spare(int round) {
-  job_.add(JobKeys::spares(round), 1);
+void Rendezvous::become_spare(const NodeInfo& self, int round) {
+  job_.set(JobKeys::spare(round, job_.add(JobKeys::spares(round), 1)), self.name);
   if (spare_) return;
   spare_ = true;
   if (became_spare_) became_spare_(round);
@@ -323,7 +323,7 @@ std::optional<RoundPlan> Rendezvous::follow_one(const NodeInfo& self, int round,
         "given twice? (raise --nnodes MAX to add a node; without --node-rank a node beyond MAX waits as a hot spare)",
         nnodes_max_, nnodes_max_ == 1 ? "" : "s", self.requested_rank));
   } else {
-    become_spare(round);  // no restart for us: we wait for a free seat
+    become_spare(self, round);  // no restart for us: we wait for a free seat
   }
   return plan;
 }

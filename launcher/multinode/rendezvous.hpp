@@ -50,6 +50,9 @@ struct JobKeys {
   // Hot spares: how many nodes wait as spares after round r (it had MAX nodes when they came);
   // the job's end (its exit code, set by the leader as the job ends) and how many spares read it.
   static std::string spares(int r) { return "r" + std::to_string(r) + "/spares"; }
+  static std::string spare(int r, long k) {
+    return "r" + std::to_string(r) + "/spare/" + std::to_string(k);
+  }  // its name
   static std::string ended() { return "ended"; }
   static std::string ended_seen() { return "ended_seen"; }
 };
@@ -145,7 +148,7 @@ class Rendezvous {
   // before the plan is there.
   void answer_link_check(int round, long ticket, std::chrono::steady_clock::time_point deadline);
   // Round `round` had its MAX nodes without this one: wait as a spare from now on.
-  void become_spare(int round);
+  void become_spare(const NodeInfo& self, int round);
   [[noreturn]] void follow_timed_out(const std::string& what) const;
   // Who a follower waits for when round `round` has no plan: how many joined, how many it
   // needs, and its leader (the round's first join record).

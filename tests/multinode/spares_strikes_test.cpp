@@ -57,6 +57,7 @@ TEST_CASE("strikes: a node whose worker fails 3 times is struck out with exit 11
 }
 
 TEST_CASE("hot spares: one takes a SIGKILLed node's seat, the other is released with the job's exit code") {
+  // A third spare is SIGKILLed while it waits: the restart does not wait for it.
   TempDir dir;
   const auto common = launcher_args("2:2", free_port(), "spares", 1);
   // rank.restart files say who ran what; a worker lasts 3 s (the next round's too).
@@ -69,7 +70,11 @@ TEST_CASE("hot spares: one takes a SIGKILLed node's seat, the other is released 
   REQUIRE(wait_until([&] { return c.err_so_far().find("waits as a hot spare") != std::string::npos; }, 30s));
   Background d(with(common, worker));
   REQUIRE(wait_until([&] { return d.err_so_far().find("waits as a hot spare") != std::string::npos; }, 30s));
+  Background e(with(common, worker));
+  REQUIRE(wait_until([&] { return e.err_so_far().find("waits as a hot spare") != std::string::npos; }, 30s));
   CHECK_FALSE(file_exists(dir.path() + "/ran.0.1"));  // the spares asked for no restart
+  e.signal(SIGKILL);
+  e.wait(10s);
   b.signal(SIGKILL);
   const RunResult ra = a.wait(90s), rc = c.wait(90s), rd = d.wait(90s);
   b.wait(10s);
