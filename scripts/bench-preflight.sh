@@ -102,13 +102,14 @@ run_job() {
   local host=127.0.0.1
   ((${#netns_addrs[@]})) && host=${netns_addrs[0]}
   local common=("$launcher" --nnodes "2:$nodes" --nproc-per-node 1 --rdzv-backend c10d
-    --rdzv-endpoint "$host:$port" --rdzv-id "$name" --rdzv-conf "join_timeout=60,last_call_timeout=20")
+    --rdzv-endpoint "$host:$port" --rdzv-id "$name")
   ((preflight)) && common+=(--preflight --preflight-conf "mem_gib=0,shm_gib_per_worker=0,disk_gib=0")
   local pids=()
   start=$(date +%s.%N)
   for ((i = 0; i < nodes; i++)); do
     ((i && stagger)) && sleep "$(awk -v ms="$stagger" 'BEGIN { print ms / 1000 }')"
-    local node=("${common[@]}")
+    # Node 0 hosts the store (the capped or slow node never wins the race: a host is never left out).
+    local node=("${common[@]}" --rdzv-conf "join_timeout=60,last_call_timeout=20,is_host=$((i == 0 ? 1 : 0))")
     ((${#netns_addrs[@]})) && node=(ip netns exec "${netns_names[$i]}" "${common[@]}" --local-addr "${netns_addrs[$i]}")
     if ((capped && i == nodes - 1)); then
       (echo "$BASHPID" >"$cgroup/cgroup.procs" && exec "${node[@]}" --no-python true) 2>"$tmp/$name.$i.err" &

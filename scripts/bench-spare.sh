@@ -116,7 +116,7 @@ run_job() {
   ((${#netns_addrs[@]})) && host=${netns_addrs[0]}
   local flags=("--nnodes=$min:$nodes" --rdzv-backend c10d --rdzv-endpoint "$host:$port" --rdzv-id "$name"
     --nproc-per-node 1 --max-restarts "$([[ $mode == struck ]] && echo 5 || echo 1)"
-    --rdzv-conf "join_timeout=60,last_call_timeout=30,heartbeat_interval=$heartbeat")
+    --rdzv-conf "join_timeout=60,last_call_timeout=30,heartbeat_interval=$heartbeat,is_host=0")
   local job=(--epochs 100 --train-samples 2048 --val-samples 64 --batch-size 16 --snapshot-every 1
     --checkpoint-dir "$dir/ckpt" --checkpoint-interval 1000000 --progress plain --log-every 1000000
     --step-times "$dir/times")
@@ -127,6 +127,8 @@ run_job() {
   chmod +x "$dir/flaky.sh"
   pids=()
   for ((i = 0; i < nodes; i++)); do
+    ((i == 0)) && flags[-1]=${flags[-1]/is_host=0/is_host=1}  # node 0 hosts the store (the others never race it)
+    ((i == 1)) && flags[-1]=${flags[-1]/is_host=1/is_host=0}
     if [[ $mode == struck ]] && ((i == nodes - 1)); then
       start_node "$dir" "$i" "node$i" "$launcher" "${flags[@]}" --no-python "$dir/flaky.sh" "${job[@]}"
     else

@@ -26,18 +26,17 @@ std::vector<std::string> with(std::vector<std::string> base, const std::vector<s
 TEST_CASE("preflight on three nodes: the failing node is left out and the other two train") {
   TempDir dir;
   const int port = free_port();
-  const std::vector<std::string> common = {launcher_path(),
-                                           "--nnodes=2:3",
-                                           "--rdzv-backend=c10d",
-                                           "--rdzv-endpoint=127.0.0.1:" + std::to_string(port),
-                                           "--rdzv-id=pre",
-                                           "--nproc-per-node=1",
-                                           "--rdzv-conf=join_timeout=60,last_call_timeout=30",
-                                           "--preflight"};
+  const std::vector<std::string> common = {
+      launcher_path(), "--nnodes=2:3",       "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:" + std::to_string(port),
+      "--rdzv-id=pre", "--nproc-per-node=1", "--preflight"};
   const std::vector<std::string> worker = {"sh", "-c", "echo $WORLD_SIZE > " + dir.path() + "/world.$RANK"};
-  Background a(with(common, with({kClean}, worker)));
-  Background b(with(common, with({kClean}, worker)));
-  const RunResult bad = run(with(common, with({kNoShm}, worker)), {}, 120s);
+  // a hosts the agent store (is_host=1): the store's host is never left out, so the failing node
+  // must not win the race for the port.
+  const std::string host = "--rdzv-conf=join_timeout=60,last_call_timeout=30,is_host=1";
+  const std::string other = "--rdzv-conf=join_timeout=60,last_call_timeout=30,is_host=0";
+  Background a(with(common, with({host, kClean}, worker)));
+  Background b(with(common, with({other, kClean}, worker)));
+  const RunResult bad = run(with(common, with({other, kNoShm}, worker)), {}, 120s);
   const RunResult ra = a.wait(90s), rb = b.wait(90s);
   INFO(ra.err << "\n---\n" << rb.err << "\n---\n" << bad.err);
   CHECK(ra.exit_code == 0);

@@ -19,7 +19,9 @@ std::vector<std::string> with(std::vector<std::string> base, const std::vector<s
   return base;
 }
 
-std::vector<std::string> launcher_args(const std::string& nnodes, int port, const std::string& id, int restarts) {
+// `host`: this launcher hosts the agent store (is_host=1); the others never race it for the port.
+std::vector<std::string> launcher_args(const std::string& nnodes, int port, const std::string& id, int restarts,
+                                       bool host) {
   return {launcher_path(),
           "--nnodes=" + nnodes,
           "--rdzv-backend=c10d",
@@ -27,7 +29,7 @@ std::vector<std::string> launcher_args(const std::string& nnodes, int port, cons
           "--rdzv-id=" + id,
           "--nproc-per-node=1",
           "--max-restarts=" + std::to_string(restarts),
-          "--rdzv-conf=join_timeout=60,last_call_timeout=30",
+          std::string("--rdzv-conf=join_timeout=60,last_call_timeout=30,is_host=") + (host ? "1" : "0"),
           "--no-python"};
 }
 
@@ -35,10 +37,12 @@ std::vector<std::string> launcher_args(const std::string& nnodes, int port, cons
 
 TEST_CASE("strikes: a node whose worker fails 3 times is struck out with exit 117, the other two finish") {
   TempDir dir;
-  const auto common = launcher_args("2:3", free_port(), "strikes", 5);
+  const int port = free_port();
+  const auto host = launcher_args("2:3", port, "strikes", 5, true),
+             common = launcher_args("2:3", port, "strikes", 5, false);
   // Each worker writes its world size and restart count; the bad node's fails soon after.
   const std::string record = "echo $WORLD_SIZE $TORCHELASTIC_RESTART_COUNT > " + dir.path() + "/world.$RANK; ";
-  Background a(with(common, {"--strikes=3/600", "sh", "-c", record + "sleep 2"}));
+  Background a(with(host, {"--strikes=3/600", "sh", "-c", record + "sleep 2"}));
   Background b(with(common, {"--strikes=3/600", "sh", "-c", record + "sleep 2"}));
   const RunResult bad = run(with(common, {"--strikes=3/600", "sh", "-c", record + "sleep 0.3; exit 3"}), {}, 120s);
   const RunResult ra = a.wait(90s), rb = b.wait(90s);
@@ -59,11 +63,13 @@ TEST_CASE("strikes: a node whose worker fails 3 times is struck out with exit 11
 TEST_CASE("hot spares: one takes a SIGKILLed node's seat, the other is released with the job's exit code") {
   // A third spare is SIGKILLed while it waits: the restart does not wait for it.
   TempDir dir;
-  const auto common = launcher_args("2:2", free_port(), "spares", 1);
+  const int port = free_port();
+  const auto host = launcher_args("2:2", port, "spares", 1, true),
+             common = launcher_args("2:2", port, "spares", 1, false);
   // rank.restart files say who ran what; a worker lasts 3 s (the next round's too).
   const std::vector<std::string> worker = {
       "sh", "-c", "echo $$ > " + dir.path() + "/ran.$RANK.$TORCHELASTIC_RESTART_COUNT; sleep 3"};
-  Background a(with(common, worker));
+  Background a(with(host, worker));
   Background b(with(common, worker));
   REQUIRE(wait_until([&] { return file_exists(dir.path() + "/ran.1.0"); }, 60s));
   Background c(with(common, worker));
