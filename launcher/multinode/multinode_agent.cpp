@@ -52,6 +52,7 @@ struct NextRound {
   int restart_count = 0;
   int previous_rank = -1;
   int expected_nodes = 0;  // how many nodes the next round waits for (0: up to nnodes_max)
+  int spares = 0;          // and how many hot spares that waited after the last round
 };
 
 // How an attempt ended for this node: an exit code, or the round's abort record (restart
@@ -248,7 +249,8 @@ Round MultiNodeAgent::join_round(Rendezvous& rendezvous, const NextRound& next) 
   const cli::RendezvousConf& conf = spec_.rdzv;
   // Nodes that restart need a heartbeat to notice and up to the grace period to stop.
   const Regroup regroup{next.expected_nodes,
-                        conf.last_call_timeout_s + job_.supervisor.shutdown_timeout_s + 2 * conf.heartbeat_interval_s};
+                        conf.last_call_timeout_s + job_.supervisor.shutdown_timeout_s + 2 * conf.heartbeat_interval_s,
+                        next.spares};
   Round r;
   r.plan = rendezvous.join(self_info(next.previous_rank), next.round, next.restart_count, regroup);
   r.me = *r.plan.find(store_.name);
@@ -495,7 +497,7 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
     if (abort.failure == FailureKind::kMembership)
       next.expected_nodes += static_cast<int>(store_.job->add(JobKeys::waiting(r.number()), 0));
     // The hot spares join too: one takes a free seat, the others stay spares (rendezvous.hpp).
-    next.expected_nodes += live_spares(r.number());
+    next.spares = live_spares(r.number());
   }
   events_.set_attempt(next.restart_count);
   session_.count_restart(abort.failure);

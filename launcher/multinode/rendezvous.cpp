@@ -21,6 +21,9 @@ using Clock = std::chrono::steady_clock;
 constexpr store::Duration kPublishedKeyTimeout{5000};
 // Seats per MULTI_SET: ~400 KB frames, far below the store's 16 MiB frame limit.
 constexpr size_t kSeatsPerRequest = 4096;
+// How long a restart round waits for the spares that waited after the last, once the previous
+// round's nodes are back, in heartbeat intervals.
+constexpr double kSpareGraceHeartbeats = 2;
 // How long the leader waits for the link checks' reports beyond their sends.
 constexpr double kLinkReportS = 10;
 // How often a follower that probes looks for its link check while it waits for the plan.
@@ -110,6 +113,9 @@ RoundPlan Rendezvous::join(const NodeInfo& self, int round, int restart_count, R
 RoundPlan Rendezvous::lead(const NodeInfo& self, int round, int restart_count, Regroup regroup) {
   const bool regrouping = regroup.expected > 0;
   const long enough = regrouping ? std::max(regroup.expected, nnodes_min_) : nnodes_max_;
+  // The spares that waited join within moments of the round opening (they wait on its key); one
+  // that is gone is not waited for longer than the grace.
+  const long want = regrouping ? enough + regroup.spares : enough;
   const double last_call_s = regrouping ? regroup.wait_s : conf_.last_call_timeout_s;
   // Its ticket before the round opens: the leader is always join/1 (a waiting follower names it).
   long ticket = job_.add(JobKeys::ticket(round), 1);
@@ -118,20 +124,28 @@ RoundPlan Rendezvous::lead(const NodeInfo& self, int round, int restart_count, R
   job_.set(JobKeys::current_round(), std::to_string(round));
 
   const auto join_deadline = Clock::now() + seconds(conf_.join_timeout_s);
-  std::optional<Clock::time_point> last_call;
+  std::optional<Clock::time_point> last_call, spare_grace;
   long count = 0;
   for (;;) {
     count = job_.add(JobKeys::ticket(round), 0);
-    if (count >= enough) break;
+    if (count >= want) break;
+    if (count >= enough) {
+      if (!spare_grace) spare_grace = Clock::now() + seconds(kSpareGraceHeartbeats * conf_.heartbeat_interval_s);
+      if (Clock::now() >= *spare_grace) break;
+    }
     if (count >= nnodes_min_) {
       if (!last_call) last_call = Clock::now() + seconds(last_call_s);
       if (Clock::now() >= *last_call) break;
     }
-    if (Clock::now() >= join_deadline) fail_join_timeout(self, round, count);
+    if (Clock::now() >= join_deadline) {
+      if (count >= nnodes_min_) break;  // enough to run: the deadline closes the round, not fails it
+      fail_join_timeout(self, round, count);
+    }
     auto next = last_call ? std::min(*last_call, join_deadline) : join_deadline;
-    // Wake for the join that changes the decision (MIN, then enough), not for every join:
-    // a round of K nodes is a few waits here, not K.
-    wait_key(JobKeys::join(round, count < nnodes_min_ ? nnodes_min_ : enough), next);
+    if (spare_grace) next = std::min(next, *spare_grace);
+    // Wake for the join that changes the decision (MIN, then enough, then the spares), not for
+    // every join: a round of K nodes is a few waits here, not K.
+    wait_key(JobKeys::join(round, count < nnodes_min_ ? nnodes_min_ : count < enough ? enough : want), next);
   }
   std::vector<std::string> keys;
   for (long t = 1; t <= count; ++t) keys.push_back(JobKeys::join(round, t));

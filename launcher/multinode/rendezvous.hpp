@@ -72,12 +72,16 @@ struct JobStopped : std::runtime_error {
 };
 
 // After a restart the leader knows who should come back: `expected` nodes (at least
-// nnodes_min; more than nnodes_max when spares wait: the plan keeps the previous round's nodes
-// first and the rest stay spares). The round closes as soon as they are there; with fewer (but
-// at least nnodes_min) it closes `wait_s` after nnodes_min joined instead of the last call.
+// nnodes_min) and `spares` hot spares (then more than nnodes_max may join: the plan keeps the
+// previous round's nodes first and the rest stay spares). The round closes as soon as they are
+// all there, or two heartbeat intervals after the expected nodes are (a spare that is gone is
+// not waited for); with fewer (but at least nnodes_min) it closes `wait_s` after nnodes_min
+// joined instead of the last call. A round with nnodes_min joined never fails on the join
+// timeout: it closes.
 struct Regroup {
   int expected = 0;  // 0: a first round, no expectation
   double wait_s = 0;
+  int spares = 0;
 };
 
 class Rendezvous {

@@ -246,7 +246,7 @@ TEST_CASE("a node that comes when the job has its MAX nodes waits as a spare, ta
   // b was lost: round 1 expects a and the spare, which takes b's seat (group rank 1).
   NodeInfo a1 = node("a", 1, -1, 1, 2);
   a1.previous_rank = 0;
-  RoundPlan round1 = leader.join(a1, 1, 1, Regroup{2 - 1 + 1, 30});
+  RoundPlan round1 = leader.join(a1, 1, 1, Regroup{2 - 1, 30, 1});
   CHECK(round1.nnodes == 2);
   const RoundPlan seated = c.get();
   REQUIRE(seated.find("c") != nullptr);
@@ -265,7 +265,7 @@ TEST_CASE("a node that comes when the job has its MAX nodes waits as a spare, ta
     return r.join(c_again, 2, 1);
   });
   a1.previous_rank = 0;
-  RoundPlan round2 = leader.join(a1, 2, 2, Regroup{2 + 1, 30});
+  RoundPlan round2 = leader.join(a1, 2, 2, Regroup{2, 30, 1});
   CHECK(round2.nnodes == 2);
   CHECK(round2.find("d") == nullptr);
   CHECK(c2.get().find("c") != nullptr);
@@ -279,6 +279,10 @@ TEST_CASE("a node that comes when the job has its MAX nodes waits as a spare, ta
     CHECK(e.exit_code == 3);
   }
   CHECK(store.add(JobKeys::ended_seen(), 0) == 1);
+  // A spare counted but gone: the round closes without it (its grace, not the 30 s wait or a
+  // failed round).
+  RoundPlan round3 = leader.join(a1, 3, 3, Regroup{1, 30, 1});
+  CHECK(round3.nnodes == 1);
 }
 
 namespace {
