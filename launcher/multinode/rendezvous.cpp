@@ -115,7 +115,7 @@ RoundPlan Rendezvous::lead(const NodeInfo& self, int round, int restart_count, R
   const long enough = regrouping ? std::max(regroup.expected, nnodes_min_) : nnodes_max_;
   // The spares that waited join within moments of the round opening (they wait on its key); one
   // that is gone is not waited for longer than the grace.
-  const long want = regrouping ? enough + regroup.spares : enough;
+  const long want = regrouping ? std::max<long>(regroup.expected + regroup.spares, enough) : enough;
   const double last_call_s = regrouping ? regroup.wait_s : conf_.last_call_timeout_s;
   // Its ticket before the round opens: the leader is always join/1 (a waiting follower names it).
   long ticket = job_.add(JobKeys::ticket(round), 1);
