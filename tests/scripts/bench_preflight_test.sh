@@ -27,8 +27,10 @@ expect_usage_error "$bench" "$tmp" "too few nodes" "--nodes must be at least 3" 
 rc=0
 "$bench" --nodes 3 --cap 5 --capped-runs 1 --slow-runs 1 --clean-runs 0 --timing-runs 1 >"$tmp/out" 2>"$tmp/err" ||
   rc=$?
-# 1 only for a capped or slow node that was not left out, with every node's job ended 0 (said on stderr).
-if ((rc == 1)) && ! grep "left out: '" "$tmp/err" | grep -qv "left out: '' (expected node 2 only); codes: 0 0 1 0 2 0 $"; then
+# 1 only for a capped or slow node that was not left out, with the other nodes' jobs ended 0 (said
+# on stderr; the capped node itself, at 5% of a CPU beside the suite's load, may be too slow to end
+# its job before the others close the store: its own code is not the figure here).
+if ((rc == 1)) && ! grep "left out: '" "$tmp/err" | grep -qvE "left out: '' \(expected node 2 only\); codes: 0 0 1 0 2 [0-9]+ $"; then
   rc=0
 fi
 ((rc == 0)) || fail "the small run exited $rc: $(cat "$tmp/out" "$tmp/err")"
