@@ -10,6 +10,7 @@
 #include "launcher/commands.hpp"
 #include "launcher/console/notice.hpp"
 #include "launcher/node/preflight_check.hpp"
+#include "launcher/preflight/nccl_probe.hpp"
 #include "launcher/remote/exec_command.hpp"
 #include "launcher/remote/hosts_launch.hpp"
 #include "launcher/remote_agent.hpp"
@@ -51,6 +52,22 @@ int run_preflight_command(const std::vector<std::string>& args, const cli::Envir
   return check.failed.empty() ? exit_code::kSuccess : exit_code::kPreflightFailed;
 }
 
+// `ddp-launch __nccl-probe GPUS MIB` (node/nccl_check.hpp starts it): one line of figures.
+int run_nccl_probe(const std::vector<std::string>& args) {
+  int gpus = 0;
+  double mib = 0;
+  try {
+    if (args.size() == 2) gpus = std::stoi(args[0]), mib = std::stod(args[1]);
+  } catch (const std::exception&) {  // std::invalid_argument, std::out_of_range
+  }
+  if (gpus < 1 || !(mib > 0)) {
+    console::write_all(STDERR_FILENO, "usage: ddp-launch __nccl-probe GPUS MIB (the pre-flight NCCL check's helper)\n");
+    return exit_code::kUsage;
+  }
+  console::write_all(STDOUT_FILENO, preflight::nccl_figures_json(preflight::run_nccl_allreduce(gpus, mib)) + "\n");
+  return exit_code::kSuccess;
+}
+
 int run_status(const std::vector<std::string>& args) {
   const std::optional<cli::StatusArgs> status = cli::parse_status_args(args);
   if (!status) {  // --help
@@ -69,6 +86,7 @@ int run_command_line(const std::vector<std::string>& args, const cli::Environmen
     case cli::Command::kPreflight: return run_preflight_command(line.args, env);
     case cli::Command::kExec: return remote::run_exec_command(cli::parse_exec_args(line.args), env);
     case cli::Command::kAgent: return run_remote_agent();  // its configuration comes on stdin
+    case cli::Command::kNcclProbe: return run_nccl_probe(line.args);
     case cli::Command::kLaunch: break;
   }
   return run_launch(line.args, env);

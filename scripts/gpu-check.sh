@@ -48,6 +48,8 @@ gpu-check plan (each line is one check with its own timeout; results in OUTDIR/g
                   --devices, --virtual-local-rank: what each worker sees (count, PCI bus id, UUID)
   preflight-gpu   ddp-launch preflight --gpus against the driver's NVML (ECC errors, retired pages,
                   clock reasons of every GPU), and --preflight in front of the NCCL script below
+  preflight-nccl  ddp-launch preflight --gpus: its NCCL all-reduce of every GPU here (the CUDA driver
+                  and this torch's NCCL, loaded at run time in a child process), its bus bandwidth
   python-nccl     tests/gpu/nccl_allreduce.py (plain PyTorch NCCL) under ddp-launch, world 1
   warm-restart    tests/gpu/warm_restart.py (plain PyTorch NCCL) killed once under --max-restarts 1:
                   the restart runs in a pre-warmed standby and all-reduces on its GPU

@@ -9,10 +9,8 @@ struct CommandWord {
 };
 
 constexpr CommandWord kCommands[] = {
-    {"status", Command::kStatus},
-    {"preflight", Command::kPreflight},
-    {"exec", Command::kExec},
-    {"__agent", Command::kAgent},
+    {"status", Command::kStatus}, {"preflight", Command::kPreflight},    {"exec", Command::kExec},
+    {"__agent", Command::kAgent}, {"__nccl-probe", Command::kNcclProbe},
 };
 
 }  // namespace

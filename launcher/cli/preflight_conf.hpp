@@ -37,6 +37,14 @@ struct PreflightConf {
   // clock_fail_s fails (0: never).
   double clock_warn_s = 0.5;
   double clock_fail_s = 0;
+  // NCCL (a GPU job): the node's GPUs all-reduce nccl_mib MiB each (0: no NCCL check) in a
+  // child process; an all-reduce that fails or returns a wrong sum fails the node. Its bus
+  // bandwidth (two or more GPUs) below nccl_min_gbps GB/s fails (0: no absolute floor); across
+  // nodes (the round's leader), below nccl_fail of the nodes' median fails, below nccl_warn warns.
+  double nccl_mib = 64;
+  double nccl_min_gbps = 0;
+  double nccl_warn = 0.75;
+  double nccl_fail = 0.5;
 };
 
 PreflightConf parse_preflight_conf(const std::string& value);

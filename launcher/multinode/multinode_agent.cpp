@@ -165,6 +165,7 @@ NodeInfo MultiNodeAgent::self_info(int previous_rank) {
   n.pid = ::getpid();
   n.preflight_failed = preflight_.failed;
   n.cpu_gflops = preflight_.cpu_median_gflops;
+  n.nccl_busbw_gbps = preflight_.nccl_busbw_gbps;
   n.probe_port = probe_ ? probe_->port() : 0;
   const auto now = std::chrono::steady_clock::now();
   for (const auto& t : strikes_) n.strike_ages_s.push_back(std::chrono::duration<double>(now - t).count());
@@ -288,7 +289,7 @@ report::AttemptResult MultiNodeAgent::run_round(const Round& r) {
     const auto& strikes = spec_.strikes;
     for (const auto& n : plan.nodes)
       board_.nodes.push_back({n.group_rank, n.info.host, n.info.status_url, n.info.preflight_failed, n.info.cpu_gflops,
-                              strikes.within_window(n.info.strike_ages_s)});
+                              strikes.within_window(n.info.strike_ages_s), n.info.nccl_busbw_gbps});
   }
   events_.write("rendezvous", {{"round", r.number()},
                                {"nnodes", group.nnodes},
@@ -656,6 +657,7 @@ int MultiNodeAgent::run_rounds() {
   ScreenRules rules{0, 0, spec_.strikes};
   if (job_.preflight) {
     rules.cpu_warn = job_.preflight->cpu_warn, rules.cpu_fail = job_.preflight->cpu_fail;
+    rules.nccl_warn = job_.preflight->nccl_warn, rules.nccl_fail = job_.preflight->nccl_fail;
     if (probe_) rendezvous.check_links_with([this](const LinkPeer& p) { return measure_links(p); }, *job_.preflight);
   }
   rendezvous.screen_nodes_with(rules);

@@ -9,22 +9,52 @@
 namespace ddp::launch::multinode {
 namespace {
 
-// Pre-flight: failed checks and slow CPUs against the nodes' median.
+// A figure the leader compares across the nodes that measured it (> 0), with their median.
+struct Compared {
+  double NodeInfo::*figure;
+  double warn, fail;
+  const char* text;  // "cpu: its median core {:.2f} GFLOP/s, {:.2f} of the nodes' median {:.2f}"
+  size_t measured = 0;
+  double nodes_median = 0;
+
+  Compared(const std::vector<NodeInfo>& joined, double NodeInfo::*f, double w, double fl, const char* t)
+      : figure(f), warn(w), fail(fl), text(t) {
+    std::vector<double> values;
+    for (const auto& n : joined)
+      if (n.*figure > 0) values.push_back(n.*figure);
+    measured = values.size();
+    nodes_median = preflight::median(std::move(values));
+  }
+
+  // "" or the comparison's line for node n, and whether it is below `fail` (else below `warn`).
+  std::pair<std::string, bool> judge(const NodeInfo& n) const {
+    if (measured < 2 || n.*figure <= 0 || nodes_median <= 0) return {"", false};
+    const double ratio = n.*figure / nodes_median;
+    const std::string what = fmt::format(fmt::runtime(text), n.*figure, ratio, nodes_median);
+    if (ratio < fail) return {fmt::format("{} (fail below {:g})", what, fail), true};
+    if (ratio < warn) return {fmt::format("{} (warn below {:g})", what, warn), false};
+    return {"", false};
+  }
+};
+
+// Pre-flight: failed checks, and slow CPUs and NCCL bus bandwidths against the nodes' median.
 void screen_preflight(const std::vector<NodeInfo>& joined, int nnodes_min, const ScreenRules& rules, Screened& s) {
-  std::vector<double> rates;
-  for (const auto& n : joined)
-    if (n.cpu_gflops > 0) rates.push_back(n.cpu_gflops);
-  const double nodes_median = preflight::median(rates);
+  const Compared compared[] = {
+      {joined, &NodeInfo::cpu_gflops, rules.cpu_warn, rules.cpu_fail,
+       "cpu: its median core {:.2f} GFLOP/s, {:.2f} of the nodes' median {:.2f}"},
+      {joined, &NodeInfo::nccl_busbw_gbps, rules.nccl_warn, rules.nccl_fail,
+       "nccl: its GPUs' all-reduce bus bandwidth {:.1f} GB/s, {:.2f} of the nodes' median {:.1f}"}};
   for (size_t i = 0; i < joined.size(); ++i) {
     const NodeInfo& n = joined[i];
-    const double ratio = nodes_median > 0 && n.cpu_gflops > 0 ? n.cpu_gflops / nodes_median : 1;
-    const std::string cpu = fmt::format("cpu: its median core {:.2f} GFLOP/s, {:.2f} of the nodes' median {:.2f}",
-                                        n.cpu_gflops, ratio, nodes_median);
-    std::string why;
+    std::string why, warning;
     if (!n.preflight_failed.empty())
       why = fmt::format("{}: its pre-flight check failed: {}", node_label(n), n.preflight_failed);
-    else if (rates.size() > 1 && ratio < rules.cpu_fail)
-      why = fmt::format("{}: {} (fail below {:g})", node_label(n), cpu, rules.cpu_fail);
+    for (const Compared& c : compared) {
+      const auto [line, failed] = c.judge(n);
+      if (line.empty()) continue;
+      if (failed && why.empty()) why = fmt::format("{}: {}", node_label(n), line);
+      else if (!failed && warning.empty()) warning = fmt::format("preflight: warn {}: {}", node_label(n), line);
+    }
     if (!why.empty() && static_cast<long>(i) == rules.store_host && !n.preflight_failed.empty()) {
       s.error = fmt::format(
           "pre-flight: the node that hosts the job's store failed, so the job cannot run without "
@@ -32,12 +62,10 @@ void screen_preflight(const std::vector<NodeInfo>& joined, int nnodes_min, const
           why);
       return;
     }
-    if (why.empty() || static_cast<long>(i) == rules.store_host) {  // the store's host: a slow CPU warns
+    if (why.empty() || static_cast<long>(i) == rules.store_host) {  // the store's host: a slow one warns
       s.kept.push_back(i);
       if (!why.empty()) s.warnings.push_back("preflight: warn " + why + "; kept: it hosts the job's store");
-      else if (rates.size() > 1 && ratio < rules.cpu_warn)
-        s.warnings.push_back(
-            fmt::format("preflight: warn {}: {} (warn below {:g})", node_label(n), cpu, rules.cpu_warn));
+      else if (!warning.empty()) s.warnings.push_back(warning);
       continue;
     }
     s.left_out.push_back(i);

@@ -1,8 +1,9 @@
 // The leader's screen of the nodes that joined a round (pure). Pre-flight (--preflight): a node
-// whose own checks failed (NodeInfo::preflight_failed), or whose median core multiplies below
-// cpu_fail of the nodes' median (a throttled or oversubscribed node), is left out while --nnodes
+// whose own checks failed (NodeInfo::preflight_failed), whose median core multiplies below
+// cpu_fail of the nodes' median (a throttled or oversubscribed node), or whose GPUs' NCCL
+// all-reduce bus bandwidth is below nccl_fail of the nodes' median, is left out while --nnodes
 // MIN nodes remain; otherwise the round fails naming them (every node exits 118); below
-// cpu_warn, a warning line only; nodes that measured nothing are not compared. Strikes
+// cpu_warn or nccl_warn, a warning line only; nodes that measured nothing are not compared. Strikes
 // (--strikes): a node with COUNT strikes within the window is left out (it exits 117) while MIN
 // nodes remain, the most struck first; otherwise it is kept, with a warning line.
 #pragma once
@@ -22,6 +23,8 @@ struct ScreenRules {
   // The index (into joined) of the node that hosts the job's store, never left out: its failed
   // pre-flight check fails the round, its strikes are a warning. -1: none (etcd).
   long store_host = -1;
+  double nccl_warn = 0;  // 0, 0: the bus bandwidths are not compared
+  double nccl_fail = 0;
 };
 
 struct Screened {

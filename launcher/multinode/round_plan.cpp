@@ -33,6 +33,7 @@ json info_json(const NodeInfo& n) {
           {"status_url", n.status_url},
           {"preflight_failed", n.preflight_failed},
           {"cpu_gflops", n.cpu_gflops},
+          {"nccl_busbw_gbps", n.nccl_busbw_gbps},
           {"strikes", n.strike_ages_s},
           {"probe_port", n.probe_port},
           {"spare", n.spare}};
@@ -56,6 +57,7 @@ NodeInfo info_from(const json& j) {
   n.status_url = j.value("status_url", std::string());
   n.preflight_failed = j.value("preflight_failed", std::string());
   n.cpu_gflops = j.value("cpu_gflops", 0.0);
+  n.nccl_busbw_gbps = j.value("nccl_busbw_gbps", 0.0);
   n.strike_ages_s = j.value("strikes", std::vector<double>{});
   n.probe_port = j.value("probe_port", 0);
   n.spare = j.value("spare", false);

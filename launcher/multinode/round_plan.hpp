@@ -32,10 +32,11 @@ struct NodeInfo {
   long pid = 0;
   std::string status_url;  // its status endpoint, "http://ADDR:PORT" ("": none; older launchers send none)
   // Its pre-flight (--preflight, before its first join): the checks it failed ("": none, or
-  // not run) and its median core's matrix-multiply rate (0: not measured), which the leader
-  // compares with the other nodes'.
+  // not run), its median core's matrix-multiply rate and its GPUs' NCCL all-reduce bus
+  // bandwidth (0: not measured), which the leader compares with the other nodes'.
   std::string preflight_failed;
   double cpu_gflops = 0;
+  double nccl_busbw_gbps = 0;
   int probe_port = 0;  // its pre-flight link probe (link_round.hpp; 0: none)
   // Seconds since each of its strikes (its own worker was a round's root cause), newest last:
   // the leader leaves it out at --strikes COUNT within its window.

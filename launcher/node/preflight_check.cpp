@@ -8,6 +8,7 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/console/notice.hpp"
+#include "launcher/node/nccl_check.hpp"
 #include "launcher/preflight/measure.hpp"
 #include "launcher/snapshot/snapshot_regions.hpp"
 
@@ -24,8 +25,10 @@ std::vector<std::pair<std::string, std::string>> preflight_folders(const cli::En
 }
 
 NodeCheck check_node(const cli::PreflightConf& conf, const NodeNeeds& needs, const PreflightOutputs& to) {
-  const preflight::Figures figures = preflight::measure({conf.cpu_ms, needs.workers, needs.folders, needs.gpus});
-  NodeCheck out{preflight::judge(figures, conf), "", preflight::median_gflops(figures)};
+  preflight::Figures figures = preflight::measure({conf.cpu_ms, needs.workers, needs.folders, needs.gpus});
+  if (needs.gpus > 0 && conf.nccl_mib > 0) figures.nccl = measure_nccl(needs.gpus, conf.nccl_mib);
+  NodeCheck out{preflight::judge(figures, conf), "", preflight::median_gflops(figures),
+                figures.nccl && figures.nccl->error.empty() ? figures.nccl->busbw_gbps : 0};
   out.failed = preflight::failed_summary(out.findings);
   std::map<std::string, preflight::Level> worst;  // per check: the disk check has a finding per folder
   for (const auto& f : out.findings) {

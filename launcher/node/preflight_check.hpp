@@ -1,8 +1,9 @@
 // --preflight on one node, before any worker starts (and `ddp-launch preflight`): measure
-// (preflight/measure.hpp), judge (preflight/verdict.hpp), say each finding that is not a pass
-// on the console and every finding in the event log (one `preflight` event each), and stop
-// the node with LaunchError(kPreflightFailed) naming the failing checks, their figures and
-// thresholds. Blocks for the CPU measurement (cpu_ms, 0.2 s by default).
+// (preflight/measure.hpp; a GPU job's NCCL all-reduce in a child process, nccl_check.hpp), judge
+// (preflight/verdict.hpp), say each finding that is not a pass on the console and every finding
+// in the event log (one `preflight` event each), and stop the node with
+// LaunchError(kPreflightFailed) naming the failing checks, their figures and thresholds. Blocks for the CPU measurement
+// (cpu_ms, 0.2 s by default) and the NCCL probe.
 #pragma once
 
 #include <string>
@@ -27,6 +28,7 @@ struct NodeCheck {
   std::vector<preflight::Finding> findings;
   std::string failed;            // preflight::failed_summary: "" when nothing failed
   double cpu_median_gflops = 0;  // what the leader of a multi-node round compares
+  double nccl_busbw_gbps = 0;    // and this (0: not measured, one GPU, or the all-reduce failed)
 };
 
 // Where a node's findings go besides the caller: one event each, each check's worst level on

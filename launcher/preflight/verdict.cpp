@@ -117,11 +117,39 @@ std::vector<Finding> gpus(const Figures& f) {
   return out;
 }
 
+// NCCL (a GPU job, nccl_mib > 0): the all-reduce must run through with the right sum, and its
+// bus bandwidth stay at or above nccl_min_gbps; without the libraries, a warning. Across nodes
+// the leader compares the bus bandwidths (multinode/node_screen.hpp).
+std::vector<Finding> nccl(const Figures& f, const cli::PreflightConf& c) {
+  if (!f.nccl) return {};
+  const NcclFigures& n = *f.nccl;
+  const std::string what = fmt::format(
+      "fail: the all-reduce fails or its sum is wrong{}; across nodes: warn below {:g}, fail below {:g} of the "
+      "nodes' median bus bandwidth (nccl_warn, nccl_fail)",
+      c.nccl_min_gbps > 0 ? fmt::format(", bus bandwidth below {:g} GB/s (nccl_min_gbps)", c.nccl_min_gbps) : "",
+      c.nccl_warn, c.nccl_fail);
+  if (!n.loaded) return {{"nccl", Level::kWarn, n.error + "; the NCCL all-reduce not checked", what}};
+  const std::string gpus = fmt::format("{} GPU{}", n.gpus, n.gpus == 1 ? "" : "s");
+  if (!n.error.empty())
+    return {{"nccl", Level::kFail, fmt::format("all-reduce of {:g} MiB on {}: {}", n.mib, gpus, n.error), what}};
+  std::string figure =
+      fmt::format("NCCL {}, {} all-reduce {:g} MiB in {:.2f} ms: ", n.version.empty() ? "?" : n.version, gpus, n.mib,
+                  n.seconds * 1e3);
+  if (n.gpus < 2) {
+    figure += "no link between GPUs to measure (one GPU), the sum right";
+    return {{"nccl", Level::kPass, figure, what}};
+  }
+  figure += fmt::format("bus bandwidth {:.1f} GB/s (algorithm {:.1f} GB/s), the sum right", n.busbw_gbps, n.algbw_gbps);
+  const bool slow = c.nccl_min_gbps > 0 && n.busbw_gbps < c.nccl_min_gbps;
+  return {{"nccl", slow ? Level::kFail : Level::kPass, figure, what}};
+}
+
 }  // namespace
 
 std::vector<Finding> judge(const Figures& f, const cli::PreflightConf& c) {
   std::vector<Finding> out{cpu(f, c), memory(f, c)};
   for (auto& g : gpus(f)) out.push_back(std::move(g));
+  for (auto& n : nccl(f, c)) out.push_back(std::move(n));
   for (const auto& d : f.folders) {
     const bool shm = d.role == "snapshot regions";
     out.push_back(folder(

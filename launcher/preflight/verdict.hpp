@@ -3,6 +3,7 @@
 // and the threshold), and how they read on the console. Pure.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,19 @@ struct GpuFigures {
   std::vector<Device> devices;
 };
 
+// What the NCCL check measured (nccl_probe.hpp): the node's GPUs all-reducing in one process.
+struct NcclFigures {
+  bool loaded = false;  // the CUDA driver and NCCL loaded (false: not checked, `error` says why)
+  std::string error;    // loaded: why the all-reduce did not run through, or its sum was wrong
+  std::string version;  // NCCL's, "2.27.7"
+  int gpus = 0;
+  double mib = 0;         // each GPU's buffer
+  int iterations = 0;     // timed, after two untimed
+  double seconds = 0;     // one all-reduce, the timed ones' mean
+  double algbw_gbps = 0;  // buffer bytes / seconds
+  double busbw_gbps = 0;  // algbw x 2(n-1)/n: what each GPU's links carried (0 for one GPU)
+};
+
 // What a node measured.
 struct Figures {
   struct Core {
@@ -41,17 +55,18 @@ struct Figures {
     double free_gib = 0;      // statvfs: what an unprivileged writer may use
     std::string write_error;  // "": a file was created, written, synced and removed there
   };
-  std::vector<Folder> folders;  // the snapshot regions' first
-  int workers = 1;              // this node's workers (the snapshot regions' count)
-  int gpus_needed = 0;          // GPUs the job uses on this node (0: none: no GPU check)
-  GpuFigures gpus;              // measured when gpus_needed > 0
+  std::vector<Folder> folders;      // the snapshot regions' first
+  int workers = 1;                  // this node's workers (the snapshot regions' count)
+  int gpus_needed = 0;              // GPUs the job uses on this node (0: none: no GPU check)
+  GpuFigures gpus;                  // measured when gpus_needed > 0
+  std::optional<NcclFigures> nccl;  // measured when gpus_needed > 0 and nccl_mib > 0
 };
 
 enum class Level { kPass, kWarn, kFail };
 const char* level_name(Level level);  // "pass", "warn", "fail"
 
 struct Finding {
-  std::string check;  // "cpu", "memory", "shm", "disk", "gpu"
+  std::string check;  // "cpu", "memory", "shm", "disk", "gpu", "nccl"
   Level level = Level::kPass;
   std::string figure;     // what was measured, e.g. "core 3: 4.1 GFLOP/s, 0.42 of the median core (9.8)"
   std::string threshold;  // e.g. "warn below 0.75, fail below 0.5 of the median (cpu_warn, cpu_fail)"

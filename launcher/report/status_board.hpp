@@ -96,10 +96,11 @@ struct StatusBoard {
     std::string host;
     std::string url;  // "http://ADDR:PORT", "" when that node serves none
     // What it joined with: its failed pre-flight checks ("" none), its median core's GFLOP/s (0:
-    // not measured) and its strikes within the window.
+    // not measured), its strikes within the window, its GPUs' NCCL bus bandwidth (0: not measured).
     std::string preflight_failed;
     double cpu_gflops = 0;
     int strikes = 0;
+    double nccl_busbw_gbps = 0;
   };
   std::vector<Node> nodes;
 

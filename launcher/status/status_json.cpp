@@ -59,7 +59,8 @@ std::string status_json(const report::StatusBoard& b, double now,
                      {"url", n.url},
                      {"preflight_failed", n.preflight_failed},
                      {"cpu_gflops", n.cpu_gflops},
-                     {"strikes", n.strikes}});
+                     {"strikes", n.strikes},
+                     {"nccl_busbw_gbps", n.nccl_busbw_gbps}});
   j["nodes"] = nodes;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -52,7 +52,7 @@ function render(s){
   var nodes=document.getElementById('nodes');while(nodes.firstChild)nodes.removeChild(nodes.firstChild);
   (s.nodes||[]).forEach(function(n){var li=el('li');var label='node '+n.node_rank+' ('+n.host+')';
     if(/^http:\/\/[^\s"<>]+$/.test(n.url)){var a=el('a',label);a.href=n.url+'/';li.appendChild(a);}else li.textContent=label+': no status endpoint';
-    var note=(n.preflight_failed?' · pre-flight failed: '+n.preflight_failed:'')+(n.cpu_gflops>0?' · cpu '+n.cpu_gflops.toFixed(2)+' GFLOP/s a core':'')+(n.strikes>0?' · strikes '+n.strikes:'');
+    var note=(n.preflight_failed?' · pre-flight failed: '+n.preflight_failed:'')+(n.cpu_gflops>0?' · cpu '+n.cpu_gflops.toFixed(2)+' GFLOP/s a core':'')+(n.nccl_busbw_gbps>0?' · nccl '+n.nccl_busbw_gbps.toFixed(1)+' GB/s bus bandwidth':'')+(n.strikes>0?' · strikes '+n.strikes:'');
     if(note)li.appendChild(el('span',note,'muted'));nodes.appendChild(li);});
   (s.left_out||[]).forEach(function(w){nodes.appendChild(el('li','left out '+w,'failed'));});
   if(s.spare)nodes.appendChild(el('li','this node waits as a hot spare'));
@@ -91,6 +91,7 @@ std::string status_page(const report::StatusBoard& b, double now) {
     std::string note;
     if (!n.preflight_failed.empty()) note += " · pre-flight failed: " + n.preflight_failed;
     if (n.cpu_gflops > 0) note += fmt::format(" · cpu {:.2f} GFLOP/s a core", n.cpu_gflops);
+    if (n.nccl_busbw_gbps > 0) note += fmt::format(" · nccl {:.1f} GB/s bus bandwidth", n.nccl_busbw_gbps);
     if (n.strikes > 0) note += fmt::format(" · strikes {}", n.strikes);
     nodes += n.url.empty() ? fmt::format("<li>node {} ({}): no status endpoint", n.node_rank, html_escape(n.host))
                            : fmt::format("<li><a href=\"{}/\">node {} ({})</a>", html_escape(n.url), n.node_rank,

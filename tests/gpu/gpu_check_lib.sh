@@ -365,6 +365,12 @@ check_preflight_gpu() {
   fi
   run_check preflight-gpu 60 'preflight: (pass|warn) gpu: [0-9]+ GPU' \
     "$launcher" preflight --gpus --nproc-per-node "$gpu_count" --preflight-conf cpu_warn=0,cpu_fail=0,mem_gib=0,disk_gib=0,shm_gib_per_worker=0
+  # The NCCL all-reduce of every GPU here, with the NCCL of this torch (its pip wheel's).
+  local nccl
+  nccl=$("$python" -c 'import os, nvidia.nccl; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+  run_check preflight-nccl 90 'preflight: pass nccl: NCCL [0-9.]+, [0-9]+ GPUs? all-reduce' \
+    env ${nccl:+DDP_LAUNCH_NCCL_LIBRARY=$nccl} "$launcher" preflight --gpus --nproc-per-node "$gpu_count" \
+    --preflight-conf cpu_warn=0,cpu_fail=0,mem_gib=0,disk_gib=0,shm_gib_per_worker=0
   run_check preflight-gpu-job 120 '^ok nccl_allreduce' launch 1 --preflight \
     --preflight-conf cpu_warn=0,cpu_fail=0,mem_gib=0,disk_gib=0,shm_gib_per_worker=0 "$gpu_tests/nccl_allreduce.py"
 }

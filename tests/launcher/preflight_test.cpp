@@ -115,3 +115,55 @@ TEST_CASE("preflight command with --gpus: NVML's ECC errors, retired pages and c
   r = launch({"preflight", "--preflight-conf", kNothingFails}, {{"DDP_LAUNCH_NVML_LIBRARY", DDP_FAKE_NVML}});
   CHECK(r.out.find(" gpu: ") == std::string::npos);
 }
+
+TEST_CASE("preflight command with --gpus: the NCCL all-reduce in a child process, from a stand-in CUDA and NCCL") {
+  auto nccl = [](const EnvOverrides& overrides, const std::string& conf = "") {
+    EnvOverrides env{{"DDP_LAUNCH_NVML_LIBRARY", DDP_FAKE_NVML},
+                     {"FAKE_NVML", "ecc=0,0"},
+                     {"DDP_LAUNCH_CUDA_LIBRARY", DDP_FAKE_CUDA},
+                     {"DDP_LAUNCH_NCCL_LIBRARY", DDP_FAKE_CUDA}};
+    for (const auto& [k, v] : overrides) env[k] = v;
+    return launch({"preflight", "--gpus", "--nproc-per-node", "2", "--preflight-conf",
+                   std::string(kNothingFails) + ",nccl_mib=16" + conf},
+                  env);
+  };
+  // 16 MiB at 20 GB/s of bus bandwidth: 0.84 ms an all-reduce (the stand-in sleeps that long).
+  RunResult r = nccl({{"FAKE_NCCL_GBPS", "20"}});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  std::smatch m;
+  const std::string out = r.out;
+  REQUIRE(std::regex_search(out, m,
+                            std::regex("preflight: pass nccl: NCCL 2\\.27\\.7, 2 GPUs all-reduce 16 MiB in [0-9.]+ ms: "
+                                       "bus bandwidth ([0-9.]+) GB/s \\(algorithm [0-9.]+ GB/s\\), the sum right")));
+  const double busbw = std::stod(m[1]);
+  CHECK(busbw <= 20.5);  // a sleep is never shorter than asked
+  CHECK(busbw > 1);      // nor hundreds of times longer, even on a loaded machine
+
+  // The absolute floor, a failed initialization and a wrong sum each fail the node (118).
+  r = nccl({{"FAKE_NCCL_GBPS", "20"}}, ",nccl_min_gbps=1000");
+  CHECK(r.exit_code == 118);
+  CHECK_THAT(r.out, Catch::Contains("preflight: fail nccl: NCCL 2.27.7, 2 GPUs all-reduce 16 MiB") &&
+                        Catch::Contains("bus bandwidth below 1000 GB/s (nccl_min_gbps)"));
+  r = nccl({{"FAKE_NCCL_FAIL", "init"}});
+  CHECK(r.exit_code == 118);
+  CHECK_THAT(r.out, Catch::Contains("preflight: fail nccl: all-reduce of 16 MiB on 2 GPUs: ncclCommInitAll: "
+                                    "unhandled system error"));
+  r = nccl({{"FAKE_NCCL_FAIL", "sum"}});
+  CHECK(r.exit_code == 118);
+  CHECK_THAT(r.out, Catch::Contains("the sum is wrong: GPU 0 holds 8191 at float 0 after 12 all-reduces of ones, "
+                                    "not 4096"));
+  r = nccl({{"FAKE_CUDA_GPUS", "1"}});  // CUDA sees fewer GPUs than the workers use
+  CHECK(r.exit_code == 118);
+  CHECK_THAT(r.out, Catch::Contains("fail nccl: all-reduce of 16 MiB on 2 GPUs: CUDA sees 1 GPU; this node's workers "
+                                    "use 2"));
+  // No NCCL: a warning naming the variable to set; nccl_mib=0: no NCCL check at all.
+  r = nccl({{"DDP_LAUNCH_NCCL_LIBRARY", "/nonexistent/libnccl.so.2"}});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("preflight: warn nccl: cannot load NCCL (/nonexistent/libnccl.so.2): set "
+                                    "DDP_LAUNCH_NCCL_LIBRARY to the libnccl.so.2 the job uses; the NCCL all-reduce "
+                                    "not checked"));
+  r = nccl({}, ",nccl_mib=0");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find(" nccl: ") == std::string::npos);
+}

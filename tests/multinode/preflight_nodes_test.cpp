@@ -80,3 +80,47 @@ TEST_CASE("preflight on a static job: a failing node stops every node before any
   CHECK_FALSE(file_exists(dir.path() + "/ran.0"));
   CHECK_FALSE(file_exists(dir.path() + "/ran.1"));
 }
+
+TEST_CASE(
+    "preflight on three GPU nodes: the node whose GPUs all-reduce at a twentieth of the others' rate is left out") {
+  // Two GPUs a node (CUDA_VISIBLE_DEVICES), NVML, the CUDA driver and NCCL played by the test's
+  // stand-ins (tests/support/fake_nvml.c, fake_cuda.c): the slow node's all-reduce takes the
+  // time of a 2 GB/s bus, the others' of 40 GB/s. Only the leader's comparison fails it: its own
+  // checks pass.
+  TempDir dir;
+  const int port = free_port();
+  const std::vector<std::string> common = {
+      launcher_path(),
+      "--nnodes=2:3",
+      "--rdzv-backend=c10d",
+      "--rdzv-endpoint=127.0.0.1:" + std::to_string(port),
+      "--rdzv-id=nccl",
+      "--nproc-per-node=gpu",
+      "--preflight",
+      "--preflight-conf=cpu_warn=0,cpu_fail=0,mem_gib=0,shm_gib_per_worker=0,disk_gib=0,nccl_mib=64"};
+  const std::vector<std::string> worker = {"sh", "-c", "echo $WORLD_SIZE > " + dir.path() + "/world.$RANK"};
+  auto gpus = [](const char* gbps) {
+    return EnvOverrides{{"CUDA_VISIBLE_DEVICES", "0,1"},
+                        {"DDP_LAUNCH_NVML_LIBRARY", DDP_FAKE_NVML},
+                        {"FAKE_NVML", "ecc=0,0"},
+                        {"DDP_LAUNCH_CUDA_LIBRARY", DDP_FAKE_CUDA},
+                        {"DDP_LAUNCH_NCCL_LIBRARY", DDP_FAKE_CUDA},
+                        {"FAKE_NCCL_GBPS", gbps}};
+  };
+  const std::string host = "--rdzv-conf=join_timeout=60,last_call_timeout=30,is_host=1";
+  const std::string other = "--rdzv-conf=join_timeout=60,last_call_timeout=30,is_host=0";
+  Background a(with(common, with({host}, worker)), gpus("40"));
+  Background b(with(common, with({other}, worker)), gpus("40"));
+  const RunResult slow = run(with(common, with({other}, worker)), gpus("2"), 120s);
+  const RunResult ra = a.wait(90s), rb = b.wait(90s);
+  INFO(ra.err << "\n---\n" << rb.err << "\n---\n" << slow.err);
+  CHECK(ra.exit_code == 0);
+  CHECK(rb.exit_code == 0);
+  CHECK(slow.exit_code == 118);
+  CHECK_THAT(slow.err, Catch::Contains("this node was left out of the job: node ") &&
+                           Catch::Contains("nccl: its GPUs' all-reduce bus bandwidth") &&
+                           Catch::Contains("of the nodes' median") && Catch::Contains("(fail below 0.5)"));
+  CHECK(read_file(dir.path() + "/world.0") == "4\n");  // two nodes of two workers each
+  CHECK(read_file(dir.path() + "/world.3") == "4\n");
+  CHECK_FALSE(file_exists(dir.path() + "/world.4"));
+}

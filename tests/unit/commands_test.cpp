@@ -24,6 +24,8 @@ TEST_CASE("commands: the first word alone names a subcommand; anything else is a
   CHECK(split_command({"exec", "--hosts", "a", "true"}).command == Command::kExec);
   CHECK(split_command({"__agent"}).command == Command::kAgent);
   CHECK(split_command({"__agent"}).args.empty());
+  CHECK(split_command({"__nccl-probe", "8", "64"}).command == Command::kNcclProbe);
+  CHECK(split_command({"__nccl-probe", "8", "64"}).args == Args{"8", "64"});
   for (const Args& launch : {Args{}, Args{"./status"}, Args{"--", "status"}, Args{"--standalone", "status"},
                              Args{"--nproc-per-node=2", "exec"}, Args{"train.py", "status"}}) {
     CHECK(split_command(launch).command == Command::kLaunch);

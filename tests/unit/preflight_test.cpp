@@ -8,6 +8,7 @@
 #include "launcher/cli/preflight_conf.hpp"
 #include "launcher/cli/strike_policy.hpp"
 #include "launcher/multinode/node_screen.hpp"
+#include "launcher/preflight/nccl_probe.hpp"
 #include "launcher/preflight/verdict.hpp"
 
 using namespace ddp::launch;
@@ -91,6 +92,13 @@ TEST_CASE("preflight conf and the preflight command's arguments: values and erro
   CHECK(c.shm_gib_per_worker == 2);
   CHECK(c.disk_gib == 10);
   CHECK(c.cpu_ms == 50);
+  const auto nccl = cli::parse_preflight_conf("nccl_mib=8,nccl_min_gbps=40,nccl_warn=0.8,nccl_fail=0.6");
+  CHECK(nccl.nccl_mib == 8);
+  CHECK(nccl.nccl_min_gbps == 40);
+  CHECK(nccl.nccl_warn == 0.8);
+  CHECK(nccl.nccl_fail == 0.6);
+  CHECK_THAT(usage([] { cli::parse_preflight_conf("nccl_warn=0.4"); }),
+             Catch::Contains("nccl_fail (0.5) must not be above nccl_warn (0.4)"));
   CHECK_THAT(usage([] { cli::parse_preflight_conf("cpu_warn=2"); }), Catch::Contains("expected a number from 0 to 1"));
   CHECK_THAT(usage([] { cli::parse_preflight_conf("gpu=1"); }), Catch::Contains("unknown key 'gpu'"));
   CHECK_THAT(usage([] { cli::parse_preflight_conf("cpu_warn"); }), Catch::Contains("expected key=value"));
@@ -137,6 +145,76 @@ TEST_CASE("the leader's screen: failed or slow nodes left out while MIN remain, 
   s = multinode::screen_nodes({node("a", 0), node("b", 0), node("c", 20)}, 1, {});
   CHECK(s.left_out.empty());
   CHECK(s.warnings.empty());
+}
+
+TEST_CASE("the leader's screen: a node whose GPUs all-reduce below nccl_fail of the nodes' median is left out") {
+  auto node = [](const std::string& host, double busbw) {
+    multinode::NodeInfo n;
+    n.host = host;
+    n.cpu_gflops = 20;
+    n.nccl_busbw_gbps = busbw;
+    return n;
+  };
+  multinode::ScreenRules rules{0.75, 0.5, cli::StrikePolicy{}, 0, 0.75, 0.5};
+  // d at 0.26 of the median (a degraded NVLink, GPUs on the wrong PCIe switch): left out; e at
+  // 0.71: warned; b measured nothing (one GPU): not compared.
+  auto s = multinode::screen_nodes(
+      {node("a", 180), node("b", 0), node("c", 190), node("d", 46), node("e", 128), node("f", 185)}, 2, rules);
+  CHECK(s.left_out == std::vector<size_t>{3});
+  CHECK_THAT(s.why.at(0), Catch::Contains("node d (pid 0): nccl: its GPUs' all-reduce bus bandwidth 46.0 GB/s, 0.26 of "
+                                          "the nodes' median 180.0 (fail below 0.5)"));
+  CHECK(s.codes.at(0) == exit_code::kPreflightFailed);
+  REQUIRE(s.warnings.size() == 1);
+  CHECK_THAT(s.warnings[0], Catch::Contains("preflight: warn node e (pid 0): nccl:") &&
+                                Catch::Contains("0.71 of the nodes' median 180.0 (warn below 0.75)"));
+  // Without --preflight on the leader (thresholds 0) they are not compared.
+  CHECK(multinode::screen_nodes({node("a", 180), node("d", 10), node("c", 190)}, 1, {}).left_out.empty());
+}
+
+TEST_CASE("the NCCL probe's figures: its line read back, anything else read as a failure naming it") {
+  preflight::NcclFigures f;
+  f.loaded = true;
+  f.version = "2.27.7";
+  f.gpus = 8;
+  f.mib = 64;
+  f.iterations = 10;
+  f.seconds = 0.00125;
+  f.algbw_gbps = 53.7;
+  f.busbw_gbps = 93.9;
+  const auto back = preflight::parse_nccl_figures(preflight::nccl_figures_json(f));
+  CHECK(back.loaded);
+  CHECK(back.error.empty());
+  CHECK(back.version == "2.27.7");
+  CHECK(back.gpus == 8);
+  CHECK(back.seconds == 0.00125);
+  CHECK(back.busbw_gbps == 93.9);
+  const auto bad = preflight::parse_nccl_figures("Segmentation fault");
+  CHECK(bad.loaded);
+  CHECK_THAT(bad.error, Catch::Contains("the probe's output is not its figures: 'Segmentation fault'"));
+  // The verdict: one GPU has no link to measure; the absolute floor fails; a missing library warns.
+  Figures figures;
+  figures.gpus_needed = 8;
+  figures.gpus.nvml = true;
+  figures.gpus.count = 8;
+  figures.nccl = f;
+  cli::PreflightConf conf;
+  auto finding = [&] {
+    for (const auto& x : preflight::judge(figures, conf))
+      if (x.check == "nccl") return x;
+    FAIL("no nccl finding");
+    return preflight::Finding{};
+  };
+  CHECK(finding().level == Level::kPass);
+  CHECK_THAT(finding().figure, Catch::Contains("NCCL 2.27.7, 8 GPUs all-reduce 64 MiB in 1.25 ms: bus bandwidth 93.9 "
+                                               "GB/s (algorithm 53.7 GB/s), the sum right"));
+  conf.nccl_min_gbps = 100;
+  CHECK(finding().level == Level::kFail);
+  figures.nccl->gpus = 1;
+  CHECK(finding().level == Level::kPass);
+  CHECK_THAT(finding().figure, Catch::Contains("no link between GPUs to measure (one GPU), the sum right"));
+  figures.nccl = preflight::NcclFigures{};
+  figures.nccl->error = "cannot load NCCL (libnccl.so.2): set DDP_LAUNCH_NCCL_LIBRARY";
+  CHECK(finding().level == Level::kWarn);
 }
 
 TEST_CASE("the leader's screen: the store's host is never left out; its failed check fails the round") {

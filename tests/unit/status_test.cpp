@@ -70,7 +70,7 @@ TEST_CASE("Status metrics and JSON: strikes, a spare, the nodes left out and wha
   b.strikes = 2;
   b.spare = true;
   b.left_out = {"node c (pid 7): struck out: its workers were the root cause 3 times within 3600 s"};
-  b.nodes = {{0, "a", "http://a:1", "", 20.5, 0}, {1, "b", "", "shm: 0.1 GiB free", 0, 1}};
+  b.nodes = {{0, "a", "http://a:1", "", 20.5, 0, 182.5}, {1, "b", "", "shm: 0.1 GiB free", 0, 1}};
   text = metrics_text(b, {1.5, 4096, 100});
   CHECK(text.find("# TYPE ddp_launch_strikes gauge\n") != std::string::npos);
   CHECK(text.find("ddp_launch_strikes 2\n") != std::string::npos);
@@ -81,10 +81,11 @@ TEST_CASE("Status metrics and JSON: strikes, a spare, the nodes left out and wha
   CHECK(j.at("spare") == true);
   CHECK(j.at("left_out").at(0).get<std::string>().find("struck out") != std::string::npos);
   CHECK(j.at("nodes").at(0).at("cpu_gflops") == 20.5);
+  CHECK(j.at("nodes").at(0).at("nccl_busbw_gbps") == 182.5);
   CHECK(j.at("nodes").at(1).at("preflight_failed") == "shm: 0.1 GiB free");
   CHECK(j.at("nodes").at(1).at("strikes") == 1);
   const std::string page = status_page(b, 10);
-  CHECK(page.find("cpu 20.50 GFLOP/s a core") != std::string::npos);
+  CHECK(page.find("cpu 20.50 GFLOP/s a core · nccl 182.5 GB/s bus bandwidth") != std::string::npos);
   CHECK(page.find("pre-flight failed: shm: 0.1 GiB free") != std::string::npos);
   CHECK(page.find("<li class=\"failed\">left out node c (pid 7): struck out") != std::string::npos);
   CHECK(page.find("this node waits as a hot spare") != std::string::npos);
