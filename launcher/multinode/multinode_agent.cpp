@@ -12,6 +12,7 @@
 #include "launcher/multinode/rendezvous.hpp"
 #include "launcher/multinode/round_check.hpp"
 #include "launcher/multinode/round_events.hpp"
+#include "launcher/multinode/strike_record.hpp"
 #include "launcher/node/node_session.hpp"
 #include "launcher/node/worker_launches.hpp"
 #include "launcher/node/worker_store.hpp"
@@ -55,6 +56,9 @@ struct NextRound {
   int spares = 0;          // and how many hot spares that waited after the last round
 };
 
+// Seconds since the Unix epoch: strikes are kept as wall-clock times, which outlive a launcher.
+double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
+
 // How an attempt ended for this node: an exit code, or the round's abort record (restart
 // or final). Neither: the store was lost.
 struct Settled {
@@ -95,6 +99,7 @@ class MultiNodeAgent {
   void acknowledge(const Round& r);
   void leave(const Round& r, int exit_code);
   void record_strike(const Round& r, const AbortRecord& abort);
+  void load_strikes();
   void wait_as_spare(int round);
   void start_probe();
   int live_spares(int round);
@@ -118,10 +123,11 @@ class MultiNodeAgent {
   RoundFindings state_;  // this round's record, a lost store or an unreadable record
   std::optional<std::chrono::system_clock::time_point> abort_seen_;  // this round's record first read
   int acknowledged_round_ = -1;
-  int rendezvous_signal_ = 0;                                   // the stop signal that interrupted a rendezvous
-  node::NodeCheck preflight_;                                   // --preflight's outcome here, sent with every join
-  std::vector<std::chrono::steady_clock::time_point> strikes_;  // this node's strikes, sent with every join
-  bool strike_ = false;  // this round's abort record is this node's own failure: a strike once logged
+  int rendezvous_signal_ = 0;         // the stop signal that interrupted a rendezvous
+  node::NodeCheck preflight_;         // --preflight's outcome here, sent with every join
+  std::vector<double> strike_times_;  // this node's strikes (Unix times), sent with every join (as ages)
+  std::string node_id_;               // their key in the job's store (strike_record.hpp)
+  bool strike_ = false;               // this round's abort record is this node's own failure: a strike once logged
   std::unique_ptr<preflight::ProbeServer> probe_;  // --preflight: the link checks' probe, until the first plan
   std::unique_ptr<AbortWaitThread> abort_thread_;  // last: stopped before the supervisor goes
   // The workers' store of the round (launcher/c10d), listening since self_info(); served on
@@ -167,8 +173,8 @@ NodeInfo MultiNodeAgent::self_info(int previous_rank) {
   n.cpu_gflops = preflight_.cpu_median_gflops;
   n.nccl_busbw_gbps = preflight_.nccl_busbw_gbps;
   n.probe_port = probe_ ? probe_->port() : 0;
-  const auto now = std::chrono::steady_clock::now();
-  for (const auto& t : strikes_) n.strike_ages_s.push_back(std::chrono::duration<double>(now - t).count());
+  const double now = unix_now();
+  for (double t : strike_times_) n.strike_ages_s.push_back(now - t);
   if (const status::StatusEndpoint* endpoint = session_.endpoint()) {  // how the other nodes reach it
     const std::string& h = job_.status.host;
     const std::string at = h == "0.0.0.0" || h == "::" ? n.addr : h;
@@ -513,12 +519,21 @@ std::optional<int> MultiNodeAgent::conclude(const Round& r, const Settled& settl
 // sent with its later joins; the round's leader leaves it out at --strikes COUNT in the window.
 void MultiNodeAgent::record_strike(const Round& r, const AbortRecord& abort) {
   strike_ = false;
-  strikes_.push_back(std::chrono::steady_clock::now());
+  const double now = unix_now();
+  strike_times_.push_back(now);
   std::vector<double> ages;
-  const auto now = std::chrono::steady_clock::now();
-  for (const auto& t : strikes_) ages.push_back(std::chrono::duration<double>(now - t).count());
+  for (double t : strike_times_) ages.push_back(now - t);
   const int count = spec_.strikes.within_window(ages);
   board_.strikes = count;
+  if (spec_.strikes.on()) {  // kept for a launcher started again on this node
+    try {
+      store_.job->set(strikes_key(node_id_), format_strike_times(parse_strike_times(format_strike_times(strike_times_),
+                                                                                    now, spec_.strikes.window_s)));
+    } catch (const std::exception& e) {  // the store is gone: the round's end will say so
+      console::launcher_notice(
+          fmt::format("warning: this node's strikes were not kept in the job's store: {}", e.what()));
+    }
+  }
   events_.write("strike", {{"round", r.number()},
                            {"kind", to_string(abort.failure)},
                            {"strikes", count},
@@ -528,6 +543,25 @@ void MultiNodeAgent::record_strike(const Round& r, const AbortRecord& abort) {
     console::launcher_notice(fmt::format("strike {} of {} within {:g} s for this node ({}): {}", count,
                                          spec_.strikes.count, spec_.strikes.window_s, to_string(abort.failure),
                                          abort.reason));
+}
+
+// The strikes this node already has in the job's store: its launcher was started again (a pod
+// restarted after it was struck out); they count as if this launcher had seen them.
+void MultiNodeAgent::load_strikes() {
+  if (!spec_.strikes.on()) return;
+  node_id_ = node_id(env_, os::host_name());
+  try {
+    if (const auto record = store_.job->try_get(strikes_key(node_id_)))
+      strike_times_ = parse_strike_times(*record, unix_now(), spec_.strikes.window_s);
+  } catch (const std::exception& e) {  // the join that follows meets the same store and says why
+    console::launcher_notice(fmt::format("warning: this node's earlier strikes could not be read: {}", e.what()));
+  }
+  if (strike_times_.empty()) return;
+  board_.strikes = static_cast<int>(strike_times_.size());
+  console::launcher_notice(
+      fmt::format("this node ({} {}) comes with {} strike{} within {:g} s kept in the job's store (--strikes {})",
+                  cli::lookup(env_, kNodeIdEnvVar) ? kNodeIdEnvVar : "host", node_id_, strike_times_.size(),
+                  strike_times_.size() == 1 ? "" : "s", spec_.strikes.window_s, spec_.strikes.describe()));
 }
 
 // --preflight: the other nodes measure their links to this node's probe (link_round.hpp).
@@ -643,6 +677,7 @@ int MultiNodeAgent::run_rounds() {
     return AbortRecord::stopped_by_signal(spec_.node_rank, os::host_name(), signal, supervisor_.stop_note()).exit_code;
   }
   store_ = connect_job_store(spec_, job_.run_id);
+  load_strikes();
   if (job_.preflight)  // before the first join; the round's leader judges the failures and compares the cores
     preflight_ = node::check_node(*job_.preflight,
                                   {job_.devices.nproc, job_.devices.uses_gpus ? job_.devices.nproc : 0,

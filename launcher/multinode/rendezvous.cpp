@@ -329,6 +329,14 @@ std::optional<RoundPlan> Rendezvous::follow_one(const NodeInfo& self, int round,
     spare_ = false;
     return plan;
   }
+  if (const int strikes = screen_.strikes.within_window(self.strike_ages_s);
+      screen_.strikes.on() && strikes >= screen_.strikes.count)  // nobody restarts, or keeps a seat, for it
+    throw LaunchError(exit_code::kStruckOut,
+                      fmt::format("this node was left out of the job: {}: struck out: its workers were the root cause "
+                                  "{} times within {:g} s (--strikes {}/{:g}), kept in the job's store; the running "
+                                  "job is not restarted for it, nor does it wait as a spare",
+                                  node_label(self), strikes, screen_.strikes.window_s, screen_.strikes.count,
+                                  screen_.strikes.window_s));
   if (plan.nnodes < nnodes_max_) {
     job_.add(JobKeys::waiting(round), 1);  // the running nodes restart to let us in
   } else if (self.requested_rank >= 0) {   // a seat of its own was asked for: a mistake, not a spare

@@ -42,11 +42,16 @@ TEST_CASE("strikes: a node whose worker fails 3 times is struck out with exit 11
              common = launcher_args("2:3", port, "strikes", 5, false);
   // Each worker writes its world size and restart count; the bad node's fails soon after.
   const std::string record = "echo $WORLD_SIZE $TORCHELASTIC_RESTART_COUNT > " + dir.path() + "/world.$RANK; ";
-  Background a(with(host, {"--strikes=3/600", "sh", "-c", record + "sleep 2"}));
-  Background b(with(common, {"--strikes=3/600", "sh", "-c", record + "sleep 2"}));
-  const RunResult bad = run(with(common, {"--strikes=3/600", "sh", "-c", record + "sleep 0.3; exit 3"}), {}, 120s);
+  Background a(with(host, {"--strikes=3/600", "sh", "-c", record + "sleep 5"}));
+  Background b(with(common, {"--strikes=3/600", "sh", "-c", record + "sleep 5"}));
+  const std::vector<std::string> failing = with(common, {"--strikes=3/600", "sh", "-c", record + "sleep 0.3; exit 3"});
+  const EnvOverrides bad_node{{"DDP_LAUNCH_NODE_ID", "bad-node"}};
+  const RunResult bad = run(failing, bad_node, 120s);
+  // Its launcher started again (a pod restarted): it comes with its strikes, kept in the job's
+  // store, and is turned away without restarting the two that run.
+  const RunResult again = run(failing, bad_node, 60s);
   const RunResult ra = a.wait(90s), rb = b.wait(90s);
-  INFO(ra.err << "\n---\n" << rb.err << "\n---\n" << bad.err);
+  INFO(ra.err << "\n---\n" << rb.err << "\n---\n" << bad.err << "\n---\n" << again.err);
   CHECK(ra.exit_code == 0);
   CHECK(rb.exit_code == 0);
   CHECK(bad.exit_code == 117);
@@ -55,6 +60,11 @@ TEST_CASE("strikes: a node whose worker fails 3 times is struck out with exit 11
                           Catch::Contains("this node was left out of the job: node ") &&
                           Catch::Contains("struck out: its workers were the root cause 3 times within 600 s"));
   CHECK_THAT(ra.err + rb.err, Catch::Contains("left out node ") && Catch::Contains("struck out"));
+  CHECK(again.exit_code == 117);
+  CHECK_THAT(again.err,
+             Catch::Contains("this node (DDP_LAUNCH_NODE_ID bad-node) comes with 3 strikes within 600 s kept "
+                             "in the job's store") &&
+                 Catch::Contains("the running job is not restarted for it, nor does it wait as a spare"));
   // The last round: two nodes, after three restarts.
   CHECK(read_file(dir.path() + "/world.0") == "2 3\n");
   CHECK(read_file(dir.path() + "/world.1") == "2 3\n");

@@ -8,6 +8,7 @@
 #include "launcher/cli/preflight_conf.hpp"
 #include "launcher/cli/strike_policy.hpp"
 #include "launcher/multinode/node_screen.hpp"
+#include "launcher/multinode/strike_record.hpp"
 #include "launcher/preflight/nccl_probe.hpp"
 #include "launcher/preflight/verdict.hpp"
 
@@ -215,6 +216,19 @@ TEST_CASE("the NCCL probe's figures: its line read back, anything else read as a
   figures.nccl = preflight::NcclFigures{};
   figures.nccl->error = "cannot load NCCL (libnccl.so.2): set DDP_LAUNCH_NCCL_LIBRARY";
   CHECK(finding().level == Level::kWarn);
+}
+
+TEST_CASE("strike record: the times within the window kept, anything else read as none; the node's id") {
+  using multinode::parse_strike_times;
+  CHECK(parse_strike_times("[1000.5, 400, 3000]", 3100, 2500) == std::vector<double>{1000.5, 3000});
+  CHECK(parse_strike_times(multinode::format_strike_times({10, 20}), 30, 3600) == std::vector<double>{10, 20});
+  CHECK(parse_strike_times("not json", 30, 3600).empty());
+  CHECK(parse_strike_times("{\"a\": 1}", 30, 3600).empty());
+  CHECK(parse_strike_times("[\"x\", 25]", 30, 3600) == std::vector<double>{25});
+  CHECK(multinode::strikes_key("vm-3") == "strikes/vm-3");
+  CHECK(multinode::node_id({}, "vm-3") == "vm-3");
+  CHECK(multinode::node_id({{"DDP_LAUNCH_NODE_ID", "rack2-n7"}}, "pod-abc") == "rack2-n7");
+  CHECK(multinode::node_id({{"DDP_LAUNCH_NODE_ID", ""}}, "pod-abc") == "pod-abc");
 }
 
 TEST_CASE("the leader's screen: the store's host is never left out; its failed check fails the round") {
