@@ -129,6 +129,7 @@ class MultiNodeAgent {
   std::string node_id_;               // their key in the job's store (strike_record.hpp)
   bool strike_ = false;               // this round's abort record is this node's own failure: a strike once logged
   std::unique_ptr<preflight::ProbeServer> probe_;  // --preflight: the link checks' probe, until the first plan
+  Rendezvous* rendezvous_ = nullptr;               // run_rounds' while it runs
   std::unique_ptr<AbortWaitThread> abort_thread_;  // last: stopped before the supervisor goes
   // The workers' store of the round (launcher/c10d), listening since self_info(); served on
   // group rank 0's node, closed elsewhere; stopped once the round is concluded.
@@ -227,9 +228,10 @@ void MultiNodeAgent::leave(const Round& r, int exit_code) {
 }
 
 // The leader keeps the store up until every other node has read the outcome and left
-// (the round's exited key or the job's stop_seen key), or is gone, at most two heartbeat timeouts: a live node reads it
-// within a heartbeat interval, a silent one is dropped by the store after one heartbeat timeout. A second stop signal
-// ends the wait.
+// (the round's exited key or the job's stop_seen key), or is gone, and every node it left out
+// has read why, at most two heartbeat timeouts: a live node reads it within a heartbeat
+// interval, a silent one is dropped by the store after one heartbeat timeout. A second stop
+// signal ends the wait.
 void MultiNodeAgent::wait_for_others_to_leave(const Round& r) {
   const auto deadline = std::chrono::steady_clock::now() + ms(2 * spec_.rdzv.heartbeat_timeout_s);
   supervisor_.wait_until(kBarrierTick, [&] {
@@ -237,6 +239,7 @@ void MultiNodeAgent::wait_for_others_to_leave(const Round& r) {
     try {
       // The spares waiting after this round read the end first (one request each).
       if (store_.job->add(JobKeys::ended_seen(), 0) < store_.job->add(JobKeys::spares(r.number()), 0)) return false;
+      if (rendezvous_ && !rendezvous_->left_out_have_read()) return false;
       // Every node acknowledged (the usual end): one request; else look at who has not.
       if (store_.job->add(JobKeys::exited_count(r.number()), 0) >= r.plan.nnodes) return true;
       for (const auto& n : r.plan.nodes) {
@@ -689,6 +692,11 @@ int MultiNodeAgent::run_rounds() {
   abort_thread_ = std::make_unique<AbortWaitThread>(store_.open_waiter(), [this] { supervisor_.wake(); });
   Rendezvous rendezvous(*store_.job, spec_.rdzv, store_.leader, spec_.nnodes_min, spec_.nnodes_max,
                         [this] { return rendezvous_signal_ = supervisor_.poll_signals(); });
+  rendezvous_ = &rendezvous;
+  struct Forget {
+    Rendezvous*& held;
+    ~Forget() { held = nullptr; }
+  } forget{rendezvous_};
   ScreenRules rules{0, 0, spec_.strikes};
   if (job_.preflight) {
     rules.cpu_warn = job_.preflight->cpu_warn, rules.cpu_fail = job_.preflight->cpu_fail;

@@ -230,6 +230,14 @@ void Rendezvous::publish(const RoundPlan& plan) {
     }
   }
   job_.set(JobKeys::plan(plan.round), summary_to_json(plan));
+  if (plan.error.empty() && !plan.left_out_tickets.empty())
+    left_out_.emplace_back(plan.round, static_cast<long>(plan.left_out_tickets.size()));
+}
+
+bool Rendezvous::left_out_have_read() {
+  for (const auto& [round, nodes] : left_out_)
+    if (job_.add(JobKeys::left_out_read(round), 0) < nodes) return false;
+  return true;
 }
 
 void Rendezvous::read_seat(const NodeInfo& self, int round, long ticket, RoundPlan& plan) {
@@ -319,6 +327,7 @@ std::optional<RoundPlan> Rendezvous::follow_one(const NodeInfo& self, int round,
     try {
       read_seat(self, round, ticket, plan);
     } catch (const LaunchError&) {  // left out: the leader still waits for us to have read why
+      job_.add(JobKeys::left_out_read(round), 1);
       job_.add(JobKeys::plan_read(round), 1);
       throw;
     }

@@ -36,6 +36,7 @@ struct JobKeys {
   static std::string seat(int r, long t) { return "r" + std::to_string(r) + "/seat/" + std::to_string(t); }
   static std::string nodes(int r) { return "r" + std::to_string(r) + "/nodes"; }
   static std::string plan_read(int r) { return "r" + std::to_string(r) + "/plan_read"; }
+  static std::string left_out_read(int r) { return "r" + std::to_string(r) + "/left_out_read"; }  // and why
   static std::string abort(int r) { return "r" + std::to_string(r) + "/abort"; }
   static std::string waiting(int r) { return "r" + std::to_string(r) + "/waiting"; }
   static std::string done(int r, int g) { return "r" + std::to_string(r) + "/done/" + std::to_string(g); }
@@ -108,6 +109,11 @@ class Rendezvous {
   // remain.
   void screen_nodes_with(const ScreenRules& rules) { screen_ = rules; }
 
+  // Whether every node this leader left out has read why (rN/left_out_read): the leader keeps
+  // the store up at the job's end until then (a node left out for its slowness may be slow to
+  // read it). Store errors propagate.
+  bool left_out_have_read();
+
   // --preflight's link checks (link_round.hpp): this node measures its ring link with `measure`
   // when its round's leader asks (before the plan), and as a leader it runs them in its first
   // round, with `conf`'s thresholds, before the screen.
@@ -170,8 +176,9 @@ class Rendezvous {
   std::function<void(int)> became_spare_;
   MeasureLinks measure_links_;  // empty: no link checks
   cli::PreflightConf link_conf_;
-  bool links_checked_ = false;  // a leader checks the links of its first round only
-  bool spare_ = false;          // waits as a hot spare (until a round seats it)
+  bool links_checked_ = false;                  // a leader checks the links of its first round only
+  std::vector<std::pair<int, long>> left_out_;  // (round, nodes) this leader left out
+  bool spare_ = false;                          // waits as a hot spare (until a round seats it)
 };
 
 }  // namespace ddp::launch::multinode

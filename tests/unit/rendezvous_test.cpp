@@ -203,6 +203,59 @@ TEST_CASE("a signal interrupts a waiting rendezvous") {
   }
 }
 
+TEST_CASE("a struck-out node: left out with why read before the store may close; a latecomer turned away") {
+  store::MemoryStore store;
+  auto conf = fast_conf();
+  conf.last_call_timeout_s = 30;  // round 0 closes when all three joined, however loaded the machine
+  const ScreenRules rules{0, 0, parse_strike_policy("3/600")};
+  auto struck = [](NodeInfo n) {
+    n.strike_ages_s = {30, 20, 10};
+    return n;
+  };
+  // c comes with three strikes: the leader leaves it out (MIN 2 allows), and counts it among the
+  // nodes that must read why before the job's end closes the store.
+  auto c = std::async(std::launch::async, [&] {
+    Rendezvous r(store, conf, false, 2, 3, {});
+    r.screen_nodes_with(rules);
+    return r.join(struck(node("c", 1, -1, 2, 3)), -1, 0);
+  });
+  auto b = std::async(std::launch::async, [&] {
+    Rendezvous r(store, conf, false, 2, 3, {});
+    r.screen_nodes_with(rules);
+    return r.join(node("b", 1, -1, 2, 3), -1, 0);
+  });
+  Rendezvous leader(store, conf, true, 2, 3, {});
+  leader.screen_nodes_with(rules);
+  const RoundPlan plan = leader.join(node("a", 1, -1, 2, 3), 0, 0);
+  CHECK(plan.nodes.size() == 2);
+  try {
+    c.get();
+    FAIL("c was not left out");
+  } catch (const LaunchError& e) {
+    CHECK(e.exit_code() == exit_code::kStruckOut);
+  }
+  CHECK(b.get().nodes.size() == 1);  // its own seat
+  CHECK(store.add(JobKeys::left_out_read(0), 0) == 1);
+  CHECK(leader.left_out_have_read());
+  // A node left out that has not read why yet holds the leader's end (here: its read undone).
+  store.add(JobKeys::left_out_read(0), -1);
+  CHECK_FALSE(leader.left_out_have_read());
+  store.add(JobKeys::left_out_read(0), 1);
+  // A latecomer with three strikes is turned away at once: no restart asked (rN/waiting), no
+  // spare seat taken.
+  Rendezvous late(store, conf, false, 2, 3, {});
+  late.screen_nodes_with(rules);
+  try {
+    late.join(struck(node("d", 1, -1, 2, 3)), -1, 0);
+    FAIL("the struck-out latecomer was let in");
+  } catch (const LaunchError& e) {
+    CHECK(e.exit_code() == exit_code::kStruckOut);
+    CHECK_THAT(e.what(), Catch::Contains("struck out: its workers were the root cause 3 times within 600 s") &&
+                             Catch::Contains("the running job is not restarted for it"));
+  }
+  CHECK(store.add(JobKeys::waiting(0), 0) == 0);
+}
+
 TEST_CASE("after a restart the leader closes the round once the expected nodes are back") {
   store::MemoryStore store;
   auto conf = fast_conf();
