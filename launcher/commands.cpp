@@ -47,7 +47,8 @@ int run_preflight_command(const std::vector<std::string>& args, const cli::Envir
   if (run_parent.empty()) run_parent = cli::lookup(env, "TMPDIR").value_or("/tmp");
   const node::NodeCheck check = node::check_node(
       p->conf,
-      {p->workers, p->gpus ? p->workers : 0, node::preflight_folders(env, run_parent, p->snapshot_persist_dir)}, {});
+      {p->workers, p->gpus ? p->workers : 0, node::preflight_folders(env, run_parent, p->snapshot_persist_dir), ""},
+      {});
   console::write_all(STDOUT_FILENO, preflight::format_findings(check.findings));
   return check.failed.empty() ? exit_code::kSuccess : exit_code::kPreflightFailed;
 }

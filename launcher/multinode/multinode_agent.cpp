@@ -682,10 +682,11 @@ int MultiNodeAgent::run_rounds() {
   store_ = connect_job_store(spec_, job_.run_id);
   load_strikes();
   if (job_.preflight)  // before the first join; the round's leader judges the failures and compares the cores
-    preflight_ = node::check_node(*job_.preflight,
-                                  {job_.devices.nproc, job_.devices.uses_gpus ? job_.devices.nproc : 0,
-                                   node::preflight_folders(env_, layout_.run_dir(), job_.snapshot_persist.dir)},
-                                  {&events_, &board_, true});
+    preflight_ =
+        node::check_node(*job_.preflight,
+                         node::job_needs(job_.devices, job_.devices.nproc,
+                                         node::preflight_folders(env_, layout_.run_dir(), job_.snapshot_persist.dir)),
+                         {&events_, &board_, true});
   if (job_.preflight) start_probe();
   worker_env_ = worker::socket_interface_environment(
       env_, advertised_addr(), spec_.rdzv_backend == cli::RdzvBackend::kEtcd ? "" : hosts.front());

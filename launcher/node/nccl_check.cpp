@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "launcher/base/launch_error.hpp"
 #include "launcher/os/run_capture.hpp"
 #include "launcher/os/this_process.hpp"
@@ -35,7 +37,7 @@ std::string tail(const std::string& output) {
 
 }  // namespace
 
-preflight::NcclFigures measure_nccl(int gpus, double mib) {
+preflight::NcclFigures measure_nccl(int gpus, double mib, const std::string& gpu_list) {
   preflight::NcclFigures failed;
   failed.loaded = true;  // whatever goes wrong from here on is the probe's failure
   failed.gpus = gpus;
@@ -45,6 +47,12 @@ preflight::NcclFigures measure_nccl(int gpus, double mib) {
     spec.executable = os::executable_path();
     spec.argv = {"ddp-launch", "__nccl-probe", std::to_string(gpus), fmt::format("{:g}", mib)};
     spec.env = os::current_environment();
+    if (!gpu_list.empty()) {
+      spec.env.erase(std::remove_if(spec.env.begin(), spec.env.end(),
+                                    [](const std::string& e) { return e.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0; }),
+                     spec.env.end());
+      spec.env.push_back("CUDA_VISIBLE_DEVICES=" + gpu_list);
+    }
     const os::Captured run = os::run_captured(spec, kNcclProbeLimit);
     if (run.timed_out) {
       failed.error = fmt::format("the all-reduce did not finish within {} s (killed; {})", kNcclProbeLimit.count(),

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <string>
 
 #include "launcher/preflight/verdict.hpp"
 
@@ -13,6 +14,7 @@ namespace ddp::launch::node {
 
 inline constexpr std::chrono::seconds kNcclProbeLimit{30};
 
-preflight::NcclFigures measure_nccl(int gpus, double mib);
+// gpu_list: the probe's CUDA_VISIBLE_DEVICES ("": this process's).
+preflight::NcclFigures measure_nccl(int gpus, double mib, const std::string& gpu_list);
 
 }  // namespace ddp::launch::node

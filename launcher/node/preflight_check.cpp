@@ -7,6 +7,7 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/base/text.hpp"
 #include "launcher/console/notice.hpp"
 #include "launcher/node/nccl_check.hpp"
 #include "launcher/preflight/measure.hpp"
@@ -24,9 +25,20 @@ std::vector<std::pair<std::string, std::string>> preflight_folders(const cli::En
   return folders;
 }
 
+NodeNeeds job_needs(const worker::DevicePlan& devices, int workers,
+                    std::vector<std::pair<std::string, std::string>> folders) {
+  NodeNeeds needs{workers, devices.uses_gpus ? workers : 0, std::move(folders), ""};
+  std::vector<std::string> given;  // every GPU some worker was given, in order
+  for (const auto& d : devices.visible_devices)
+    for (const auto& id : split(d.value_or(""), ',', EmptyItems::kSkip))
+      if (std::find(given.begin(), given.end(), id) == given.end()) given.push_back(id);
+  if (needs.gpus > 0 && !given.empty()) needs.gpu_list = fmt::format("{}", fmt::join(given, ","));
+  return needs;
+}
+
 NodeCheck check_node(const cli::PreflightConf& conf, const NodeNeeds& needs, const PreflightOutputs& to) {
   preflight::Figures figures = preflight::measure({conf.cpu_ms, needs.workers, needs.folders, needs.gpus});
-  if (needs.gpus > 0 && conf.nccl_mib > 0) figures.nccl = measure_nccl(needs.gpus, conf.nccl_mib);
+  if (needs.gpus > 0 && conf.nccl_mib > 0) figures.nccl = measure_nccl(needs.gpus, conf.nccl_mib, needs.gpu_list);
   NodeCheck out{preflight::judge(figures, conf), "", preflight::median_gflops(figures),
                 figures.nccl && figures.nccl->error.empty() ? figures.nccl->busbw_gbps : 0};
   out.failed = preflight::failed_summary(out.findings);

@@ -15,6 +15,7 @@
 #include "launcher/preflight/verdict.hpp"
 #include "launcher/report/event_log.hpp"
 #include "launcher/report/status_board.hpp"
+#include "launcher/worker/devices.hpp"
 
 namespace ddp::launch::node {
 
@@ -40,12 +41,19 @@ struct PreflightOutputs {
 };
 
 // What a node checks: its workers (each a snapshot region), the GPUs they use (0: none, no GPU
-// check), the folders the job writes.
+// check) and which (the CUDA_VISIBLE_DEVICES of the NCCL probe; "": the launcher's, whose first
+// `gpus` the workers use), the folders the job writes.
 struct NodeNeeds {
   int workers = 1;
   int gpus = 0;
   std::vector<std::pair<std::string, std::string>> folders;
+  std::string gpu_list;
 };
+
+// A job's needs on this node from its device plan (--devices, --virtual-local-rank: the GPUs
+// its workers were given).
+NodeNeeds job_needs(const worker::DevicePlan& devices, int workers,
+                    std::vector<std::pair<std::string, std::string>> folders);
 
 // Measures and judges; the findings go to `out` as well.
 NodeCheck check_node(const cli::PreflightConf& conf, const NodeNeeds& needs, const PreflightOutputs& out);

@@ -167,3 +167,27 @@ TEST_CASE("preflight command with --gpus: the NCCL all-reduce in a child process
   CHECK(r.exit_code == 0);
   CHECK(r.out.find(" nccl: ") == std::string::npos);
 }
+
+TEST_CASE("--preflight with --devices: the NCCL all-reduce runs on the GPUs the workers were given") {
+  // GPU 0 is broken (stand-in CUDA), the job uses GPUs 1 and 2 only: the node passes, its
+  // workers run. Given GPU 0 as well, the node fails, naming the call that failed.
+  const TempDir scratch;
+  const std::string marker = scratch.path() + "/ran";
+  const EnvOverrides env{{"CUDA_VISIBLE_DEVICES", "0,1,2"},          {"FAKE_CUDA_BROKEN", "0"},
+                         {"DDP_LAUNCH_NVML_LIBRARY", DDP_FAKE_NVML}, {"FAKE_NVML", "ecc=0,0,0"},
+                         {"DDP_LAUNCH_CUDA_LIBRARY", DDP_FAKE_CUDA}, {"DDP_LAUNCH_NCCL_LIBRARY", DDP_FAKE_CUDA}};
+  auto job = [&](const std::string& devices) {
+    return launch({"--nproc-per-node", "2", "--devices", devices, "--preflight", "--preflight-conf",
+                   std::string(kNothingFails) + ",nccl_mib=1", "--no-python", "sh", "-c",
+                   "echo $CUDA_VISIBLE_DEVICES >> " + marker},
+                  env);
+  };
+  RunResult r = job("1,2");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(read_file(marker) == "1,2\n1,2\n");  // each worker sees both, picks its LOCAL_RANK
+  r = job("0,1");
+  CHECK(r.exit_code == 118);
+  CHECK_THAT(r.err, Catch::Contains("preflight: fail nccl: all-reduce of 1 MiB on 2 GPUs: cuDevicePrimaryCtxRetain: "
+                                    "unknown error"));
+}

@@ -3,8 +3,11 @@
  * DDP_LAUNCH_NCCL_LIBRARY; this one file serves as both). "Device memory" is the host's; an
  * all-reduce sums the buffers (their first and last 1024 floats: all the check reads) and takes
  * the time a ring of FAKE_NCCL_GBPS GB/s bus bandwidth would (default 100). FAKE_CUDA_GPUS: the
- * GPU count (default 2); FAKE_CUDA_INIT=N: cuInit returns N; FAKE_NCCL_FAIL=init:
+ * GPU count (default 2), or CUDA_VISIBLE_DEVICES's entries where that is set, as the driver
+ * counts; FAKE_CUDA_BROKEN=ID,...: those GPUs (their CUDA_VISIBLE_DEVICES ids, else ordinals)
+ * fail cuDevicePrimaryCtxRetain; FAKE_CUDA_INIT=N: cuInit returns N; FAKE_NCCL_FAIL=init:
  * ncclCommInitAll fails, =sum: the all-reduce adds one too many. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,8 +35,26 @@ int cuGetErrorString(int rc, const char** text) {
   *text = rc == 100 ? "no CUDA-capable device is detected" : "unknown error";
   return 0;
 }
+/* The id of visible GPU `ordinal` (CUDA_VISIBLE_DEVICES's entry, else the ordinal) into buf. */
+static void visible_id(int ordinal, char* buf, size_t size) {
+  const char* list = getenv("CUDA_VISIBLE_DEVICES");
+  if (!list) {
+    snprintf(buf, size, "%d", ordinal);
+    return;
+  }
+  for (int i = 0; i < ordinal && list; ++i) list = strchr(list, ',') ? strchr(list, ',') + 1 : NULL;
+  size_t n = list ? strcspn(list, ",") : 0;
+  if (n >= size) n = size - 1;
+  memcpy(buf, list ? list : "", n);
+  buf[n] = 0;
+}
 int cuDeviceGetCount(int* n) {
+  const char* list = getenv("CUDA_VISIBLE_DEVICES");
   *n = *env("FAKE_CUDA_GPUS") ? atoi(env("FAKE_CUDA_GPUS")) : 2;
+  if (list) {
+    *n = *list ? 1 : 0;
+    for (const char* c = list; *c; ++c) *n += *c == ',';
+  }
   return 0;
 }
 int cuDeviceGet(int* device, int ordinal) {
@@ -41,6 +62,12 @@ int cuDeviceGet(int* device, int ordinal) {
   return 0;
 }
 int cuDevicePrimaryCtxRetain(void** context, int device) {
+  char id[64], broken[256];
+  visible_id(device, id, sizeof id);
+  snprintf(broken, sizeof broken, ",%s,", env("FAKE_CUDA_BROKEN"));
+  char key[70];
+  snprintf(key, sizeof key, ",%s,", id);
+  if (strstr(broken, key)) return 999; /* CUDA_ERROR_UNKNOWN */
   *context = (void*)(unsigned long)(device + 1);
   return 0;
 }
