@@ -530,8 +530,8 @@ void MultiNodeAgent::record_strike(const Round& r, const AbortRecord& abort) {
   board_.strikes = count;
   if (spec_.strikes.on()) {  // kept for a launcher started again on this node
     try {
-      store_.job->set(strikes_key(node_id_), format_strike_times(parse_strike_times(format_strike_times(strike_times_),
-                                                                                    now, spec_.strikes.window_s)));
+      store_.job->set(strikes_key(node_id_),
+                      format_strike_times(strike_times_within(strike_times_, now, spec_.strikes.window_s)));
     } catch (const std::exception& e) {  // the store is gone: the round's end will say so
       console::launcher_notice(
           fmt::format("warning: this node's strikes were not kept in the job's store: {}", e.what()));

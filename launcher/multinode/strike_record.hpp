@@ -20,7 +20,10 @@ std::string node_id(const cli::Environment& env, const std::string& host_name);
 
 std::string strikes_key(const std::string& node_id);  // "strikes/<node id>"
 
-// The record's times kept within window_s of now_unix, ascending; a record that is not a JSON
+// The times within window_s of now_unix, ascending.
+std::vector<double> strike_times_within(std::vector<double> unix_times, double now_unix, double window_s);
+
+// The record's times within the window (strike_times_within); a record that is not a JSON
 // array of numbers reads as none.
 std::vector<double> parse_strike_times(const std::string& record, double now_unix, double window_s);
 std::string format_strike_times(const std::vector<double>& unix_times);

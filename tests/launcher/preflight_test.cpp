@@ -168,7 +168,7 @@ TEST_CASE("preflight command with --gpus: the NCCL all-reduce in a child process
   CHECK(r.out.find(" nccl: ") == std::string::npos);
 }
 
-TEST_CASE("--preflight with --devices: the NCCL all-reduce runs on the GPUs the workers were given") {
+TEST_CASE("pre-flight with --devices: the NCCL all-reduce runs on the GPUs the workers were given") {
   // GPU 0 is broken (stand-in CUDA), the job uses GPUs 1 and 2 only: the node passes, its
   // workers run. Given GPU 0 as well, the node fails, naming the call that failed.
   const TempDir scratch;

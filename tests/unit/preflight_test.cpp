@@ -225,6 +225,7 @@ TEST_CASE("strike record: the times within the window kept, anything else read a
   CHECK(parse_strike_times("not json", 30, 3600).empty());
   CHECK(parse_strike_times("{\"a\": 1}", 30, 3600).empty());
   CHECK(parse_strike_times("[\"x\", 25]", 30, 3600) == std::vector<double>{25});
+  CHECK(multinode::strike_times_within({50, 5, 40}, 60, 30) == std::vector<double>{40, 50});
   CHECK(multinode::strikes_key("vm-3") == "strikes/vm-3");
   CHECK(multinode::node_id({}, "vm-3") == "vm-3");
   CHECK(multinode::node_id({{"DDP_LAUNCH_NODE_ID", "rack2-n7"}}, "pod-abc") == "rack2-n7");
