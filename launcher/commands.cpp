@@ -2,6 +2,7 @@
 
 #include "launcher/agent.hpp"
 #include "launcher/base/exit_status.hpp"
+#include "launcher/base/launch_error.hpp"
 #include "launcher/cli/command_line.hpp"
 #include "launcher/cli/exec_args.hpp"
 #include "launcher/cli/options.hpp"
@@ -9,7 +10,9 @@
 #include "launcher/cli/status_args.hpp"
 #include "launcher/commands.hpp"
 #include "launcher/console/notice.hpp"
+#include "launcher/node/nccl_check.hpp"
 #include "launcher/node/preflight_check.hpp"
+#include "launcher/os/process.hpp"
 #include "launcher/preflight/nccl_probe.hpp"
 #include "launcher/remote/exec_command.hpp"
 #include "launcher/remote/hosts_launch.hpp"
@@ -36,7 +39,18 @@ int run_launch(const std::vector<std::string>& args, const cli::Environment& env
   return run_agent(*parsed.options, env);
 }
 
-// `ddp-launch preflight`: every finding on stdout; 0, or 118 when a check failed.
+// The Python a job would run (PYTHON_EXEC, else python3 on PATH); "" when there is none.
+std::string python_of(const cli::Environment& env) {
+  try {
+    return os::resolve_program(cli::lookup(env, "PYTHON_EXEC").value_or("python3"),
+                               cli::lookup(env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin"));
+  } catch (const LaunchError&) {  // no Python here: no torch wheel either
+    return "";
+  }
+}
+
+// `ddp-launch preflight`: every finding on stdout; 0, or 118 when a check failed; --gpus: the
+// NCCL of PYTHON_EXEC's (or python3's) torch wheel, unless DDP_LAUNCH_NCCL_LIBRARY names one.
 int run_preflight_command(const std::vector<std::string>& args, const cli::Environment& env) {
   const std::optional<cli::PreflightArgs> p = cli::parse_preflight_args(args);
   if (!p) {  // --help
@@ -47,7 +61,8 @@ int run_preflight_command(const std::vector<std::string>& args, const cli::Envir
   if (run_parent.empty()) run_parent = cli::lookup(env, "TMPDIR").value_or("/tmp");
   const node::NodeCheck check = node::check_node(
       p->conf,
-      {p->workers, p->gpus ? p->workers : 0, node::preflight_folders(env, run_parent, p->snapshot_persist_dir), ""},
+      {p->workers, p->gpus ? p->workers : 0, node::preflight_folders(env, run_parent, p->snapshot_persist_dir), "",
+       p->gpus ? node::wheel_nccl(python_of(env)) : ""},
       {});
   console::write_all(STDOUT_FILENO, preflight::format_findings(check.findings));
   return check.failed.empty() ? exit_code::kSuccess : exit_code::kPreflightFailed;

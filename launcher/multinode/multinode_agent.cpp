@@ -685,7 +685,8 @@ int MultiNodeAgent::run_rounds() {
     preflight_ =
         node::check_node(*job_.preflight,
                          node::job_needs(job_.devices, job_.devices.nproc,
-                                         node::preflight_folders(env_, layout_.run_dir(), job_.snapshot_persist.dir)),
+                                         node::preflight_folders(env_, layout_.run_dir(), job_.snapshot_persist.dir),
+                                         job_.command.executable),
                          {&events_, &board_, true});
   if (job_.preflight) start_probe();
   worker_env_ = worker::socket_interface_environment(

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "launcher/base/launch_error.hpp"
 #include "launcher/os/run_capture.hpp"
@@ -37,7 +38,24 @@ std::string tail(const std::string& output) {
 
 }  // namespace
 
-preflight::NcclFigures measure_nccl(int gpus, double mib, const std::string& gpu_list) {
+std::string wheel_nccl(const std::string& python) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path lib = fs::path(python).parent_path().parent_path() / "lib";
+  std::vector<fs::path> found;
+  for (fs::directory_iterator it(lib, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename().string().rfind("python3", 0) != 0) continue;
+    for (const char* packages : {"site-packages", "dist-packages"}) {
+      const fs::path nccl = it->path() / packages / "nvidia" / "nccl" / "lib" / "libnccl.so.2";
+      if (fs::exists(nccl, ec)) found.push_back(nccl);
+    }
+  }
+  std::sort(found.begin(), found.end());  // one environment holds one Python as a rule
+  return found.empty() ? "" : found.back().string();
+}
+
+preflight::NcclFigures measure_nccl(int gpus, double mib, const std::string& gpu_list,
+                                    const std::string& nccl_library) {
   preflight::NcclFigures failed;
   failed.loaded = true;  // whatever goes wrong from here on is the probe's failure
   failed.gpus = gpus;
@@ -47,6 +65,8 @@ preflight::NcclFigures measure_nccl(int gpus, double mib, const std::string& gpu
     spec.executable = os::executable_path();
     spec.argv = {"ddp-launch", "__nccl-probe", std::to_string(gpus), fmt::format("{:g}", mib)};
     spec.env = os::current_environment();
+    if (!nccl_library.empty() && !os::env_value(preflight::kNcclLibraryEnvVar))
+      spec.env.push_back(fmt::format("{}={}", preflight::kNcclLibraryEnvVar, nccl_library));
     if (!gpu_list.empty()) {
       spec.env.erase(std::remove_if(spec.env.begin(), spec.env.end(),
                                     [](const std::string& e) { return e.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0; }),

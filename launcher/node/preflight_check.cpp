@@ -12,6 +12,7 @@
 #include "launcher/node/nccl_check.hpp"
 #include "launcher/preflight/measure.hpp"
 #include "launcher/snapshot/snapshot_regions.hpp"
+#include "launcher/warm/standby_plan.hpp"
 
 namespace ddp::launch::node {
 
@@ -26,8 +27,9 @@ std::vector<std::pair<std::string, std::string>> preflight_folders(const cli::En
 }
 
 NodeNeeds job_needs(const worker::DevicePlan& devices, int workers,
-                    std::vector<std::pair<std::string, std::string>> folders) {
-  NodeNeeds needs{workers, devices.uses_gpus ? workers : 0, std::move(folders), ""};
+                    std::vector<std::pair<std::string, std::string>> folders, const std::string& executable) {
+  NodeNeeds needs{workers, devices.uses_gpus ? workers : 0, std::move(folders), "", ""};
+  if (needs.gpus > 0 && warm::is_python_executable(executable)) needs.nccl_library = wheel_nccl(executable);
   std::vector<std::string> given;  // every GPU some worker was given, in order
   for (const auto& d : devices.visible_devices)
     for (const auto& id : split(d.value_or(""), ',', EmptyItems::kSkip))
@@ -38,7 +40,8 @@ NodeNeeds job_needs(const worker::DevicePlan& devices, int workers,
 
 NodeCheck check_node(const cli::PreflightConf& conf, const NodeNeeds& needs, const PreflightOutputs& to) {
   preflight::Figures figures = preflight::measure({conf.cpu_ms, needs.workers, needs.folders, needs.gpus});
-  if (needs.gpus > 0 && conf.nccl_mib > 0) figures.nccl = measure_nccl(needs.gpus, conf.nccl_mib, needs.gpu_list);
+  if (needs.gpus > 0 && conf.nccl_mib > 0)
+    figures.nccl = measure_nccl(needs.gpus, conf.nccl_mib, needs.gpu_list, needs.nccl_library);
   NodeCheck out{preflight::judge(figures, conf), "", preflight::median_gflops(figures),
                 figures.nccl && figures.nccl->error.empty() ? figures.nccl->busbw_gbps : 0};
   out.failed = preflight::failed_summary(out.findings);

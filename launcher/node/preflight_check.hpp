@@ -48,12 +48,14 @@ struct NodeNeeds {
   int gpus = 0;
   std::vector<std::pair<std::string, std::string>> folders;
   std::string gpu_list;
+  std::string nccl_library;  // the NCCL the job uses, when known (nccl_check.hpp wheel_nccl)
 };
 
 // A job's needs on this node from its device plan (--devices, --virtual-local-rank: the GPUs
-// its workers were given).
+// its workers were given) and its workers' executable (a Python interpreter: its environment's
+// torch wheel NCCL is the job's).
 NodeNeeds job_needs(const worker::DevicePlan& devices, int workers,
-                    std::vector<std::pair<std::string, std::string>> folders);
+                    std::vector<std::pair<std::string, std::string>> folders, const std::string& executable);
 
 // Measures and judges; the findings go to `out` as well.
 NodeCheck check_node(const cli::PreflightConf& conf, const NodeNeeds& needs, const PreflightOutputs& out);

@@ -145,7 +145,8 @@ int run_single_node_agent(const JobConfig& job, const SingleNodeSpec& node, cons
     if (job.preflight)
       run_preflight(*job.preflight,
                     job_needs(job.devices, plan.local_world_size,
-                              preflight_folders(env, session.layout().run_dir(), job.snapshot_persist.dir)),
+                              preflight_folders(env, session.layout().run_dir(), job.snapshot_persist.dir),
+                              job.command.executable),
                     {&session.events(), &session.board(), true});
     return run_attempts(session, job, node, env, plan);
   } catch (const LaunchError& e) {  // not swallowed: logged, then main() reports it

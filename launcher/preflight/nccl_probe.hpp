@@ -4,9 +4,10 @@
 // hung initialization ends with the child. The node's first `gpus` GPUs (as CUDA_VISIBLE_DEVICES
 // shows them) each hold `mib` MiB of floats and all-reduce them in place, two untimed rounds
 // then kNcclTimedIterations timed ones; the sum is checked. Nothing is linked: the CUDA driver
-// (libcuda.so.1, or DDP_LAUNCH_CUDA_LIBRARY) and NCCL (DDP_LAUNCH_NCCL_LIBRARY, else
-// libnccl.so.2 on the loader's path, else the CUDA toolkit's) are loaded at run time; a machine
-// without them says so in NcclFigures::error with `loaded` false. Never throws.
+// (libcuda.so.1, or DDP_LAUNCH_CUDA_LIBRARY) and NCCL (DDP_LAUNCH_NCCL_LIBRARY, which the
+// launcher sets to a Python job's torch wheel NCCL, else libnccl.so.2 on the loader's path,
+// else the CUDA toolkit's) are loaded at run time; a machine without them says so in
+// NcclFigures::error with `loaded` false. Never throws.
 #pragma once
 
 #include <string>

@@ -191,3 +191,38 @@ TEST_CASE("pre-flight with --devices: the NCCL all-reduce runs on the GPUs the w
   CHECK_THAT(r.err, Catch::Contains("preflight: fail nccl: all-reduce of 1 MiB on 2 GPUs: cuDevicePrimaryCtxRetain: "
                                     "unknown error"));
 }
+
+TEST_CASE("pre-flight with GPUs: a Python job's NCCL is its torch wheel's, found beside its interpreter") {
+  // A Python environment whose torch wheel's NCCL is the stand-in (2.27.7); the machine's own
+  // NCCL, if any, is another. DDP_LAUNCH_NCCL_LIBRARY still wins.
+  const TempDir venv;
+  std::filesystem::create_directories(venv.path() + "/bin");
+  const std::string python = venv.path() + "/bin/python3";
+  const RunResult which = run({"sh", "-c", "command -v python3"});
+  REQUIRE(which.exit_code == 0);
+  std::filesystem::create_symlink(which.out.substr(0, which.out.find('\n')), python);
+  const std::string wheel = venv.path() + "/lib/python3.11/site-packages/nvidia/nccl/lib";
+  std::filesystem::create_directories(wheel);
+  std::filesystem::copy_file(DDP_FAKE_CUDA, wheel + "/libnccl.so.2");
+  EnvOverrides env{{"PYTHON_EXEC", python},
+                   {"CUDA_VISIBLE_DEVICES", "0,1"},
+                   {"DDP_LAUNCH_NVML_LIBRARY", DDP_FAKE_NVML},
+                   {"FAKE_NVML", "ecc=0,0"},
+                   {"DDP_LAUNCH_CUDA_LIBRARY", DDP_FAKE_CUDA},
+                   {"DDP_LAUNCH_NCCL_LIBRARY", kUnset}};
+  const std::string conf = std::string(kNothingFails) + ",nccl_mib=1";
+  RunResult r = launch({"preflight", "--gpus", "--nproc-per-node", "2", "--preflight-conf", conf}, env);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("preflight: pass nccl: NCCL 2.27.7, 2 GPUs all-reduce 1 MiB"));
+  // A job: the script runs under that interpreter, after the same check.
+  const TempDir work;
+  const std::string script = work.path() + "/job.py";
+  write_file(script, "open(r'" + work.path() + "/ran', 'a').write('x')\n");
+  r = launch({"--nproc-per-node", "gpu", "--preflight", "--preflight-conf", conf, script}, env);
+  CHECK(r.exit_code == 0);
+  CHECK(read_file(work.path() + "/ran") == "xx");
+  env["DDP_LAUNCH_NCCL_LIBRARY"] = "/nonexistent/libnccl.so.2";
+  r = launch({"preflight", "--gpus", "--nproc-per-node", "2", "--preflight-conf", conf}, env);
+  CHECK_THAT(r.out, Catch::Contains("preflight: warn nccl: cannot load NCCL (/nonexistent/libnccl.so.2)"));
+}
