@@ -131,7 +131,10 @@ std::vector<Finding> nccl(const Figures& f, const cli::PreflightConf& c) {
   if (!n.loaded) return {{"nccl", Level::kWarn, n.error + "; the NCCL all-reduce not checked", what}};
   const std::string gpus = fmt::format("{} GPU{}", n.gpus, n.gpus == 1 ? "" : "s");
   if (!n.error.empty())
-    return {{"nccl", Level::kFail, fmt::format("all-reduce of {:g} MiB on {}: {}", n.mib, gpus, n.error), what}};
+    return {{"nccl", Level::kFail,
+             fmt::format("all-reduce of {:g} MiB on {}{}: {}", n.mib, gpus,
+                         n.version.empty() ? "" : " (NCCL " + n.version + ")", n.error),
+             what}};
   std::string figure =
       fmt::format("NCCL {}, {} all-reduce {:g} MiB in {:.2f} ms: ", n.version.empty() ? "?" : n.version, gpus, n.mib,
                   n.seconds * 1e3);

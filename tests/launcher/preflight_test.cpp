@@ -147,16 +147,18 @@ TEST_CASE("preflight command with --gpus: the NCCL all-reduce in a child process
                         Catch::Contains("bus bandwidth below 1000 GB/s (nccl_min_gbps)"));
   r = nccl({{"FAKE_NCCL_FAIL", "init"}});
   CHECK(r.exit_code == 118);
-  CHECK_THAT(r.out, Catch::Contains("preflight: fail nccl: all-reduce of 16 MiB on 2 GPUs: ncclCommInitAll: "
-                                    "unhandled system error"));
+  CHECK_THAT(r.out,
+             Catch::Contains("preflight: fail nccl: all-reduce of 16 MiB on 2 GPUs (NCCL 2.27.7): ncclCommInitAll: "
+                             "unhandled system error"));
   r = nccl({{"FAKE_NCCL_FAIL", "sum"}});
   CHECK(r.exit_code == 118);
   CHECK_THAT(r.out, Catch::Contains("the sum is wrong: GPU 0 holds 8191 at float 0 after 12 all-reduces of ones, "
                                     "not 4096"));
   r = nccl({{"FAKE_CUDA_GPUS", "1"}});  // CUDA sees fewer GPUs than the workers use
   CHECK(r.exit_code == 118);
-  CHECK_THAT(r.out, Catch::Contains("fail nccl: all-reduce of 16 MiB on 2 GPUs: CUDA sees 1 GPU; this node's workers "
-                                    "use 2"));
+  CHECK_THAT(r.out, Catch::Contains(
+                        "fail nccl: all-reduce of 16 MiB on 2 GPUs (NCCL 2.27.7): CUDA sees 1 GPU; this node's workers "
+                        "use 2"));
   // No NCCL: a warning naming the variable to set; nccl_mib=0: no NCCL check at all.
   r = nccl({{"DDP_LAUNCH_NCCL_LIBRARY", "/nonexistent/libnccl.so.2"}});
   CHECK(r.exit_code == 0);
@@ -188,8 +190,9 @@ TEST_CASE("pre-flight with --devices: the NCCL all-reduce runs on the GPUs the w
   CHECK(read_file(marker) == "1,2\n1,2\n");  // each worker sees both, picks its LOCAL_RANK
   r = job("0,1");
   CHECK(r.exit_code == 118);
-  CHECK_THAT(r.err, Catch::Contains("preflight: fail nccl: all-reduce of 1 MiB on 2 GPUs: cuDevicePrimaryCtxRetain: "
-                                    "unknown error"));
+  CHECK_THAT(r.err, Catch::Contains(
+                        "preflight: fail nccl: all-reduce of 1 MiB on 2 GPUs (NCCL 2.27.7): cuDevicePrimaryCtxRetain: "
+                        "unknown error"));
 }
 
 TEST_CASE("pre-flight with GPUs: a Python job's NCCL is its torch wheel's, found beside its interpreter") {
