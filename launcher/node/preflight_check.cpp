@@ -10,6 +10,7 @@
 #include "launcher/base/text.hpp"
 #include "launcher/console/notice.hpp"
 #include "launcher/node/nccl_check.hpp"
+#include "launcher/os/this_process.hpp"
 #include "launcher/preflight/measure.hpp"
 #include "launcher/snapshot/snapshot_regions.hpp"
 #include "launcher/warm/standby_plan.hpp"
@@ -26,6 +27,22 @@ std::vector<std::pair<std::string, std::string>> preflight_folders(const cli::En
   return folders;
 }
 
+namespace {
+
+// The job's GPUs as CUDA_VISIBLE_DEVICES names them: the list its workers were given, else the
+// first `gpus` of this process's CUDA_VISIBLE_DEVICES, else 0 .. gpus-1.
+std::vector<std::string> job_gpu_ids(const NodeNeeds& needs) {
+  const std::optional<std::string> visible = os::env_value("CUDA_VISIBLE_DEVICES");
+  std::vector<std::string> ids =
+      split(needs.gpu_list.empty() ? visible.value_or("") : needs.gpu_list, ',', EmptyItems::kSkip);
+  if (needs.gpu_list.empty() && !visible)
+    for (int i = 0; i < needs.gpus; ++i) ids.push_back(std::to_string(i));
+  if (ids.size() > static_cast<size_t>(needs.gpus)) ids.resize(static_cast<size_t>(needs.gpus));
+  return ids;
+}
+
+}  // namespace
+
 NodeNeeds job_needs(const worker::DevicePlan& devices, int workers,
                     std::vector<std::pair<std::string, std::string>> folders, const std::string& executable) {
   NodeNeeds needs{workers, devices.uses_gpus ? workers : 0, std::move(folders), "", ""};
@@ -40,6 +57,7 @@ NodeNeeds job_needs(const worker::DevicePlan& devices, int workers,
 
 NodeCheck check_node(const cli::PreflightConf& conf, const NodeNeeds& needs, const PreflightOutputs& to) {
   preflight::Figures figures = preflight::measure({conf.cpu_ms, needs.workers, needs.folders, needs.gpus});
+  figures.gpu_ids = job_gpu_ids(needs);
   if (needs.gpus > 0 && conf.nccl_mib > 0)
     figures.nccl = measure_nccl(needs.gpus, conf.nccl_mib, needs.gpu_list, needs.nccl_library);
   NodeCheck out{preflight::judge(figures, conf), "", preflight::median_gflops(figures),

@@ -49,6 +49,7 @@ GpuFigures probe_gpus() {
   auto reasons = symbol<ReasonsFn>(lib, "nvmlDeviceGetCurrentClocksEventReasons");
   if (!reasons) reasons = symbol<ReasonsFn>(lib, "nvmlDeviceGetCurrentClocksThrottleReasons");  // older drivers
   const auto name = symbol<NameFn>(lib, "nvmlDeviceGetName");
+  const auto uuid = symbol<NameFn>(lib, "nvmlDeviceGetUUID");
   const auto ecc = symbol<EccFn>(lib, "nvmlDeviceGetTotalEccErrors");
   const auto pending = symbol<PendingFn>(lib, "nvmlDeviceGetRetiredPagesPendingStatus");
   const auto clock = symbol<ClockFn>(lib, "nvmlDeviceGetClockInfo");
@@ -72,6 +73,8 @@ GpuFigures probe_gpus() {
       }
       char buf[96] = {};
       if (name && name(h, buf, sizeof buf) == 0) d.name = buf;
+      char id[96] = {};
+      if (uuid && uuid(h, id, sizeof id) == 0) d.uuid = id;
       unsigned long long v = 0;
       if (ecc && ecc(h, kUncorrected, kVolatile, &v) == 0) d.ecc_uncorrected = static_cast<long long>(v);
       int p = 0;

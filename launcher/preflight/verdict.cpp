@@ -73,8 +73,30 @@ constexpr std::pair<unsigned long long, const char*> kHeldDown[] = {{0x8, "hardw
                                                                     {0x40, "hardware thermal slowdown"},
                                                                     {0x80, "hardware power brake"}};
 
-// The GPUs (only when the job uses some here): NVML's count, and per GPU its uncorrected ECC
-// errors and pending retired pages (fail), clocks held down by the hardware (warn).
+// The GPUs the job uses among NVML's: f.gpu_ids matched by index or by UUID (a prefix, as CUDA
+// takes it); every GPU when the list is empty or names one NVML does not know. `which` says
+// which were chosen ("" for all).
+std::vector<const GpuFigures::Device*> job_devices(const Figures& f, std::string& which) {
+  std::vector<const GpuFigures::Device*> all, chosen;
+  for (const auto& d : f.gpus.devices) all.push_back(&d);
+  for (const auto& id : f.gpu_ids) {
+    const bool uuid = id.rfind("GPU-", 0) == 0;
+    const auto match = std::find_if(all.begin(), all.end(), [&](const GpuFigures::Device* d) {
+      return uuid ? !d->uuid.empty() && d->uuid.rfind(id, 0) == 0 : std::to_string(d->index) == id;
+    });
+    if (match == all.end()) return all;  // a MIG instance, a typo: judge every GPU
+    chosen.push_back(*match);
+  }
+  if (chosen.empty() || chosen.size() == all.size()) return all;
+  std::string ids;
+  for (const auto& id : f.gpu_ids) ids += (ids.empty() ? "" : ",") + id;
+  which = fmt::format(" (the job's {} of {})", ids, all.size());
+  return chosen;
+}
+
+// The GPUs (only when the job uses some here): NVML's count, and per GPU the job uses its
+// uncorrected ECC errors and pending retired pages (fail), clocks held down by the hardware
+// (warn).
 std::vector<Finding> gpus(const Figures& f) {
   std::vector<Finding> out;
   if (f.gpus_needed <= 0) return out;
@@ -91,7 +113,10 @@ std::vector<Finding> gpus(const Figures& f) {
         {"gpu", Level::kFail,
          fmt::format("NVML sees {} GPU{}; this node's workers use {}", g.count, g.count == 1 ? "" : "s", f.gpus_needed),
          what});
-  for (const auto& d : g.devices) {
+  std::string which;
+  const auto devices = job_devices(f, which);
+  for (const GpuFigures::Device* device : devices) {
+    const GpuFigures::Device& d = *device;
     const std::string gpu = fmt::format("GPU {}{}", d.index, d.name.empty() ? "" : " (" + d.name + ")");
     if (!d.error.empty()) out.push_back({"gpu", Level::kWarn, fmt::format("{}: {}", gpu, d.error), what});
     if (d.ecc_uncorrected > 0)
@@ -111,8 +136,8 @@ std::vector<Finding> gpus(const Figures& f) {
   }
   if (out.empty())
     out.push_back({"gpu", Level::kPass,
-                   fmt::format("{} GPU{}: no uncorrected ECC error, no pending retired page, clocks not held down",
-                               g.count, g.count == 1 ? "" : "s"),
+                   fmt::format("{} GPU{}{}: no uncorrected ECC error, no pending retired page, clocks not held down",
+                               devices.size(), devices.size() == 1 ? "" : "s", which),
                    what});
   return out;
 }

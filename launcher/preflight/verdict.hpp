@@ -19,6 +19,7 @@ struct GpuFigures {
   struct Device {
     int index = 0;
     std::string name;
+    std::string uuid;                     // "GPU-8f2e..." ("": not reported)
     long long ecc_uncorrected = -1;       // uncorrected ECC errors since the driver loaded (-1: not reported)
     bool retired_pending = false;         // retired pages waiting for a reset
     unsigned long long clock_events = 0;  // nvmlClocksEventReasons bits (throttle reasons)
@@ -55,9 +56,12 @@ struct Figures {
     double free_gib = 0;      // statvfs: what an unprivileged writer may use
     std::string write_error;  // "": a file was created, written, synced and removed there
   };
-  std::vector<Folder> folders;      // the snapshot regions' first
-  int workers = 1;                  // this node's workers (the snapshot regions' count)
-  int gpus_needed = 0;              // GPUs the job uses on this node (0: none: no GPU check)
+  std::vector<Folder> folders;  // the snapshot regions' first
+  int workers = 1;              // this node's workers (the snapshot regions' count)
+  int gpus_needed = 0;          // GPUs the job uses on this node (0: none: no GPU check)
+  // Which, as CUDA_VISIBLE_DEVICES names them (indices, which NVML numbers alike in PCI order, or
+  // UUIDs): only those are judged. Empty, or a name NVML does not know (a MIG instance): all.
+  std::vector<std::string> gpu_ids;
   GpuFigures gpus;                  // measured when gpus_needed > 0
   std::optional<NcclFigures> nccl;  // measured when gpus_needed > 0 and nccl_mib > 0
 };

@@ -102,6 +102,12 @@ TEST_CASE("preflight command with --gpus: NVML's ECC errors, retired pages and c
                                         "reset") &&
                         Catch::Contains("preflight: warn gpu: GPU 0 (Fake GPU 0): clocks held down (hardware thermal "
                                         "slowdown); SM at 800 of 1980 MHz"));
+  // Another job's GPU 0 has ECC errors; this one was given GPUs 2 and 3 (Slurm's --gres does so).
+  r = launch(
+      {"preflight", "--gpus", "--nproc-per-node", "2", "--preflight-conf", kNothingFails},
+      {{"DDP_LAUNCH_NVML_LIBRARY", DDP_FAKE_NVML}, {"FAKE_NVML", "ecc=5,0,0,0"}, {"CUDA_VISIBLE_DEVICES", "2,3"}});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("preflight: pass gpu: 2 GPUs (the job's 2,3 of 4): no uncorrected ECC error"));
   r = gpus("ecc=0", "2");  // one GPU for two workers
   CHECK(r.exit_code == 118);
   CHECK_THAT(r.out, Catch::Contains("preflight: fail gpu: NVML sees 1 GPU; this node's workers use 2"));

@@ -52,6 +52,10 @@ int nvmlDeviceGetName(void* device, char* name, unsigned length) {
   snprintf(name, length, "Fake GPU %u", index_of(device));
   return 0;
 }
+int nvmlDeviceGetUUID(void* device, char* uuid, unsigned length) {
+  snprintf(uuid, length, "GPU-fa4e%04u-0000-0000-0000-000000000000", index_of(device));
+  return 0;
+}
 int nvmlDeviceGetTotalEccErrors(void* device, int error_type, int counter_type, unsigned long long* n) {
   (void)error_type;
   (void)counter_type;

@@ -172,6 +172,40 @@ TEST_CASE("the leader's screen: a node whose GPUs all-reduce below nccl_fail of 
   CHECK(multinode::screen_nodes({node("a", 180), node("d", 10), node("c", 190)}, 1, {}).left_out.empty());
 }
 
+TEST_CASE("the GPU check judges the job's GPUs only: CUDA_VISIBLE_DEVICES's indices or UUIDs, else every GPU") {
+  Figures f;
+  f.gpus_needed = 2;
+  f.gpus.nvml = true;
+  f.gpus.count = 4;
+  for (int i = 0; i < 4; ++i) {
+    preflight::GpuFigures::Device d;
+    d.index = i;
+    d.uuid = "GPU-0000000" + std::to_string(i) + "-aaaa";
+    d.ecc_uncorrected = i == 0 ? 7 : 0;  // another job's GPU 0
+    f.gpus.devices.push_back(d);
+  }
+  auto gpu_level = [&](std::vector<std::string> ids) {
+    f.gpu_ids = std::move(ids);
+    Level level = Level::kPass;
+    std::string figures;
+    for (const auto& x : preflight::judge(f, cli::PreflightConf{}))
+      if (x.check == "gpu") level = std::max(level, x.level), figures += x.figure + "\n";
+    return std::make_pair(level, figures);
+  };
+  auto [level, figures] = gpu_level({"2", "3"});
+  CHECK(level == Level::kPass);
+  CHECK_THAT(figures, Catch::Contains("2 GPUs (the job's 2,3 of 4): no uncorrected ECC error"));
+  std::tie(level, figures) = gpu_level({"GPU-00000001", "GPU-00000003-aaaa"});  // UUIDs, a prefix as CUDA takes
+  CHECK(level == Level::kPass);
+  std::tie(level, figures) = gpu_level({"0", "1"});
+  CHECK(level == Level::kFail);
+  CHECK_THAT(figures, Catch::Contains("GPU 0: 7 uncorrected ECC errors"));
+  std::tie(level, figures) = gpu_level({"MIG-1f2e", "1"});  // not NVML's to number: every GPU
+  CHECK(level == Level::kFail);
+  std::tie(level, figures) = gpu_level({});
+  CHECK(level == Level::kFail);
+}
+
 TEST_CASE("the NCCL probe's figures: its line read back, anything else read as a failure naming it") {
   preflight::NcclFigures f;
   f.loaded = true;
