@@ -59,8 +59,9 @@ struct Figures {
   std::vector<Folder> folders;  // the snapshot regions' first
   int workers = 1;              // this node's workers (the snapshot regions' count)
   int gpus_needed = 0;          // GPUs the job uses on this node (0: none: no GPU check)
-  // Which, as CUDA_VISIBLE_DEVICES names them (indices, which NVML numbers alike in PCI order, or
-  // UUIDs): only those are judged. Empty, or a name NVML does not know (a MIG instance): all.
+  // Which, as CUDA_VISIBLE_DEVICES names them (indices, taken as NVML's: alike on a node of one
+  // GPU model; or UUIDs): only those are judged. Empty, or a name NVML does not know (a MIG
+  // instance): all.
   std::vector<std::string> gpu_ids;
   GpuFigures gpus;                  // measured when gpus_needed > 0
   std::optional<NcclFigures> nccl;  // measured when gpus_needed > 0 and nccl_mib > 0
