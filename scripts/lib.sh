@@ -190,17 +190,12 @@ need_bench_peers() {
   fi
 }
 
-# free_port [N]: N (default 1) distinct TCP ports free on loopback right now, on one line,
-# blank-separated (all bound at once, then released: another process may still take one).
+# free_port [N]: N (default 1) distinct TCP ports free on this machine right now, below the
+# kernel's ephemeral range, on one line, blank-separated (all bound at once, then released:
+# another process may still take one; tests/support/ports.py says why below that range).
 # shellcheck disable=SC2120  # N is optional
 free_port() {
-  python3 - "${1:-1}" <<'PY'
-import socket, sys
-socks = [socket.socket() for _ in range(int(sys.argv[1]))]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-PY
+  python3 "$repo_root/tests/support/ports.py" "${1:-1}"
 }
 
 # median [NUMBER...]: the median of the numbers given (or of stdin's lines, blank ones

@@ -96,7 +96,18 @@ JobStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& r
   options.reconnect_window = ms(conf.heartbeat_timeout_s);  // lost only after heartbeat_timeout
   // The leader's own client connects where its server listens.
   const std::string host = !link.leader ? link.endpoint.host : listen_host == "0.0.0.0" ? "127.0.0.1" : listen_host;
-  auto client = std::make_unique<store::TcpStoreClient>(host, static_cast<uint16_t>(link.endpoint.port), options);
+  std::unique_ptr<store::TcpStoreClient> client;
+  try {
+    client = std::make_unique<store::TcpStoreClient>(host, static_cast<uint16_t>(link.endpoint.port), options);
+  } catch (const store::StoreError& e) {
+    if (!try_host || link.leader) throw;
+    // The port was taken on this machine, which this launcher read as another launcher hosting.
+    throw store::StoreError(fmt::format(
+        "{} (port {} is in use on this machine, so this launcher did not host the store, yet nothing answered there: "
+        "another program holds the port, or a connection's own end took it; `ss -tanp 'sport = :{}'` names it; "
+        "choose another port)",
+        e.what(), link.endpoint.port, link.endpoint.port));
+  }
   const std::string job_prefix = "ddp-launch/" + run_id;
   link.job = std::make_unique<store::PrefixStore>(job_prefix, *client);
   link.root = client.get();

@@ -14,7 +14,6 @@ Prints what it checked; exits 1 on the first mismatch.
 import argparse
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 from checks import fail  # noqa: E402
+from ports import free_port  # noqa: E402
 
 WORKER = os.path.join(HERE, "store_worker.py")
 
@@ -70,12 +70,6 @@ def case_rank0(args):
     if p.returncode != 0 or p.stdout.count("agent False sum 2.0") != 2:
         fail(f"--worker-store=rank0 run failed (exit {p.returncode})", p.stdout)
     print("ok: --worker-store=rank0 exports TORCHELASTIC_USE_AGENT_STORE=False and rank 0 hosts the store")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def case_distributed_sum(args):

@@ -32,6 +32,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 from checks import fail  # noqa: E402
+from ports import free_port  # noqa: E402
 
 PYTHON_CLIENT = textwrap.dedent(
     """
@@ -130,9 +131,7 @@ def case_libtorch(args):
         fail(f"c10d_libtorch_client exited {proc.returncode}", proc.stdout + log)
     import torch.distributed as dist
     from datetime import timedelta
-    with socket.socket() as probe:  # a free port for torch's server (1.13 cannot bind port 0)
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()  # for torch's server (1.13 cannot bind port 0)
     own = dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False,
                         timeout=timedelta(seconds=30))
     theirs = subprocess.run([args.libtorch_client, "127.0.0.1", str(own.port)], stdout=subprocess.PIPE,

@@ -29,6 +29,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 from checks import fail  # noqa: E402
+from ports import free_port  # noqa: E402
 
 WORKER = ["sh", "-c", 'echo "env rank=$RANK world=$WORLD_SIZE group=$GROUP_RANK local=$LOCAL_RANK"']
 TIMEOUT = 120
@@ -37,12 +38,6 @@ TIMEOUT = 120
 def skip(message):
     print(f"SKIP: {message}")
     sys.exit(77)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def base_env(extra):

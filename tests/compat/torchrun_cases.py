@@ -31,6 +31,8 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.path.join(HERE, "bin")
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+from ports import free_port  # noqa: E402
 TIMEOUT = 180
 
 
@@ -40,12 +42,6 @@ class Failure(Exception):
 
 class Skip(Exception):
     pass
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Context:

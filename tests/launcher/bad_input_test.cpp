@@ -59,6 +59,24 @@ TEST_CASE("an explicit master port that is taken fails at once, naming address a
                "master port 127.0.0.1:" + std::to_string(port) + " is already in use");
 }
 
+TEST_CASE("a c10d endpoint port held here by a socket that accepts nothing: the error says so, not only 'refused'") {
+  // Bound, never listening: what a connection's own end looks like when it took the port.
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket held(io);
+  held.open(boost::asio::ip::tcp::v4());
+  held.bind({boost::asio::ip::address_v4::loopback(), 0});
+  const std::string port = std::to_string(held.local_endpoint().port());
+  auto r = launch(
+      {"--nnodes=2", "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:" + port, "--rdzv-conf=join_timeout=1", "true"});
+  INFO(r.err);
+  CHECK(r.exit_code == 124);
+  CHECK_THAT(r.err, Catch::Contains("cannot reach the rendezvous store at 127.0.0.1:" + port) &&
+                        Catch::Contains("(port " + port +
+                                        " is in use on this machine, so this launcher did not host "
+                                        "the store, yet nothing answered there") &&
+                        Catch::Contains("`ss -tanp 'sport = :" + port + "'` names it"));
+}
+
 TEST_CASE("help goes to stdout and exits 0") {
   auto r = launch({"--help"});
   CHECK(r.exit_code == 0);

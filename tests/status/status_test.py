@@ -43,12 +43,6 @@ while True:
 """
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Job:
     """A ddp-launch job with its status endpoint on a free port (--metrics-port 0)."""
 

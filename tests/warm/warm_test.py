@@ -9,7 +9,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,6 +16,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from checks import fail  # noqa: E402
+from ports import free_port  # noqa: E402
 from warm_worker import alive  # noqa: E402  (next to this file)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -425,12 +425,6 @@ def case_cold_notice(args, tmp):
     code, text = finish(p)
     if code != 0 or "restarts are cold" in text:
         fail("--no-warm-restarts: no notice expected", text)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def case_multinode(args, tmp):
