@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/lib.sh, each helper in a subshell: median (odd and even counts, numeric order,
-# stdin, bad input), free_port (bindable, N distinct), die's and skip's exit codes and
+# stdin, bad input), free_port (bindable, below the ephemeral range, N distinct), die's and skip's exit codes and
 # messages, need's message (the tool, its Debian package, scripts/install-deps.sh; every
 # package it names is in install-deps.sh's list), the BUILD_DIR rule, and that every script
 # in scripts/ and every shell test sources lib.sh. Usage: lib_test.sh [REPO_ROOT]
@@ -40,6 +40,8 @@ grep -q 'median: not a number: "x"' "$tmp/err" || fail "median of a word: messag
 port=$(free_port)
 [[ $port =~ ^[0-9]+$ ]] || fail "free_port printed '$port'"
 ((port > 0 && port < 65536)) || fail "free_port printed port $port"
+read -r ephemeral_low _ </proc/sys/net/ipv4/ip_local_port_range
+((port < ephemeral_low)) || fail "free_port printed port $port, in the ephemeral range (from $ephemeral_low)"
 python3 - "$port" <<'PY' || fail "free_port's port $port cannot be bound"
 import socket, sys
 s = socket.socket()
