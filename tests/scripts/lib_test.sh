@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/lib.sh, each helper in a subshell: median (odd and even counts, numeric order,
-# stdin, bad input), free_port (bindable, below the ephemeral range, N distinct), die's and skip's exit codes and
-# messages, need's message (the tool, its Debian package, scripts/install-deps.sh; every
+# stdin, bad input), free_port (bindable, below the ephemeral range, N distinct), die's and
+# skip's exit codes and messages, need's message (the tool, its Debian package, scripts/install-deps.sh; every
 # package it names is in install-deps.sh's list), the BUILD_DIR rule, and that every script
 # in scripts/ and every shell test sources lib.sh. Usage: lib_test.sh [REPO_ROOT]
 set -euo pipefail
