@@ -14,6 +14,7 @@ Prints what it checked; exits 1 on the first mismatch.
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -82,7 +83,14 @@ def case_distributed_sum(args):
             env = env_for(args)
             procs = [subprocess.Popen([args.launcher, *common, WORKER], env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True) for _ in range(2)]
-            outs = [p.communicate(timeout=300)[0] for p in procs]
+            try:
+                outs = [p.communicate(timeout=300)[0] for p in procs]
+            except subprocess.TimeoutExpired:  # a hang: stop both, show where each stood
+                for p in procs:
+                    p.send_signal(signal.SIGTERM)
+                outs = [p.communicate(timeout=60)[0] for p in procs]
+                fail(f"run {attempt + 1}: the job did not end within 300 s (SIGTERM sent)",
+                     "\n---\n".join(outs))
             codes = [p.returncode for p in procs]
             if codes != [0, 0]:
                 fail(f"run {attempt + 1}: launchers exited {codes}, expected [0, 0]", "\n".join(outs))
