@@ -27,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 import checks  # noqa: E402
+from ports import free_port  # noqa: E402
 
 DEADLINE_S = 60
 SKIP = 77
