@@ -12,7 +12,7 @@
 #include "launcher/console/notice.hpp"
 #include "launcher/node/nccl_check.hpp"
 #include "launcher/node/preflight_check.hpp"
-#include "launcher/os/process.hpp"
+#include "launcher/worker/worker_command.hpp"
 #include "launcher/preflight/nccl_probe.hpp"
 #include "launcher/remote/exec_command.hpp"
 #include "launcher/remote/hosts_launch.hpp"
@@ -39,11 +39,10 @@ int run_launch(const std::vector<std::string>& args, const cli::Environment& env
   return run_agent(*parsed.options, env);
 }
 
-// The Python a job would run (PYTHON_EXEC, else python3 on PATH); "" when there is none.
+// The Python a job would run; "" when there is none.
 std::string python_of(const cli::Environment& env) {
   try {
-    return os::resolve_program(cli::lookup(env, "PYTHON_EXEC").value_or("python3"),
-                               cli::lookup(env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin"));
+    return worker::resolve_python(env);
   } catch (const LaunchError&) {  // no Python here: no torch wheel either
     return "";
   }

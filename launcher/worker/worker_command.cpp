@@ -12,6 +12,8 @@
 namespace ddp::launch::worker {
 namespace {
 
+constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";  // PATH when unset
+
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -25,11 +27,16 @@ std::vector<std::string> WorkerCommand::argv_for(int local_rank) const {
   return argv;
 }
 
+std::string resolve_python(const cli::Environment& env) {
+  return os::resolve_program(cli::lookup(env, "PYTHON_EXEC").value_or("python3"),
+                             cli::lookup(env, "PATH").value_or(kDefaultPath));
+}
+
 WorkerCommand resolve_worker_command(const WorkerCommandSpec& spec, const cli::Environment& env) {
   WorkerCommand cmd;
   cmd.args = spec.args;
   cmd.local_rank_flag = spec.local_rank_flag;
-  const std::string path = cli::lookup(env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
+  const std::string path = cli::lookup(env, "PATH").value_or(kDefaultPath);
   const bool python_script = spec.run_path || (!spec.no_python && (spec.module || ends_with(spec.program, ".py")));
   if (!python_script) {
     cmd.executable = os::resolve_program(spec.program, path);
@@ -38,7 +45,7 @@ WorkerCommand resolve_worker_command(const WorkerCommandSpec& spec, const cli::E
   }
   const std::string python = cli::lookup(env, "PYTHON_EXEC").value_or("python3");
   try {
-    cmd.executable = os::resolve_program(python, path);
+    cmd.executable = resolve_python(env);
   } catch (const LaunchError& e) {
     throw LaunchError(e.exit_code(), fmt::format("{} (the Python interpreter for {}; set "
                                                  "PYTHON_EXEC to choose another)",

@@ -33,4 +33,8 @@ struct WorkerCommand {
 
 WorkerCommand resolve_worker_command(const WorkerCommandSpec& spec, const cli::Environment& env);
 
+// The Python interpreter a job runs (PYTHON_EXEC, else python3, found on PATH); throws
+// LaunchError (127, 126) as resolve_program does.
+std::string resolve_python(const cli::Environment& env);
+
 }  // namespace ddp::launch::worker
