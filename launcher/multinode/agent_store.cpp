@@ -14,6 +14,8 @@
 #include "launcher/store/tcp_client.hpp"
 #include <chrono>
 #include <fmt/format.h>
+#include <random>
+#include <thread>
 #include <unistd.h>
 
 namespace ddp::launch::multinode {
@@ -72,7 +74,8 @@ bool host_store(const MultiNodeSpec& spec, const std::string& listen_host, JobSt
 
 }  // namespace
 
-JobStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& run_id) {
+JobStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& run_id,
+                                 const StopRequested& stop_requested) {
   const cli::RendezvousConf& conf = spec.rdzv;
   const bool static_rdzv = spec.rdzv_backend == cli::RdzvBackend::kStatic;
   JobStoreLink link;
@@ -86,28 +89,55 @@ JobStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& r
   const bool try_host =
       static_rdzv ? spec.node_rank == 0 : conf.is_host.value_or(os::is_local_address(link.endpoint.host));
   const std::string listen_host = conf.bind_all ? "0.0.0.0" : os::store_listen_host(link.endpoint.host);
-  link.leader = try_host && host_store(spec, listen_host, link);
   store::ClientOptions options;
   options.token = conf.token;
   options.name = link.name;
-  options.connect_timeout = ms(conf.join_timeout_s);
   options.request_timeout = ms(conf.heartbeat_timeout_s);
   options.heartbeat_timeout_ms = static_cast<uint32_t>(conf.heartbeat_timeout_s * 1000);
   options.reconnect_window = ms(conf.heartbeat_timeout_s);  // lost only after heartbeat_timeout
-  // The leader's own client connects where its server listens.
-  const std::string host = !link.leader ? link.endpoint.host : listen_host == "0.0.0.0" ? "127.0.0.1" : listen_host;
+  // A launcher that found the port taken here while nobody listens there hosts the store
+  // after all: two launchers that bind at the same moment may both find it taken (Linux
+  // checks a listener's port only after marking it listening), and neither would host.
+  bool stopped = false, rehost = false;
+  options.give_up_connecting = [&](bool refused) {
+    stopped = stop_requested && stop_requested();
+    rehost = !stopped && refused && try_host && !link.leader;
+    return stopped || rehost;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + ms(conf.join_timeout_s);
   std::unique_ptr<store::TcpStoreClient> client;
-  try {
-    client = std::make_unique<store::TcpStoreClient>(host, static_cast<uint16_t>(link.endpoint.port), options);
-  } catch (const store::StoreError& e) {
-    if (!try_host || link.leader) throw;
-    // The port was taken on this machine, which this launcher read as another launcher hosting.
-    throw store::StoreError(fmt::format(
-        "{} (port {} is in use on this machine, so this launcher did not host the store, yet nothing answered there: "
-        "another program holds the port, or a connection's own end took it; `ss -tanp 'sport = :{}'` names it; "
-        "choose another port)",
-        e.what(), link.endpoint.port, link.endpoint.port));
+  std::string host;
+  for (std::mt19937 jitter(static_cast<uint32_t>(::getpid()));;) {
+    link.leader = try_host && host_store(spec, listen_host, link);
+    // The leader's own client connects where its server listens.
+    host = !link.leader ? link.endpoint.host : listen_host == "0.0.0.0" ? "127.0.0.1" : listen_host;
+    options.connect_timeout = std::max(
+        store::Duration(1), std::chrono::duration_cast<store::Duration>(deadline - std::chrono::steady_clock::now()));
+    try {
+      client = std::make_unique<store::TcpStoreClient>(host, static_cast<uint16_t>(link.endpoint.port), options);
+      break;
+    } catch (const store::StoreError& e) {
+      if (stopped)
+        throw store::StoreUnavailable(
+            fmt::format("{}: {}", format_host_port(link.endpoint.host, link.endpoint.port), e.what()));
+      if (rehost && std::chrono::steady_clock::now() < deadline) {  // two racers part ways: a pause of 0-50 ms
+        std::this_thread::sleep_for(std::chrono::milliseconds(jitter() % 50));
+        continue;
+      }
+      if (!try_host || link.leader) throw;
+      // The port stayed taken on this machine, which this launcher read as another launcher hosting.
+      const std::string why =
+          rehost ? fmt::format("cannot reach the rendezvous store at {} within {:g} s: {}",
+                               format_host_port(link.endpoint.host, link.endpoint.port), conf.join_timeout_s, e.what())
+                 : e.what();
+      throw store::StoreError(fmt::format(
+          "{} (port {} is in use on this machine, so this launcher did not host the store, yet nothing answered "
+          "there: another program holds the port, or a connection's own end took it; `ss -tanp 'sport = :{}'` names "
+          "it; choose another port)",
+          why, link.endpoint.port, link.endpoint.port));
+    }
   }
+  options.give_up_connecting = nullptr;  // the waiter's connection below: the store is up
   const std::string job_prefix = "ddp-launch/" + run_id;
   link.job = std::make_unique<store::PrefixStore>(job_prefix, *client);
   link.root = client.get();

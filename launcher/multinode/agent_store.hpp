@@ -13,6 +13,7 @@
 
 namespace ddp::launch::multinode {
 
-JobStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& run_id);
+JobStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& run_id,
+                                 const StopRequested& stop_requested);
 
 }  // namespace ddp::launch::multinode

@@ -89,7 +89,7 @@ class EtcdKeyWaiter : public KeyWaiter {
 
 }  // namespace
 
-JobStoreLink connect_etcd(const MultiNodeSpec& spec, const std::string& run_id) {
+JobStoreLink connect_etcd(const MultiNodeSpec& spec, const std::string& run_id, const StopRequested& stop_requested) {
   const cli::RendezvousConf& conf = spec.rdzv;
   const etcd::EtcdOptions options = etcd_options(spec);
   JobStoreLink link;
@@ -99,7 +99,7 @@ JobStoreLink connect_etcd(const MultiNodeSpec& spec, const std::string& run_id) 
   const auto ttl = std::max<int64_t>(kMinLeaseTtlS, static_cast<int64_t>(std::ceil(conf.heartbeat_timeout_s)));
   auto store = std::make_unique<EtcdStore>(options, "/ddp-launch/" + run_id + "/", link.name, ttl,
                                            std::max<int64_t>(kMinJobLeaseTtlS, 2 * ttl));
-  store->open(etcd::Clock::now() + ms(conf.join_timeout_s));
+  store->open(etcd::Clock::now() + ms(conf.join_timeout_s), stop_requested);
   link.address = store->address();
   link.root = store.get();
   link.close = [s = store.get()] { s->close(); };

@@ -13,6 +13,6 @@ namespace ddp::launch::multinode {
 
 inline constexpr int kDefaultEtcdPort = 2379;
 
-JobStoreLink connect_etcd(const MultiNodeSpec& spec, const std::string& run_id);
+JobStoreLink connect_etcd(const MultiNodeSpec& spec, const std::string& run_id, const StopRequested& stop_requested);
 
 }  // namespace ddp::launch::multinode

@@ -65,7 +65,7 @@ auto EtcdStore::guarded(F f) -> decltype(f()) {
   return with_store_errors(address_, f);
 }
 
-void EtcdStore::open(Clock::time_point deadline) {
+void EtcdStore::open(Clock::time_point deadline, const std::function<bool()>& stop_requested) {
   for (;;) {
     try {
       lease_ = client_->lease_grant(ttl_s_);
@@ -79,6 +79,7 @@ void EtcdStore::open(Clock::time_point deadline) {
                         "there, and is --rdzv-endpoint right (etcd serving TLS needs --rdzv-conf "
                         "protocol=https)?",
                         address(), e.what()));
+      if (stop_requested && stop_requested()) throw store::StoreUnavailable(fmt::format("{}: {}", address(), e.what()));
       std::this_thread::sleep_for(kOpenRetry);
     } catch (const etcd::EtcdError& e) {
       throw as_store_error(e, address_);

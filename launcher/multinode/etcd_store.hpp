@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -29,9 +30,10 @@ class EtcdStore : public store::Store {
   ~EtcdStore() override;
 
   // Takes this launcher's lease and the job's, writes the liveness key and starts keeping
-  // both alive. Retries an unreachable etcd until `deadline`, then throws StoreUnavailable;
+  // both alive. Retries an unreachable etcd until `deadline` or stop_requested() (asked
+  // between tries), then throws StoreUnavailable;
   // a job's lease key it cannot join (not written by ddp-launch) is a StoreError at once.
-  void open(etcd::Clock::time_point deadline);
+  void open(etcd::Clock::time_point deadline, const std::function<bool()>& stop_requested = {});
   // Revokes this launcher's lease; the last launcher of the job revokes the job's too
   // (every key goes). Best effort, never throws.
   void close() noexcept;

@@ -5,8 +5,10 @@
 
 namespace ddp::launch::multinode {
 
-JobStoreLink connect_job_store(const MultiNodeSpec& spec, const std::string& run_id) {
-  return spec.rdzv_backend == cli::RdzvBackend::kEtcd ? connect_etcd(spec, run_id) : connect_agent_store(spec, run_id);
+JobStoreLink connect_job_store(const MultiNodeSpec& spec, const std::string& run_id,
+                               const StopRequested& stop_requested) {
+  return spec.rdzv_backend == cli::RdzvBackend::kEtcd ? connect_etcd(spec, run_id, stop_requested)
+                                                      : connect_agent_store(spec, run_id, stop_requested);
 }
 
 }  // namespace ddp::launch::multinode

@@ -1,8 +1,9 @@
 // The job's store as one launcher sees it: the agent store (agent_store.hpp: hosted by the
 // leader, joined by the others) or the job's keys in an etcd cluster that nobody hosts
 // (etcd_link.hpp). connect_job_store picks by --rdzv-backend and blocks until connected (up
-// to the join timeout); it throws LaunchError (123/121: the leader cannot listen; 121: bad
-// etcd settings) or store::StoreError (cannot reach it). Not thread-safe; open_waiter's
+// to the join timeout, or until stop_requested() says so, asked at least every 200 ms); it
+// throws LaunchError (123/121: the leader cannot listen; 121: bad etcd settings) or
+// store::StoreError (cannot reach it, or stopped). Not thread-safe; open_waiter's
 // waiter belongs to the thread that uses it.
 #pragma once
 
@@ -35,6 +36,10 @@ struct JobStoreLink {
   std::function<std::unique_ptr<KeyWaiter>()> open_waiter;
 };
 
-JobStoreLink connect_job_store(const MultiNodeSpec& spec, const std::string& run_id);
+// Asked while a store is waited for: true ends the wait (a stop signal).
+using StopRequested = std::function<bool()>;
+
+JobStoreLink connect_job_store(const MultiNodeSpec& spec, const std::string& run_id,
+                               const StopRequested& stop_requested);
 
 }  // namespace ddp::launch::multinode

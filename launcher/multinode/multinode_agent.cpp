@@ -679,7 +679,16 @@ int MultiNodeAgent::run_rounds() {
                                          stopped_how(signal, supervisor_.stop_note()), fmt::join(hosts, ", ")));
     return AbortRecord::stopped_by_signal(spec_.node_rank, os::host_name(), signal, supervisor_.stop_note()).exit_code;
   }
-  store_ = connect_job_store(spec_, job_.run_id);
+  try {
+    store_ = connect_job_store(spec_, job_.run_id,
+                               [this] { return (rendezvous_signal_ = supervisor_.poll_signals()) != 0; });
+  } catch (const store::StoreError& e) {
+    if (rendezvous_signal_ == 0) throw;
+    console::launcher_notice(fmt::format("stopped{} while waiting for the rendezvous store: {}",
+                                         stopped_how(rendezvous_signal_, supervisor_.stop_note()), e.what()));
+    return AbortRecord::stopped_by_signal(spec_.node_rank, os::host_name(), rendezvous_signal_, supervisor_.stop_note())
+        .exit_code;
+  }
   load_strikes();
   if (job_.preflight)  // before the first join; the round's leader judges the failures and compares the cores
     preflight_ =

@@ -26,6 +26,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+constexpr std::chrono::milliseconds kGiveUpPoll{100};  // how often a retrying connect asks give_up_connecting
+
 std::string seconds(Duration d) { return fmt::format("{:g} s", static_cast<double>(d.count()) / 1000.0); }
 
 uint32_t to_wire_ms(Duration d) {
@@ -183,6 +185,7 @@ class TcpStoreClient::Connection {
                         "resolves (--master-addr / --rdzv-endpoint)",
                         last));
       if (reconnecting && refused) throw StoreUnavailable(last + " (nobody listens: the store is gone)");
+      if (!reconnecting && gives_up(refused)) throw StoreUnavailable(last);
       const auto pause = backoff.next();
       if (Clock::now() + pause >= deadline) {
         if (reconnecting)
@@ -192,9 +195,14 @@ class TcpStoreClient::Connection {
                         "the address right?",
                         endpoint_, seconds(options_.connect_timeout), last));
       }
-      std::this_thread::sleep_for(pause);
+      for (const auto until = Clock::now() + pause; Clock::now() < until;) {
+        if (!reconnecting && gives_up(refused)) throw StoreUnavailable(last);
+        std::this_thread::sleep_for(std::min<Clock::duration>(kGiveUpPoll, until - Clock::now()));
+      }
     }
   }
+
+  bool gives_up(bool refused) const { return options_.give_up_connecting && options_.give_up_connecting(refused); }
 
   bool connect_once(Clock::time_point deadline, std::string& why, bool& refused, bool& unknown_host) {
     boost::system::error_code ec;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -34,6 +35,10 @@ struct ClientOptions {
   // and ADD, sent as ADD_ONCE with a request id when the client has a name (the server
   // applies it once). Never retried: DELETE, and ADD without a name.
   Duration reconnect_window{0};
+  // Asked between the first connection's attempts, at least every 100 ms while it retries:
+  // true ends them at once with StoreUnavailable (a stop signal; a port nobody listens on that
+  // the caller may host itself). `refused`: the last attempt was refused (nobody listens there).
+  std::function<bool(bool refused)> give_up_connecting;
 };
 
 class TcpStoreClient : public Store {

@@ -14,7 +14,6 @@ Prints what it checked; exits 1 on the first mismatch.
 import argparse
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 from checks import fail  # noqa: E402
+from hung_jobs import hung_job_report, stop_hung  # noqa: E402
 from ports import free_port  # noqa: E402
 
 WORKER = os.path.join(HERE, "store_worker.py")
@@ -85,12 +85,11 @@ def case_distributed_sum(args):
                                       stderr=subprocess.STDOUT, text=True) for _ in range(2)]
             try:
                 outs = [p.communicate(timeout=300)[0] for p in procs]
-            except subprocess.TimeoutExpired:  # a hang: stop both, show where each stood
-                for p in procs:
-                    p.send_signal(signal.SIGTERM)
-                outs = [p.communicate(timeout=60)[0] for p in procs]
-                fail(f"run {attempt + 1}: the job did not end within 300 s (SIGTERM sent)",
-                     "\n---\n".join(outs))
+            except subprocess.TimeoutExpired:  # a hang: show where each process stood, then stop both
+                report = hung_job_report([p.pid for p in procs])
+                outs = stop_hung(procs)
+                fail(f"run {attempt + 1}: the job did not end within 300 s",
+                     "\n".join([report, *(f"---- launcher {k} ----\n{o}" for k, o in enumerate(outs))]))
             codes = [p.returncode for p in procs]
             if codes != [0, 0]:
                 fail(f"run {attempt + 1}: launchers exited {codes}, expected [0, 0]", "\n".join(outs))

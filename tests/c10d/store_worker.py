@@ -4,9 +4,13 @@ that is refused (the launcher's store must be up before any worker starts); then
 through env:// (gloo, or STORE_WORKER_BACKEND=nccl on cuda:LOCAL_RANK), all-reduces rank+1 once, checks the sum and returns at once (the
 elastic agent's "distributed sum" test). Prints one line per check.
 """
+import faulthandler
 import os
+import signal
 import socket
 import sys
+
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # a hung run's check asks for our stacks (hung_jobs.py)
 
 addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
 rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])

@@ -2,6 +2,11 @@
 // the workers' store, fail together, restart together, and notice a lost peer.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -11,6 +16,7 @@
 #include <memory>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -643,6 +649,51 @@ TEST_CASE("a duplicate node rank is reported, not hung on") {
   INFO(all);
   CHECK((r1.exit_code == 124 || r2.exit_code == 124));
   CHECK_THAT(all, Catch::Contains("claimed twice") || Catch::Contains("maximum of 2 nodes"));
+}
+
+// A node started before the store's host waits for it (up to the join timeout), and a stop
+// signal meanwhile ends that wait at once, as it ends every other.
+TEST_CASE("a stop signal while a node waits for the rendezvous store ends the wait at once") {
+  const std::string backend = GENERATE(as<std::string>{}, "static", "c10d");
+  const int sig = GENERATE(SIGTERM, SIGINT);
+  INFO(backend << ", signal " << sig);
+  Background follower(with(two_node_launcher(backend, 1, free_port()), {"true"}));
+  REQUIRE(wait_until([&] { return follower.err_so_far().find("containment") != std::string::npos; }, 30s));
+  std::this_thread::sleep_for(500ms);  // into the connect's retries
+  follower.signal(sig);
+  const RunResult r = follower.wait(20s);
+  INFO(r.err);
+  CHECK(r.exit_code == 128 + sig);
+  CHECK_THAT(r.err, Catch::Contains(std::string("stopped by ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
+                                    " while waiting for the rendezvous store: 127.0.0.1:") &&
+                        Catch::Contains("Connection refused"));
+}
+
+// Two launchers that bind --rdzv-endpoint at the same moment may both find the port taken
+// (Linux checks a listener's port only after marking it listening), and neither hosted the
+// store: both waited for nobody until the join timeout. Held here: a socket bound to the port,
+// never listening, closed after a second, as the other racer's failed bind closes its own.
+TEST_CASE("c10d: a port taken here while nobody listens there is hosted once it is free, by one launcher") {
+  const int held = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);  // not the launchers' to keep
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(held, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0);
+  socklen_t len = sizeof at;
+  REQUIRE(::getsockname(held, reinterpret_cast<sockaddr*>(&at), &len) == 0);
+  const std::string port = std::to_string(ntohs(at.sin_port));
+  const std::vector<std::string> node{
+      launcher_path(),  "--nnodes=2",         "--rdzv-backend=c10d",         "--rdzv-endpoint=127.0.0.1:" + port,
+      "--rdzv-id=held", "--nproc-per-node=1", "--rdzv-conf=join_timeout=60", "true"};
+  Background a(node), b(node);
+  std::this_thread::sleep_for(1s);
+  ::close(held);
+  const RunResult ra = a.wait(60s), rb = b.wait(60s);
+  INFO("a:\n" << ra.err << "b:\n" << rb.err);
+  CHECK(ra.exit_code == 0);
+  CHECK(rb.exit_code == 0);
+  const std::string hosting = "hosting the agent store at 127.0.0.1:" + port;
+  CHECK((ra.err.find(hosting) != std::string::npos) != (rb.err.find(hosting) != std::string::npos));
 }
 
 TEST_CASE("mismatched --nnodes is reported") {
