@@ -2,8 +2,11 @@
 // a job's first round puts the joiners that probe (NodeInfo::probe_port) in a ring in join order
 // and gives each its successor's probe and the store host's (the leader's) probe, one record per
 // joiner (rN/linkpeer/T); each measures and reports (rN/link/T); the leader judges the ring
-// (preflight::judge_links) and marks the failing nodes as failed pre-flight, which the round's
-// screen then leaves out. Records are JSON; `measure` does the I/O (the agent's probe).
+// (preflight::judge_links). When that fails a node, every node measures once more (rN/linkpeer2/T,
+// rN/link2/T) and the ring is judged on the better of each link's two measurements: a node is
+// left out only when both show it failing (a CPU-starved moment reads as a slow link). The
+// failing nodes are marked as failed pre-flight, which the round's screen then leaves out.
+// Records are JSON; `measure` does the I/O (the agent's probe).
 #pragma once
 
 #include <chrono>
@@ -36,15 +39,23 @@ preflight::RingReport ring_report_from_json(const std::string& text);
 // Measures a LinkPeer: what a node's probe does (the agent's).
 using MeasureLinks = std::function<preflight::RingReport(const LinkPeer&)>;
 
+// How many times the ring may be measured: a second time only when the first fails a node.
+inline constexpr int kLinkPasses = 2;
+
 struct LinkKeys {
-  static std::string peer(int r, long t) { return "r" + std::to_string(r) + "/linkpeer/" + std::to_string(t); }
-  static std::string report(int r, long t) { return "r" + std::to_string(r) + "/link/" + std::to_string(t); }
+  static std::string peer(int r, long t, int pass = 1) { return key(r, "linkpeer", pass, t); }
+  static std::string report(int r, long t, int pass = 1) { return key(r, "link", pass, t); }
+
+ private:
+  static std::string key(int r, const char* what, int pass, long t) {
+    return "r" + std::to_string(r) + "/" + what + (pass > 1 ? std::to_string(pass) : "") + "/" + std::to_string(t);
+  }
 };
 
 // The leader (ticket 1, joined[0]): runs the checks of round `round` over `joined` (in ticket
 // order) and appends each failing node's reason to its preflight_failed; returns the warning
-// lines. Waits for the reports until `deadline` (a node that did not report counts as a
-// failed link). Nothing when fewer than two nodes probe.
+// lines. Waits for each pass's reports until `deadline` (the second pass: as long again; a
+// node that did not report counts as a failed link). Nothing when fewer than two nodes probe.
 std::vector<std::string> check_links(store::Store& job, int round, std::vector<NodeInfo>& joined,
                                      const MeasureLinks& measure, const cli::PreflightConf& conf,
                                      std::chrono::steady_clock::time_point deadline);

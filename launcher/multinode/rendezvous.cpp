@@ -75,15 +75,24 @@ void Rendezvous::check_interrupted() {
   }
 }
 
+// Each pass the leader asks for (link_round.hpp), until the plan is out or (an elected leader,
+// looked at every heartbeat interval once answered) the leader is lost: the wait for the plan
+// that follows says so.
 void Rendezvous::answer_link_check(int round, long ticket, Clock::time_point deadline) {
-  const std::string peer = LinkKeys::peer(round, ticket);
-  while (Clock::now() < deadline && !job_.check({JobKeys::plan(round)})) {
+  auto look_at_leader = Clock::now();
+  for (int pass = 1; pass <= kLinkPasses && Clock::now() < deadline && !job_.check({JobKeys::plan(round)});) {
     check_interrupted();
+    if (pass > 1 && leader_lost_ && Clock::now() >= look_at_leader) {
+      look_at_leader = Clock::now() + seconds(conf_.heartbeat_interval_s);
+      const std::optional<std::string> leader = job_.try_get(JobKeys::leader(round));
+      if (leader && leader_lost_(*leader)) return;
+    }
+    const std::string peer = LinkKeys::peer(round, ticket, pass);
     if (!job_.wait({peer}, kLinkPoll)) continue;
     links_checked_ = true;
-    job_.set(LinkKeys::report(round, ticket),
+    job_.set(LinkKeys::report(round, ticket, pass),
              to_json(measure_links_(link_peer_from_json(job_.get(peer, kPublishedKeyTimeout)))));
-    return;
+    ++pass;
   }
 }
 

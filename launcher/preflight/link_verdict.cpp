@@ -1,5 +1,6 @@
 #include "launcher/preflight/link_verdict.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -144,6 +145,18 @@ void judge_store(const Ring& g, long host, LinkVerdict& v) {
 }
 
 }  // namespace
+
+RingReport better_of(const RingReport& a, const RingReport& b) {
+  RingReport r;
+  if (!a.link.error.empty() || !b.link.error.empty()) r.link = a.link.error.empty() ? a.link : b.link;
+  else
+    r.link = {std::max(a.link.out_mbps, b.link.out_mbps), std::max(a.link.in_mbps, b.link.in_mbps),
+              std::min(a.link.rtt_us, b.link.rtt_us), ""};
+  if (!a.clock.error.empty() || !b.clock.error.empty()) r.clock = a.clock.error.empty() ? a.clock : b.clock;
+  else r.clock = a.clock.rtt_ms <= b.clock.rtt_ms ? a.clock : b.clock;
+  r.store_error = a.store_error.empty() ? a.store_error : b.store_error;
+  return r;
+}
 
 LinkVerdict judge_links(const std::vector<RingReport>& ring, const std::vector<std::string>& labels,
                         const cli::PreflightConf& conf, long store_host) {

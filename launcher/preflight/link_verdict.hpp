@@ -43,6 +43,12 @@ struct LinkVerdict {
   std::vector<std::string> warnings;     // one line each ("network: ...")
 };
 
+// The better of two measurements of one ring position (a moment of CPU starvation on either end
+// reads as a slow link; a second look that is fine clears it): per figure, a measurement that
+// succeeded over one that failed, else the higher bandwidths, the lower round trip, the clock
+// exchanged with the shorter round trip, the workers' store reached by either.
+RingReport better_of(const RingReport& a, const RingReport& b);
+
 // labels[i]: how position i is named ("node 2 (host-c)"). store_host: the ring position of the
 // node that will host the workers' store (-1: none asked): when no other node reaches it, it is
 // the one that fails; otherwise each node that cannot reach it fails.
