@@ -149,7 +149,7 @@ target_runs() {
       ok=$((ok + 1))
     else
       echo "$how run $r: left out: '${out}' (expected node $((nodes - 1)) only); codes: $(tr '\n' ' ' <"$tmp/$name$r.codes")" >&2
-      grep -h "preflight\|network" "$tmp/$name$r".*.err >&2 || true
+      grep -h "preflight\|pre-flight\|network" "$tmp/$name$r".*.err >&2 || true
     fi
   done
   echo "$ok"
@@ -185,7 +185,7 @@ for ((r = 0; r < clean_runs; r++)); do
   if [[ -n $out ]]; then
     false_out=$((false_out + 1))
     echo "clean run $r: left out: $out" >&2
-    grep -h "preflight" "$tmp/clean$r".*.err >&2 || true
+    grep -h "preflight\|pre-flight" "$tmp/clean$r".*.err >&2 || true
   fi
 done
 if ((${#burner_pids[@]})); then
