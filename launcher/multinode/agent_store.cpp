@@ -6,6 +6,7 @@
 #include "launcher/console/notice.hpp"
 #include "launcher/multinode/agent_store.hpp"
 #include "launcher/multinode/agent_store_sizing.hpp"
+#include "launcher/net/backoff.hpp"
 #include "launcher/net/listen_error.hpp"
 #include "launcher/net/open_files.hpp"
 #include "launcher/os/ports.hpp"
@@ -14,7 +15,6 @@
 #include "launcher/store/tcp_client.hpp"
 #include <chrono>
 #include <fmt/format.h>
-#include <random>
 #include <thread>
 #include <unistd.h>
 
@@ -42,13 +42,12 @@ class StoreKeyWaiter : public KeyWaiter {
 
 // Tries to host the agent store on the address the job reaches it at; false when another
 // launcher on this machine hosts it already (c10d mode: then we join it as a client).
-bool host_store(const MultiNodeSpec& spec, const std::string& listen_host, JobStoreLink& link) {
+bool host_store(const MultiNodeSpec& spec, const std::string& listen_host, const AgentStoreSizing& sizing,
+                JobStoreLink& link) {
   store::ServerOptions options;
   options.host = listen_host;
   options.port = static_cast<uint16_t>(link.endpoint.port);
   options.token = spec.rdzv.token;
-  const AgentStoreSizing sizing =
-      size_agent_store(static_cast<size_t>(spec.nnodes_max), net::raise_open_file_limit(), net::somaxconn());
   options.max_connections = sizing.max_connections;
   options.backlog = sizing.backlog;
   link.server = std::make_unique<store::StoreServer>(options);
@@ -105,10 +104,14 @@ JobStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& r
     return stopped || rehost;
   };
   const auto deadline = std::chrono::steady_clock::now() + ms(conf.join_timeout_s);
+  const AgentStoreSizing sizing =  // only a launcher that may host raises its open-file limit
+      try_host ? size_agent_store(static_cast<size_t>(spec.nnodes_max), net::raise_open_file_limit(), net::somaxconn())
+               : AgentStoreSizing{};
   std::unique_ptr<store::TcpStoreClient> client;
   std::string host;
-  for (std::mt19937 jitter(static_cast<uint32_t>(::getpid()));;) {
-    link.leader = try_host && host_store(spec, listen_host, link);
+  // Two racers part ways at the first pause (20-30 ms); a port held for good is tried less often.
+  for (net::Backoff backoff(std::chrono::milliseconds(20), std::chrono::milliseconds(250));;) {
+    link.leader = try_host && host_store(spec, listen_host, sizing, link);
     // The leader's own client connects where its server listens.
     host = !link.leader ? link.endpoint.host : listen_host == "0.0.0.0" ? "127.0.0.1" : listen_host;
     options.connect_timeout = std::max(
@@ -120,8 +123,8 @@ JobStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& r
       if (stopped)
         throw store::StoreUnavailable(
             fmt::format("{}: {}", format_host_port(link.endpoint.host, link.endpoint.port), e.what()));
-      if (rehost && std::chrono::steady_clock::now() < deadline) {  // two racers part ways: a pause of 0-50 ms
-        std::this_thread::sleep_for(std::chrono::milliseconds(jitter() % 50));
+      if (rehost && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(backoff.next());
         continue;
       }
       if (!try_host || link.leader) throw;
