@@ -7,13 +7,13 @@
 #include "launcher/cli/environment.hpp"
 #include "launcher/cli/options.hpp"
 #include "launcher/resolve_job.hpp"  // Placement
-#include "launcher/supervise/stop_requests.hpp"
+#include "launcher/supervise/stop_input.hpp"
 
 namespace ddp::launch {
 
-// placement: a many-host agent's, from the launching machine. stops (may be null): stop
-// requests from another thread (a many-host agent's stdin watch).
+// placement: a many-host agent's, from the launching machine. stop_input: the
+// launching machine's session (a many-host agent's stdin), read on the node's loop.
 int run_agent(const cli::LaunchOptions& options, const cli::Environment& env, const Placement& placement = std::nullopt,
-              supervise::StopRequests* stops = nullptr);
+              const supervise::StopInputSpec& stop_input = {});
 
 }  // namespace ddp::launch

@@ -12,14 +12,13 @@
 #include "launcher/os/process.hpp"
 #include "launcher/os/this_process.hpp"
 #include "launcher/remote_agent.hpp"
-#include "launcher/supervise/stop_requests.hpp"
+#include "launcher/supervise/stop_input.hpp"
 #include <cerrno>
 #include <fmt/format.h>
 #include <optional>
 #include <signal.h>
 #include <stdlib.h>
 #include <string>
-#include <thread>
 #include <unistd.h>
 
 extern char** environ;
@@ -58,36 +57,6 @@ void select_slots(const std::vector<int>& slots) {
   os::set_env("CUDA_VISIBLE_DEVICES", fmt::format("{}", fmt::join(chosen, ",")));
 }
 
-// The end of stdin stops the agent like a SIGTERM would (the launching side is gone, or
-// ends the job): a stop request with the reason, so the stop is reported by it rather than by
-// a signal. A stop message before it (hosts/agent_plan) says why; without one, this host lost
-// its session with the launching machine. The thread ends with stdin; the process does not
-// wait for it (a read cannot be cancelled), so it owns only what it captured.
-void watch_stdin(const hosts::AgentPlacement& p, supervise::StopRequests& stops) {
-  std::thread([lost = fmt::format("host {} (node rank {}) lost its session with the launching machine", p.host,
-                                  p.node_rank),
-               elastic = p.nnodes_min > 0, &stops] {
-    std::string pending;
-    std::optional<std::string> reason;
-    char buf[256];
-    for (;;) {
-      const ssize_t n = os::read_some(STDIN_FILENO, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      pending.append(buf, static_cast<size_t>(n));
-      for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1))
-        if (auto said = hosts::decode_stop_message(pending.substr(0, nl)); said && !reason) reason = said;
-      if (pending.size() > kMaxConfigBytes) pending.clear();
-    }
-    if (!reason && elastic) {  // gone from the job as a lost node is: the others go on without it
-      console::launcher_notice(lost + ": leaving the elastic job as a lost node (its workers killed)");
-      os::exit_at_once(exit_code::from_signal(SIGKILL));  // the workers die with it (PR_SET_PDEATHSIG)
-    }
-    console::launcher_notice(fmt::format("stopping (as on SIGTERM): {}", reason.value_or(lost)));
-    stops.request(reason.value_or(lost));
-  }).detach();
-}
-
 }  // namespace
 
 int run_remote_agent() {
@@ -106,9 +75,13 @@ int run_remote_agent() {
   if (!parsed.options)
     throw LaunchError(exit_code::kUsage, "the agent configuration asks for help or the version, not a launch");
   for (const auto& warning : parsed.options->warnings) console::launcher_notice("warning: " + warning);
-  static supervise::StopRequests stops;  // outlives the stdin watch, which is never joined
-  watch_stdin(p, stops);
-  return run_agent(*parsed.options, env, p, &stops);
+  // The end of stdin stops the agent (the launching side is gone, or ends the job); a stop
+  // message before it (hosts/agent_plan) says why; without one, this host lost its session.
+  supervise::StopInputSpec session{
+      STDIN_FILENO, hosts::decode_stop_message,
+      fmt::format("host {} (node rank {}) lost its session with the launching machine", p.host, p.node_rank),
+      p.nnodes_min > 0};
+  return run_agent(*parsed.options, env, p, session);
 }
 
 }  // namespace ddp::launch

@@ -9,7 +9,8 @@
 # the leftover sweep); report: event log, status board, failure reports, recovery timeline; progress: the one reader
 # of the progress records (hang, stragglers, first step); snapshot: the in-memory snapshot files
 # and their persister; warm: standbys; supervise: one attempt's processes; status: the status
-# endpoint; preflight: a node's pre-flight measurements and their verdict (cli for the thresholds);
+# endpoint; preflight: a node's pre-flight measurements and their verdict (cli for the thresholds, net for the
+# link probe's listener);
 # node: a node's services for a job (NodeSession) and the single-node agent;
 # console: the launcher's own voice (launcher_notice, write_all) and a terminal's live lines.
 # net (what the three servers share: the listen sequence, ListenError) uses nothing of the
@@ -36,7 +37,7 @@ declare -A allowed=(
   [warm]="base os console worker report contain warm"
   [supervise]="base cli os console contain worker report progress warm supervise"
   [status]="base cli os console worker report http net status"
-  [preflight]="base cli preflight"
+  [preflight]="base cli net preflight"
   [node]="base cli os console contain worker report progress snapshot warm supervise status c10d net preflight node"
   [multinode]="base cli os console contain worker report snapshot supervise status preflight node multinode store etcd c10d net"
   [net]="net"

@@ -71,76 +71,40 @@ bool host_store(const MultiNodeSpec& spec, const std::string& listen_host, const
   return true;
 }
 
-}  // namespace
+// Where the agent store is: --master-addr:--master-port (static), or the --rdzv-endpoint
+// (c10d: one member, read by cli/; port 0: the default).
+HostPort agent_store_endpoint(const MultiNodeSpec& spec) {
+  if (spec.rdzv_backend == cli::RdzvBackend::kStatic) return HostPort{spec.master_addr, *spec.master_port};
+  HostPort endpoint = spec.rdzv_endpoints.front().address;
+  if (endpoint.port == 0) endpoint.port = kDefaultRdzvPort;
+  return endpoint;
+}
 
-JobStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& run_id,
-                                 const StopRequested& stop_requested) {
-  const cli::RendezvousConf& conf = spec.rdzv;
-  const bool static_rdzv = spec.rdzv_backend == cli::RdzvBackend::kStatic;
-  JobStoreLink link;
-  if (static_rdzv) {
-    link.endpoint = HostPort{spec.master_addr, *spec.master_port};
-  } else {  // c10d: one member, read by cli/
-    link.endpoint = spec.rdzv_endpoints.front().address;
-    if (link.endpoint.port == 0) link.endpoint.port = kDefaultRdzvPort;
-  }
-  link.name = fmt::format("{}:{}", os::host_name(), ::getpid());
-  const bool try_host =
-      static_rdzv ? spec.node_rank == 0 : conf.is_host.value_or(os::is_local_address(link.endpoint.host));
-  const std::string listen_host = conf.bind_all ? "0.0.0.0" : os::store_listen_host(link.endpoint.host);
+store::ClientOptions agent_client_options(const cli::RendezvousConf& conf, const std::string& name) {
   store::ClientOptions options;
   options.token = conf.token;
-  options.name = link.name;
+  options.name = name;
   options.request_timeout = ms(conf.heartbeat_timeout_s);
   options.heartbeat_timeout_ms = static_cast<uint32_t>(conf.heartbeat_timeout_s * 1000);
   options.reconnect_window = ms(conf.heartbeat_timeout_s);  // lost only after heartbeat_timeout
-  // A launcher that found the port taken here while nobody listens there hosts the store
-  // after all: two launchers that bind at the same moment may both find it taken (Linux
-  // checks a listener's port only after marking it listening), and neither would host.
-  bool stopped = false, rehost = false;
-  options.give_up_connecting = [&](bool refused) {
-    stopped = stop_requested && stop_requested();
-    rehost = !stopped && refused && try_host && !link.leader;
-    return stopped || rehost;
-  };
-  const auto deadline = std::chrono::steady_clock::now() + ms(conf.join_timeout_s);
-  const AgentStoreSizing sizing =  // only a launcher that may host raises its open-file limit
-      try_host ? size_agent_store(static_cast<size_t>(spec.nnodes_max), net::raise_open_file_limit(), net::somaxconn())
-               : AgentStoreSizing{};
-  std::unique_ptr<store::TcpStoreClient> client;
-  std::string host;
-  // Two racers part ways at the first pause (20-30 ms); a port held for good is tried less often.
-  for (net::Backoff backoff(std::chrono::milliseconds(20), std::chrono::milliseconds(250));;) {
-    link.leader = try_host && host_store(spec, listen_host, sizing, link);
-    // The leader's own client connects where its server listens.
-    host = !link.leader ? link.endpoint.host : listen_host == "0.0.0.0" ? "127.0.0.1" : listen_host;
-    options.connect_timeout = std::max(
-        store::Duration(1), std::chrono::duration_cast<store::Duration>(deadline - std::chrono::steady_clock::now()));
-    try {
-      client = std::make_unique<store::TcpStoreClient>(host, static_cast<uint16_t>(link.endpoint.port), options);
-      break;
-    } catch (const store::StoreError& e) {
-      if (stopped)
-        throw store::StoreUnavailable(
-            fmt::format("{}: {}", format_host_port(link.endpoint.host, link.endpoint.port), e.what()));
-      if (rehost && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(backoff.next());
-        continue;
-      }
-      if (!try_host || link.leader) throw;
-      // The port stayed taken on this machine, which this launcher read as another launcher hosting.
-      const std::string why =
-          rehost ? fmt::format("cannot reach the rendezvous store at {} within {:g} s: {}",
-                               format_host_port(link.endpoint.host, link.endpoint.port), conf.join_timeout_s, e.what())
-                 : e.what();
-      throw store::StoreError(fmt::format(
-          "{} (port {} is in use on this machine, so this launcher did not host the store, yet nothing answered "
-          "there: another program holds the port, or a connection's own end took it; `ss -tanp 'sport = :{}'` names "
-          "it; choose another port)",
-          why, link.endpoint.port, link.endpoint.port));
-    }
-  }
-  options.give_up_connecting = nullptr;  // the waiter's connection below: the store is up
+  return options;
+}
+
+// The port stayed taken on this machine, which a launcher that may host read as another
+// launcher hosting, yet nothing answered there (why: the connection's error).
+store::StoreError nobody_hosts(const HostPort& endpoint, const std::string& why) {
+  return store::StoreError(fmt::format(
+      "{} (port {} is in use on this machine, so this launcher did not host the store, yet nothing answered "
+      "there: another program holds the port, or a connection's own end took it; `ss -tanp 'sport = :{}'` names "
+      "it; choose another port)",
+      why, endpoint.port, endpoint.port));
+}
+
+// The link's client side, once `client` is connected to `host`: the job's keys, the waiter's
+// own connection (made later, by the abort wait), the notice.
+void finish_link(JobStoreLink& link, std::unique_ptr<store::TcpStoreClient> client, const std::string& host,
+                 store::ClientOptions options, const MultiNodeSpec& spec, const std::string& run_id) {
+  options.give_up_connecting = nullptr;  // the waiter's connection: the store is up
   const std::string job_prefix = "ddp-launch/" + run_id;
   link.job = std::make_unique<store::PrefixStore>(job_prefix, *client);
   link.root = client.get();
@@ -157,7 +121,60 @@ JobStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& r
                                        link.leader ? "hosting" : "joined", link.address,
                                        link.leader ? ", listening on " + link.server->listen_address() : "",
                                        cli::rdzv_backend_name(spec.rdzv_backend), run_id));
-  return link;
+}
+
+}  // namespace
+
+JobStoreLink connect_agent_store(const MultiNodeSpec& spec, const std::string& run_id,
+                                 const StopRequested& stop_requested) {
+  const cli::RendezvousConf& conf = spec.rdzv;
+  JobStoreLink link;
+  link.endpoint = agent_store_endpoint(spec);
+  link.name = fmt::format("{}:{}", os::host_name(), ::getpid());
+  const bool try_host = spec.rdzv_backend == cli::RdzvBackend::kStatic
+                            ? spec.node_rank == 0
+                            : conf.is_host.value_or(os::is_local_address(link.endpoint.host));
+  const std::string listen_host = conf.bind_all ? "0.0.0.0" : os::store_listen_host(link.endpoint.host);
+  store::ClientOptions options = agent_client_options(conf, link.name);
+  // A launcher that found the port taken here while nobody listens there hosts the store
+  // after all: two launchers that bind at the same moment may both find it taken (Linux
+  // checks a listener's port only after marking it listening), and neither would host.
+  bool stopped = false, rehost = false;
+  options.give_up_connecting = [&](bool refused) {
+    stopped = stop_requested && stop_requested();
+    rehost = !stopped && refused && try_host && !link.leader;
+    return stopped || rehost;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + ms(conf.join_timeout_s);
+  const AgentStoreSizing sizing =  // only a launcher that may host raises its open-file limit
+      try_host ? size_agent_store(static_cast<size_t>(spec.nnodes_max), net::raise_open_file_limit(), net::somaxconn())
+               : AgentStoreSizing{};
+  const std::string where = format_host_port(link.endpoint.host, link.endpoint.port);
+  // Two racers part ways at the first pause (20-30 ms); a port held for good is tried less often.
+  for (net::Backoff backoff(std::chrono::milliseconds(20), std::chrono::milliseconds(250));;) {
+    link.leader = try_host && host_store(spec, listen_host, sizing, link);
+    // The leader's own client connects where its server listens.
+    const std::string host = !link.leader ? link.endpoint.host : listen_host == "0.0.0.0" ? "127.0.0.1" : listen_host;
+    options.connect_timeout = std::max(
+        store::Duration(1), std::chrono::duration_cast<store::Duration>(deadline - std::chrono::steady_clock::now()));
+    try {
+      finish_link(link,
+                  std::make_unique<store::TcpStoreClient>(host, static_cast<uint16_t>(link.endpoint.port), options),
+                  host, options, spec, run_id);
+      return link;
+    } catch (const store::StoreError& e) {
+      if (stopped) throw store::StoreUnavailable(fmt::format("{}: {}", where, e.what()));
+      if (rehost && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(backoff.next());
+        continue;
+      }
+      if (!try_host || link.leader) throw;
+      throw nobody_hosts(link.endpoint, rehost
+                                            ? fmt::format("cannot reach the rendezvous store at {} within {:g} s: {}",
+                                                          where, conf.join_timeout_s, e.what())
+                                            : e.what());
+    }
+  }
 }
 
 }  // namespace ddp::launch::multinode

@@ -16,7 +16,7 @@
 #include "launcher/cli/rendezvous_target.hpp"  // RdzvBackend, HttpEndpoint
 #include "launcher/cli/strike_policy.hpp"
 #include "launcher/node/job_config.hpp"
-#include "launcher/supervise/stop_requests.hpp"
+#include "launcher/supervise/stop_input.hpp"
 
 namespace ddp::launch::multinode {
 
@@ -35,8 +35,8 @@ struct MultiNodeSpec {
   cli::StrikePolicy strikes;  // --strikes: the leader leaves out a node that keeps failing
 };
 
-// stops (may be null): stop requests from another thread (a many-host agent's stdin).
+// stop_input: the launching machine's session (a many-host agent's stdin; fd -1: none).
 int run_multi_node_agent(const node::JobConfig& job, const MultiNodeSpec& spec, const cli::Environment& env,
-                         supervise::StopRequests* stops = nullptr);
+                         const supervise::StopInputSpec& stop_input = {});
 
 }  // namespace ddp::launch::multinode

@@ -3,17 +3,16 @@
 // and last_call_timeout passed, and publishes the plan; followers join the open round and
 // read the plan, waiting for the next round when they came too late. Blocks, waiting in
 // slices of at most the heartbeat interval (each wait also keeps the connection alive) and
-// asking `interrupted` between slices. Throws LaunchError(kRendezvousFailed) on timeout, a
-// failed plan or a malformed record, JobStopped when a launcher was stopped by a signal
-// (the job's stop record), store::StoreError when the store is lost. With elect_leaders
-// (etcd: nobody hosts the store) the leader of each round is whoever claims rN/leader first,
-// so no round depends on a launcher of an earlier one.
+// asking `interrupted` between slices. A join returns what it ended in (JoinOutcome); it
+// throws LaunchError(kRendezvousFailed) on timeout, a failed plan or a malformed record,
+// LaunchError(kPreflightFailed, kStruckOut) when the leader left this node out, and
+// store::StoreError when the store is lost. Configured once, by a RendezvousPolicy.
 #pragma once
 
 #include <functional>
 #include <optional>
-#include <stdexcept>
 #include <string>
+#include <variant>
 
 #include "launcher/cli/rendezvous_conf.hpp"
 #include "launcher/multinode/abort_record.hpp"
@@ -58,20 +57,6 @@ struct JobKeys {
   static std::string ended_seen() { return "ended_seen"; }
 };
 
-// Thrown by Rendezvous::join on a hot spare when the job ended without needing it.
-struct JobEnded : std::runtime_error {
-  explicit JobEnded(int code)
-      : std::runtime_error("the job ended (exit " + std::to_string(code) + ") while this node waited as a hot spare"),
-        exit_code(code) {}
-  int exit_code;
-};
-
-// Thrown by Rendezvous::join when the job's stop record is there: every node exits with it.
-struct JobStopped : std::runtime_error {
-  explicit JobStopped(AbortRecord r) : std::runtime_error(r.reason), record(std::move(r)) {}
-  AbortRecord record;
-};
-
 // After a restart the leader knows who should come back: `expected` nodes (at least
 // nnodes_min) and `spares` hot spares (then more than nnodes_max may join: the plan keeps the
 // previous round's nodes first and the rest stay spares). The round closes as soon as they are
@@ -85,57 +70,93 @@ struct Regroup {
   int spares = 0;
 };
 
+// Who leads this launcher's rounds: the store's host (every round), or another launcher (this
+// one follows), or whoever claims each round first (etcd: nobody hosts the store, so no round
+// depends on a launcher of an earlier one). kElected: `name` is this launcher's claim, and
+// `lost(leader)` says whether a launcher's liveness is gone (a follower whose round's leader is
+// lost before the plan moves on to the next round).
+struct LeaderMode {
+  enum class Kind { kStoreHost, kFollower, kElected };
+  Kind kind = Kind::kFollower;
+  std::string name;
+  std::function<bool(const std::string&)> lost;
+};
+
+// --preflight's link checks (link_round.hpp): this node measures its ring link with `measure`
+// when its round's leader asks (before the plan); as a leader it runs them in its first round,
+// with `conf`'s thresholds, before the screen.
+struct LinkCheck {
+  MeasureLinks measure;
+  cli::PreflightConf conf;
+};
+
+// How this launcher's rendezvous runs, set once: the leader mode, the round's bounds (the job's
+// MIN and MAX nodes), the timeouts, the screen (the leader leaves out nodes whose own pre-flight
+// checks failed, whose median core is below cpu_fail of the nodes' median, or that were struck
+// out, node_screen.hpp, while MIN nodes remain) and the link checks (none without --preflight).
+struct RendezvousPolicy {
+  LeaderMode leader;
+  int nnodes_min = 1;
+  int nnodes_max = 1;
+  cli::RendezvousConf conf;
+  ScreenRules screen;
+  std::optional<LinkCheck> links;
+};
+
+// What a join ends in. Seated: the round's plan, which contains this node. BecameSpare: the
+// round had its MAX nodes without this one (a node without --node-rank that joined then): it
+// now waits as a hot spare: join again from round + 1 with restart_count (the agent warms its
+// standbys first); a spare waits without the join timeout. SpareReleased: the job ended
+// (exit_code) while this node waited as a spare. StopRecorded: a launcher was stopped by a
+// signal (the job's stop record): every node exits with it. Interrupted: `interrupted`
+// returned this signal while the join waited.
+struct Seated {
+  RoundPlan plan;
+};
+struct BecameSpare {
+  int round = 0;
+  int restart_count = 0;
+};
+struct SpareReleased {
+  int exit_code = 0;
+};
+struct StopRecorded {
+  AbortRecord record;
+};
+struct Interrupted {
+  int signal = 0;
+};
+using JoinOutcome = std::variant<Seated, BecameSpare, SpareReleased, StopRecorded, Interrupted>;
+
 class Rendezvous {
  public:
   // interrupted() returns a signal number (non-zero) to give up waiting.
-  Rendezvous(store::Store& job, const cli::RendezvousConf& conf, bool leader, int nnodes_min, int nnodes_max,
-             std::function<int()> interrupted);
+  Rendezvous(store::Store& job, RendezvousPolicy policy, std::function<int()> interrupted);
 
-  // Joins round `round` (a follower's first call passes -1: the round currently open).
-  // Returns a plan that contains `self`: whole for the round's leader, for group rank 0 and
-  // in leaderless jobs; otherwise only `self`. `regroup` matters to the leader only.
-  RoundPlan join(const NodeInfo& self, int round, int restart_count, Regroup regroup = {});
-
-  // Every round elects its leader (compare-and-set of rN/leader to `name`) instead of the
-  // store's host leading them all. `lost(leader)` says whether a launcher's liveness is gone:
-  // a follower whose round's leader is lost before the plan moves on to the next round.
-  void elect_leaders(std::string name, std::function<bool(const std::string&)> lost) {
-    elect_name_ = std::move(name);
-    leader_lost_ = std::move(lost);
-  }
-
-  // The leader leaves out nodes whose own pre-flight checks failed, whose median core is below
-  // cpu_fail of the nodes' median, or that were struck out (node_screen.hpp), while MIN nodes
-  // remain.
-  void screen_nodes_with(const ScreenRules& rules) { screen_ = rules; }
+  // Joins round `round` (a follower's first call passes -1: the round currently open). A Seated
+  // plan is whole for the round's leader, for group rank 0 and in leaderless jobs; otherwise
+  // it holds only `self`. `regroup` matters to the leader only.
+  JoinOutcome join(const NodeInfo& self, int round, int restart_count, Regroup regroup = {});
 
   // Whether every node this leader left out has read why (rN/left_out_read): the leader keeps
   // the store up at the job's end until then (a node left out for its slowness may be slow to
   // read it). Store errors propagate.
   bool left_out_have_read();
 
-  // --preflight's link checks (link_round.hpp): this node measures its ring link with `measure`
-  // when its round's leader asks (before the plan), and as a leader it runs them in its first
-  // round, with `conf`'s thresholds, before the screen.
-  void check_links_with(MeasureLinks measure, const cli::PreflightConf& conf) {
-    measure_links_ = std::move(measure);
-    link_conf_ = conf;
-  }
-
-  // A node without --node-rank that joins when the job runs with its MAX nodes waits as a hot
-  // spare (one with a --node-rank fails: a rank given twice): it joins every later round and takes a seat when one is
-  // free (a node lost or left out). `became_spare(round)` runs once, when it starts waiting (the agent warms its
-  // standbys then). A spare waits without the join timeout; the job's end throws JobEnded.
-  void on_spare(std::function<void(int)> became_spare) { became_spare_ = std::move(became_spare); }
   bool spare() const { return spare_; }
 
   // Waits until `key` exists or the deadline passes, in heartbeat-sized slices.
   bool wait_key(const std::string& key, std::chrono::steady_clock::time_point deadline);
 
  private:
+  bool elected() const { return policy_.leader.kind == LeaderMode::Kind::kElected; }
   RoundPlan lead(const NodeInfo& self, int round, int restart_count, Regroup regroup);
-  RoundPlan follow(const NodeInfo& self, int round);
-  RoundPlan join_elected(const NodeInfo& self, int round, int restart_count, Regroup regroup);
+  // The leader opens round `round` with its own join (always ticket 1) and waits until the
+  // round may close: everyone it wants joined, or enough and the last call (or the spares'
+  // grace) passed; without MIN nodes at the join timeout the round fails. Returns how many joined.
+  long gather(const NodeInfo& self, int round, Regroup regroup);
+  JoinOutcome follow(const NodeInfo& self, int round);
+  JoinOutcome join_elected(const NodeInfo& self, int round, int restart_count, Regroup regroup);
   // Joins round `round` as a follower and returns its plan; a plan without `self` means the
   // round was full (this node then waits for the next, counted in rN/waiting).
   // Elected rounds: nullopt when the round's leader was lost before its plan.
@@ -153,29 +174,23 @@ class Rendezvous {
   // LaunchError(kPreflightFailed) when the leader left it out.
   void read_seat(const NodeInfo& self, int round, long ticket, RoundPlan& plan);
   [[noreturn]] void fail_join_timeout(const NodeInfo& self, int round, long count);
-  void check_interrupted();  // also throws JobStopped; a spare, JobEnded
+  // Ends the join early (a private unwinding that join() turns into its outcome) on a signal,
+  // the job's stop record, or (a spare) the job's end.
+  void check_interrupted();
   // A follower that joined round `round` with `ticket`: measures its link if the leader asks
   // before the plan is there.
   void answer_link_check(int round, long ticket, std::chrono::steady_clock::time_point deadline);
-  // Round `round` had its MAX nodes without this one: wait as a spare from now on.
-  void become_spare(const NodeInfo& self, int round);
+  // Round `round` had its MAX nodes without this one: wait as a spare from now on. Whether
+  // this node just became one (it was not a spare before).
+  bool become_spare(const NodeInfo& self, int round);
   [[noreturn]] void follow_timed_out(const std::string& what) const;
   // Who a follower waits for when round `round` has no plan: how many joined, how many it
   // needs, and its leader (the round's first join record).
   std::string who_blocks(int round);
 
   store::Store& job_;
-  cli::RendezvousConf conf_;
-  bool leader_;
-  int nnodes_min_;
-  int nnodes_max_;
+  RendezvousPolicy policy_;
   std::function<int()> interrupted_;
-  std::string elect_name_;  // non-empty: elect each round's leader
-  std::function<bool(const std::string&)> leader_lost_;
-  ScreenRules screen_;
-  std::function<void(int)> became_spare_;
-  MeasureLinks measure_links_;  // empty: no link checks
-  cli::PreflightConf link_conf_;
   bool links_checked_ = false;                  // a leader checks the links of its first round only
   std::vector<std::pair<int, long>> left_out_;  // (round, nodes) this leader left out
   bool spare_ = false;                          // waits as a hot spare (until a round seats it)

@@ -25,9 +25,10 @@ report::StatusBoard job_board(const JobConfig& job, const NodeSeat& seat) {
 }
 
 std::unique_ptr<warm::StandbyPool> standby_pool(boost::asio::io_context& loop, os::Watchdog& watchdog,
-                                                const JobConfig& job, contain::Containment& containment) {
+                                                const JobConfig& job, contain::Containment& containment,
+                                                report::EventLog& events) {
   if (job.standby.kind == warm::StandbyKind::kNone) return nullptr;
-  return std::make_unique<warm::StandbyPool>(loop, watchdog, job.standby, &containment);
+  return std::make_unique<warm::StandbyPool>(loop, watchdog, job.standby, &containment, &events);
 }
 
 // The workers' thread notice comes before anything of the run is set up.
@@ -68,26 +69,26 @@ std::optional<snapshot::PersistReason> persist_reason(Kind kind, bool job_ends, 
 }
 
 NodeSession::NodeSession(const JobConfig& job, const cli::Environment& env, const NodeSeat& seat,
-                         supervise::StopRequests* stops)
+                         const supervise::StopInputSpec& stop_input)
     : job_(job),
+      stop_signals_(loop_, job.supervisor.stop_signals, job.supervisor.forward_signals),
       layout_(layout_after_notices(job, env), env),
       board_(job_board(job, seat)),
-      events_(layout_.run_dir(), seat.event_node),
-      recovery_(events_),
-      snapshots_(env),
+      events_(layout_.run_dir(), seat.event_node,
+              {[this](const std::string& line) { board_.add_event(line); }, job.events_to_console}),
+      recovery_(events_, &board_),
+      snapshots_(env, job.snapshot_persist, &events_),
+      end_(job, env, layout_, events_, snapshots_),
       containment_(job.containment),
       watchdog_(containment_.watchdog_sweep()),
-      standbys_(standby_pool(loop_, watchdog_, job, containment_)),
-      supervisor_(loop_, watchdog_, job.supervisor,
-                  {&events_, &recovery_, &board_, standbys_.get(), stops, &containment_}) {
+      standbys_(standby_pool(loop_, watchdog_, job, containment_, events_)),
+      supervisor_(loop_, watchdog_, job.supervisor, stop_signals_,
+                  {&events_, &recovery_, &board_, standbys_.get(), &containment_}) {
+  if (stop_input.fd >= 0)
+    stop_input_ = std::make_unique<supervise::StopInputWatch>(loop_, stop_input, stop_signals_.requests());
   console::launcher_notice(containment_.describe());
   if (layout_.enabled() && !layout_.temporary()) console::launcher_notice("logs in " + layout_.run_dir());
-  events_.set_console(job.events_to_console);
-  events_.set_tap([this](const std::string& line) { board_.add_event(line); });
   log_start(events_, job, containment_);
-  snapshots_.persist_to(job.snapshot_persist, &events_);
-  recovery_.set_status_board(&board_);
-  if (standbys_) standbys_->set_event_log(&events_);
   if (!job.standby.cold_reason.empty()) console::launcher_notice(job.standby.cold_reason);
   if (job.status.enabled)
     endpoint_ =
@@ -119,7 +120,7 @@ report::AttemptResult NodeSession::run_attempt(std::vector<worker::WorkerLaunch>
 }
 
 void NodeSession::after_attempt(const report::AttemptResult& result, bool job_ends, bool membership) {
-  if (auto why = persist_reason(result.kind, job_ends, supervisor_.interrupted_by() != 0, membership))
+  if (auto why = persist_reason(result.kind, job_ends, stop_signals_.interrupted_by() != 0, membership))
     snapshots_.persist(*why);
 }
 

@@ -17,6 +17,7 @@
 #include "launcher/base/failure_kind.hpp"
 #include "launcher/cli/environment.hpp"
 #include "launcher/node/job_config.hpp"
+#include "launcher/node/job_end.hpp"
 #include "launcher/contain/containment.hpp"
 #include "launcher/os/watchdog.hpp"
 #include "launcher/report/attempt_result.hpp"
@@ -25,7 +26,8 @@
 #include "launcher/report/status_board.hpp"
 #include "launcher/snapshot/snapshot_regions.hpp"
 #include "launcher/status/status_endpoint.hpp"
-#include "launcher/supervise/stop_requests.hpp"
+#include "launcher/supervise/stop_input.hpp"
+#include "launcher/supervise/stop_signals.hpp"
 #include "launcher/supervise/supervisor.hpp"
 #include "launcher/warm/standby_pool.hpp"
 #include "launcher/worker/run_layout.hpp"
@@ -49,21 +51,25 @@ std::optional<snapshot::PersistReason> persist_reason(report::AttemptResult::Kin
 class NodeSession {
  public:
   // Sets the node up (notices, the run directory, the `start` event, the endpoint listening).
-  // stops (may be null): stop requests from another thread, for the Supervisor. Throws
+  // stop_input (fd -1: none): the launching machine's session, watched on the loop; its stop
+  // requests go to the Supervisor. Throws
   // LaunchError as the parts do (a --metrics-port in use).
   NodeSession(const JobConfig& job, const cli::Environment& env, const NodeSeat& seat,
-              supervise::StopRequests* stops = nullptr);
+              const supervise::StopInputSpec& stop_input = {});
   ~NodeSession();
   NodeSession(const NodeSession&) = delete;
   NodeSession& operator=(const NodeSession&) = delete;
 
   supervise::Supervisor& supervisor() { return supervisor_; }
+  // The job's stop signals and requests, and the waits between attempts they end.
+  supervise::StopSignals& stops() { return stop_signals_; }
   worker::RunLayout& layout() { return layout_; }
   report::EventLog& events() { return events_; }
   report::StatusBoard& board() { return board_; }
   report::RecoveryLog& recovery() { return recovery_; }
   snapshot::SnapshotRegions& snapshots() { return snapshots_; }
   const status::StatusEndpoint* endpoint() const { return endpoint_.get(); }
+  JobEnd& end() { return end_; }
 
   // Attempt `restart_count` of `world_size` ranks begins: the event log's and the board's
   // attempt, and whether standbys are kept for a restart after it.
@@ -79,18 +85,19 @@ class NodeSession {
   bool warm_standbys(const std::vector<worker::WorkerLaunch>& launches);
   // A restart follows a failure of `kind`: counted on the board.
   void count_restart(FailureKind kind) { ++board_.restarts[kind]; }
-  // The job ends with an error (LaunchError, a lost store): the newest snapshot is persisted.
-  void persist_at_end() { snapshots_.persist(snapshot::PersistReason::kEnd); }
 
  private:
   const JobConfig& job_;
-  boost::asio::io_context loop_;  // first: every part below uses it
+  boost::asio::io_context loop_;                           // first: every part below uses it
+  supervise::StopSignals stop_signals_;                    // the job's signals and stop requests
+  std::unique_ptr<supervise::StopInputWatch> stop_input_;  // null without one
   worker::RunLayout layout_;
   report::StatusBoard board_;  // before the event log: its tap writes here
   report::EventLog events_;
   report::RecoveryLog recovery_;
   snapshot::SnapshotRegions snapshots_;  // its persister writes to events_
-  contain::Containment containment_;     // before the watchdog, which sweeps as it says
+  JobEnd end_;
+  contain::Containment containment_;  // before the watchdog, which sweeps as it says
   os::Watchdog watchdog_;
   std::unique_ptr<warm::StandbyPool> standbys_;  // null without warm restarts
   supervise::Supervisor supervisor_;

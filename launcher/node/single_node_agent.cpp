@@ -3,7 +3,6 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/signal_names.hpp"
-#include "launcher/base/signal_names.hpp"
 #include "launcher/console/notice.hpp"
 #include "launcher/node/node_session.hpp"
 #include "launcher/node/preflight_check.hpp"
@@ -13,34 +12,10 @@
 #include "launcher/os/ports.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/report/event_log.hpp"
-#include "launcher/report/failure_report.hpp"
-#include "launcher/report/termination_log.hpp"
 #include <fmt/format.h>
-#include <fstream>
-#include <unistd.h>
 
 namespace ddp::launch::node {
 namespace {
-
-void write_launcher_error_file(const cli::Environment& env, const report::WorkerOutcome& root,
-                               const report::ReportContext& ctx) {
-  auto path = cli::lookup(env, "TORCHELASTIC_ERROR_FILE");
-  if (!path || path->empty()) return;
-  std::ofstream out(*path);
-  if (out) out << launcher_error_record(root, ctx) << "\n";
-}
-
-// No restart left: the failure report on stderr, the launcher's error file, the exit code.
-int report_failure(const JobConfig& job, const cli::Environment& env, const report::AttemptResult& result, int attempt,
-                   worker::RunLayout& layout) {
-  const report::WorkerOutcome& root = result.outcomes[*result.root_cause];
-  keep_reported_error_file(layout, root);
-  const report::ReportContext ctx{job.program, os::host_name(), attempt, job.max_restarts};
-  console::write_all(STDERR_FILENO, format_failure_report(ctx, result.outcomes, *result.root_cause));
-  write_launcher_error_file(env, root, ctx);
-  report::write_termination_log(job.status.termination_log, termination_message(ctx, root));
-  return failure_exit_code(root);
-}
 
 void restart_notice(const JobConfig& job, const report::AttemptResult& result, int attempt) {
   const report::WorkerOutcome& root = result.outcomes[*result.root_cause];
@@ -86,28 +61,23 @@ std::unique_ptr<c10d::Server> host_worker_store(const JobConfig& job, const Sing
   }
 }
 
-// The attempt's end as the job's end: the failure report for the last failure, and the
-// finish event. nullopt: a restart follows.
-std::optional<int> conclude(NodeSession& session, const JobConfig& job, const cli::Environment& env,
-                            const report::AttemptResult& result, int attempt) {
-  report::EventLog& events = session.events();
+// The attempt's end as the job's end (JobEnd writes it): nullopt when a restart follows.
+std::optional<int> conclude(NodeSession& session, const JobConfig& job, const report::AttemptResult& result,
+                            int attempt) {
+  JobEnd& end = session.end();
   if (result.kind == report::AttemptResult::Kind::kSucceeded) {
-    events.write("finish", {{"outcome", "succeeded"}, {"exit_code", exit_code::kSuccess}});
+    end.finished(exit_code::kSuccess);
     return exit_code::kSuccess;
   }
   if (result.kind == report::AttemptResult::Kind::kInterrupted) {
     console::launcher_notice("stopped" + stopped_how(result.signal, result.stop_note));
-    events.write("finish", {{"outcome", "interrupted"},
-                            {"signal", signal_name(result.signal)},
-                            {"reason", result.stop_note.value_or("")},
-                            {"exit_code", exit_code::from_signal(result.signal)}});
-    return exit_code::from_signal(result.signal);
+    return end.interrupted(result.signal, result.stop_note);
   }
-  const bool final = attempt >= job.max_restarts || session.supervisor().interrupted_by() != 0;
-  log_worker_failure(events, result.outcomes[*result.root_cause], final);
+  const bool final = attempt >= job.max_restarts || session.stops().interrupted_by() != 0;
+  log_worker_failure(session.events(), result.outcomes[*result.root_cause], final);
   if (!final) return std::nullopt;
-  const int code = report_failure(job, env, result, attempt, session.layout());
-  events.write("finish", {{"outcome", "failed"}, {"exit_code", code}});
+  const int code = end.report_own_failure(result, attempt);
+  end.finished(code);
   return code;
 }
 
@@ -123,9 +93,9 @@ int run_attempts(NodeSession& session, const JobConfig& job, const SingleNodeSpe
     report::AttemptResult result = session.run_attempt(std::move(launches));
     store.reset();  // the attempt's workers are gone: its store may go too
     const bool job_ends = result.kind != report::AttemptResult::Kind::kFailed || attempt >= job.max_restarts ||
-                          session.supervisor().interrupted_by() != 0;
+                          session.stops().interrupted_by() != 0;
     session.after_attempt(result, job_ends);  // in the background; the job's end waits for it
-    if (std::optional<int> code = conclude(session, job, env, result, attempt)) return *code;
+    if (std::optional<int> code = conclude(session, job, result, attempt)) return *code;
     restart_notice(job, result, attempt);
     session.count_restart(result.outcomes[*result.root_cause].failure);
     session.events().set_attempt(attempt + 1);
@@ -138,9 +108,9 @@ int run_attempts(NodeSession& session, const JobConfig& job, const SingleNodeSpe
 }  // namespace
 
 int run_single_node_agent(const JobConfig& job, const SingleNodeSpec& node, const cli::Environment& env,
-                          supervise::StopRequests* stops) {
+                          const supervise::StopInputSpec& stop_input) {
   worker::GroupPlan plan = single_node_group(job, node);
-  NodeSession session(job, env, {-1, node.node_rank, node.nnodes}, stops);
+  NodeSession session(job, env, {-1, node.node_rank, node.nnodes}, stop_input);
   try {
     if (job.preflight)
       run_preflight(*job.preflight,
@@ -150,7 +120,7 @@ int run_single_node_agent(const JobConfig& job, const SingleNodeSpec& node, cons
                     {&session.events(), &session.board(), true});
     return run_attempts(session, job, node, env, plan);
   } catch (const LaunchError& e) {  // not swallowed: logged, then main() reports it
-    session.events().write("finish", {{"outcome", "error"}, {"exit_code", e.exit_code()}, {"message", e.what()}});
+    session.end().failed_by_error(e.exit_code(), e.what());
     throw;
   }
 }

@@ -9,7 +9,7 @@
 
 #include "launcher/cli/environment.hpp"
 #include "launcher/node/job_config.hpp"
-#include "launcher/supervise/stop_requests.hpp"
+#include "launcher/supervise/stop_input.hpp"
 
 namespace ddp::launch::node {
 
@@ -25,8 +25,8 @@ struct SingleNodeSpec {
 // (LaunchError(kAddressInUse) if not); without one, a free port is picked.
 worker::GroupPlan single_node_group(const JobConfig& job, const SingleNodeSpec& node);
 
-// stops (may be null): stop requests from another thread (a many-host agent's stdin).
+// stop_input: the launching machine's session (a many-host agent's stdin; fd -1: none).
 int run_single_node_agent(const JobConfig& job, const SingleNodeSpec& node, const cli::Environment& env,
-                          supervise::StopRequests* stops = nullptr);
+                          const supervise::StopInputSpec& stop_input = {});
 
 }  // namespace ddp::launch::node

@@ -21,8 +21,9 @@ const std::vector<RankSample> kNoSamples;
 
 }  // namespace
 
-ProgressMonitor::ProgressMonitor(boost::asio::io_context& io, ProgressMonitorConfig config)
-    : timer_(io), config_(config) {}
+ProgressMonitor::ProgressMonitor(boost::asio::io_context& io, ProgressMonitorConfig config, report::EventLog* events,
+                                 report::StatusBoard* board)
+    : timer_(io), config_(config), events_(events), board_(board) {}
 
 const std::vector<RankSample>& ProgressMonitor::samples() const { return sampler_ ? sampler_->samples() : kNoSamples; }
 

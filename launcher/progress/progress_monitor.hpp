@@ -47,15 +47,13 @@ class ProgressMonitor {
     std::function<uint64_t(size_t)> output_bytes;  // read from its pipes so far
   };
 
-  ProgressMonitor(boost::asio::io_context& io, ProgressMonitorConfig config);
+  // events: where straggler notices are logged; board: where each tick's samples and straggler
+  // flags go (a board is a consumer: the monitor ticks for it alone). Either may be null
+  // (nowhere); both borrowed.
+  ProgressMonitor(boost::asio::io_context& io, ProgressMonitorConfig config, report::EventLog* events = nullptr,
+                  report::StatusBoard* board = nullptr);
   ProgressMonitor(const ProgressMonitor&) = delete;
   ProgressMonitor& operator=(const ProgressMonitor&) = delete;
-
-  // Where straggler notices are logged (null: nowhere); borrowed.
-  void set_event_log(report::EventLog* log) { events_ = log; }
-  // Where each tick's samples and straggler flags go (null: nowhere; a board is a consumer:
-  // the monitor ticks for it alone); borrowed.
-  void set_status_board(report::StatusBoard* board) { board_ = board; }
 
   using FirstStepHandler = std::function<void(const std::optional<report::FirstStep>&)>;
 

@@ -38,7 +38,8 @@ void put(nlohmann::ordered_json& j, const EventField& f) {
 
 }  // namespace
 
-EventLog::EventLog(const std::string& run_dir, int node) : node_(node) {
+EventLog::EventLog(const std::string& run_dir, int node, EventSinks sinks)
+    : node_(node), console_(sinks.console), tap_(std::move(sinks.tap)) {
   if (run_dir.empty()) return;
   path_ = run_dir + "/" + kFileName;
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -56,11 +57,6 @@ void EventLog::fail(const std::string& what, int err) {
   warned_ = true;
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
-}
-
-void EventLog::set_tap(std::function<void(const std::string& line)> tap) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  tap_ = std::move(tap);
 }
 
 void EventLog::write(const std::string& event, const std::vector<EventField>& fields) {

@@ -36,14 +36,23 @@ struct EventField {
   bool b = false;
 };
 
+// Where an event log's lines go besides its file: `tap` gets every line (the status board's
+// recent events), with or without a file; `console` (--event-log-handler=console) writes each
+// on stderr too ("ddp-launch: event {...}").
+struct EventSinks {
+  std::function<void(const std::string& line)> tap;
+  bool console = false;
+};
+
 class EventLog {
  public:
   static constexpr const char* kFileName = "events.jsonl";
 
   EventLog() = default;  // disabled: write() does nothing
   // Appends to run_dir/events.jsonl ("" run_dir: disabled). node: this node's rank in a
-  // multi-node job (every event carries it), -1 for a single node.
-  EventLog(const std::string& run_dir, int node = -1);
+  // multi-node job (every event carries it), -1 for a single node. sinks: where every line
+  // goes besides the file.
+  EventLog(const std::string& run_dir, int node = -1, EventSinks sinks = {});
   ~EventLog();
   EventLog(const EventLog&) = delete;
   EventLog& operator=(const EventLog&) = delete;
@@ -52,10 +61,6 @@ class EventLog {
   void set_node(int node) { node_ = node; }
   int attempt() const { return attempt_; }
   int node() const { return node_; }
-  // Also hands every line to `tap` (the status board's recent events), with or without a file.
-  void set_tap(std::function<void(const std::string& line)> tap);  // any thread
-  // --event-log-handler=console: every line also on stderr ("ddp-launch: event {...}").
-  void set_console(bool on) { console_ = on; }
   // {"event": name, "time": ISO 8601 UTC, "attempt": N, ["node": N,] fields...}
   void write(const std::string& event, const std::vector<EventField>& fields = {});
   // The same with "time" = `time` rather than now: an event logged after it happened.

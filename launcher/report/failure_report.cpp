@@ -225,4 +225,19 @@ std::string launcher_error_record(const WorkerOutcome& root, const ReportContext
   return doc.dump(2);
 }
 
+std::string launcher_error_record(const RemoteFailure& root, int exit_code) {
+  json extra = json::object();
+  extra["timestamp"] = std::to_string(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  extra["node_rank"] = root.node_rank;
+  if (!root.traceback.empty()) extra["py_callstack"] = root.traceback;
+  std::string message = !root.hang.empty() ? root.hang : root.error;
+  if (message.empty())
+    message = root.rank >= 0 ? fmt::format("rank {} (local_rank {}) on {} (node {}) failed: {}", root.rank,
+                                           root.local_rank, root.host, root.node_rank, root.exit)
+                             : fmt::format("node {} ({}): {}", root.node_rank, root.host, root.exit);
+  json doc = {{"message", {{"message", message}, {"extraInfo", extra}, {"errorCode", exit_code}}}};
+  return doc.dump(2);
+}
+
 }  // namespace ddp::launch::report

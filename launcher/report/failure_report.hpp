@@ -90,5 +90,7 @@ std::string signal_hint(const os::ExitStatus& status, bool stopped_by_launcher);
 // The launcher's own error record for a scheduler (written to the launcher's
 // TORCHELASTIC_ERROR_FILE if set): the root cause's record plus "errorCode".
 std::string launcher_error_record(const WorkerOutcome& root, const ReportContext& ctx);
+// The same where another node's root cause ended the job with `exit_code`.
+std::string launcher_error_record(const RemoteFailure& root, int exit_code);
 
 }  // namespace ddp::launch::report

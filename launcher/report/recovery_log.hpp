@@ -31,9 +31,8 @@ FailedAttempt failed_attempt(const AttemptResult& result, std::chrono::system_cl
 
 class RecoveryLog : public AttemptObserver {
  public:
-  explicit RecoveryLog(EventLog& events) : events_(events) {}
-  // Where each concluded timeline's durations go, by phase (null: nowhere); borrowed.
-  void set_status_board(StatusBoard* board) { board_ = board; }
+  // board: where each concluded timeline's durations go, by phase (null: nowhere); borrowed.
+  explicit RecoveryLog(EventLog& events, StatusBoard* board = nullptr) : events_(events), board_(board) {}
   RecoveryLog(const RecoveryLog&) = delete;
   RecoveryLog& operator=(const RecoveryLog&) = delete;
 

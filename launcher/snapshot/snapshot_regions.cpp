@@ -8,10 +8,12 @@
 
 namespace ddp::launch::snapshot {
 
-SnapshotRegions::SnapshotRegions(const cli::Environment& env) {
+SnapshotRegions::SnapshotRegions(const cli::Environment& env, const SnapshotPersistConfig& persist,
+                                 report::EventLog* events) {
   const auto dir = cli::lookup(env, kSnapshotDirEnvVar);
   dir_ = dir && !dir->empty() ? *dir : "/dev/shm";
   os::sweep_orphaned_shm_files(dir_, kSnapshotFilePrefix);
+  if (!persist.dir.empty()) persister_ = std::make_unique<SnapshotPersister>(persist, events);
 }
 
 SnapshotRegions::~SnapshotRegions() {
@@ -33,12 +35,6 @@ std::string SnapshotRegions::path_for(int local_rank) {
   }
   if (local_rank == 0 && persister_) persister_->set_source(r.path);
   return paths_[local_rank] = r.path;
-}
-
-void SnapshotRegions::persist_to(const SnapshotPersistConfig& config, report::EventLog* events) {
-  if (config.dir.empty()) return;
-  persister_ = std::make_unique<SnapshotPersister>(config, events);
-  if (auto it = paths_.find(0); it != paths_.end()) persister_->set_source(it->second);
 }
 
 void SnapshotRegions::persist(PersistReason why) {

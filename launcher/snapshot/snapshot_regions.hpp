@@ -23,15 +23,15 @@ inline constexpr const char* kSnapshotFilePrefix = "ddp-launch-snapshot";
 
 class SnapshotRegions {
  public:
-  // Sweeps the files of dead launchers from the folder; creates nothing yet.
-  explicit SnapshotRegions(const cli::Environment& env);
+  // Sweeps the files of dead launchers from the folder; creates nothing yet. persist: local
+  // rank 0's snapshot is persisted to persist.dir (nothing if it is ""); its events go to
+  // `events` (may be null), which must outlive this object.
+  explicit SnapshotRegions(const cli::Environment& env, const SnapshotPersistConfig& persist = {},
+                           report::EventLog* events = nullptr);
   SnapshotRegions(const SnapshotRegions&) = delete;
   SnapshotRegions& operator=(const SnapshotRegions&) = delete;
   ~SnapshotRegions();  // finishes the persister, then unlinks every file it created
 
-  // Persist local rank 0's snapshot to config.dir from now on (nothing if config.dir is "").
-  // `events` (may be null) must outlive this object.
-  void persist_to(const SnapshotPersistConfig& config, report::EventLog* events);
   // Asks the persister (if any) to write the newest snapshot now; returns at once. The end
   // and a stop are waited for by the destructor.
   void persist(PersistReason why);

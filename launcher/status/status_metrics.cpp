@@ -33,10 +33,8 @@ void rank_series(http::PrometheusText& t, const report::StatusBoard& b) {
     t.sample("ddp_launch_rank_running", rank_labels(r), r.state == report::WorkerState::kRunning ? 1 : 0);
 }
 
-}  // namespace
-
-std::string metrics_text(const report::StatusBoard& b, const os::SelfUsage& self) {
-  http::PrometheusText t;
+// The job and the current attempt: who, which round, how many workers in which state.
+void job_series(http::PrometheusText& t, const report::StatusBoard& b) {
   t.family("ddp_launch_job_info", "gauge", "The job this launcher runs (value 1)");
   t.sample("ddp_launch_job_info",
            {{"run_id", b.job.run_id}, {"role", b.job.role}, {"backend", b.job.backend}, {"version", b.job.version}}, 1);
@@ -56,7 +54,10 @@ std::string metrics_text(const report::StatusBoard& b, const os::SelfUsage& self
     for (const report::RankStatus& r : b.ranks) n += r.state == s;
     t.sample("ddp_launch_workers", {{"state", to_string(s)}}, static_cast<double>(n));
   }
-  rank_series(t, b);
+}
+
+// This node's standing: pre-flight checks, strikes, spare, the nodes its round left out.
+void node_series(http::PrometheusText& t, const report::StatusBoard& b) {
   if (!b.preflight.empty()) {  // --preflight
     t.family("ddp_launch_preflight_check", "gauge",
              "This node's pre-flight checks before its workers started: 0 pass, 1 warn, 2 fail");
@@ -71,6 +72,10 @@ std::string metrics_text(const report::StatusBoard& b, const os::SelfUsage& self
   t.family("ddp_launch_nodes_left_out", "gauge",
            "Nodes the latest round left out (a failed pre-flight check, a slow CPU, struck out)");
   t.sample("ddp_launch_nodes_left_out", {}, static_cast<double>(b.left_out.size()));
+}
+
+// Restarts by cause, each recovery's phases, hang verdicts.
+void restart_series(http::PrometheusText& t, const report::StatusBoard& b) {
   t.family("ddp_launch_restarts_total", "counter", "Restarts of the worker group, by the failure that caused them");
   for (FailureKind k : kAllFailureKinds) {
     auto it = b.restarts.find(k);
@@ -90,12 +95,27 @@ std::string metrics_text(const report::StatusBoard& b, const os::SelfUsage& self
   }
   t.family("ddp_launch_hang_verdicts_total", "counter", "Hang (or desync) verdicts this launcher reached");
   t.sample("ddp_launch_hang_verdicts_total", {}, static_cast<double>(b.hang_verdicts));
+}
+
+// The launcher process itself, as Prometheus' process collector names it.
+void process_series(http::PrometheusText& t, const os::SelfUsage& self) {
   t.family("process_cpu_seconds_total", "counter", "The launcher's own CPU time (user + system), seconds");
   t.sample("process_cpu_seconds_total", {}, self.cpu_seconds);
   t.family("process_resident_memory_bytes", "gauge", "The launcher's own resident memory, bytes");
   t.sample("process_resident_memory_bytes", {}, self.resident_bytes);
   t.family("process_start_time_seconds", "gauge", "When the launcher started, seconds since the Unix epoch");
   t.sample("process_start_time_seconds", {}, self.start_time_unix_s);
+}
+
+}  // namespace
+
+std::string metrics_text(const report::StatusBoard& b, const os::SelfUsage& self) {
+  http::PrometheusText t;
+  job_series(t, b);
+  rank_series(t, b);
+  node_series(t, b);
+  restart_series(t, b);
+  process_series(t, self);
   return t.str();
 }
 

@@ -13,14 +13,14 @@ void StopRequests::request(std::string reason) {
   post_locked();
 }
 
-void StopRequests::attach(boost::asio::io_context& loop, Handler handler) {
+void StopRequests::deliver_to(boost::asio::io_context& loop, Handler handler) {
   std::lock_guard<std::mutex> lock(mutex_);
   loop_ = &loop;
   handler_ = std::make_shared<Handler>(std::move(handler));
   post_locked();
 }
 
-void StopRequests::detach() {
+void StopRequests::stop_delivering() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (handler_) *handler_ = nullptr;
   handler_.reset();

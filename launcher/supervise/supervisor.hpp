@@ -10,11 +10,12 @@
 // failure whose root cause is the rank behind (its outcome carries the verdict). An attempt
 // check may ask for the same capture before its stop (a hang on another node). Worker exits
 // and stragglers go to the event log if one is set; an attempt observer hears of each attempt's
-// start and first step. A stop request (stop_requests.hpp) is a stop signal that says why.
+// start and first step. The signals and stop requests are the node's (stop_signals.hpp): the
+// Supervisor listens to them; a stop request is a stop signal that says why.
 // Once every worker is gone, the processes they left behind (containment.hpp) get SIGTERM, and
 // SIGKILL at the stop's deadline (or a grace after a plain end): the attempt ends only when none
 // remains, and one notice names them. The loop, the watchdog and the collaborators are its owner's
-// (node/node_session.hpp), lent for the Supervisor's life. Blocks in run_attempt and wait_until.
+// (node/node_session.hpp), lent for the Supervisor's life. Blocks in run_attempt.
 #pragma once
 
 #include <chrono>
@@ -32,7 +33,7 @@
 #include "launcher/report/event_log.hpp"
 #include "launcher/report/failure_report.hpp"
 #include "launcher/report/status_board.hpp"
-#include "launcher/supervise/stop_requests.hpp"
+#include "launcher/supervise/stop_signals.hpp"
 #include "launcher/warm/standby_pool.hpp"
 #include "launcher/worker/worker_launch.hpp"
 
@@ -67,13 +68,14 @@ struct SupervisorLinks {
   report::AttemptObserver* observer = nullptr;  // every attempt's start and first step
   report::StatusBoard* board = nullptr;         // the workers' rows, states, progress, hang verdicts
   warm::StandbyPool* standbys = nullptr;        // warm restarts: workers start from its standbys
-  StopRequests* stops = nullptr;                // stop requests from other threads
   contain::Containment* containment = nullptr;  // workers join the job's containment; their leftovers are swept
 };
 
 class Supervisor {
  public:
-  Supervisor(boost::asio::io_context& loop, os::Watchdog& watchdog, SupervisorConfig config,
+  // signals: the node's (their stop_signals and forward_signals are config's), listened to
+  // for the Supervisor's life.
+  Supervisor(boost::asio::io_context& loop, os::Watchdog& watchdog, SupervisorConfig config, StopSignals& signals,
              SupervisorLinks links = {});
   ~Supervisor();
   Supervisor(const Supervisor&) = delete;
@@ -83,28 +85,9 @@ class Supervisor {
   // worker cannot be started (the ones already started are killed first).
   report::AttemptResult run_attempt(std::vector<worker::WorkerLaunch> workers, const AttemptCheck& check = {});
 
-  // With no workers running: calls done() every interval until it returns true (0 is
-  // returned) or a stop signal arrives during the call (the first stop signal received is
-  // returned). One received before the call does not end it: after a stop the agent still
-  // waits, briefly, for the other nodes to read the outcome. Used for barriers.
-  int wait_until(std::chrono::milliseconds interval, const std::function<bool()>& done);
-
-  // Thread-safe: runs the attempt's check (or wait_until's done()) now, on the loop,
-  // rather than at its next interval; does nothing when neither runs. For an event source
-  // on another thread (the multi-node agent's abort wait thread: a store key appeared).
-  void wake();
-
   // The standbys (warm restarts) for the next attempt start at this attempt's first step, or
   // this long after its workers started if no step came sooner.
   static constexpr std::chrono::milliseconds kStandbyDelay{1500};
-
-  // The stop signal received so far (0 if none; SIGTERM for a stop request): the agent stops
-  // restarting once set.
-  int interrupted_by() const;
-  // What the stop's asker said (a stop request's reason); nullopt for a plain signal.
-  const std::optional<std::string>& stop_note() const;
-  // Delivers pending signals without blocking, then returns interrupted_by().
-  int poll_signals();
 
  private:
   struct Impl;

@@ -39,8 +39,13 @@ struct StandbyPool::Standby {
 };
 
 StandbyPool::StandbyPool(boost::asio::io_context& io, os::Watchdog& watchdog, StandbyPlan plan,
-                         contain::Containment* containment)
-    : io_(io), watchdog_(watchdog), containment_(containment), plan_(std::move(plan)), dev_null_(os::open_dev_null()) {}
+                         contain::Containment* containment, report::EventLog* events)
+    : io_(io),
+      watchdog_(watchdog),
+      containment_(containment),
+      plan_(std::move(plan)),
+      events_(events),
+      dev_null_(os::open_dev_null()) {}
 
 // Teardown logs nothing: the borrowed event log may already be gone (the multi-node agent
 // destroys its log before its Supervisor, which owns this pool).

@@ -32,13 +32,13 @@ class StandbyPool {
   static constexpr std::chrono::milliseconds kHandoffTimeout{10000};
 
   // containment (may be null): the standbys join the job's (its standbys' cgroup, its token).
+  // events (may be null): where the pool logs; borrowed.
   StandbyPool(boost::asio::io_context& io, os::Watchdog& watchdog, StandbyPlan plan,
-              contain::Containment* containment = nullptr);
+              contain::Containment* containment = nullptr, report::EventLog* events = nullptr);
   ~StandbyPool();
   StandbyPool(const StandbyPool&) = delete;
   StandbyPool& operator=(const StandbyPool&) = delete;
 
-  void set_event_log(report::EventLog* events) { events_ = events; }
   // Whether the next attempt wants standbys kept (a restart is left to take over): the
   // Supervisor kills the ones it did not adopt once its workers started, and keeps none.
   void set_wanted(bool wanted) { wanted_ = wanted; }

@@ -98,6 +98,47 @@ int find_free_port() {
   return ntohs(addr.sin_port);
 }
 
+namespace {
+
+// How the workers' wait ended: the first rank that failed (its exit code), or the timeout.
+struct WorkersEnd {
+  int failed_rank = -1;
+  int failed_code = 0;
+  bool timed_out = false;
+};
+
+// Reaps the workers (a reaped one's pid becomes -1) until all exited, one failed, or
+// options.timeout passed.
+WorkersEnd wait_for_workers(std::vector<pid_t>& pids, const SpawnOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  size_t running = pids.size();
+  WorkersEnd end;
+  while (running > 0 && end.failed_rank < 0) {
+    bool reaped = false;
+    for (size_t rank = 0; rank < pids.size(); ++rank) {
+      pid_t& pid = pids[rank];
+      int status = 0;
+      if (pid > 0 && ::waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        --running;
+        reaped = true;
+        if (exit_code_of(status) != 0 && end.failed_rank < 0) {
+          end.failed_rank = static_cast<int>(rank);
+          end.failed_code = exit_code_of(status);
+        }
+      }
+    }
+    if (options.timeout.count() > 0 && std::chrono::steady_clock::now() - start > options.timeout) {
+      end.timed_out = true;
+      break;
+    }
+    if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return end;
+}
+
+}  // namespace
+
 void spawn(int nprocs, const std::function<void(int)>& fn, const SpawnOptions& options) {
   if (nprocs < 1) throw ConfigError("spawn: nprocs must be >= 1, got " + std::to_string(nprocs));
   const int port = options.master_port > 0 ? options.master_port : find_free_port();
@@ -116,50 +157,25 @@ void spawn(int nprocs, const std::function<void(int)>& fn, const SpawnOptions& o
     }
     pids.push_back(pid);
   }
-  const auto start = std::chrono::steady_clock::now();
-  int running = nprocs;
-  int failed_rank = -1;
-  int failed_code = 0;
-  bool timed_out = false;
-  while (running > 0 && failed_rank < 0) {
-    bool reaped = false;
-    for (int rank = 0; rank < nprocs; ++rank) {
-      pid_t& pid = pids[static_cast<size_t>(rank)];
-      int status = 0;
-      if (pid > 0 && ::waitpid(pid, &status, WNOHANG) == pid) {
-        pid = -1;
-        --running;
-        reaped = true;
-        if (exit_code_of(status) != 0 && failed_rank < 0) {
-          failed_rank = rank;
-          failed_code = exit_code_of(status);
-        }
-      }
-    }
-    if (options.timeout.count() > 0 && std::chrono::steady_clock::now() - start > options.timeout) {
-      timed_out = true;
-      break;
-    }
-    if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  const WorkersEnd end = wait_for_workers(pids, options);
   std::string still_running;  // the ranks a timeout waited for
   for (int rank = 0; rank < nprocs; ++rank)
     if (pids[static_cast<size_t>(rank)] > 0)
       still_running += (still_running.empty() ? "" : ", ") + std::to_string(rank);
   kill_all(pids, options.grace);
-  std::string message = failed_rank >= 0 ? read_error_message(error_file(failed_rank)) : "";
+  std::string message = end.failed_rank >= 0 ? read_error_message(error_file(end.failed_rank)) : "";
   for (int rank = 0; rank < nprocs; ++rank) ::unlink(error_file(rank).c_str());
   ::rmdir(dir);
-  if (timed_out) {
+  if (end.timed_out) {
     throw TimeoutError("spawn: workers did not finish within " + std::to_string(options.timeout.count()) +
                        " ms (still running: rank " + still_running + "); all were killed");
   }
-  if (failed_rank >= 0) {
-    std::string what = "spawned worker rank " + std::to_string(failed_rank) + " failed with exit code " +
-                       std::to_string(failed_code) +
-                       (failed_code > 128 ? " (signal " + std::to_string(failed_code - 128) + ")" : "");
+  if (end.failed_rank >= 0) {
+    std::string what = "spawned worker rank " + std::to_string(end.failed_rank) + " failed with exit code " +
+                       std::to_string(end.failed_code) +
+                       (end.failed_code > 128 ? " (signal " + std::to_string(end.failed_code - 128) + ")" : "");
     if (!message.empty()) what += ": " + message;
-    throw ProcessFailedError(what + "; the other workers were stopped", failed_rank, failed_code);
+    throw ProcessFailedError(what + "; the other workers were stopped", end.failed_rank, end.failed_code);
   }
 }
 

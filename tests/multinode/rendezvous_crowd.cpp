@@ -38,6 +38,7 @@
 
 #include "launcher/cli/rendezvous_conf.hpp"
 #include "launcher/multinode/rendezvous.hpp"
+#include "tests/support/rendezvous_joins.hpp"
 #include "launcher/multinode/round_plan.hpp"
 #include "launcher/net/open_files.hpp"
 #include "launcher/store/prefix_store.hpp"
@@ -53,6 +54,8 @@ using store::Op;
 using store::test::ok_reply;
 using store::test::RawPeer;
 using store::test::request_bytes;
+using testing::policy;
+using testing::seated;
 
 const std::string kJobPrefix = "ddp-launch/crowd";  // as connect_agent_store names a job's keys
 constexpr int kSkipped = 77;
@@ -338,12 +341,12 @@ std::string run(const Options& o) {
   cli::RendezvousConf conf;
   conf.join_timeout_s = o.timeout_s;
   conf.heartbeat_timeout_s = o.timeout_s;
-  multinode::Rendezvous leader(job, conf, true, o.nodes, o.nodes, {});
+  multinode::Rendezvous leader(job, policy(conf, true, o.nodes, o.nodes), {});
 
   const double cpu_before = cpu_seconds(RUSAGE_SELF);
   const auto go = std::chrono::steady_clock::now();
   for (auto& c : children) write_all(c.to_child, "G", 1);
-  multinode::RoundPlan plan = leader.join(node_info(0, o.nodes), 0, 0);
+  multinode::RoundPlan plan = seated(leader.join(node_info(0, o.nodes), 0, 0));
   std::vector<Seated> seats;
   for (auto& c : children) {
     std::vector<Seated> part(static_cast<size_t>(c.count));

@@ -177,7 +177,8 @@ TEST_CASE("a worker's child that left its session, ignoring SIGTERM and SIGHUP, 
   os::Watchdog watchdog(containment.watchdog_sweep());
   supervise::SupervisorConfig config;
   config.shutdown_timeout_s = 1;
-  supervise::Supervisor supervisor(loop, watchdog, config, {nullptr, nullptr, nullptr, nullptr, nullptr, &containment});
+  supervise::StopSignals signals(loop, config.stop_signals, config.forward_signals);
+  supervise::Supervisor supervisor(loop, watchdog, config, signals, {nullptr, nullptr, nullptr, nullptr, &containment});
   worker::WorkerLaunch l;
   l.spawn.executable = "/bin/sh";
   l.spawn.argv = {"sh", "-c",

@@ -11,12 +11,15 @@
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/multinode/rendezvous.hpp"
+#include "tests/support/rendezvous_joins.hpp"
 #include "launcher/preflight/link_probe.hpp"
 #include "launcher/preflight/link_verdict.hpp"
 #include "launcher/store/memory_store.hpp"
 
 using namespace ddp::launch;
 using preflight::RingReport;
+using testing::policy;
+using testing::seated;
 
 namespace {
 
@@ -193,10 +196,11 @@ LinkRound link_round(const MeasureAs& measure) {
   };
   auto follower = [&](const std::string& name) {
     return std::async(std::launch::async, [&, name]() -> int {
-      multinode::Rendezvous r(store, conf, false, 2, 4, {});
-      r.check_links_with(measure_as(name), cli::PreflightConf{});
+      multinode::RendezvousPolicy p = policy(conf, false, 2, 4);
+      p.links = multinode::LinkCheck{measure_as(name), cli::PreflightConf{}};
+      multinode::Rendezvous r(store, p, {});
       try {
-        r.join(node(name), -1, 0);
+        seated(r.join(node(name), -1, 0));
         return 0;
       } catch (const LaunchError& e) {
         return e.exit_code();
@@ -206,9 +210,10 @@ LinkRound link_round(const MeasureAs& measure) {
   auto b = follower("b");
   auto c = follower("c");
   auto d = follower("d");
-  multinode::Rendezvous leader(store, conf, true, 2, 4, {});
-  leader.check_links_with(measure_as("a"), cli::PreflightConf{});
-  out.plan = leader.join(node("a"), 0, 0);
+  multinode::RendezvousPolicy p = policy(conf, true, 2, 4);
+  p.links = multinode::LinkCheck{measure_as("a"), cli::PreflightConf{}};
+  multinode::Rendezvous leader(store, p, {});
+  out.plan = seated(leader.join(node("a"), 0, 0));
   out.codes = {{"b", b.get()}, {"c", c.get()}, {"d", d.get()}};
   return out;
 }

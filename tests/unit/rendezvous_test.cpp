@@ -8,6 +8,7 @@
 #include "launcher/base/launch_error.hpp"
 #include "launcher/multinode/round_check.hpp"
 #include "launcher/multinode/rendezvous.hpp"
+#include "tests/support/rendezvous_joins.hpp"
 #include "launcher/store/memory_store.hpp"
 #include "launcher/store/protocol.hpp"
 
@@ -15,6 +16,8 @@ using namespace ddp::launch;
 using namespace ddp::launch::cli;
 using namespace ddp::launch::multinode;
 using namespace ddp::launch::report;
+using ddp::launch::testing::policy;
+using ddp::launch::testing::seated;
 
 namespace {
 
@@ -25,6 +28,20 @@ RendezvousConf fast_conf() {
   c.heartbeat_interval_s = 0.05;
   c.heartbeat_timeout_s = 1;
   return c;
+}
+
+RendezvousPolicy screened(const RendezvousConf& conf, int nmin, int nmax, const ScreenRules& rules) {
+  RendezvousPolicy p = policy(conf, false, nmin, nmax);
+  p.screen = rules;
+  return p;
+}
+
+// Every round elects its leader; `lost(name)`: whether a launcher's liveness is gone.
+RendezvousPolicy elected(const RendezvousConf& conf, const std::string& name, int nmin, int nmax,
+                         std::function<bool(const std::string&)> lost) {
+  RendezvousPolicy p = policy(conf, false, nmin, nmax);
+  p.leader = {LeaderMode::Kind::kElected, name, std::move(lost)};
+  return p;
 }
 
 NodeInfo node(const std::string& name, int nproc, int requested, int nmin, int nmax) {
@@ -46,15 +63,15 @@ TEST_CASE("static rendezvous: the leader closes the round when every node joined
   store::MemoryStore store;
   auto conf = fast_conf();
   auto follower = std::async(std::launch::async, [&] {
-    Rendezvous r(store, conf, false, 3, 3, {});
-    return r.join(node("n2", 2, 2, 3, 3), -1, 0);
+    Rendezvous r(store, policy(conf, false, 3, 3), {});
+    return seated(r.join(node("n2", 2, 2, 3, 3), -1, 0));
   });
   auto follower1 = std::async(std::launch::async, [&] {
-    Rendezvous r(store, conf, false, 3, 3, {});
-    return r.join(node("n1", 1, 1, 3, 3), -1, 0);
+    Rendezvous r(store, policy(conf, false, 3, 3), {});
+    return seated(r.join(node("n1", 1, 1, 3, 3), -1, 0));
   });
-  Rendezvous leader(store, conf, true, 3, 3, {});
-  RoundPlan plan = leader.join(node("n0", 4, 0, 3, 3), 0, 0);
+  Rendezvous leader(store, policy(conf, true, 3, 3), {});
+  RoundPlan plan = seated(leader.join(node("n0", 4, 0, 3, 3), 0, 0));
   RoundPlan p2 = follower.get();
   RoundPlan p1 = follower1.get();
   CHECK(plan.world_size == 7);
@@ -68,16 +85,16 @@ TEST_CASE("a follower reads its own seat, group rank 0 every node, nobody the wh
   auto conf = fast_conf();
   auto join = [&](NodeInfo n) {
     return std::async(std::launch::async, [&store, conf, n] {
-      Rendezvous r(store, conf, false, 3, 3, {});
-      return r.join(n, -1, 0);
+      Rendezvous r(store, policy(conf, false, 3, 3), {});
+      return seated(r.join(n, -1, 0));
     });
   };
   auto evaluator = node("e", 3, 2, 3, 3);
   evaluator.role = "evaluator";
   auto rank0 = join(node("z", 2, 0, 3, 3));
   auto rank2 = join(evaluator);
-  Rendezvous leader(store, conf, true, 3, 3, {});
-  RoundPlan plan = leader.join(node("l", 4, 1, 3, 3), 0, 0);
+  Rendezvous leader(store, policy(conf, true, 3, 3), {});
+  RoundPlan plan = seated(leader.join(node("l", 4, 1, 3, 3), 0, 0));
   REQUIRE(plan.whole());
   RoundPlan p0 = rank0.get();
   RoundPlan p2 = rank2.get();
@@ -103,12 +120,12 @@ TEST_CASE("elastic rendezvous closes at MIN after the last call") {
   store::MemoryStore store;
   auto conf = fast_conf();
   auto follower = std::async(std::launch::async, [&] {
-    Rendezvous r(store, conf, false, 2, 4, {});
-    return r.join(node("b", 1, -1, 2, 4), -1, 0);
+    Rendezvous r(store, policy(conf, false, 2, 4), {});
+    return seated(r.join(node("b", 1, -1, 2, 4), -1, 0));
   });
-  Rendezvous leader(store, conf, true, 2, 4, {});
+  Rendezvous leader(store, policy(conf, true, 2, 4), {});
   auto t0 = std::chrono::steady_clock::now();
-  RoundPlan plan = leader.join(node("a", 1, -1, 2, 4), 0, 0);
+  RoundPlan plan = seated(leader.join(node("a", 1, -1, 2, 4), 0, 0));
   CHECK(plan.nodes.size() == 2);
   CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(250));  // waited for more
   CHECK(follower.get().world_size == 2);
@@ -118,24 +135,24 @@ TEST_CASE("a node that comes too late waits for the next round") {
   store::MemoryStore store;
   auto conf = fast_conf();
   auto first = std::async(std::launch::async, [&] {
-    Rendezvous r(store, conf, false, 2, 3, {});
-    return r.join(node("b", 1, -1, 2, 3), -1, 0);
+    Rendezvous r(store, policy(conf, false, 2, 3), {});
+    return seated(r.join(node("b", 1, -1, 2, 3), -1, 0));
   });
-  Rendezvous leader(store, conf, true, 2, 3, {});
-  RoundPlan round0 = leader.join(node("a", 1, -1, 2, 3), 0, 0);
+  Rendezvous leader(store, policy(conf, true, 2, 3), {});
+  RoundPlan round0 = seated(leader.join(node("a", 1, -1, 2, 3), 0, 0));
   CHECK(round0.nodes.size() == 2);
   CHECK(first.get().nnodes == 2);
   // A third node arrives after the plan: it asks to be let in and waits for round 1.
   auto late = std::async(std::launch::async, [&] {
-    Rendezvous r(store, conf, false, 2, 3, {});
-    return r.join(node("c", 1, -1, 2, 3), -1, 0);
+    Rendezvous r(store, policy(conf, false, 2, 3), {});
+    return seated(r.join(node("c", 1, -1, 2, 3), -1, 0));
   });
   REQUIRE(store.wait({JobKeys::waiting(0)}, std::chrono::milliseconds(5000)));
   auto b_again = std::async(std::launch::async, [&] {
-    Rendezvous r(store, conf, false, 2, 3, {});
-    return r.join(node("b", 1, -1, 2, 3), 1, 0);
+    Rendezvous r(store, policy(conf, false, 2, 3), {});
+    return seated(r.join(node("b", 1, -1, 2, 3), 1, 0));
   });
-  RoundPlan round1 = leader.join(node("a", 1, -1, 2, 3), 1, 0);
+  RoundPlan round1 = seated(leader.join(node("a", 1, -1, 2, 3), 1, 0));
   CHECK(round1.nodes.size() == 3);
   CHECK(late.get().find("c") != nullptr);
   CHECK(b_again.get().round == 1);
@@ -145,17 +162,17 @@ TEST_CASE("a rendezvous that never completes times out naming who joined") {
   store::MemoryStore store;
   auto conf = fast_conf();
   conf.join_timeout_s = 0.5;
-  Rendezvous leader(store, conf, true, 2, 2, {});
+  Rendezvous leader(store, policy(conf, true, 2, 2), {});
   try {
-    leader.join(node("lonely", 1, 0, 2, 2), 0, 0);
+    seated(leader.join(node("lonely", 1, 0, 2, 2), 0, 0));
     FAIL("expected a timeout");
   } catch (const LaunchError& e) {
     CHECK(e.exit_code() == exit_code::kRendezvousFailed);
     CHECK_THAT(e.what(), Catch::Contains("1 of 2 nodes joined: node 0 (lonely); missing: node 1"));
   }
   // The failed plan is published so that followers do not wait forever either.
-  Rendezvous late(store, conf, false, 2, 2, {});
-  CHECK_THROWS_WITH(late.join(node("x", 1, 1, 2, 2), -1, 0), Catch::Contains("timed out"));
+  Rendezvous late(store, policy(conf, false, 2, 2), {});
+  CHECK_THROWS_WITH(seated(late.join(node("x", 1, 1, 2, 2), -1, 0)), Catch::Contains("timed out"));
 }
 
 TEST_CASE("a follower whose round never gets a plan names the leader it waits for and the count") {
@@ -169,8 +186,8 @@ TEST_CASE("a follower whose round never gets a plan names the leader it waits fo
   store.set(JobKeys::join(0, 1), to_json(stuck));
   store.set(JobKeys::open(0), "1");
   store.set(JobKeys::current_round(), "0");
-  Rendezvous follower(store, conf, false, 3, 4, {});
-  CHECK_THROWS_WITH(follower.join(node("f", 1, 1, 3, 4), -1, 0),
+  Rendezvous follower(store, policy(conf, false, 3, 4), {});
+  CHECK_THROWS_WITH(seated(follower.join(node("f", 1, 1, 3, 4), -1, 0)),
                     Catch::Contains("timed out after 0.5 s waiting for the plan of round 0 (2 nodes joined, it "
                                     "waits for 3 to 4; its leader lead (pid 4242) has not published the plan)"));
 }
@@ -179,28 +196,25 @@ TEST_CASE("duplicate node ranks fail the round on every node") {
   store::MemoryStore store;
   auto conf = fast_conf();
   auto dup = std::async(std::launch::async, [&] {
-    Rendezvous r(store, conf, false, 2, 2, {});
+    Rendezvous r(store, policy(conf, false, 2, 2), {});
     try {
-      r.join(node("second", 1, 0, 2, 2), -1, 0);
+      seated(r.join(node("second", 1, 0, 2, 2), -1, 0));
     } catch (const LaunchError& e) {
       return std::string(e.what());
     }
     return std::string();
   });
-  Rendezvous leader(store, conf, true, 2, 2, {});
-  CHECK_THROWS_WITH(leader.join(node("first", 1, 0, 2, 2), 0, 0), Catch::Contains("claimed twice"));
+  Rendezvous leader(store, policy(conf, true, 2, 2), {});
+  CHECK_THROWS_WITH(seated(leader.join(node("first", 1, 0, 2, 2), 0, 0)), Catch::Contains("claimed twice"));
   CHECK_THAT(dup.get(), Catch::Contains("claimed twice"));
 }
 
 TEST_CASE("a signal interrupts a waiting rendezvous") {
   store::MemoryStore store;
-  Rendezvous follower(store, fast_conf(), false, 2, 2, [] { return 2; });
-  try {
-    follower.join(node("x", 1, 1, 2, 2), -1, 0);
-    FAIL("expected an interruption");
-  } catch (const LaunchError& e) {
-    CHECK(e.exit_code() == 130);
-  }
+  Rendezvous follower(store, policy(fast_conf(), false, 2, 2), [] { return 2; });
+  const JoinOutcome outcome = follower.join(node("x", 1, 1, 2, 2), -1, 0);
+  REQUIRE(std::holds_alternative<Interrupted>(outcome));
+  CHECK(std::get<Interrupted>(outcome).signal == 2);
 }
 
 TEST_CASE("a struck-out node: left out with why read before the store may close; a latecomer turned away") {
@@ -215,18 +229,17 @@ TEST_CASE("a struck-out node: left out with why read before the store may close;
   // c comes with three strikes: the leader leaves it out (MIN 2 allows), and counts it among the
   // nodes that must read why before the job's end closes the store.
   auto c = std::async(std::launch::async, [&] {
-    Rendezvous r(store, conf, false, 2, 3, {});
-    r.screen_nodes_with(rules);
-    return r.join(struck(node("c", 1, -1, 2, 3)), -1, 0);
+    Rendezvous r(store, screened(conf, 2, 3, rules), {});
+    return seated(r.join(struck(node("c", 1, -1, 2, 3)), -1, 0));
   });
   auto b = std::async(std::launch::async, [&] {
-    Rendezvous r(store, conf, false, 2, 3, {});
-    r.screen_nodes_with(rules);
-    return r.join(node("b", 1, -1, 2, 3), -1, 0);
+    Rendezvous r(store, screened(conf, 2, 3, rules), {});
+    return seated(r.join(node("b", 1, -1, 2, 3), -1, 0));
   });
-  Rendezvous leader(store, conf, true, 2, 3, {});
-  leader.screen_nodes_with(rules);
-  const RoundPlan plan = leader.join(node("a", 1, -1, 2, 3), 0, 0);
+  RendezvousPolicy leads = screened(conf, 2, 3, rules);
+  leads.leader.kind = LeaderMode::Kind::kStoreHost;
+  Rendezvous leader(store, leads, {});
+  const RoundPlan plan = seated(leader.join(node("a", 1, -1, 2, 3), 0, 0));
   CHECK(plan.nodes.size() == 2);
   try {
     c.get();
@@ -243,10 +256,9 @@ TEST_CASE("a struck-out node: left out with why read before the store may close;
   store.add(JobKeys::left_out_read(0), 1);
   // A latecomer with three strikes is turned away at once: no restart asked (rN/waiting), no
   // spare seat taken.
-  Rendezvous late(store, conf, false, 2, 3, {});
-  late.screen_nodes_with(rules);
+  Rendezvous late(store, screened(conf, 2, 3, rules), {});
   try {
-    late.join(struck(node("d", 1, -1, 2, 3)), -1, 0);
+    seated(late.join(struck(node("d", 1, -1, 2, 3)), -1, 0));
     FAIL("the struck-out latecomer was let in");
   } catch (const LaunchError& e) {
     CHECK(e.exit_code() == exit_code::kStruckOut);
@@ -261,12 +273,12 @@ TEST_CASE("after a restart the leader closes the round once the expected nodes a
   auto conf = fast_conf();
   conf.last_call_timeout_s = 30;  // a first round would wait this long for a third node
   auto follower = std::async(std::launch::async, [&] {
-    Rendezvous r(store, conf, false, 1, 3, {});
-    return r.join(node("b", 1, -1, 1, 3), 4, 0);
+    Rendezvous r(store, policy(conf, false, 1, 3), {});
+    return seated(r.join(node("b", 1, -1, 1, 3), 4, 0));
   });
-  Rendezvous leader(store, conf, true, 1, 3, {});
+  Rendezvous leader(store, policy(conf, true, 1, 3), {});
   auto t0 = std::chrono::steady_clock::now();
-  RoundPlan plan = leader.join(node("a", 1, -1, 1, 3), 4, 1, Regroup{2, 30});
+  RoundPlan plan = seated(leader.join(node("a", 1, -1, 1, 3), 4, 1, Regroup{2, 30}));
   CHECK(plan.nodes.size() == 2);
   CHECK(plan.restart_count == 1);
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
@@ -277,20 +289,21 @@ TEST_CASE("a node that comes when the job has its MAX nodes waits as a spare, ta
   store::MemoryStore store;
   auto conf = fast_conf();
   auto b0 = std::async(std::launch::async, [&] {
-    Rendezvous r(store, conf, false, 1, 2, {});
-    return r.join(node("b", 1, -1, 1, 2), -1, 0);
+    Rendezvous r(store, policy(conf, false, 1, 2), {});
+    return seated(r.join(node("b", 1, -1, 1, 2), -1, 0));
   });
-  Rendezvous leader(store, conf, true, 1, 2, {});
-  RoundPlan round0 = leader.join(node("a", 1, -1, 1, 2), 0, 0);
+  Rendezvous leader(store, policy(conf, true, 1, 2), {});
+  RoundPlan round0 = seated(leader.join(node("a", 1, -1, 1, 2), 0, 0));
   REQUIRE(round0.nnodes == 2);
   REQUIRE(b0.get().nnodes == 2);
   // c comes after the plan of a full round: a spare (no restart asked for), waiting for round 1
   // past its join timeout.
   std::promise<int> spare_at;
   auto c = std::async(std::launch::async, [&] {
-    Rendezvous r(store, conf, false, 1, 2, {});
-    r.on_spare([&](int round) { spare_at.set_value(round); });
-    return r.join(node("c", 1, -1, 1, 2), -1, 0);
+    Rendezvous r(store, policy(conf, false, 1, 2), {});
+    const BecameSpare spare = std::get<BecameSpare>(r.join(node("c", 1, -1, 1, 2), -1, 0));
+    spare_at.set_value(spare.round);
+    return seated(r.join(node("c", 1, -1, 1, 2), spare.round + 1, spare.restart_count));
   });
   CHECK(spare_at.get_future().get() == 0);
   CHECK(store.add(JobKeys::spares(0), 0) == 1);
@@ -299,42 +312,40 @@ TEST_CASE("a node that comes when the job has its MAX nodes waits as a spare, ta
   // b was lost: round 1 expects a and the spare, which takes b's seat (group rank 1).
   NodeInfo a1 = node("a", 1, -1, 1, 2);
   a1.previous_rank = 0;
-  RoundPlan round1 = leader.join(a1, 1, 1, Regroup{2 - 1, 30, 1});
+  RoundPlan round1 = seated(leader.join(a1, 1, 1, Regroup{2 - 1, 30, 1}));
   CHECK(round1.nnodes == 2);
-  const RoundPlan seated = c.get();
-  REQUIRE(seated.find("c") != nullptr);
-  CHECK(seated.find("c")->group_rank == 1);
+  const RoundPlan c_seated = c.get();
+  REQUIRE(c_seated.find("c") != nullptr);
+  CHECK(c_seated.find("c")->group_rank == 1);
   // d comes now: a spare, while b (back, its previous rank 1) and a restart with d expected
   // too: the previous round's nodes keep the seats, d stays a spare.
   auto d = std::async(std::launch::async, [&] {
-    Rendezvous r(store, conf, false, 1, 2, {});
-    return r.join(node("d", 1, -1, 1, 2), -1, 0);
+    Rendezvous r(store, policy(conf, false, 1, 2), {});
+    const BecameSpare spare = std::get<BecameSpare>(r.join(node("d", 1, -1, 1, 2), -1, 0));
+    return r.join(node("d", 1, -1, 1, 2), spare.round + 1, spare.restart_count);
   });
   REQUIRE(store.wait({JobKeys::spares(1)}, std::chrono::milliseconds(5000)));
   auto c2 = std::async(std::launch::async, [&] {
     NodeInfo c_again = node("c", 1, -1, 1, 2);
     c_again.previous_rank = 1;
-    Rendezvous r(store, conf, false, 1, 2, {});
-    return r.join(c_again, 2, 1);
+    Rendezvous r(store, policy(conf, false, 1, 2), {});
+    return seated(r.join(c_again, 2, 1));
   });
   a1.previous_rank = 0;
-  RoundPlan round2 = leader.join(a1, 2, 2, Regroup{2, 30, 1});
+  RoundPlan round2 = seated(leader.join(a1, 2, 2, Regroup{2, 30, 1}));
   CHECK(round2.nnodes == 2);
   CHECK(round2.find("d") == nullptr);
   CHECK(c2.get().find("c") != nullptr);
   CHECK(store.wait({JobKeys::spares(2)}, std::chrono::milliseconds(5000)));
   // The job ends (exit 3): the spare is released with the job's code.
   store.set(JobKeys::ended(), "3");
-  try {
-    d.get();
-    FAIL("the spare was not released");
-  } catch (const JobEnded& e) {
-    CHECK(e.exit_code == 3);
-  }
+  const JoinOutcome released = d.get();
+  REQUIRE(std::holds_alternative<SpareReleased>(released));
+  CHECK(std::get<SpareReleased>(released).exit_code == 3);
   CHECK(store.add(JobKeys::ended_seen(), 0) == 1);
   // A spare counted but gone: the round closes without it (its grace, not the 30 s wait or a
   // failed round).
-  RoundPlan round3 = leader.join(a1, 3, 3, Regroup{1, 30, 1});
+  RoundPlan round3 = seated(leader.join(a1, 3, 3, Regroup{1, 30, 1}));
   CHECK(round3.nnodes == 1);
 }
 
@@ -344,9 +355,9 @@ constexpr const char* kVersionHint = "do all nodes run the same ddp-launch versi
 
 // The exit code and message of the LaunchError a follower's join throws.
 std::pair<int, std::string> join_failure(store::Store& store) {
-  Rendezvous follower(store, fast_conf(), false, 2, 2, {});
+  Rendezvous follower(store, policy(fast_conf(), false, 2, 2), {});
   try {
-    follower.join(node("x", 1, 1, 2, 2), -1, 0);
+    seated(follower.join(node("x", 1, 1, 2, 2), -1, 0));
   } catch (const LaunchError& e) {
     return {e.exit_code(), e.what()};
   }
@@ -497,9 +508,8 @@ TEST_CASE("leaderless rendezvous (etcd): each round elects its leader, a later r
   store::MemoryStore store;
   auto conf = fast_conf();
   auto join = [&](const std::string& name, int round, int restarts, Regroup regroup = {}) {
-    Rendezvous r(store, conf, false, 1, 2, {});
-    r.elect_leaders(name, [](const std::string&) { return false; });
-    return r.join(node(name, 1, -1, 1, 2), round, restarts, regroup);
+    Rendezvous r(store, elected(conf, name, 1, 2, [](const std::string&) { return false; }), {});
+    return seated(r.join(node(name, 1, -1, 1, 2), round, restarts, regroup));
   };
   auto b = std::async(std::launch::async, [&] { return join("b", -1, 0); });
   RoundPlan a0 = join("a", -1, 0);
@@ -528,9 +538,8 @@ TEST_CASE("leaderless rendezvous (etcd): a round whose leader is lost before its
   store.set(JobKeys::open(0), "1");
   store.set(JobKeys::current_round(), "0");
   store.add(JobKeys::ticket(0), 1);
-  Rendezvous b(store, conf, false, 1, 2, {});
-  b.elect_leaders("b", [](const std::string& name) { return name == "a"; });
-  RoundPlan plan = b.join(node("b", 1, -1, 1, 2), -1, 0);
+  Rendezvous b(store, elected(conf, "b", 1, 2, [](const std::string& name) { return name == "a"; }), {});
+  RoundPlan plan = seated(b.join(node("b", 1, -1, 1, 2), -1, 0));
   CHECK(plan.round == 1);
   REQUIRE(plan.nodes.size() == 1);
   CHECK(plan.nodes[0].info.name == "b");
@@ -542,7 +551,6 @@ TEST_CASE("leaderless rendezvous (etcd): a round whose leader is lost before its
   stale.set(JobKeys::open(0), "1");
   stale.set(JobKeys::current_round(), "0");
   conf.join_timeout_s = 1;
-  Rendezvous c(stale, conf, false, 1, 2, {});
-  c.elect_leaders("c", [](const std::string&) { return false; });
-  CHECK_THROWS_WITH(c.join(node("c", 1, -1, 1, 2), -1, 0), Catch::Contains("the plan of round 0"));
+  Rendezvous c(stale, elected(conf, "c", 1, 2, [](const std::string&) { return false; }), {});
+  CHECK_THROWS_WITH(seated(c.join(node("c", 1, -1, 1, 2), -1, 0)), Catch::Contains("the plan of round 0"));
 }

@@ -36,7 +36,8 @@ TEST_CASE("a SIGCHLD left over from the previous attempt does not cut the next a
   TempDir dir;
   boost::asio::io_context loop;
   os::Watchdog watchdog;
-  Supervisor supervisor(loop, watchdog, SupervisorConfig{});
+  StopSignals signals(loop, {}, {});
+  Supervisor supervisor(loop, watchdog, SupervisorConfig{}, signals);
   std::vector<WorkerLaunch> first;
   first.push_back(shell_worker("echo first", dir / "first.log"));
   REQUIRE(supervisor.run_attempt(std::move(first)).kind == AttemptResult::Kind::kSucceeded);
