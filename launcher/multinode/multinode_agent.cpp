@@ -1,4 +1,5 @@
 #include "launcher/multinode/multinode_agent_class.hpp"
+#include "launcher/node/agent_loop.hpp"
 
 namespace ddp::launch::multinode {
 namespace agent {
@@ -18,13 +19,12 @@ NodeInfo MultiNodeAgent::self_info(int previous_rank) {
   n.addr = advertised_addr();
   // The workers' store listens from now on if this node becomes group rank 0, so that other
   // nodes' workers that connect first wait in the backlog instead of being refused.
-  worker_store_.reset();
+  node::WorkerStoreHost& worker_store = session_.worker_store();
+  worker_store.close();
   if (job_.launcher_worker_store) {
     // Sized for the largest world the job may form: its most nodes, each with this node's count.
     const auto ranks = static_cast<size_t>(std::max(spec_.nnodes_max, 1)) * static_cast<size_t>(job_.devices.nproc);
-    worker_store_ =
-        node::listen_worker_store(os::store_listen_host(n.addr), 0, job_.restrict_worker_store_peers, ranks);
-    n.worker_port = worker_store_->port();
+    n.worker_port = worker_store.listen_early(os::store_listen_host(n.addr), job_.restrict_worker_store_peers, ranks);
     n.agent_store = true;
   } else {
     n.worker_port = os::pick_free_port();
@@ -80,17 +80,17 @@ RendezvousPolicy MultiNodeAgent::rendezvous_policy() {
   return policy;
 }
 
-report::AttemptResult MultiNodeAgent::run_round(const Round& r) {
+node::NextAttempt MultiNodeAgent::start_round(const Round& r) {
   const RoundPlan& plan = r.plan;
   node::NodePlacement where{r.rank(),         plan.nnodes,      r.me.base_rank,    plan.world_size,
                             plan.master_addr, plan.master_port, plan.restart_count};
   where.agent_store = plan.agent_store;
-  if (r.rank() == 0 && where.agent_store && worker_store_) {  // group rank 0's plan is whole
+  if (r.rank() == 0 && where.agent_store && session_.worker_store().open()) {  // group rank 0's plan is whole
     std::vector<std::string> nodes;
     for (const auto& n : plan.nodes) nodes.push_back(n.info.addr);
-    worker_store_->serve(nodes);
+    session_.worker_store().serve(nodes);
   } else {
-    worker_store_.reset();
+    session_.worker_store().close();
   }
   where.role_base_rank = r.me.role_base_rank;
   where.role_world_size = r.me.role_world_size;
@@ -101,7 +101,7 @@ report::AttemptResult MultiNodeAgent::run_round(const Round& r) {
                                        format_host_port(plan.master_addr, plan.master_port),
                                        plan.restart_count ? fmt::format(" (restart {})", plan.restart_count) : ""));
   events_.set_node(r.rank());
-  session_.begin_attempt(plan.restart_count, plan.world_size);
+  events_.set_attempt(plan.restart_count);  // the rendezvous event is the attempt's (the agent loop begins it)
   board_.job.node_rank = r.rank();
   board_.round = r.number();
   board_.spare = false;
@@ -122,14 +122,12 @@ report::AttemptResult MultiNodeAgent::run_round(const Round& r) {
                                {"master_port", plan.master_port}});
   // A hang detected on another node: this node's workers' stacks are captured too.
   const supervise::AttemptCheck check{
-      ms(spec_.rdzv.heartbeat_interval_s), [&] { return this->check(r); },
-      [&] { return state_.abort && is_hang(state_.abort->failure) && state_.abort->node_rank != r.rank(); }};
+      ms(spec_.rdzv.heartbeat_interval_s), [this, &r] { return this->check(r); },
+      [this, &r] { return state_.abort && is_hang(state_.abort->failure) && state_.abort->node_rank != r.rank(); }};
   state_ = RoundFindings{};
   abort_seen_.reset();
   abort_thread_->wait_for_round(r.number());
-  std::vector<worker::WorkerLaunch> launches =
-      prepare_attempt(job_, worker_env_, group, layout_, &session_.snapshots());
-  return session_.run_attempt(std::move(launches), check);
+  return node::NextAttempt{group, &worker_env_, check};
 }
 
 // The job runs with its MAX nodes: this node waits as a hot spare, its standbys warm (as if it
@@ -157,7 +155,7 @@ void MultiNodeAgent::wait_as_spare(int round) {
 // The rounds, then the finish event (also when the launcher itself fails).
 int MultiNodeAgent::run() {
   try {
-    const int code = run_rounds();
+    const int code = node::run_agent_loop(session_, job_, *this);
     session_.end().finished(code);
     return code;
   } catch (const LaunchError& e) {  // not swallowed: logged, then main() reports it
@@ -218,41 +216,47 @@ void MultiNodeAgent::prepare_node() {
   abort_thread_ = std::make_unique<AbortWaitThread>(store_.open_waiter(), [this] { stops_.wake(); });
 }
 
-int MultiNodeAgent::run_rounds() {
-  if (const std::optional<int> stopped = reach_store()) return *stopped;
+std::optional<int> MultiNodeAgent::prepare() {
+  if (const std::optional<int> stopped = reach_store()) return stopped;
   prepare_node();
   rendezvous_.emplace(*store_.job, rendezvous_policy(), [this] { return rendezvous_signal_ = stops_.poll(); });
-  NextRound next;
-  next.round = store_.leader ? 0 : -1;
-  std::optional<Round> last;
+  next_.round = store_.leader ? 0 : -1;
+  return std::nullopt;
+}
+
+std::variant<node::NextAttempt, int> MultiNodeAgent::next_attempt() {
   for (;;) {
-    const JoinOutcome joined = join_round(next);
+    const JoinOutcome joined = join_round(next_);
     if (const auto* spare = std::get_if<BecameSpare>(&joined)) {
       wait_as_spare(spare->round);
-      next.round = spare->round + 1;  // a spare joins every later round until one seats it
-      next.restart_count = spare->restart_count;
+      next_.round = spare->round + 1;  // a spare joins every later round until one seats it
+      next_.restart_count = spare->restart_count;
       continue;
     }
     if (const auto* released = std::get_if<SpareReleased>(&joined)) return spare_released(released->exit_code);
     if (const auto* stop = std::get_if<StopRecorded>(&joined)) {
       session_.end().stopped_between_attempts();
-      return job_stopped(last, stop->record);
+      return job_stopped(last_, stop->record);
     }
     if (const auto* stopped = std::get_if<Interrupted>(&joined)) {
       session_.end().stopped_between_attempts();
-      return stopped_between_rounds(last, stopped->signal);
+      return stopped_between_rounds(last_, stopped->signal);
     }
-    last = Round{std::get<Seated>(joined).plan, {}};
-    last->me = *last->plan.find(store_.name);
+    last_ = Round{std::get<Seated>(joined).plan, {}};
+    last_->me = *last_->plan.find(store_.name);
     probe_.reset();  // the first round's link checks are done once its plan is read
-    const report::AttemptResult result = run_round(*last);
-    // A restart or the end is known only once settled: the end persists again below.
-    session_.after_attempt(result, false, state_.abort && state_.abort->failure == FailureKind::kMembership);
-    const std::optional<int> code = conclude(*last, settle(*last, result), next);
-    worker_store_.reset();   // every node's workers are gone (or the job ends): the round's store too
-    if (code) return *code;  // run() writes the end
-    session_.recovery().begin(report::failed_attempt(result, abort_seen_.value_or(std::chrono::system_clock::now())));
+    return start_round(*last_);
   }
+}
+
+std::optional<int> MultiNodeAgent::settle(const report::AttemptResult& result) {
+  // A restart or the end is known only once settled: the end persists again (JobEnd).
+  session_.after_attempt(result, false, state_.abort && state_.abort->failure == FailureKind::kMembership);
+  const std::optional<int> code = conclude(*last_, settle_round(*last_, result), next_);
+  session_.worker_store().close();  // every node's workers are gone (or the job ends): the round's store too
+  if (code) return code;
+  session_.recovery().begin(report::failed_attempt(result, abort_seen_.value_or(std::chrono::system_clock::now())));
+  return std::nullopt;
 }
 
 }  // namespace agent

@@ -4,7 +4,8 @@
 // joins rounds through it, runs its workers, heartbeats, and checks the round. A worker
 // failure, a lost node or a new node waiting ends the round on every node at once; then
 // all restart together (--max-restarts counts for the job) or all exit with the same root
-// cause. Returns the exit code. Blocks.
+// cause. The agent is a RoundSource (node/round_source.hpp) for the one agent loop
+// (node/agent_loop.hpp) on its NodeSession. Returns the exit code. Blocks.
 #pragma once
 
 #include <optional>

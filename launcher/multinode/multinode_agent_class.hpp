@@ -19,6 +19,7 @@
 #include "launcher/multinode/round_events.hpp"
 #include "launcher/multinode/strike_record.hpp"
 #include "launcher/node/node_session.hpp"
+#include "launcher/node/round_source.hpp"
 #include "launcher/node/preflight_check.hpp"
 #include "launcher/node/worker_launches.hpp"
 #include "launcher/node/worker_store.hpp"
@@ -72,7 +73,7 @@ struct Settled {
   std::optional<AbortRecord> abort;
 };
 
-class MultiNodeAgent {
+class MultiNodeAgent : public node::RoundSource {
  public:
   MultiNodeAgent(const node::JobConfig& job, const MultiNodeSpec& spec, const cli::Environment& env,
                  const supervise::StopInputSpec& stop_input)
@@ -85,10 +86,16 @@ class MultiNodeAgent {
         board_(session_.board()),
         layout_(session_.layout()) {}
 
+  // The agent loop over this node's rounds, then the job's end (also when the launcher fails).
   int run();
 
+  // RoundSource: the store and this node's checks; each round joined and started; its end
+  // settled with the other nodes.
+  std::optional<int> prepare() override;
+  std::variant<node::NextAttempt, int> next_attempt() override;
+  std::optional<int> settle(const report::AttemptResult& result) override;
+
  private:
-  int run_rounds();
   std::optional<int> reach_store();
   std::vector<std::string> store_hosts() const;
   void prepare_node();
@@ -96,9 +103,9 @@ class MultiNodeAgent {
   std::string advertised_addr() const;
   JoinOutcome join_round(const NextRound& next);
   RendezvousPolicy rendezvous_policy();
-  report::AttemptResult run_round(const Round& r);
+  node::NextAttempt start_round(const Round& r);
   RoundCheckContext round_check_context();
-  Settled settle(const Round& r, const report::AttemptResult& result);
+  Settled settle_round(const Round& r, const report::AttemptResult& result);
   Settled after_success(const Round& r);
   Settled after_failure(const Round& r, const report::AttemptResult& result);
   std::optional<Settled> symptom_of_known_cause(const Round& r, const report::WorkerOutcome& root);
@@ -140,10 +147,9 @@ class MultiNodeAgent {
   bool strike_ = false;               // this round's abort record is this node's own failure: a strike once logged
   std::unique_ptr<preflight::ProbeServer> probe_;  // --preflight: the link checks' probe, until the first plan
   std::optional<Rendezvous> rendezvous_;           // from the first join on
+  NextRound next_;                                 // how the next join gathers
+  std::optional<Round> last_;                      // the round joined last
   std::unique_ptr<AbortWaitThread> abort_thread_;  // last: stopped before the supervisor goes
-  // The workers' store of the round (launcher/c10d), listening since self_info(); served on
-  // group rank 0's node, closed elsewhere; stopped once the round is concluded.
-  std::unique_ptr<c10d::Server> worker_store_;
 };
 
 }  // namespace ddp::launch::multinode::agent

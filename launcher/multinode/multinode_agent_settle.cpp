@@ -109,7 +109,7 @@ int MultiNodeAgent::after_interrupt(const Round& r, int signal) {
   return stop.exit_code;
 }
 
-Settled MultiNodeAgent::settle(const Round& r, const report::AttemptResult& result) {
+Settled MultiNodeAgent::settle_round(const Round& r, const report::AttemptResult& result) {
   switch (result.kind) {
     case report::AttemptResult::Kind::kSucceeded: return after_success(r);
     case report::AttemptResult::Kind::kFailed: return after_failure(r, result);

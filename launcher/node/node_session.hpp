@@ -1,12 +1,14 @@
-// NodeSession: one node's services for a whole job, built once, in one place, by either agent
-// (single_node_agent.hpp, multinode/multinode_agent.hpp): the run layout, the event log (its
-// `start` event), the status board and endpoint, the recovery log, the snapshot regions and
-// their persister, the containment of the workers' processes, the warm standbys, the orphan
-// watchdog, and the Supervisor, all on one
-// event loop this session owns and lends. Members are built in declaration order and go in
-// reverse, so each outlives what borrows it. run_attempt and after_attempt hold what every
-// attempt does around the Supervisor: counters, the recovery timeline's marks, the persist
-// policy. Single-threaded (the snapshot persister has its own thread).
+// NodeSession: one node's services for a whole job, built once, in one place, for the one agent
+// loop (agent_loop.hpp) whichever RoundSource feeds it: the job's stop signals and a many-host
+// agent's stdin, the run layout, the event log (its `start` event), the status board and
+// endpoint, the recovery log, the snapshot regions and their persister, the job's end
+// (JobEnd), the containment of the workers' processes, the warm standbys, the orphan
+// watchdog, the workers' store (WorkerStoreHost) and the Supervisor, all on one event loop this
+// session owns and lends, each collaborator given to its constructor. Members are built in
+// declaration order and go in reverse, so each outlives what borrows it. run_attempt and
+// after_attempt hold what every attempt does around the Supervisor: counters, the recovery
+// timeline's marks, the persist policy. Single-threaded (the snapshot persister has its own
+// thread).
 #pragma once
 
 #include <memory>
@@ -18,6 +20,7 @@
 #include "launcher/cli/environment.hpp"
 #include "launcher/node/job_config.hpp"
 #include "launcher/node/job_end.hpp"
+#include "launcher/node/worker_store_host.hpp"
 #include "launcher/contain/containment.hpp"
 #include "launcher/os/watchdog.hpp"
 #include "launcher/report/attempt_result.hpp"
@@ -70,6 +73,7 @@ class NodeSession {
   snapshot::SnapshotRegions& snapshots() { return snapshots_; }
   const status::StatusEndpoint* endpoint() const { return endpoint_.get(); }
   JobEnd& end() { return end_; }
+  WorkerStoreHost& worker_store() { return worker_store_; }
 
   // Attempt `restart_count` of `world_size` ranks begins: the event log's and the board's
   // attempt, and whether standbys are kept for a restart after it.
@@ -100,6 +104,7 @@ class NodeSession {
   contain::Containment containment_;  // before the watchdog, which sweeps as it says
   os::Watchdog watchdog_;
   std::unique_ptr<warm::StandbyPool> standbys_;  // null without warm restarts
+  WorkerStoreHost worker_store_;                 // before the Supervisor: it outlives the workers
   supervise::Supervisor supervisor_;
   std::unique_ptr<status::StatusEndpoint> endpoint_;  // --metrics-port; on loop_
 };

@@ -4,11 +4,11 @@
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/signal_names.hpp"
 #include "launcher/console/notice.hpp"
+#include "launcher/node/agent_loop.hpp"
 #include "launcher/node/node_session.hpp"
 #include "launcher/node/preflight_check.hpp"
 #include "launcher/node/single_node_agent.hpp"
 #include "launcher/node/worker_launches.hpp"
-#include "launcher/node/worker_store.hpp"
 #include "launcher/os/ports.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/report/event_log.hpp"
@@ -43,82 +43,85 @@ worker::GroupPlan single_node_group(const JobConfig& job, const SingleNodeSpec& 
 
 namespace {
 
-// The attempt's workers' store, listening at MASTER_PORT before any worker starts. A port
-// picked here may be taken between the pick and the bind: then another is picked.
-std::unique_ptr<c10d::Server> host_worker_store(const JobConfig& job, const SingleNodeSpec& node,
-                                                worker::GroupPlan& plan) {
-  const std::string host = os::store_listen_host(plan.master_addr);
-  for (int tries = 1;; ++tries) {
-    try {
-      auto server = listen_worker_store(host, plan.master_port, job.restrict_worker_store_peers,
-                                        static_cast<size_t>(plan.world_size));
-      server->serve();
-      return server;
-    } catch (const LaunchError& e) {
-      if (node.master_port || e.exit_code() != exit_code::kAddressInUse || tries == 3) throw;
-      plan.master_port = os::pick_free_port();
+// This node alone: attempt after attempt of its group, restarted as a whole up to
+// --max-restarts times (a fresh port each time when none was given), until one succeeds, is
+// stopped, or fails with no restart left.
+class LocalRounds : public RoundSource {
+ public:
+  // plan: attempt 0's group (single_node_group).
+  LocalRounds(NodeSession& session, const JobConfig& job, const SingleNodeSpec& node, const cli::Environment& env,
+              worker::GroupPlan plan)
+      : session_(session), job_(job), node_(node), env_(env), plan_(std::move(plan)) {}
+
+  std::optional<int> prepare() override {
+    if (job_.preflight)
+      run_preflight(*job_.preflight,
+                    job_needs(job_.devices, plan_.local_world_size,
+                              preflight_folders(env_, session_.layout().run_dir(), job_.snapshot_persist.dir),
+                              job_.command.executable),
+                    {&session_.events(), &session_.board(), true});
+    return std::nullopt;
+  }
+
+  std::variant<NextAttempt, int> next_attempt() override {
+    plan_.restart_count = attempt_;
+    if (plan_.agent_store && node_.node_rank == 0)
+      session_.worker_store().host_attempt(job_, plan_, node_.master_port.has_value());
+    return NextAttempt{plan_, &env_, {}};
+  }
+
+  std::optional<int> settle(const report::AttemptResult& result) override {
+    session_.worker_store().close();  // the attempt's workers are gone: its store may go too
+    const bool job_ends = result.kind != report::AttemptResult::Kind::kFailed || attempt_ >= job_.max_restarts ||
+                          session_.stops().interrupted_by() != 0;
+    session_.after_attempt(result, job_ends);  // in the background; the job's end waits for it
+    if (std::optional<int> code = conclude(result)) return code;
+    restart_notice(job_, result, attempt_);
+    session_.count_restart(result.outcomes[*result.root_cause].failure);
+    session_.events().set_attempt(++attempt_);
+    session_.events().write("restart", {{"restart", attempt_}, {"max_restarts", job_.max_restarts}});
+    session_.recovery().begin(failed_attempt(result, std::chrono::system_clock::now()));
+    if (!node_.master_port) plan_.master_port = os::pick_free_port();  // the old port may linger in TIME_WAIT
+    return std::nullopt;
+  }
+
+ private:
+  // The attempt's end as the job's end (JobEnd writes it): nullopt when a restart follows.
+  std::optional<int> conclude(const report::AttemptResult& result) {
+    JobEnd& end = session_.end();
+    if (result.kind == report::AttemptResult::Kind::kSucceeded) {
+      end.finished(exit_code::kSuccess);
+      return exit_code::kSuccess;
     }
+    if (result.kind == report::AttemptResult::Kind::kInterrupted) {
+      console::launcher_notice("stopped" + stopped_how(result.signal, result.stop_note));
+      return end.interrupted(result.signal, result.stop_note);
+    }
+    const bool final = attempt_ >= job_.max_restarts || session_.stops().interrupted_by() != 0;
+    log_worker_failure(session_.events(), result.outcomes[*result.root_cause], final);
+    if (!final) return std::nullopt;
+    const int code = end.report_own_failure(result, attempt_);
+    end.finished(code);
+    return code;
   }
-}
 
-// The attempt's end as the job's end (JobEnd writes it): nullopt when a restart follows.
-std::optional<int> conclude(NodeSession& session, const JobConfig& job, const report::AttemptResult& result,
-                            int attempt) {
-  JobEnd& end = session.end();
-  if (result.kind == report::AttemptResult::Kind::kSucceeded) {
-    end.finished(exit_code::kSuccess);
-    return exit_code::kSuccess;
-  }
-  if (result.kind == report::AttemptResult::Kind::kInterrupted) {
-    console::launcher_notice("stopped" + stopped_how(result.signal, result.stop_note));
-    return end.interrupted(result.signal, result.stop_note);
-  }
-  const bool final = attempt >= job.max_restarts || session.stops().interrupted_by() != 0;
-  log_worker_failure(session.events(), result.outcomes[*result.root_cause], final);
-  if (!final) return std::nullopt;
-  const int code = end.report_own_failure(result, attempt);
-  end.finished(code);
-  return code;
-}
-
-int run_attempts(NodeSession& session, const JobConfig& job, const SingleNodeSpec& node, const cli::Environment& env,
-                 worker::GroupPlan& plan) {
-  for (int attempt = 0;; ++attempt) {
-    plan.restart_count = attempt;
-    session.begin_attempt(attempt, plan.world_size);
-    std::vector<worker::WorkerLaunch> launches =
-        prepare_attempt(job, env, plan, session.layout(), &session.snapshots());
-    std::unique_ptr<c10d::Server> store;
-    if (plan.agent_store && node.node_rank == 0) store = host_worker_store(job, node, plan);
-    report::AttemptResult result = session.run_attempt(std::move(launches));
-    store.reset();  // the attempt's workers are gone: its store may go too
-    const bool job_ends = result.kind != report::AttemptResult::Kind::kFailed || attempt >= job.max_restarts ||
-                          session.stops().interrupted_by() != 0;
-    session.after_attempt(result, job_ends);  // in the background; the job's end waits for it
-    if (std::optional<int> code = conclude(session, job, result, attempt)) return *code;
-    restart_notice(job, result, attempt);
-    session.count_restart(result.outcomes[*result.root_cause].failure);
-    session.events().set_attempt(attempt + 1);
-    session.events().write("restart", {{"restart", attempt + 1}, {"max_restarts", job.max_restarts}});
-    session.recovery().begin(failed_attempt(result, std::chrono::system_clock::now()));
-    if (!node.master_port) plan.master_port = os::pick_free_port();  // the old port may linger in TIME_WAIT
-  }
-}
+  NodeSession& session_;
+  const JobConfig& job_;
+  const SingleNodeSpec& node_;
+  const cli::Environment& env_;
+  worker::GroupPlan plan_;
+  int attempt_ = 0;
+};
 
 }  // namespace
 
 int run_single_node_agent(const JobConfig& job, const SingleNodeSpec& node, const cli::Environment& env,
                           const supervise::StopInputSpec& stop_input) {
-  worker::GroupPlan plan = single_node_group(job, node);
+  worker::GroupPlan plan = single_node_group(job, node);  // a --master-port in use: before anything is set up
   NodeSession session(job, env, {-1, node.node_rank, node.nnodes}, stop_input);
   try {
-    if (job.preflight)
-      run_preflight(*job.preflight,
-                    job_needs(job.devices, plan.local_world_size,
-                              preflight_folders(env, session.layout().run_dir(), job.snapshot_persist.dir),
-                              job.command.executable),
-                    {&session.events(), &session.board(), true});
-    return run_attempts(session, job, node, env, plan);
+    LocalRounds rounds(session, job, node, env, std::move(plan));
+    return run_agent_loop(session, job, rounds);
   } catch (const LaunchError& e) {  // not swallowed: logged, then main() reports it
     session.end().failed_by_error(e.exit_code(), e.what());
     throw;

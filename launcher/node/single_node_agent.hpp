@@ -1,7 +1,8 @@
-// The single-node agent: picks or checks the workers' store port, prepares the run's log
-// files, then runs attempts on the Supervisor, restarting the whole group up to
-// --max-restarts times, and ends with the failure report (and the launcher's own error
-// file when TORCHELASTIC_ERROR_FILE is set). Returns the launcher's exit code. Blocks.
+// The single-node agent: picks or checks the workers' store port, then runs the one agent
+// loop (agent_loop.hpp) over this node's own rounds (LocalRounds: attempt after attempt,
+// the whole group restarted up to --max-restarts times), ending as JobEnd writes it (the
+// failure report, the launcher's own error file when TORCHELASTIC_ERROR_FILE is set).
+// Returns the launcher's exit code. Blocks.
 #pragma once
 
 #include <optional>

@@ -331,6 +331,35 @@ TEST_CASE("a worker failure on the store's host or on a follower ends every node
   CHECK_THAT(r0.err + r1.err, !Catch::Contains("lost"));
 }
 
+TEST_CASE("every node copies the job's root cause to its launcher's TORCHELASTIC_ERROR_FILE") {
+  const int failing = GENERATE(0, 1);
+  INFO("the worker on node " << failing << " fails");
+  TempDir dir;
+  const int port = free_port();
+  // The failing worker records its error with @record's JSON, as a Python worker would.
+  const std::string script = "touch " + dir.path() + "/up.$RANK; if [ $RANK = " + std::to_string(failing) +
+                             " ]; then while [ ! -e " + dir.path() + "/up." + std::to_string(1 - failing) +
+                             " ]; do sleep 0.02; done; printf '%s' '{\"message\": {\"message\": \"ValueError: "
+                             "bad rate\", \"extraInfo\": {\"py_callstack\": \"Traceback\", \"timestamp\": "
+                             "\"1\"}}}' > \"$TORCHELASTIC_ERROR_FILE\"; exit 3; fi; exec sleep 60";
+  Background node1(with(two_node_launcher("static", 1, port), {"sh", "-c", script}),
+                   {{"TORCHELASTIC_ERROR_FILE", dir / "launcher1.json"}});
+  auto r0 = run(with(two_node_launcher("static", 0, port), {"sh", "-c", script}),
+                {{"TORCHELASTIC_ERROR_FILE", dir / "launcher0.json"}}, 120s);
+  auto r1 = node1.wait(60s);
+  INFO("node 0:\n" << r0.err << "node 1:\n" << r1.err);
+  REQUIRE(r0.exit_code == 3);
+  REQUIRE(r1.exit_code == 3);
+  for (const char* file : {"launcher0.json", "launcher1.json"}) {
+    INFO(file);
+    REQUIRE(file_exists(dir / file));
+    const auto record = nlohmann::json::parse(read_file(dir / file));
+    CHECK(record.at("message").at("errorCode") == 3);
+    CHECK(record.at("message").at("message") == "ValueError: bad rate");
+    CHECK(record.at("message").at("extraInfo").at("py_callstack") == "Traceback");
+  }
+}
+
 TEST_CASE("a stop signal to either node's launcher stops every node with the signal as root cause") {
   const int victim = GENERATE(0, 1);  // node 0 hosts the agent store
   const int sig = GENERATE(SIGTERM, SIGINT);
