@@ -22,6 +22,7 @@ packages=(
   slurm-wlm munge
   gnuplot-nox
   clang-format                                # scripts/check-format.sh (CI fails on an unformatted file)
+  universal-ctags                             # scripts/check-design.sh (function lengths)
   libssl-dev openssl etcd-server etcd-client  # etcd rendezvous: TLS client, tests' real etcd and CA
   prometheus chromium                         # the status endpoint's tests: promtool, a real server, headless Chromium
   openmpi-bin                                 # the compat: mpirun test (one ddp-launch per MPI task)

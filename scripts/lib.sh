@@ -101,6 +101,7 @@ debian_package() {
     munged) echo munge ;;
     gnuplot) echo gnuplot-nox ;;
     clang-format) echo clang-format ;;
+    ctags) echo universal-ctags ;;
     openssl) echo openssl ;;
     etcd) echo etcd-server ;;
     etcdctl) echo etcd-client ;;
