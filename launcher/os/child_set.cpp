@@ -88,6 +88,39 @@ void ChildSet::started(size_t id, pid_t pid) {
   c.in_read.reset();
 }
 
+pid_t ChildSet::spawn(size_t id, const SpawnSpec& spec) {
+  pid_t pid = -1;
+  try {
+    pid = spawn_worker(spec);
+  } catch (...) {  // not swallowed: it never ran
+    abandon(id);
+    throw;
+  }
+  started(id, pid);
+  return pid;
+}
+
+StartedWorker ChildSet::start(size_t id, const SpawnSpec& spec) {
+  StartedWorker s;
+  try {
+    s = start_worker(spec);
+  } catch (...) {  // not swallowed: it never ran
+    abandon(id);
+    throw;
+  }
+  started(id, s.pid);
+  return s;
+}
+
+void ChildSet::confirm(size_t id, StartedWorker& s) {
+  try {
+    confirm_exec(s);
+  } catch (...) {  // not swallowed: confirm_exec reaped it, so nothing of it is left to signal or wait for
+    abandon(id);
+    throw;
+  }
+}
+
 void ChildSet::abandon(size_t id) {
   Child& c = *children_[id];
   c.pid = -1;

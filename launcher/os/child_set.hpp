@@ -51,6 +51,14 @@ class ChildSet {
   size_t add(SpawnSpec& spec, ChildOutput output, bool with_stdin = false);
   // Child id runs as pid (forked, or adopted): the set's copies of the child's pipe ends close.
   void started(size_t id, pid_t pid);
+  // Starts child id from spec (add's), as spawn_worker does; returns its pid. Throws LaunchError
+  // as spawn_worker does (then the child never ran: abandoned).
+  pid_t spawn(size_t id, const SpawnSpec& spec);
+  // The same in two steps, so that many children exec in parallel (start_worker, confirm_exec):
+  // start forks and returns at once; confirm blocks until that child's exec succeeded, and
+  // throws LaunchError when it failed (then the child is reaped and abandoned).
+  StartedWorker start(size_t id, const SpawnSpec& spec);
+  void confirm(size_t id, StartedWorker& started);
   // Child id never ran, or was reaped elsewhere (a failed exec): its pipes close unread, and it
   // is never signalled or waited for.
   void abandon(size_t id);

@@ -43,12 +43,7 @@ os::ChildOutput HostProcesses::relay(size_t host) {
 void HostProcesses::start(size_t i, os::SpawnSpec spec, const std::string& stdin_data, bool keep_stdin_open) {
   const size_t id = children_.add(spec, relay(i), true);
   host_of_.push_back(i);
-  try {
-    children_.started(id, os::spawn_worker(spec));
-  } catch (...) {  // not swallowed: it never ran, so nothing of it is left to read or reap
-    children_.abandon(id);
-    throw;
-  }
+  children_.spawn(id, spec);  // throws when it never ran (then nothing of it is left to read or reap)
   if (!stdin_data.empty()) children_.write_stdin(id, stdin_data);
   if (!keep_stdin_open) children_.close_stdin(id);
 }

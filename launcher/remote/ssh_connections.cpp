@@ -6,14 +6,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/text.hpp"
+#include "launcher/os/child_events.hpp"
 #include "launcher/os/temp_dir.hpp"
 
 namespace ddp::launch::remote {
@@ -66,6 +67,7 @@ struct SshConnections::Pending {
   size_t index;  // in masters_
   os::UniqueFd err;
   Clock::time_point since;
+  os::UniqueFd pidfd;  // readable once the master has ended (invalid without pidfds)
 };
 
 SshConnections::Pending SshConnections::start_master(size_t index, const std::string& host) {
@@ -77,7 +79,7 @@ SshConnections::Pending SshConnections::start_master(size_t index, const std::st
       -1};
   m.pid = os::spawn_worker(spec);
   masters_.push_back(m);
-  return Pending{masters_.size() - 1, std::move(err.read_end), Clock::now()};
+  return Pending{masters_.size() - 1, std::move(err.read_end), Clock::now(), os::open_pidfd(m.pid)};
 }
 
 bool SshConnections::settled(Pending& p, Clock::duration limit,
@@ -104,12 +106,23 @@ std::vector<std::pair<std::string, std::string>> SshConnections::open(const std:
   std::vector<std::pair<std::string, std::string>> unreachable;
   size_t next = 0;
   const auto limit = std::chrono::milliseconds(static_cast<long long>((settings_.connect_timeout_s + 5) * 1000));
+  // A master is settled when its socket appears in dir_ (the folder's watch) or it ends (its
+  // pidfd), or at its limit: the wait wakes for the first of these, nothing polls.
+  const os::FolderWatch sockets(dir_);
   while (next < hosts.size() || !pending.empty()) {
     for (; next < hosts.size() && static_cast<int>(pending.size()) < settings_.fanout; ++next)
       pending.push_back(start_master(next, hosts[next]));
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
     for (auto it = pending.begin(); it != pending.end();)
       it = settled(*it, limit, unreachable) ? pending.erase(it) : std::next(it);
+    if (pending.empty()) continue;
+    std::vector<const os::UniqueFd*> events{&sockets.fd()};
+    auto first_limit = Clock::time_point::max();
+    for (const Pending& p : pending) {
+      events.push_back(&p.pidfd);
+      first_limit = std::min(first_limit, p.since + limit);
+    }
+    os::wait_readable(events, std::chrono::ceil<std::chrono::milliseconds>(first_limit - Clock::now()));
+    sockets.drain();
   }
   connect_seconds_ = std::chrono::duration<double>(Clock::now() - started).count();
   if (unreachable.empty() || keep_going) return unreachable;

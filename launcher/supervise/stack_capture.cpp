@@ -4,11 +4,11 @@
 #include "launcher/console/notice.hpp"
 #include "launcher/os/fd_io.hpp"
 #include "launcher/os/process.hpp"
+#include "launcher/os/run_to_end.hpp"
 #include "launcher/supervise/stack_capture.hpp"
 #include <fmt/format.h>
 #include <optional>
 #include <signal.h>
-#include <thread>
 #include <vector>
 
 namespace ddp::launch::supervise {
@@ -32,54 +32,49 @@ std::optional<os::SpawnSpec> stack_tool(long pid, const std::string& path_env) {
   return std::nullopt;
 }
 
-// Runs the tool with its output appended to fd; kills it after kCaptureTimeout.
-std::string run_tool(os::SpawnSpec spec, int fd) {
-  spec.stdout_fd = fd;
-  spec.stderr_fd = fd;
-  pid_t tool = -1;
-  try {
-    tool = spawn_worker(spec);
-  } catch (const LaunchError& e) {  // reported in the file instead: the verdict must go on
-    return e.what();
-  }
-  const auto deadline = std::chrono::steady_clock::now() + kCaptureTimeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (auto status = os::try_reap(tool))
-      return status->success() ? "" : fmt::format("{} ended with {}", spec.argv[0], status->describe());
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  os::signal_process(tool, SIGKILL);
-  os::wait_for(tool);
-  return fmt::format("{} did not finish within {} s: killed", spec.argv[0], kCaptureTimeout.count());
+// Why a tool's run gave no complete stacks ("" when it did).
+std::string problem_of(const os::SpawnSpec& spec, const os::RunEnd& end) {
+  if (!end.error.empty()) return end.error;
+  if (end.timed_out) return fmt::format("{} did not finish within {} s: killed", spec.argv[0], kCaptureTimeout.count());
+  if (end.status && !end.status->success())
+    return fmt::format("{} ended with {}", spec.argv[0], end.status->describe());
+  return "";
+}
+
+void note(int fd, const std::string& problem) {
+  if (!problem.empty())
+    console::write_all(fd, fmt::format("(no complete native stacks: {}; if ptrace was refused, see docs/hangs.md "
+                                       "\"ptrace permission\": kernel.yama.ptrace_scope)\n",
+                                       problem));
+  console::write_all(fd, "\n");
 }
 
 }  // namespace
 
-void capture_native_stacks(long pid, int rank, const std::string& path, const std::string& path_env) {
-  const os::UniqueFd file = os::open_append(path);
-  if (!file.valid()) return;  // best effort: the report says the capture is missing
-  const int fd = file.get();
-  auto note = [fd](const std::string& text) { console::write_all(fd, text); };
-  note(fmt::format("== native stacks of rank {} (pid {}) ==\n", rank, pid));
-  auto spec = stack_tool(pid, path_env);
-  std::string problem = spec ? run_tool(std::move(*spec), fd)
-                             : "neither eu-stack (elfutils) nor gdb is installed: run scripts/install-deps.sh";
-  if (!problem.empty())
-    note(
-        fmt::format("(no complete native stacks: {}; if ptrace was refused, see docs/hangs.md \"ptrace "
-                    "permission\": kernel.yama.ptrace_scope)\n",
-                    problem));
-  note("\n");
-}
-
 bool capture_stacks(const std::vector<StackTarget>& targets, const std::string& path_env) {
-  std::string files;
+  // Every file's header, then every tool at once (one time limit for all), then what failed.
+  std::vector<os::UniqueFd> files;
+  std::vector<os::SpawnSpec> specs;
+  std::vector<int> spec_files;
+  std::string names;
   for (const StackTarget& t : targets) {
     if (t.stacks_file.empty()) continue;
-    capture_native_stacks(t.pid, t.rank, t.stacks_file, path_env);
-    files += (files.empty() ? "" : ", ") + t.stacks_file;
+    names += (names.empty() ? "" : ", ") + t.stacks_file;
+    os::UniqueFd file = os::open_append(t.stacks_file);
+    if (!file.valid()) continue;  // best effort: the report says the capture is missing
+    console::write_all(file.get(), fmt::format("== native stacks of rank {} (pid {}) ==\n", t.rank, t.pid));
+    if (std::optional<os::SpawnSpec> spec = stack_tool(t.pid, path_env)) {
+      spec->stdout_fd = spec->stderr_fd = file.get();
+      specs.push_back(std::move(*spec));
+      spec_files.push_back(file.get());
+    } else {
+      note(file.get(), "neither eu-stack (elfutils) nor gdb is installed: run scripts/install-deps.sh");
+    }
+    files.push_back(std::move(file));
   }
-  if (!files.empty()) console::launcher_notice("stacks in " + files);
+  const std::vector<os::RunEnd> ends = os::run_to_end(specs, kCaptureTimeout);
+  for (size_t i = 0; i < specs.size(); ++i) note(spec_files[i], problem_of(specs[i], ends[i]));
+  if (!names.empty()) console::launcher_notice("stacks in " + names);
   bool python = false;
   for (const StackTarget& t : targets)
     if (t.python) {

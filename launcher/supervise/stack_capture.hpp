@@ -1,8 +1,8 @@
 // Post-mortem of hung workers, taken before anything is killed: the native stacks of every
 // thread (eu-stack from elfutils, else gdb) written to each one's stacks.txt, then the
 // Python ones' tracebacks (faulthandler, on SIGABRT). Needs ptrace rights over the workers
-// (docs/hangs.md: Yama's ptrace_scope). Blocks up to kCaptureTimeout per worker; never
-// throws (a failed capture is written into the file instead).
+// (docs/hangs.md: Yama's ptrace_scope). The tools run at once (os/run_to_end): blocks up to
+// kCaptureTimeout in all; never throws (a failed capture is written into the file instead).
 #pragma once
 
 #include <chrono>
@@ -13,10 +13,6 @@ namespace ddp::launch::supervise {
 
 inline constexpr std::chrono::seconds kCaptureTimeout{20};
 
-// Appends "== native stacks of rank R (pid P) ==" and the tool's output (or why there is
-// none) to path. path_env: the launcher's PATH, to find the tools.
-void capture_native_stacks(long pid, int rank, const std::string& path, const std::string& path_env);
-
 // A live worker whose stacks a hang's post-mortem takes.
 struct StackTarget {
   long pid = 0;
@@ -24,10 +20,13 @@ struct StackTarget {
   std::string stacks_file;  // "": no run directory, no native capture
   bool python = false;      // gets SIGABRT + SIGCONT afterwards (its faulthandler)
 };
-// Every target's native stacks in turn (the files are named in a notice), then SIGABRT and
+// Appends "== native stacks of rank R (pid P) ==" and the tool's output (or why there is none)
+// to every target's file, the tools running at once (the files are named in a notice); then
+// SIGABRT and
 // SIGCONT to the Python ones: their faulthandler appends the tracebacks, and a stopped one
 // is continued for it; the caller gives them time before it stops them. Returns whether a
 // Python worker was signalled.
+// path_env: the launcher's PATH, to find the tools.
 bool capture_stacks(const std::vector<StackTarget>& targets, const std::string& path_env);
 
 }  // namespace ddp::launch::supervise

@@ -131,18 +131,16 @@ void Supervisor::Impl::start(std::vector<worker::WorkerLaunch> launches) {
       w.warm = true;
       ++warm_started;
     } else {
-      started[i] = os::start_worker(w.launch.spawn);
-      children.started(i, started[i]->pid);
+      started[i] = children.start(i, w.launch.spawn);
       watchdog.watch(started[i]->pid);
     }
   }
   for (size_t i = 0; i < started.size(); ++i) {
     if (!started[i]) continue;
     try {
-      os::confirm_exec(*started[i]);
-    } catch (...) {                      // not swallowed: confirm_exec reaped this worker, so nothing of it is
-      watchdog.forget(children.pid(i));  // left to signal or wait for (its pid may be reused)
-      children.abandon(i);
+      children.confirm(i, *started[i]);
+    } catch (...) {                      // not swallowed: the set reaped and abandoned this worker, so nothing
+      watchdog.forget(started[i]->pid);  // of it is left to signal or wait for (its pid may be reused)
       throw;
     }
   }

@@ -1,5 +1,6 @@
 // os::ChildSet on real shell children: output and ends on the loop, the stop escalation (ask,
-// grace, SIGKILL; kill at once), the drain of a pipe a grandchild holds, and close_output.
+// grace, SIGKILL; kill at once), the drain of a pipe a grandchild holds, close_output, the
+// two-step start; os::run_to_end and the waits of child_events (a folder watch).
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -10,11 +11,17 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "launcher/base/launch_error.hpp"
+#include "launcher/os/child_events.hpp"
 #include "launcher/os/child_set.hpp"
+#include "launcher/os/run_to_end.hpp"
 #include "tests/support/test_support.hpp"
 
 using namespace ddp::launch;
 using namespace std::chrono_literals;
+using ddp::test::Background;
+using ddp::test::file_exists;
+using ddp::test::TempDir;
 
 namespace {
 
@@ -33,7 +40,7 @@ struct Shells {
     output.data = [this, id](int stream, std::string_view chunk) { (stream == 1 ? out : err)[id] += chunk; };
     output.end = [this, id](int) { ++streams_ended[id]; };
     set.add(spec, std::move(output), with_stdin);
-    set.started(id, os::spawn_worker(spec));
+    set.spawn(id, spec);
     return id;
   }
   void run() {
@@ -121,4 +128,58 @@ TEST_CASE("a child set's close_output delivers what the pipes hold, then ends th
   CHECK(at_close == "before-exit\n");
   CHECK(!s.set.output_open(parent));
   os::signal_group(s.set.pid(parent), SIGKILL);  // the sleep
+}
+
+TEST_CASE("a child set starts children in two steps; one whose exec fails is abandoned, the others run on") {
+  Shells shells;
+  os::SpawnSpec good{"/bin/sh", {"sh", "-c", "echo ran"}, ddp::test::environment_with({})};
+  os::SpawnSpec bad{"/nonexistent/program", {"program"}, ddp::test::environment_with({})};
+  const size_t a = shells.set.add(good, {[&](int, std::string_view chunk) { shells.out[0] += chunk; }, {}});
+  const size_t b = shells.set.add(bad, {});
+  os::StartedWorker first = shells.set.start(a, good);
+  os::StartedWorker second = shells.set.start(b, bad);
+  CHECK(shells.set.pid(b) > 0);
+  shells.set.confirm(a, first);
+  CHECK_THROWS_AS(shells.set.confirm(b, second), LaunchError);
+  CHECK(shells.set.pid(b) == -1);  // reaped by confirm, never signalled or waited for again
+  CHECK_FALSE(shells.set.running(b));
+  shells.run();
+  CHECK(shells.out[0] == "ran\n");
+  REQUIRE(shells.ended.count(a) == 1);
+  CHECK(shells.ended.at(a).success());
+  CHECK(shells.ended.count(b) == 0);
+}
+
+TEST_CASE(
+    "run_to_end: helpers run at once to their ends; a late one is killed and reaped, one that cannot start says why") {
+  TempDir dir;
+  const auto env = ddp::test::environment_with({});
+  const std::vector<os::SpawnSpec> specs = {
+      {"/bin/sh", {"sh", "-c", "exit 3"}, env},
+      {"/bin/sh", {"sh", "-c", "touch " + (dir / "late") + "; exec sleep 30"}, env},
+      {"/nonexistent/tool", {"tool"}, env},
+      {"/bin/sh", {"sh", "-c", "true"}, env}};
+  const std::vector<os::RunEnd> ends = os::run_to_end(specs, std::chrono::milliseconds(1500));
+  REQUIRE(ends.size() == 4);
+  REQUIRE(ends[0].status);
+  CHECK(ends[0].status->code == 3);
+  CHECK(ends[1].timed_out);
+  CHECK_FALSE(ends[1].status);
+  CHECK(file_exists(dir / "late"));
+  CHECK_FALSE(ends[2].error.empty());
+  REQUIRE(ends[3].status);
+  CHECK(ends[3].status->success());
+  // Every one was reaped: no child of this process is left.
+  CHECK(os::forked_children().empty());
+}
+
+TEST_CASE("a folder watch turns readable when a name appears in the folder; the wait returns for it") {
+  TempDir dir;
+  const os::FolderWatch watch(dir.path());
+  REQUIRE(watch.fd().valid());
+  Background touch({"/bin/sh", "-c", "sleep 0.2; touch " + (dir / "socket")});
+  os::wait_readable({&watch.fd()}, std::chrono::milliseconds(60000));
+  CHECK(file_exists(dir / "socket"));  // it returned because the name appeared, not at the limit
+  watch.drain();
+  touch.wait(std::chrono::seconds(10));
 }
