@@ -52,31 +52,30 @@ while read -r lines file; do
 done < <(find launcher -name '*.cpp' -print0 | xargs -0 wc -l | grep -v ' total$')
 echo "check-design: largest launcher .cpp: $largest lines ($largest_file)"
 
+# Each grep hit (FILE:LINE:TEXT) as a violation `what`; then the figure, as `figure: N`.
+hits() {
+  local what=$1 figure=$2 found=$3 count=0 hit
+  if [[ -n $found ]]; then
+    while IFS= read -r hit; do
+      violation "${hit%%:*}: $what: ${hit#*:}"
+      count=$((count + 1))
+    done <<<"$found"
+  fi
+  echo "check-design: $figure: $count"
+}
+
 # 3. Raw POSIX sockets and processes outside os/ and net/.
-raw=$(grep -rnE --include='*.cpp' --include='*.hpp' \
-  -e '#include <(sys/socket|netdb|netinet/[a-z]+|poll|sys/wait|spawn)\.h>' \
-  -e '(^|[^A-Za-z0-9_:>])::(socket|connect|bind|listen|accept4?|send|recv|poll|getaddrinfo|setsockopt|getsockname|shutdown|pipe2?)\(' \
-  -e '(^|[^A-Za-z0-9_:>])::(fork|vfork|waitpid|wait4|waitid|execvp?e?|kill|killpg|posix_spawnp?)\(' \
-  launcher --exclude-dir=os --exclude-dir=net || true)
-count=0
-if [[ -n $raw ]]; then
-  while IFS= read -r hit; do
-    violation "${hit%%:*}: raw POSIX socket or process call outside os/ and net/: ${hit#*:}"
-    count=$((count + 1))
-  done <<<"$raw"
-fi
-echo "check-design: raw POSIX socket and process calls outside os/ and net/: $count"
+hits "raw POSIX socket or process call outside os/ and net/" \
+  "raw POSIX socket and process calls outside os/ and net/" \
+  "$(grep -rnE --include='*.cpp' --include='*.hpp' \
+    -e '#include <(sys/socket|netdb|netinet/[a-z]+|poll|sys/wait|spawn)\.h>' \
+    -e '(^|[^A-Za-z0-9_:>])::(socket|connect|bind|listen|accept4?|send|recv|poll|getaddrinfo|setsockopt|getsockname|shutdown|pipe2?)\(' \
+    -e '(^|[^A-Za-z0-9_:>])::(fork|vfork|waitpid|wait4|waitid|execvp?e?|kill|killpg|posix_spawnp?)\(' \
+    launcher --exclude-dir=os --exclude-dir=net || true)"
 
 # 4. Detached threads.
-detached=$(grep -rnE --include='*.cpp' --include='*.hpp' '\.detach\(\)' launcher || true)
-count=0
-if [[ -n $detached ]]; then
-  while IFS= read -r hit; do
-    violation "${hit%%:*}: a detached thread (own it and join it): ${hit#*:}"
-    count=$((count + 1))
-  done <<<"$detached"
-fi
-echo "check-design: detached threads: $count"
+hits "a detached thread (own it and join it)" "detached threads" \
+  "$(grep -rnE --include='*.cpp' --include='*.hpp' '\.detach\(\)' launcher || true)"
 
 # 5. The README.
 readme=$(wc -l <README.md)
