@@ -1,6 +1,6 @@
 // AbortWaitThread: a round's abort record as an event, not a heartbeat-tick discovery. A
 // thread of its own blocks in a wait (KeyWaiter) on the current round's abort key and, when
-// the key appears, calls `wake` (the agent passes Supervisor::wake: the round check then
+// the key appears, calls `wake` (the agent passes StopSignals::wake: the round check then
 // reads the record at once). The seam for any backend: a KeyWaiter (the agent store's
 // server-side WAIT on a dedicated connection, agent_store.hpp; an etcd watch, etcd_link.hpp).
 // Trouble in the waiter (a lost store) ends the thread quietly: the round check reports it.
