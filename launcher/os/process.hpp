@@ -1,8 +1,9 @@
 // Every POSIX process detail of the launcher lives in os/: here, starting a worker in its
 // own session with PR_SET_PDEATHSIG, signalling whole process groups, waiting for and
 // decoding wait statuses, and pipes (the orphan watchdog is in watchdog.hpp). Nothing
-// outside os/ includes <sys/wait.h>. Functions here do not block except where noted;
-// not thread-safe (the launcher is single-threaded).
+// outside os/ includes <sys/wait.h> (scripts/check-design.sh checks it). Functions here do
+// not block except where noted; the registry of forked children (forked_children) is
+// thread-safe, the rest is called from the loop's thread.
 #pragma once
 
 #include <sys/types.h>
