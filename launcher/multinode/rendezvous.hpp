@@ -143,8 +143,6 @@ class Rendezvous {
   // read it). Store errors propagate.
   bool left_out_have_read();
 
-  bool spare() const { return spare_; }
-
   // Waits until `key` exists or the deadline passes, in heartbeat-sized slices.
   bool wait_key(const std::string& key, std::chrono::steady_clock::time_point deadline);
 
