@@ -58,8 +58,9 @@ int run_preflight_command(const std::vector<std::string>& args, const cli::Envir
   }
   std::string run_parent = p->log_dir;
   if (run_parent.empty()) run_parent = cli::lookup(env, "TMPDIR").value_or("/tmp");
+  os::ChildRegistry children;
   const node::NodeCheck check = node::check_node(
-      p->conf,
+      children, p->conf,
       {p->workers, p->gpus ? p->workers : 0, node::preflight_folders(env, run_parent, p->snapshot_persist_dir), "",
        p->gpus ? node::wheel_nccl(python_of(env)) : ""},
       {});

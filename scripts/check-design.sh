@@ -7,6 +7,8 @@
 #   - a launcher .cpp over 450 lines;
 #   - a raw POSIX socket or process call, or a socket header, in launcher/ outside os/ and net/
 #     (their wrappers are the way: os::ChildSet, os::UniqueFd, net::listen_acceptor, Asio);
+#   - a child started or reaped by hand outside os/ (spawn_worker, start_worker, confirm_exec,
+#     try_reap, os::wait_for: a child belongs to an os::ChildSet, through the ChildRegistry);
 #   - a detached thread in launcher/ (every thread is joined by its owner);
 #   - a README over 450 lines (the details go to docs/).
 # Usage: check-design.sh [ROOT]
@@ -73,11 +75,18 @@ hits "raw POSIX socket or process call outside os/ and net/" \
     -e '(^|[^A-Za-z0-9_:>])::(fork|vfork|waitpid|wait4|waitid|execvp?e?|kill|killpg|posix_spawnp?)\(' \
     launcher --exclude-dir=os --exclude-dir=net || true)"
 
-# 4. Detached threads.
+# 4. Children started or reaped by hand outside os/.
+hits "a child started or reaped by hand outside os/ (add it to an os::ChildSet)" \
+  "spawn and reap calls outside os/" \
+  "$(grep -rnE --include='*.cpp' --include='*.hpp' \
+    -e '\b(os::)?(spawn_worker|start_worker|confirm_exec|try_reap)\(|\bos::wait_for\(' \
+    launcher --exclude-dir=os || true)"
+
+# 5. Detached threads.
 hits "a detached thread (own it and join it)" "detached threads" \
   "$(grep -rnE --include='*.cpp' --include='*.hpp' '\.detach\(\)' launcher || true)"
 
-# 5. The README.
+# 6. The README.
 readme=$(wc -l <README.md)
 ((readme > kReadmeLines)) && violation "README.md is $readme lines (at most $kReadmeLines; move details to docs/)"
 echo "check-design: README.md: $readme lines"

@@ -48,7 +48,8 @@ std::pair<std::string, os::UniqueFd> new_cgroup(const std::string& job, const st
 
 }  // namespace
 
-Containment::Containment(cli::ContainmentRequest request) : token_entry_(make_token()) {
+Containment::Containment(cli::ContainmentRequest request, os::ChildRegistry& children)
+    : children_(children), token_entry_(make_token()) {
   if (!os::become_subreaper())
     no_cgroup_why_ = fmt::format("cannot become the subreaper: {}", std::strerror(errno));  // kept for describe()
   if (request == cli::ContainmentRequest::kSubreaper) {
@@ -147,7 +148,7 @@ Leftover Containment::describe_process(const os::ProcessEntry& p) const {
 std::vector<Leftover> Containment::leftovers() const {
   const std::vector<os::ProcessEntry> table = os::read_process_table();
   std::set<pid_t> ours;  // below the launcher, outside the children it forked (pruned with theirs)
-  for (const os::ProcessEntry& p : os::descendants(table, ::getpid(), os::forked_children())) ours.insert(p.pid);
+  for (const os::ProcessEntry& p : os::descendants(table, ::getpid(), children_.pids())) ours.insert(p.pid);
   for (const std::string& dir : attempt_cgroups_)
     for (pid_t pid : os::cgroup_pids(dir)) ours.insert(pid);
   std::vector<Leftover> out;
@@ -166,13 +167,12 @@ void Containment::kill_attempt_cgroups() const {
 void Containment::end_everything() {
   const auto deadline = std::chrono::steady_clock::now() + kEndWait;
   for (;;) {
-    os::reap_adopted_orphans();
+    children_.reap_orphans();
     // cgroup.kill waits for an RCU grace period (tens of ms), even on an empty cgroup: only
     // when something is in it.
     const bool cgroup_left = uses_cgroup() && !os::cgroup_pids(job_cgroup_).empty();
     if (cgroup_left) os::kill_cgroup(job_cgroup_);
-    const std::vector<os::ProcessEntry> left =
-        os::descendants(os::read_process_table(), ::getpid(), os::forked_children());
+    const std::vector<os::ProcessEntry> left = os::descendants(os::read_process_table(), ::getpid(), children_.pids());
     bool alive = false;
     for (const os::ProcessEntry& p : left)
       if (!p.zombie()) {
@@ -182,7 +182,7 @@ void Containment::end_everything() {
     if ((!alive && !cgroup_left) || std::chrono::steady_clock::now() > deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  os::reap_adopted_orphans();
+  children_.reap_orphans();
   if (uses_cgroup()) os::remove_cgroup_tree(job_cgroup_);
 }
 

@@ -8,8 +8,8 @@
 // standby in .../standby-<k> (never moved: a migration costs an RCU grace period; never reused
 // after a cgroup.kill: a child cloned into a killed cgroup is killed too). An attempt's leftovers
 // are the processes still running once its workers are gone: in its cgroups (its own and its
-// adopted standbys'), and below the launcher outside every child it forked itself (standbys,
-// the watchdog). Owned by the node's session; loop thread only.
+// adopted standbys'), and below the launcher outside every child it forked itself (the
+// registry's: standbys, the watchdog). Owned by the node's session; loop thread only.
 #pragma once
 
 #include <sys/types.h>
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "launcher/cli/options.hpp"
+#include "launcher/os/child_registry.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/os/process_table.hpp"
 #include "launcher/os/watchdog.hpp"
@@ -37,9 +38,10 @@ struct Leftover {
 
 class Containment {
  public:
-  // Becomes the subreaper; with kAuto or kCgroup, makes the job's cgroups. Throws
-  // LaunchError(kUsage) when kCgroup was asked for and this machine cannot give one (says why).
-  explicit Containment(cli::ContainmentRequest request);
+  // Becomes the subreaper of what the children of `children` start; with kAuto or kCgroup,
+  // makes the job's cgroups. Throws LaunchError(kUsage) when kCgroup was asked for and this
+  // machine cannot give one (says why).
+  Containment(cli::ContainmentRequest request, os::ChildRegistry& children);
   // Ends whatever of the job is left (SIGKILL; standbys' descendants too), waits briefly for
   // it to go, and removes the cgroups.
   ~Containment();
@@ -66,12 +68,15 @@ class Containment {
   std::vector<Leftover> leftovers() const;
   // SIGKILL to the attempt's cgroups as a whole (nothing without a cgroup).
   void kill_attempt_cgroups() const;
+  // Reaps the orphans the launcher adopted that have ended (no one else waits for them).
+  void reap_orphans() const { children_.reap_orphans(); }
 
  private:
   void try_cgroup(bool required);
   void end_everything();
   Leftover describe_process(const os::ProcessEntry& p) const;
 
+  os::ChildRegistry& children_;
   std::string token_entry_;  // "DDP_LAUNCH_JOB_TOKEN=..."
   std::string job_cgroup_;   // "" without a cgroup
   std::string no_cgroup_why_;

@@ -39,7 +39,7 @@ SweepReport LeftoverSweep::take_report() {
 }
 
 void LeftoverSweep::pass() {
-  os::reap_adopted_orphans();
+  containment_.reap_orphans();
   std::set<pid_t> seen;
   for (Leftover& l : containment_.leftovers()) {
     seen.insert(l.process.pid);

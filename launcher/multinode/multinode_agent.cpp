@@ -205,7 +205,7 @@ void MultiNodeAgent::prepare_node() {
   load_strikes();
   if (job_.preflight)  // before the first join; the round's leader judges the failures and compares the cores
     preflight_ =
-        node::check_node(*job_.preflight,
+        node::check_node(session_.children(), *job_.preflight,
                          node::job_needs(job_.devices, job_.devices.nproc,
                                          node::preflight_folders(env_, layout_.run_dir(), job_.snapshot_persist.dir),
                                          job_.command.executable),

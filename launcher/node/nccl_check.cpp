@@ -54,7 +54,7 @@ std::string wheel_nccl(const std::string& python) {
   return found.empty() ? "" : found.back().string();
 }
 
-preflight::NcclFigures measure_nccl(int gpus, double mib, const std::string& gpu_list,
+preflight::NcclFigures measure_nccl(os::ChildRegistry& children, int gpus, double mib, const std::string& gpu_list,
                                     const std::string& nccl_library) {
   preflight::NcclFigures failed;
   failed.loaded = true;  // whatever goes wrong from here on is the probe's failure
@@ -73,7 +73,7 @@ preflight::NcclFigures measure_nccl(int gpus, double mib, const std::string& gpu
                      spec.env.end());
       spec.env.push_back("CUDA_VISIBLE_DEVICES=" + gpu_list);
     }
-    const os::Captured run = os::run_captured(spec, kNcclProbeLimit);
+    const os::Captured run = os::run_captured(children, spec, kNcclProbeLimit);
     if (run.timed_out) {
       failed.error = fmt::format("the all-reduce did not finish within {} s (killed; {})", kNcclProbeLimit.count(),
                                  tail(run.output));

@@ -8,15 +8,18 @@
 #include <chrono>
 #include <string>
 
+#include "launcher/os/child_registry.hpp"
 #include "launcher/preflight/verdict.hpp"
 
 namespace ddp::launch::node {
 
 inline constexpr std::chrono::seconds kNcclProbeLimit{30};
 
-// gpu_list: the probe's CUDA_VISIBLE_DEVICES ("": this process's); nccl_library: the NCCL the job
-// uses when known (wheel_nccl), loaded unless DDP_LAUNCH_NCCL_LIBRARY names another.
-preflight::NcclFigures measure_nccl(int gpus, double mib, const std::string& gpu_list, const std::string& nccl_library);
+// children: the registry the probe starts through. gpu_list: the probe's CUDA_VISIBLE_DEVICES
+// ("": this process's); nccl_library: the NCCL the job uses when known (wheel_nccl), loaded
+// unless DDP_LAUNCH_NCCL_LIBRARY names another.
+preflight::NcclFigures measure_nccl(os::ChildRegistry& children, int gpus, double mib, const std::string& gpu_list,
+                                    const std::string& nccl_library);
 
 // The NCCL of the torch wheel in the Python environment of `python` (an interpreter's path:
 // PREFIX/bin/python3 -> PREFIX/lib/python3.*/{site,dist}-packages/nvidia/nccl/lib/libnccl.so.2),

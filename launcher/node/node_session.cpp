@@ -24,11 +24,11 @@ report::StatusBoard job_board(const JobConfig& job, const NodeSeat& seat) {
   return b;
 }
 
-std::unique_ptr<warm::StandbyPool> standby_pool(boost::asio::io_context& loop, os::Watchdog& watchdog,
-                                                const JobConfig& job, contain::Containment& containment,
-                                                report::EventLog& events) {
+std::unique_ptr<warm::StandbyPool> standby_pool(boost::asio::io_context& loop, os::ChildRegistry& children,
+                                                os::Watchdog& watchdog, const JobConfig& job,
+                                                contain::Containment& containment, report::EventLog& events) {
   if (job.standby.kind == warm::StandbyKind::kNone) return nullptr;
-  return std::make_unique<warm::StandbyPool>(loop, watchdog, job.standby, &containment, &events);
+  return std::make_unique<warm::StandbyPool>(loop, children, watchdog, job.standby, &containment, &events);
 }
 
 // The workers' thread notice comes before anything of the run is set up.
@@ -79,10 +79,10 @@ NodeSession::NodeSession(const JobConfig& job, const cli::Environment& env, cons
       recovery_(events_, &board_),
       snapshots_(env, job.snapshot_persist, &events_),
       end_(job, env, layout_, events_, snapshots_),
-      containment_(job.containment),
-      watchdog_(containment_.watchdog_sweep()),
-      standbys_(standby_pool(loop_, watchdog_, job, containment_, events_)),
-      supervisor_(loop_, watchdog_, job.supervisor, stop_signals_,
+      containment_(job.containment, children_),
+      watchdog_(children_, containment_.watchdog_sweep()),
+      standbys_(standby_pool(loop_, children_, watchdog_, job, containment_, events_)),
+      supervisor_(loop_, children_, watchdog_, job.supervisor, stop_signals_,
                   {&events_, &recovery_, &board_, standbys_.get(), &containment_}) {
   if (stop_input.fd >= 0)
     stop_input_ = std::make_unique<supervise::StopInputWatch>(loop_, stop_input, stop_signals_.requests());

@@ -2,9 +2,10 @@
 // loop (agent_loop.hpp) whichever RoundSource feeds it: the job's stop signals and a many-host
 // agent's stdin, the run layout, the event log (its `start` event), the status board and
 // endpoint, the recovery log, the snapshot regions and their persister, the job's end
-// (JobEnd), the containment of the workers' processes, the warm standbys, the orphan
-// watchdog, the workers' store (WorkerStoreHost) and the Supervisor, all on one event loop this
-// session owns and lends, each collaborator given to its constructor. Members are built in
+// (JobEnd), the registry every child of the node starts through (os::ChildRegistry), the
+// containment of the workers' processes, the warm standbys, the orphan watchdog, the workers'
+// store (WorkerStoreHost) and the Supervisor, all on one event loop this session owns and lends,
+// each collaborator given to its constructor. Members are built in
 // declaration order and go in reverse, so each outlives what borrows it. run_attempt and
 // after_attempt hold what every attempt does around the Supervisor: counters, the recovery
 // timeline's marks, the persist policy. Single-threaded (the snapshot persister has its own
@@ -22,6 +23,7 @@
 #include "launcher/node/job_end.hpp"
 #include "launcher/node/worker_store_host.hpp"
 #include "launcher/contain/containment.hpp"
+#include "launcher/os/child_registry.hpp"
 #include "launcher/os/watchdog.hpp"
 #include "launcher/report/attempt_result.hpp"
 #include "launcher/report/event_log.hpp"
@@ -73,6 +75,7 @@ class NodeSession {
   snapshot::SnapshotRegions& snapshots() { return snapshots_; }
   const status::StatusEndpoint* endpoint() const { return endpoint_.get(); }
   JobEnd& end() { return end_; }
+  os::ChildRegistry& children() { return children_; }  // the node's children (pre-flight's probe)
   WorkerStoreHost& worker_store() { return worker_store_; }
 
   // Attempt `restart_count` of `world_size` ranks begins: the event log's and the board's
@@ -101,6 +104,7 @@ class NodeSession {
   report::RecoveryLog recovery_;
   snapshot::SnapshotRegions snapshots_;  // its persister writes to events_
   JobEnd end_;
+  os::ChildRegistry children_;        // before everything that starts a child
   contain::Containment containment_;  // before the watchdog, which sweeps as it says
   os::Watchdog watchdog_;
   std::unique_ptr<warm::StandbyPool> standbys_;  // null without warm restarts

@@ -55,11 +55,12 @@ NodeNeeds job_needs(const worker::DevicePlan& devices, int workers,
   return needs;
 }
 
-NodeCheck check_node(const cli::PreflightConf& conf, const NodeNeeds& needs, const PreflightOutputs& to) {
+NodeCheck check_node(os::ChildRegistry& children, const cli::PreflightConf& conf, const NodeNeeds& needs,
+                     const PreflightOutputs& to) {
   preflight::Figures figures = preflight::measure({conf.cpu_ms, needs.workers, needs.folders, needs.gpus});
   figures.gpu_ids = job_gpu_ids(needs);
   if (needs.gpus > 0 && conf.nccl_mib > 0)
-    figures.nccl = measure_nccl(needs.gpus, conf.nccl_mib, needs.gpu_list, needs.nccl_library);
+    figures.nccl = measure_nccl(children, needs.gpus, conf.nccl_mib, needs.gpu_list, needs.nccl_library);
   NodeCheck out{preflight::judge(figures, conf), "", preflight::median_gflops(figures),
                 figures.nccl && figures.nccl->error.empty() ? figures.nccl->busbw_gbps : 0};
   out.failed = preflight::failed_summary(out.findings);
@@ -80,8 +81,9 @@ NodeCheck check_node(const cli::PreflightConf& conf, const NodeNeeds& needs, con
   return out;
 }
 
-void run_preflight(const cli::PreflightConf& conf, const NodeNeeds& needs, const PreflightOutputs& out) {
-  const NodeCheck check = check_node(conf, needs, out);
+void run_preflight(os::ChildRegistry& children, const cli::PreflightConf& conf, const NodeNeeds& needs,
+                   const PreflightOutputs& out) {
+  const NodeCheck check = check_node(children, conf, needs, out);
   if (!check.failed.empty())
     throw LaunchError(exit_code::kPreflightFailed,
                       fmt::format("pre-flight check failed on this node, no worker started: {}; fix the node, or "

@@ -12,6 +12,7 @@
 
 #include "launcher/cli/environment.hpp"
 #include "launcher/cli/preflight_conf.hpp"
+#include "launcher/os/child_registry.hpp"
 #include "launcher/preflight/verdict.hpp"
 #include "launcher/report/event_log.hpp"
 #include "launcher/report/status_board.hpp"
@@ -57,12 +58,14 @@ struct NodeNeeds {
 NodeNeeds job_needs(const worker::DevicePlan& devices, int workers,
                     std::vector<std::pair<std::string, std::string>> folders, const std::string& executable);
 
-// Measures and judges; the findings go to `out` as well.
-NodeCheck check_node(const cli::PreflightConf& conf, const NodeNeeds& needs, const PreflightOutputs& out);
+// Measures and judges (the NCCL probe starts through children); the findings go to `out` as well.
+NodeCheck check_node(os::ChildRegistry& children, const cli::PreflightConf& conf, const NodeNeeds& needs,
+                     const PreflightOutputs& out);
 
 // A single node's --preflight: check_node, then the verdict: throws
 // LaunchError(kPreflightFailed) when a check failed. (Several nodes: the failure goes to the
 // round's leader, rendezvous.hpp, which leaves the node out or stops the job.)
-void run_preflight(const cli::PreflightConf& conf, const NodeNeeds& needs, const PreflightOutputs& out);
+void run_preflight(os::ChildRegistry& children, const cli::PreflightConf& conf, const NodeNeeds& needs,
+                   const PreflightOutputs& out);
 
 }  // namespace ddp::launch::node

@@ -55,7 +55,7 @@ class LocalRounds : public RoundSource {
 
   std::optional<int> prepare() override {
     if (job_.preflight)
-      run_preflight(*job_.preflight,
+      run_preflight(session_.children(), *job_.preflight,
                     job_needs(job_.devices, plan_.local_world_size,
                               preflight_folders(env_, session_.layout().run_dir(), job_.snapshot_persist.dir),
                               job_.command.executable),

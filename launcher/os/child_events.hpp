@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "launcher/os/process.hpp"
@@ -26,6 +27,8 @@ class FolderWatch {
   const UniqueFd& fd() const { return fd_; }
   // Reads the events that made it readable (their names are not needed: the caller looks).
   void drain() const;
+  // Hands the descriptor over (to an Asio descriptor on a loop, which then reads the events).
+  UniqueFd take() { return std::move(fd_); }
 
  private:
   UniqueFd fd_;

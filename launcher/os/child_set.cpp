@@ -1,5 +1,5 @@
-// Asio implementation of child_set.hpp: a SIGCHLD signal_set, one stream_descriptor per pipe,
-// one timer for the stop's grace or the drain.
+// Asio implementation of child_set.hpp: a SIGCHLD signal_set, one stream_descriptor per pipe
+// (its buffer freed once the stream ends), one timer for the stop's grace or the drain.
 #include "launcher/os/child_set.hpp"
 
 #include <signal.h>
@@ -17,18 +17,20 @@ namespace ddp::launch::os {
 namespace asio = boost::asio;
 
 struct ChildSet::Reader {
-  Reader(asio::io_context& loop, UniqueFd read_end, int s) : descriptor(loop, read_end.release()), stream(s) {}
+  Reader(asio::io_context& loop, UniqueFd read_end, int s)
+      : descriptor(loop, read_end.release()), stream(s), buffer(kBufferBytes) {}
+  static constexpr size_t kBufferBytes = 65536;
   asio::posix::stream_descriptor descriptor;
   int stream;
-  std::array<char, 65536> buffer{};
-  bool ended = false;    // end() ran: nothing more is delivered
-  bool closing = false;  // close_output: the pending read's handler must not read again
+  std::vector<char> buffer;  // freed once the stream ended: a set may outlive many children
+  bool ended = false;        // end() ran: nothing more is delivered
+  bool closing = false;      // close_output: the pending read's handler must not read again
 };
 
 struct ChildSet::Child {
   pid_t pid = -1;
   std::optional<ExitStatus> status;
-  ChildOutput output;
+  ChildEvents events;
   UniqueFd out_write, err_write, in_read;  // the child's ends, closed once it started
   std::unique_ptr<Reader> out, err;
   std::optional<asio::posix::stream_descriptor> in;  // the write end of its stdin
@@ -40,9 +42,9 @@ struct ChildSet::Child {
   bool live() const { return pid > 0 && !status; }
 };
 
-ChildSet::ChildSet(asio::io_context& loop, Exited exited, std::function<void()> after_reap)
+ChildSet::ChildSet(asio::io_context& loop, ChildRegistry& children, std::function<void()> after_reap)
     : loop_(loop),
-      exited_(std::move(exited)),
+      registry_(children),
       after_reap_(std::move(after_reap)),
       child_signals_(loop, SIGCHLD),
       deadline_(loop) {
@@ -60,10 +62,10 @@ void ChildSet::wait_for_children() {
   });
 }
 
-size_t ChildSet::add(SpawnSpec& spec, ChildOutput output, bool with_stdin) {
+size_t ChildSet::add(SpawnSpec& spec, ChildEvents events, bool with_stdin) {
   auto c = std::make_unique<Child>();
   Pipe out = make_pipe(), err = make_pipe();
-  c->output = std::move(output);
+  c->events = std::move(events);
   c->out = std::make_unique<Reader>(loop_, std::move(out.read_end), 1);
   c->err = std::make_unique<Reader>(loop_, std::move(err.read_end), 2);
   c->out_write = std::move(out.write_end);
@@ -91,7 +93,7 @@ void ChildSet::started(size_t id, pid_t pid) {
 pid_t ChildSet::spawn(size_t id, const SpawnSpec& spec) {
   pid_t pid = -1;
   try {
-    pid = spawn_worker(spec);
+    pid = registry_.spawn(spec);
   } catch (...) {  // not swallowed: it never ran
     abandon(id);
     throw;
@@ -103,7 +105,7 @@ pid_t ChildSet::spawn(size_t id, const SpawnSpec& spec) {
 StartedWorker ChildSet::start(size_t id, const SpawnSpec& spec) {
   StartedWorker s;
   try {
-    s = start_worker(spec);
+    s = registry_.start(spec);
   } catch (...) {  // not swallowed: it never ran
     abandon(id);
     throw;
@@ -114,12 +116,14 @@ StartedWorker ChildSet::start(size_t id, const SpawnSpec& spec) {
 
 void ChildSet::confirm(size_t id, StartedWorker& s) {
   try {
-    confirm_exec(s);
-  } catch (...) {  // not swallowed: confirm_exec reaped it, so nothing of it is left to signal or wait for
+    registry_.confirm(s);
+  } catch (...) {  // not swallowed: confirm reaped it, so nothing of it is left to signal or wait for
     abandon(id);
     throw;
   }
 }
+
+void ChildSet::release(size_t id) { abandon(id); }
 
 void ChildSet::abandon(size_t id) {
   Child& c = *children_[id];
@@ -132,6 +136,7 @@ void ChildSet::abandon(size_t id) {
     r->ended = true;
     boost::system::error_code ignored;
     r->descriptor.close(ignored);
+    r->buffer = {};
   }
 }
 
@@ -148,7 +153,7 @@ void ChildSet::read(Child& c, Reader& r) {
   r.descriptor.async_read_some(asio::buffer(r.buffer), [this, &c, &r](const boost::system::error_code& ec, size_t n) {
     if (r.ended) return;
     c.bytes += n;
-    if (c.output.data) c.output.data(r.stream, std::string_view(r.buffer.data(), n));
+    if (c.events.data) c.events.data(r.stream, std::string_view(r.buffer.data(), n));
     if (r.closing) return;  // close_output, posted after this handler, delivers the rest
     if (ec) return end(c, r);
     read(c, r);
@@ -159,7 +164,8 @@ void ChildSet::end(Child& c, Reader& r) {
   r.ended = true;
   boost::system::error_code ignored;
   r.descriptor.close(ignored);
-  if (c.output.end) c.output.end(r.stream);
+  r.buffer = {};
+  if (c.events.end) c.events.end(r.stream);
 }
 
 // What the pipe holds now, without waiting for more.
@@ -169,7 +175,7 @@ void ChildSet::drain_now(Child& c, Reader& r) {
   while (!ec) {
     const size_t n = r.descriptor.read_some(asio::buffer(r.buffer), ec);
     c.bytes += n;
-    if (n > 0 && c.output.data) c.output.data(r.stream, std::string_view(r.buffer.data(), n));
+    if (n > 0 && c.events.data) c.events.data(r.stream, std::string_view(r.buffer.data(), n));
   }
 }
 
@@ -177,10 +183,10 @@ void ChildSet::reap() {
   for (size_t i = 0; i < children_.size(); ++i) {
     Child& c = *children_[i];
     if (!c.live()) continue;
-    std::optional<ExitStatus> status = try_reap(c.pid);
+    std::optional<ExitStatus> status = registry_.reap(c.pid);
     if (!status) continue;
     c.status = *status;
-    exited_(i, *status);
+    if (c.events.exited) c.events.exited(*status);
   }
 }
 
@@ -203,6 +209,8 @@ bool ChildSet::output_open() const {
 bool ChildSet::output_open(size_t id) const { return children_[id]->open(); }
 
 uint64_t ChildSet::bytes_read(size_t id) const { return children_[id]->bytes; }
+
+std::optional<ExitStatus> ChildSet::status(size_t id) const { return children_[id]->status; }
 
 void ChildSet::write_stdin(size_t id, std::string_view data) {
   Child& c = *children_[id];
@@ -288,11 +296,11 @@ void ChildSet::close_output(size_t id, std::function<void()> then) {
   });
 }
 
-void ChildSet::kill_and_reap() {
+void ChildSet::kill_and_reap(int signo) {
   for (const auto& c : children_)
-    if (c->live()) signal_group(c->pid, SIGKILL);
+    if (c->live()) signal_group(c->pid, signo);
   for (auto& c : children_)
-    if (c->live()) c->status = wait_for(c->pid);
+    if (c->live()) c->status = registry_.wait(c->pid);
 }
 
 void ChildSet::clear() {

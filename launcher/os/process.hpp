@@ -1,15 +1,13 @@
-// Every POSIX process detail of the launcher lives in os/: here, starting a worker in its
-// own session with PR_SET_PDEATHSIG, signalling whole process groups, waiting for and
-// decoding wait statuses, and pipes (the orphan watchdog is in watchdog.hpp). Nothing
-// outside os/ includes <sys/wait.h> (scripts/check-design.sh checks it). Functions here do
-// not block except where noted; the registry of forked children (forked_children) is
-// thread-safe, the rest is called from the loop's thread.
+// Every POSIX process detail of the launcher lives in os/: here, what a child is started from
+// (SpawnSpec), signalling whole process groups, decoding wait statuses, pipes and terminals;
+// forking and reaping are ChildRegistry's (child_registry.hpp), the orphan watchdog is in
+// watchdog.hpp. Nothing outside os/ includes <sys/wait.h> or forks, waits or execs itself
+// (scripts/check-design.sh checks it). Nothing here blocks.
 #pragma once
 
 #include <sys/types.h>
 
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,39 +75,13 @@ struct SpawnSpec {
   int cgroup_fd = -1;               // a cgroup's folder (cgroup.hpp) the child starts in; -1: the launcher's
 };
 
-// Forks and execs a worker as the leader of a new session (so its pgid == pid), born in
-// spec.cgroup_fd's cgroup if one is given (clone3's CLONE_INTO_CGROUP; before Linux 5.7 it joins
-// before exec, which waits for an RCU grace period), with PR_SET_PDEATHSIG=SIGKILL, default signal dispositions and an
-// empty signal mask, stdin from spec.stdin_fd or /dev/null. Blocks only until exec succeeded or failed; throws
-// LaunchError if exec failed.
-pid_t spawn_worker(const SpawnSpec& spec);
-
-// The same in two steps, so that many workers exec in parallel: start_worker forks and
-// returns at once; confirm_exec blocks until that child's exec succeeded (returns its
-// pid) or failed (reaps it, throws LaunchError).
-struct StartedWorker {
-  pid_t pid = -1;
-  std::string executable;
-  UniqueFd exec_errors;  // EOF on exec, or the child's errno
-};
-StartedWorker start_worker(const SpawnSpec& spec);
-
 // The CPUs this process may run on (sched_getaffinity), ascending; empty if unknown.
 std::vector<int> allowed_cpus();
-pid_t confirm_exec(StartedWorker& started);
 
-// The children this process forked (start_worker, note_forked) and has not reaped yet
-// (try_reap, wait_for). Thread-safe. A process adopted as a subreaper is never one of them.
-std::set<pid_t> forked_children();
-// pid was forked here by other means (the watchdog): a child of ours, not an adopted orphan.
-void note_forked(pid_t pid);
 // Makes this process the subreaper of its descendants (PR_SET_CHILD_SUBREAPER): a process
 // whose parent dies is re-parented to it, not to init, however it left (setsid, double fork).
-// False if the kernel refuses (errno says why).
+// False if the kernel refuses (errno says why). ChildRegistry::reap_orphans reaps them.
 bool become_subreaper();
-// Reaps each exited child that this process did not fork (orphans it adopted as a subreaper,
-// which no one else waits for); returns their pids. Never reaps a child from forked_children.
-std::vector<pid_t> reap_adopted_orphans();
 
 // kill(-pgid, sig); a group that no longer exists is not an error.
 void signal_group(pid_t pgid, int signo);
@@ -118,14 +90,6 @@ void signal_process(pid_t pid, int signo);
 // tgkill(pid, pid, sig): the process's main thread itself, not whichever thread takes a signal
 // sent to the process (a worker's faulthandler dumps the thread that received it).
 void signal_main_thread(pid_t pid, int signo);
-
-// waitpid(pid, WNOHANG): the decoded status if it has exited (and is now reaped), a
-// vanished status if it is no child of ours (ECHILD), nullopt while it runs.
-std::optional<ExitStatus> try_reap(pid_t pid);
-
-// Blocks until pid exits; used only for processes known to be dying. A vanished status
-// if it is no child of ours (ECHILD).
-ExitStatus wait_for(pid_t pid);
 
 std::string host_name();
 
@@ -136,7 +100,7 @@ int terminal_columns(int fd);
 bool same_file(int fd_a, int fd_b);
 
 // Ignores SIGPIPE in the launcher (a closed console must not kill it). Workers get the
-// default back in spawn_worker.
+// default back as they start (ChildRegistry::start).
 void ignore_sigpipe();
 
 // Ends the process now with `code`, from any thread: no destructor, atexit handler or stdio

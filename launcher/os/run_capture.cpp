@@ -12,11 +12,11 @@ extern char** environ;
 
 namespace ddp::launch::os {
 
-Captured run_captured(SpawnSpec spec, std::chrono::milliseconds limit) {
+Captured run_captured(ChildRegistry& children, SpawnSpec spec, std::chrono::milliseconds limit) {
   Pipe pipe = make_pipe();
   spec.stdout_fd = pipe.write_end.get();
   spec.stderr_fd = pipe.write_end.get();
-  const pid_t pid = spawn_worker(spec);
+  const pid_t pid = children.spawn(spec);
   pipe.write_end.reset();  // the helper holds the only write end: EOF when it ends
   Captured out;
   const auto deadline = std::chrono::steady_clock::now() + limit;
@@ -39,7 +39,7 @@ Captured run_captured(SpawnSpec spec, std::chrono::milliseconds limit) {
     out.output.append(buf, static_cast<size_t>(n));
     if (out.output.size() > kCapturedBytes) out.output.erase(0, out.output.size() - kCapturedBytes);
   }
-  out.status = wait_for(pid);
+  out.status = children.wait(pid);
   return out;
 }
 

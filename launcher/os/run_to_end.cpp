@@ -18,12 +18,13 @@ struct Running {
 
 }  // namespace
 
-std::vector<RunEnd> run_to_end(const std::vector<SpawnSpec>& specs, std::chrono::milliseconds limit) {
+std::vector<RunEnd> run_to_end(ChildRegistry& children, const std::vector<SpawnSpec>& specs,
+                               std::chrono::milliseconds limit) {
   std::vector<RunEnd> ends(specs.size());
   std::vector<Running> running;
   for (size_t i = 0; i < specs.size(); ++i) {
     try {
-      const pid_t pid = spawn_worker(specs[i]);
+      const pid_t pid = children.spawn(specs[i]);
       running.push_back({i, pid, open_pidfd(pid)});
     } catch (const LaunchError& e) {  // said in its end: the others run on
       ends[i].error = e.what();
@@ -32,7 +33,7 @@ std::vector<RunEnd> run_to_end(const std::vector<SpawnSpec>& specs, std::chrono:
   const auto deadline = Clock::now() + limit;
   while (!running.empty()) {
     for (auto it = running.begin(); it != running.end();) {
-      if (std::optional<ExitStatus> status = try_reap(it->pid)) {
+      if (std::optional<ExitStatus> status = children.reap(it->pid)) {
         ends[it->index].status = status;
         it = running.erase(it);
       } else {
@@ -47,7 +48,7 @@ std::vector<RunEnd> run_to_end(const std::vector<SpawnSpec>& specs, std::chrono:
   }
   for (const Running& r : running) {  // late: killed, reaped
     signal_group(r.pid, SIGKILL);
-    wait_for(r.pid);
+    children.wait(r.pid);
     ends[r.index].timed_out = true;
   }
   return ends;

@@ -169,17 +169,13 @@ void kill_cgroup_tree(const char* dir) {
 
 }  // namespace
 
-Watchdog::Watchdog(WatchdogSweep sweep) {
+Watchdog::Watchdog(ChildRegistry& children, WatchdogSweep sweep) : children_(children) {
   Pipe p = make_pipe();
-  pid_t pid = ::fork();
-  if (pid < 0)
-    throw LaunchError(exit_code::kInternalError,
-                      fmt::format("cannot fork the orphan watchdog: {}", std::strerror(errno)));
+  const pid_t pid = children_.fork_plain("the orphan watchdog");  // registered: never an orphan to sweep
   if (pid == 0) {
     p.write_end.reset();
     watchdog_loop(p.read_end.get(), sweep);
   }
-  note_forked(pid);  // a child of ours: never an orphan to sweep
   pid_ = pid;
   to_watchdog_ = std::move(p.write_end);
 }
@@ -189,7 +185,7 @@ Watchdog::~Watchdog() {
   // reaped here, so that nothing of the launcher's outlives it either.
   send(kCleanEnd);
   to_watchdog_.reset();
-  wait_for(pid_);
+  children_.wait(pid_);
 }
 
 void Watchdog::watch(pid_t pgid) { send(pgid); }

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <string>
 
+#include "launcher/os/child_registry.hpp"
 #include "launcher/os/process.hpp"
 
 namespace ddp::launch::os {
@@ -26,7 +27,8 @@ struct WatchdogSweep {
 
 class Watchdog {
  public:
-  explicit Watchdog(WatchdogSweep sweep = {});  // forks the watchdog; call before any worker starts
+  // Forks the watchdog, registered in children; call before any worker starts.
+  explicit Watchdog(ChildRegistry& children, WatchdogSweep sweep = {});
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
   ~Watchdog();  // the clean end: the watchdog exits without a sweep and is reaped
@@ -38,6 +40,7 @@ class Watchdog {
 
  private:
   void send(int message);
+  ChildRegistry& children_;
   UniqueFd to_watchdog_;
   pid_t pid_ = -1;
 };

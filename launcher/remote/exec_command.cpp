@@ -24,12 +24,13 @@ int run_exec_command(const cli::ExecArgs& e, const cli::Environment& env) {
     local.push_back(is_this_machine(host.name));
     if (!local.back()) remote_hosts.push_back(host.name);
   }
+  os::ChildRegistry children;
   std::optional<SshConnections> connections;
   if (!remote_hosts.empty()) {
-    connections.emplace(ssh_settings(h), entries, cli::lookup(env, "PATH").value_or("/usr/bin:/bin"));
+    connections.emplace(children, ssh_settings(h), entries, cli::lookup(env, "PATH").value_or("/usr/bin:/bin"));
     connections->open(remote_hosts);
   }
-  HostProcesses processes(names);
+  HostProcesses processes(names, children);
   for (size_t i = 0; i < names.size(); ++i)
     processes.start(i,
                     local[i] ? os::SpawnSpec{"/bin/sh", {"/bin/sh", "-c", command}, entries}

@@ -16,19 +16,19 @@ Clock::duration after_seconds(double s) { return std::chrono::milliseconds(stati
 
 }  // namespace
 
-HostProcesses::HostProcesses(std::vector<std::string> hosts)
+HostProcesses::HostProcesses(std::vector<std::string> hosts, os::ChildRegistry& children)
     : hosts_(std::move(hosts)),
       out_(host_prefixes(hosts_)),
       err_(host_prefixes(hosts_)),
-      children_(loop_, [this](size_t child, const os::ExitStatus& status) { on_exit(child, status); }),
+      children_(loop_, children),
       stop_timer_(loop_) {}
 
 HostProcesses::~HostProcesses() = default;  // the child set SIGKILLs and reaps what still runs
 
-// Host i's output, with its prefix, to the launcher's stdout and stderr.
-os::ChildOutput HostProcesses::relay(size_t host) {
+// Host i's output, with its prefix, to the launcher's stdout and stderr; child's end.
+os::ChildEvents HostProcesses::relay(size_t host, size_t child) {
   const int source = static_cast<int>(host);
-  os::ChildOutput output;
+  os::ChildEvents output;
   output.data = [this, source](int stream, std::string_view chunk) {
     if (stream == 1) console::write_all(STDOUT_FILENO, out_.add(source, chunk));
     else console::write_all(STDERR_FILENO, err_.add(source, chunk));
@@ -37,11 +37,12 @@ os::ChildOutput HostProcesses::relay(size_t host) {
     if (stream == 1) console::write_all(STDOUT_FILENO, out_.finish(source));
     else console::write_all(STDERR_FILENO, err_.finish(source));
   };
+  output.exited = [this, child](const os::ExitStatus& status) { on_exit(child, status); };
   return output;
 }
 
 void HostProcesses::start(size_t i, os::SpawnSpec spec, const std::string& stdin_data, bool keep_stdin_open) {
-  const size_t id = children_.add(spec, relay(i), true);
+  const size_t id = children_.add(spec, relay(i, children_.size()), true);  // ids are 0, 1, ...: the next is size()
   host_of_.push_back(i);
   children_.spawn(id, spec);  // throws when it never ran (then nothing of it is left to read or reap)
   if (!stdin_data.empty()) children_.write_stdin(id, stdin_data);

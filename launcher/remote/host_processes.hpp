@@ -35,7 +35,8 @@ class HostProcesses {
  public:
   using OnEnd = std::function<void(size_t, const os::ExitStatus&, bool)>;
 
-  explicit HostProcesses(std::vector<std::string> hosts);
+  // children: the process's registry, which the processes start through.
+  HostProcesses(std::vector<std::string> hosts, os::ChildRegistry& children);
   ~HostProcesses();  // SIGKILLs and reaps whatever still runs
   HostProcesses(const HostProcesses&) = delete;
   HostProcesses& operator=(const HostProcesses&) = delete;
@@ -55,7 +56,8 @@ class HostProcesses {
   void request_stop(double delay_s, std::string reason);
 
  private:
-  os::ChildOutput relay(size_t host);
+  // Host `host`'s output, with its prefix, and the end of child `child`.
+  os::ChildEvents relay(size_t host, size_t child);
   void wait_for_signal(boost::asio::signal_set& signals);
   void on_signal(int signo);
   void on_exit(size_t child, const os::ExitStatus& status);

@@ -54,6 +54,7 @@ constexpr double kOthersGrace_s = 15;
 // One many-host launch as it goes: the hosts, their agents' plan, the ssh connections.
 struct Launch {
   const HostsLaunchSpec& spec;
+  os::ChildRegistry& children;  // every ssh master, session and agent starts through it
   std::vector<hosts::SelectedHost> selected;
   hosts::PlanInputs in;
   std::vector<hosts::AgentPlacement> plan;
@@ -124,7 +125,7 @@ void connect_hosts(Launch& l) {
   for (const auto& p : l.plan)
     if (!p.local) remote_hosts.push_back(p.host);
   if (remote_hosts.empty()) return;
-  l.connections.emplace(l.spec.ssh, l.spec.env_entries, l.spec.path_env);
+  l.connections.emplace(l.children, l.spec.ssh, l.spec.env_entries, l.spec.path_env);
   const auto unreachable = l.connections->open(remote_hosts, l.spec.elastic);
   console::launcher_notice(fmt::format("ssh: connected to {} host(s) in {:.2f} s",
                                        remote_hosts.size() - unreachable.size(), l.connections->connect_seconds()));
@@ -231,7 +232,8 @@ bool is_this_machine(const std::string& host) {
 }
 
 int run_hosts_launch(const HostsLaunchSpec& spec, const std::vector<std::string>& args, const cli::Environment& env) {
-  Launch l{spec, {}, {}, {}, std::nullopt};
+  os::ChildRegistry children;  // before the launch: its connections and processes start through it
+  Launch l{spec, children, {}, {}, {}, std::nullopt};
   plan_hosts(l);
   std::vector<std::string> prefixes;
   const std::map<std::string, std::string> forwarded = forwarded_variables(spec, env, prefixes);
@@ -240,7 +242,7 @@ int run_hosts_launch(const HostsLaunchSpec& spec, const std::vector<std::string>
   connect_hosts(l);
   std::vector<std::string> names;
   for (const auto& p : l.plan) names.push_back(p.host);
-  HostProcesses processes(names);
+  HostProcesses processes(names, children);
   start_agents(l, processes, args, forwarded, launcher);
   AgentEnds ends;
   const HostProcessesOutcome outcome = watch_agents(l, processes, ends);

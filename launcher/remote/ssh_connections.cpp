@@ -1,14 +1,16 @@
 #include "launcher/remote/ssh_connections.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
 
 #include "launcher/base/exit_status.hpp"
@@ -18,15 +20,10 @@
 #include "launcher/os/temp_dir.hpp"
 
 namespace ddp::launch::remote {
+namespace asio = boost::asio;
 namespace {
 
-std::string read_available(int fd) {
-  std::string text;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
-  return text;
-}
+constexpr size_t kKeptOutput = 4096;  // of a connecting master's output: its last words are enough
 
 // ssh's last non-empty line, or a fallback.
 std::string last_line(const std::string& text, const std::string& fallback) {
@@ -43,8 +40,9 @@ bool exists(const std::string& path) {
 
 }  // namespace
 
-SshConnections::SshConnections(SshSettings settings, std::vector<std::string> env, const std::string& path_env)
-    : settings_(std::move(settings)), env_(std::move(env)) {
+SshConnections::SshConnections(os::ChildRegistry& children, SshSettings settings, std::vector<std::string> env,
+                               const std::string& path_env)
+    : settings_(std::move(settings)), env_(std::move(env)), children_(loop_, children) {
   ssh_path_ = os::resolve_program(settings_.program, path_env);
   // /tmp, not TMPDIR: short, as a socket path must fit in 108 bytes.
   std::optional<std::string> dir = os::make_temp_dir("/tmp/ddp-ssh-");
@@ -53,76 +51,82 @@ SshConnections::SshConnections(SshSettings settings, std::vector<std::string> en
 }
 
 SshConnections::~SshConnections() {
-  for (const auto& m : masters_)
-    if (m.pid > 0) os::signal_group(m.pid, SIGTERM);
-  for (const auto& m : masters_)
-    if (m.pid > 0) {
-      os::wait_for(m.pid);
-      unlink(m.control_path.c_str());
-    }
+  children_.kill_and_reap(SIGTERM);
+  for (const auto& m : masters_) unlink(m.control_path.c_str());
   rmdir(dir_.c_str());
 }
 
-struct SshConnections::Pending {
-  size_t index;  // in masters_
-  os::UniqueFd err;
-  Clock::time_point since;
-  os::UniqueFd pidfd;  // readable once the master has ended (invalid without pidfds)
-};
-
-SshConnections::Pending SshConnections::start_master(size_t index, const std::string& host) {
-  Master m{host, fmt::format("{}/{}", dir_, index), -1};
-  os::Pipe err = os::make_pipe();
-  fcntl(err.read_end.get(), F_SETFL, O_NONBLOCK);
-  os::SpawnSpec spec{
-      ssh_path_, ssh_master_argv(settings_, m.host, m.control_path), env_, err.write_end.get(), err.write_end.get(), -1,
-      -1};
-  m.pid = os::spawn_worker(spec);
-  masters_.push_back(m);
-  return Pending{masters_.size() - 1, std::move(err.read_end), Clock::now(), os::open_pidfd(m.pid)};
+void SshConnections::start_master(const std::string& host) {
+  const size_t i = masters_.size();
+  masters_.push_back(Master{host, fmt::format("{}/{}", dir_, i)});
+  pending_[i] = Pending{Clock::now(), "", false, std::nullopt};
+  os::SpawnSpec spec{ssh_path_, ssh_master_argv(settings_, host, masters_[i].control_path), env_};
+  os::ChildEvents events;
+  events.data = [this, i](int, std::string_view chunk) {
+    auto p = pending_.find(i);
+    if (p == pending_.end()) return;
+    p->second.said.append(chunk);
+    if (p->second.said.size() > 2 * kKeptOutput) p->second.said.erase(0, p->second.said.size() - kKeptOutput);
+  };
+  events.exited = [this, i](const os::ExitStatus& status) {  // its last words first, then settled
+    children_.close_output(i, [this, i, status] {
+      if (auto p = pending_.find(i); p != pending_.end()) p->second.ended = status;
+    });
+  };
+  children_.spawn(children_.add(spec, std::move(events)), spec);
+  children_.read_output();
 }
 
-bool SshConnections::settled(Pending& p, Clock::duration limit,
+bool SshConnections::settled(size_t i, Clock::duration limit,
                              std::vector<std::pair<std::string, std::string>>& unreachable) {
-  Master& m = masters_[p.index];
-  if (exists(m.control_path)) return true;
-  std::optional<os::ExitStatus> st = os::try_reap(m.pid);
-  const bool late = Clock::now() - p.since > limit;
-  if (!st && !late) return false;
-  if (!st) {
-    os::signal_group(m.pid, SIGKILL);
-    os::wait_for(m.pid);
+  Master& m = masters_[i];
+  Pending& p = pending_.at(i);
+  if (!p.late && exists(m.control_path)) return m.connected = true;
+  if (!p.late && Clock::now() - p.since > limit) {
+    p.late = true;
+    os::signal_group(children_.pid(i), SIGKILL);
   }
-  m.pid = -1;
-  unreachable.emplace_back(
-      m.host, last_line(read_available(p.err.get()), st ? "ssh ended with " + st->describe() : "no answer in time"));
+  if (!p.ended) return false;
+  unreachable.emplace_back(m.host,
+                           p.late ? "no answer in time" : last_line(p.said, "ssh ended with " + p.ended->describe()));
   return true;
 }
 
 std::vector<std::pair<std::string, std::string>> SshConnections::open(const std::vector<std::string>& hosts,
                                                                       bool keep_going) {
   const auto started = Clock::now();
-  std::vector<Pending> pending;
   std::vector<std::pair<std::string, std::string>> unreachable;
   size_t next = 0;
   const auto limit = std::chrono::milliseconds(static_cast<long long>((settings_.connect_timeout_s + 5) * 1000));
-  // A master is settled when its socket appears in dir_ (the folder's watch) or it ends (its
-  // pidfd), or at its limit: the wait wakes for the first of these, nothing polls.
-  const os::FolderWatch sockets(dir_);
-  while (next < hosts.size() || !pending.empty()) {
-    for (; next < hosts.size() && static_cast<int>(pending.size()) < settings_.fanout; ++next)
-      pending.push_back(start_master(next, hosts[next]));
-    for (auto it = pending.begin(); it != pending.end();)
-      it = settled(*it, limit, unreachable) ? pending.erase(it) : std::next(it);
-    if (pending.empty()) continue;
-    std::vector<const os::UniqueFd*> events{&sockets.fd()};
-    auto first_limit = Clock::time_point::max();
-    for (const Pending& p : pending) {
-      events.push_back(&p.pidfd);
-      first_limit = std::min(first_limit, p.since + limit);
+  // The loop wakes for a socket in dir_ (the folder's watch; without inotify, every 20 ms), a
+  // master's output or end, or the first limit.
+  os::FolderWatch sockets(dir_);
+  std::optional<asio::posix::stream_descriptor> watch;
+  if (sockets.fd().valid()) watch.emplace(loop_, sockets.take().release());
+  asio::steady_timer timer(loop_);
+  bool watch_armed = false;
+  while (next < hosts.size() || !pending_.empty()) {
+    for (; next < hosts.size() && static_cast<int>(pending_.size()) < settings_.fanout; ++next)
+      start_master(hosts[next]);
+    for (auto it = pending_.begin(); it != pending_.end();)
+      it = settled(it->first, limit, unreachable) ? pending_.erase(it) : std::next(it);
+    if (pending_.empty()) continue;
+    auto wake = Clock::time_point::max();
+    for (const auto& [i, p] : pending_) wake = std::min(wake, p.since + limit);
+    timer.expires_at(watch ? wake : std::min(wake, Clock::now() + std::chrono::milliseconds(20)));
+    timer.async_wait([](const boost::system::error_code&) {});
+    if (watch && !watch_armed) {
+      watch_armed = true;
+      watch->async_wait(asio::posix::descriptor_base::wait_read, [&](const boost::system::error_code& ec) {
+        watch_armed = false;
+        if (ec) return;
+        std::array<char, 4096> events;  // read only to be drained: the names are looked at in settled()
+        boost::system::error_code read_ec;
+        watch->non_blocking(true, read_ec);
+        while (!read_ec) watch->read_some(asio::buffer(events), read_ec);
+      });
     }
-    os::wait_readable(events, std::chrono::ceil<std::chrono::milliseconds>(first_limit - Clock::now()));
-    sockets.drain();
+    loop_.run_one();
   }
   connect_seconds_ = std::chrono::duration<double>(Clock::now() - started).count();
   if (unreachable.empty() || keep_going) return unreachable;
@@ -137,7 +141,7 @@ std::vector<std::pair<std::string, std::string>> SshConnections::open(const std:
 
 const SshConnections::Master& SshConnections::master(const std::string& host) const {
   for (const auto& m : masters_)
-    if (m.host == host && m.pid > 0) return m;
+    if (m.host == host && m.connected) return m;
   throw LaunchError(exit_code::kInternalError, "no ssh connection to " + host);
 }
 

@@ -2,16 +2,24 @@
 // SshSettings::fanout at once) before anything starts, and closed (the masters stopped,
 // their socket folder removed) on destruction. An unreachable host, or one where the
 // probe command fails, is an error naming every such host with ssh's own words (or, for an
-// elastic job, a host left out).
-// Blocks in open(); single-threaded.
+// elastic job, a host left out). The masters are children in an os::ChildSet on this object's
+// own loop, which open() runs: a master is settled when its socket appears (an inotify watch on
+// their folder), when it ends, or at its limit; nothing polls.
+// Blocks in open() and in the destructor (SIGTERM to the masters, then their ends); single-threaded.
 #pragma once
 
 #include <chrono>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
+
+#include "launcher/os/child_registry.hpp"
+#include "launcher/os/child_set.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/remote/ssh_command.hpp"
 
@@ -19,8 +27,10 @@ namespace ddp::launch::remote {
 
 class SshConnections {
  public:
-  // env: the environment ssh runs with ("K=V" entries); ssh is found on its PATH.
-  SshConnections(SshSettings settings, std::vector<std::string> env, const std::string& path_env);
+  // children: the process's registry, which the masters start through. env: the environment
+  // ssh runs with ("K=V" entries); ssh is found on its PATH.
+  SshConnections(os::ChildRegistry& children, SshSettings settings, std::vector<std::string> env,
+                 const std::string& path_env);
   ~SshConnections();
   SshConnections(const SshConnections&) = delete;
   SshConnections& operator=(const SshConnections&) = delete;
@@ -36,23 +46,31 @@ class SshConnections {
 
  private:
   using Clock = std::chrono::steady_clock;
-  struct Master {
+  struct Master {  // masters_[i] is child i of children_
     std::string host, control_path;
-    pid_t pid = -1;
+    bool connected = false;
   };
-  struct Pending;  // a master still connecting (ssh_connections.cpp)
+  struct Pending {  // a master still connecting
+    Clock::time_point since;
+    std::string said;                     // its output so far (the last of it)
+    bool late = false;                    // no socket in time: killed, its end awaited
+    std::optional<os::ExitStatus> ended;  // reaped, and its output read to the end
+  };
   const Master& master(const std::string& host) const;
-  // Starts the master of hosts[index] (appended to masters_); its stderr is read if it fails.
-  Pending start_master(size_t index, const std::string& host);
-  // True once p's master is connected (its socket exists) or has failed: ended, or no
-  // socket after `limit` (then killed); a failure is appended to unreachable as (host,
-  // ssh's last words).
-  bool settled(Pending& p, Clock::duration limit, std::vector<std::pair<std::string, std::string>>& unreachable);
+  // Starts the master of `host` (appended to masters_, pending_ until settled).
+  void start_master(const std::string& host);
+  // True once master i is connected (its socket exists) or has failed: ended, or no socket
+  // after `limit` (then killed, and settled once it ended); a failure is appended to unreachable
+  // as (host, ssh's last words).
+  bool settled(size_t i, Clock::duration limit, std::vector<std::pair<std::string, std::string>>& unreachable);
 
   SshSettings settings_;
   std::vector<std::string> env_;
   std::string ssh_path_, dir_;
   std::vector<Master> masters_;
+  std::map<size_t, Pending> pending_;  // by master
+  boost::asio::io_context loop_;
+  os::ChildSet children_;  // the masters
   double connect_seconds_ = 0;
 };
 

@@ -51,7 +51,7 @@ void note(int fd, const std::string& problem) {
 
 }  // namespace
 
-bool capture_stacks(const std::vector<StackTarget>& targets, const std::string& path_env) {
+bool capture_stacks(os::ChildRegistry& children, const std::vector<StackTarget>& targets, const std::string& path_env) {
   // Every file's header, then every tool at once (one time limit for all), then what failed.
   std::vector<os::UniqueFd> files;
   std::vector<os::SpawnSpec> specs;
@@ -72,7 +72,7 @@ bool capture_stacks(const std::vector<StackTarget>& targets, const std::string& 
     }
     files.push_back(std::move(file));
   }
-  const std::vector<os::RunEnd> ends = os::run_to_end(specs, kCaptureTimeout);
+  const std::vector<os::RunEnd> ends = os::run_to_end(children, specs, kCaptureTimeout);
   for (size_t i = 0; i < specs.size(); ++i) note(spec_files[i], problem_of(specs[i], ends[i]));
   if (!names.empty()) console::launcher_notice("stacks in " + names);
   bool python = false;

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "launcher/os/child_registry.hpp"
+
 namespace ddp::launch::supervise {
 
 inline constexpr std::chrono::seconds kCaptureTimeout{20};
@@ -27,6 +29,6 @@ struct StackTarget {
 // is continued for it; the caller gives them time before it stops them. Returns whether a
 // Python worker was signalled.
 // path_env: the launcher's PATH, to find the tools.
-bool capture_stacks(const std::vector<StackTarget>& targets, const std::string& path_env);
+bool capture_stacks(os::ChildRegistry& children, const std::vector<StackTarget>& targets, const std::string& path_env);
 
 }  // namespace ddp::launch::supervise

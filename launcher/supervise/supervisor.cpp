@@ -2,23 +2,22 @@
 
 namespace ddp::launch::supervise {
 
-Supervisor::Impl::Impl(asio::io_context& loop, os::Watchdog& dog, SupervisorConfig c, StopSignals& stop_signals,
-                       SupervisorLinks l)
+Supervisor::Impl::Impl(asio::io_context& loop, os::ChildRegistry& registry, os::Watchdog& dog, SupervisorConfig c,
+                       StopSignals& stop_signals, SupervisorLinks l)
     : config(std::move(c)),
       io(loop),
+      registry(registry),
       watchdog(dog),
       standbys(l.standbys),
       events(l.events),
       board(l.board),
       signals(stop_signals),
       containment(l.containment),
-      children(
-          io, [this](size_t i, const os::ExitStatus& status) { on_exit(i, status); },
-          [this] {
-            os::reap_adopted_orphans();  // a worker's orphan that ended: no one else waits for it
-            after_reap();
-            if (standbys) standbys->reap();
-          }),
+      children(io, registry,
+               [this] {
+                 this->registry.reap_orphans();  // a worker's orphan that ended: no one else waits for it
+                 after_reap();
+               }),
       tick_timer(io),
       capture_timer(io),
       standby_timer(io),
@@ -123,7 +122,9 @@ void Supervisor::Impl::start(std::vector<worker::WorkerLaunch> launches) {
     Worker& w = workers.emplace_back();
     w.launch = std::move(launches[i]);
     w.streams = std::make_unique<WorkerStreams>(w.launch, console.board(), [this] { console.schedule_refresh(); });
-    children.add(w.launch.spawn, w.streams->output());
+    os::ChildEvents events = w.streams->output();
+    events.exited = [this, i](const os::ExitStatus& status) { on_exit(i, status); };
+    children.add(w.launch.spawn, std::move(events));
     if (containment) containment->prepare_worker(w.launch.spawn);
     if (std::optional<pid_t> adopted = standbys ? standbys->adopt(w.launch) : std::nullopt) {
       if (containment) containment->adopt_standby(*adopted);
@@ -188,9 +189,9 @@ report::AttemptResult Supervisor::Impl::finish() {
   return result;
 }
 
-Supervisor::Supervisor(asio::io_context& loop, os::Watchdog& watchdog, SupervisorConfig config, StopSignals& signals,
-                       SupervisorLinks links)
-    : impl_(std::make_unique<Impl>(loop, watchdog, std::move(config), signals, links)) {}
+Supervisor::Supervisor(asio::io_context& loop, os::ChildRegistry& registry, os::Watchdog& watchdog,
+                       SupervisorConfig config, StopSignals& signals, SupervisorLinks links)
+    : impl_(std::make_unique<Impl>(loop, registry, watchdog, std::move(config), signals, links)) {}
 Supervisor::~Supervisor() = default;
 
 report::AttemptResult Supervisor::run_attempt(std::vector<worker::WorkerLaunch> workers, const AttemptCheck& check) {

@@ -15,7 +15,8 @@
 // Once every worker is gone, the processes they left behind (containment.hpp) get SIGTERM, and
 // SIGKILL at the stop's deadline (or a grace after a plain end): the attempt ends only when none
 // remains, and one notice names them. The loop, the watchdog and the collaborators are its owner's
-// (node/node_session.hpp), lent for the Supervisor's life. Blocks in run_attempt.
+// (node/node_session.hpp), lent for the Supervisor's life, as is the registry its workers and
+// their stack tools start through. Blocks in run_attempt.
 #pragma once
 
 #include <chrono>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "launcher/contain/containment.hpp"
+#include "launcher/os/child_registry.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/os/watchdog.hpp"
 #include "launcher/report/attempt_observer.hpp"
@@ -75,8 +77,8 @@ class Supervisor {
  public:
   // signals: the node's (their stop_signals and forward_signals are config's), listened to
   // for the Supervisor's life.
-  Supervisor(boost::asio::io_context& loop, os::Watchdog& watchdog, SupervisorConfig config, StopSignals& signals,
-             SupervisorLinks links = {});
+  Supervisor(boost::asio::io_context& loop, os::ChildRegistry& registry, os::Watchdog& watchdog,
+             SupervisorConfig config, StopSignals& signals, SupervisorLinks links = {});
   ~Supervisor();
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;

@@ -47,11 +47,13 @@ struct Worker {
 };
 
 struct Supervisor::Impl {
-  Impl(asio::io_context& loop, os::Watchdog& dog, SupervisorConfig c, StopSignals& signals, SupervisorLinks l);
+  Impl(asio::io_context& loop, os::ChildRegistry& registry, os::Watchdog& dog, SupervisorConfig c, StopSignals& signals,
+       SupervisorLinks l);
   ~Impl();
 
   SupervisorConfig config;
   asio::io_context& io;
+  os::ChildRegistry& registry;  // the node's: every child starts and is reaped through it
   os::Watchdog& watchdog;
   warm::StandbyPool* standbys;        // borrowed (null: no warm restarts)
   report::EventLog* events;           // borrowed

@@ -59,7 +59,7 @@ void Supervisor::Impl::capture_then_stop() {
       const worker::WorkerLaunch& l = workers[i].launch;
       targets.push_back({children.pid(i), l.rank, l.stacks_file, l.python});
     }
-  const bool python = capture_stacks(targets, config.tool_path);
+  const bool python = capture_stacks(registry, targets, config.tool_path);
   stacks_captured = true;
   stopping = true;
   monitor.stop();

@@ -26,8 +26,8 @@ WorkerStreams::WorkerStreams(const worker::WorkerLaunch& launch, console::Consol
                        launch.stderr_duplicate)),
       on_data_(std::move(on_data)) {}
 
-os::ChildOutput WorkerStreams::output() {
-  os::ChildOutput sinks;
+os::ChildEvents WorkerStreams::output() {
+  os::ChildEvents sinks;
   sinks.data = [this](int stream, std::string_view chunk) {
     if (!chunk.empty()) (stream == 1 ? out_ : err_).consume(chunk);
     if (on_data_) on_data_();

@@ -23,7 +23,7 @@ class WorkerStreams {
   WorkerStreams(const WorkerStreams&) = delete;
   WorkerStreams& operator=(const WorkerStreams&) = delete;
 
-  os::ChildOutput output();  // sinks into this object
+  os::ChildEvents output();  // sinks into this object
   const std::deque<std::string>& stderr_tail() const { return err_.tail(); }
 
  private:

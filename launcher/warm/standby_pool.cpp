@@ -1,5 +1,5 @@
-// StandbyPool: spawning standbys (os::start_worker with the channel inherited), their
-// readiness byte and output read on the loop, the handoff (os::send_handoff), reaping.
+// StandbyPool: standbys started as children of the pool's ChildSet (the channel inherited),
+// their readiness byte and output read on the loop, the handoff (os::send_handoff), their ends.
 
 #include "contract/standby_handoff.hpp"
 #include "launcher/base/launch_error.hpp"
@@ -24,28 +24,28 @@ constexpr size_t kOutputTail = 4096;  // what the give-up notice shows of a stan
 }  // namespace
 
 struct StandbyPool::Standby {
-  Standby(boost::asio::io_context& io, int fd, int out_fd) : channel(io, fd), output(io, out_fd) {}
+  Standby(boost::asio::io_context& io, int fd) : channel(io, fd) {}
   int local_rank = 0;
   pid_t pid = -1;
+  size_t child = 0;  // its id in the pool's ChildSet
   std::string executable;
   std::vector<std::string> slot_argv;  // the worker slot's argv it was started for
   boost::asio::posix::stream_descriptor channel;
-  boost::asio::posix::stream_descriptor output;  // its stdout and stderr until the handoff
-  std::string output_tail;
+  std::string output_tail;  // the last of its stdout and stderr, until the handoff
   char ready_byte = 0;
-  std::array<char, 4096> buffer{};
   bool prepared = false;  // sent a prepare frame: ready only at its standby point
   bool ready = false;
 };
 
-StandbyPool::StandbyPool(boost::asio::io_context& io, os::Watchdog& watchdog, StandbyPlan plan,
-                         contain::Containment* containment, report::EventLog* events)
+StandbyPool::StandbyPool(boost::asio::io_context& io, os::ChildRegistry& children, os::Watchdog& watchdog,
+                         StandbyPlan plan, contain::Containment* containment, report::EventLog* events)
     : io_(io),
       watchdog_(watchdog),
       containment_(containment),
       plan_(std::move(plan)),
       events_(events),
-      dev_null_(os::open_dev_null()) {}
+      dev_null_(os::open_dev_null()),
+      children_(io, children) {}
 
 // Teardown logs nothing: the borrowed event log may already be gone (the multi-node agent
 // destroys its log before its Supervisor, which owns this pool).
@@ -87,14 +87,13 @@ void StandbyPool::fill(const std::vector<worker::WorkerLaunch>& launches) {
     if (it != standbys_.end() &&
         adoptable(plan_, it->second->executable, it->second->slot_argv, l.spawn, it->second->prepared))
       continue;
-    if (it != standbys_.end()) kill(*it->second);  // reaped by reap(), which starts its replacement
+    if (it != standbys_.end()) kill(*it->second);  // its exit handler starts its replacement
     else start(l.local_rank, slots_[l.local_rank]);
   }
 }
 
 void StandbyPool::start(int local_rank, const Slot& slot) {
   os::ChannelPair channel = os::make_channel();
-  os::Pipe output = os::make_pipe();
   os::SpawnSpec spec;
   spec.executable = slot.executable;
   spec.argv = standby_argv(plan_, slot.argv, worker::standby_bootstrap_source());
@@ -105,20 +104,19 @@ void StandbyPool::start(int local_rank, const Slot& slot) {
     for (const auto& m : plan_.preload) preload += (preload.empty() ? "" : ",") + m;
     spec.env.push_back("DDP_LAUNCH_STANDBY_PRELOAD=" + preload);
   }
-  spec.stdout_fd = output.write_end.get();
-  spec.stderr_fd = output.write_end.get();
   spec.inherit_fd = channel.standby_end.get();
   if (containment_) containment_->prepare_standby(spec);
-  auto s = std::make_shared<Standby>(io_, channel.launcher_end.release(), output.read_end.release());
+  auto s = std::make_shared<Standby>(io_, channel.launcher_end.release());
   s->local_rank = local_rank;
   s->executable = slot.executable;
   s->slot_argv = slot.argv;
+  s->child = children_.add(spec, events(s));
   try {
-    os::StartedWorker started = os::start_worker(spec);
+    os::StartedWorker started = children_.start(s->child, spec);
     s->pid = started.pid;
     if (containment_) containment_->standby_started(s->pid);
     watchdog_.watch(s->pid);
-    os::confirm_exec(started);
+    children_.confirm(s->child, started);
   } catch (const LaunchError& e) {  // not swallowed: said once; the restarts are cold
     if (s->pid > 0) watchdog_.forget(s->pid);
     console::launcher_notice(fmt::format("cannot start a standby: {}; restarts are cold", e.what()));
@@ -128,7 +126,8 @@ void StandbyPool::start(int local_rank, const Slot& slot) {
   standbys_[local_rank] = s;
   log("started", *s);
   if (standby_point_) prepare(s);
-  watch_ready(s);
+  read_ready(s);
+  children_.read_output();
 }
 
 // A script with a standby point: the standby runs it up to there once its imports are done,
@@ -151,12 +150,7 @@ void StandbyPool::use_standby_point() {
 }
 
 // The readiness byte (a prepared standby's first one says its imports are done: it is ready
-// only at its point), then the standby's output until it is adopted or dies.
-void StandbyPool::watch_ready(const std::shared_ptr<Standby>& standby) {
-  read_ready(standby);
-  read_output(standby);
-}
-
+// only at its point).
 void StandbyPool::read_ready(std::weak_ptr<Standby> weak) {
   auto standby = weak.lock();
   if (!standby) return;
@@ -172,18 +166,20 @@ void StandbyPool::read_ready(std::weak_ptr<Standby> weak) {
                                    });
 }
 
-void StandbyPool::read_output(std::weak_ptr<Standby> weak) {
-  auto standby = weak.lock();
-  if (!standby) return;
-  standby->output.async_read_some(boost::asio::buffer(standby->buffer),
-                                  [this, weak](const boost::system::error_code& ec, size_t n) {
-                                    auto s = weak.lock();
-                                    if (!s || ec) return;
-                                    s->output_tail.append(s->buffer.data(), n);
-                                    if (s->output_tail.size() > 2 * kOutputTail)
-                                      s->output_tail.erase(0, s->output_tail.size() - kOutputTail);
-                                    read_output(weak);
-                                  });
+// Its output (the last kOutputTail bytes are kept for the give-up notice), and its end.
+os::ChildEvents StandbyPool::events(const std::shared_ptr<Standby>& standby) {
+  std::weak_ptr<Standby> weak = standby;
+  os::ChildEvents e;
+  e.data = [weak](int, std::string_view chunk) {
+    auto s = weak.lock();
+    if (!s) return;
+    s->output_tail.append(chunk);
+    if (s->output_tail.size() > 2 * kOutputTail) s->output_tail.erase(0, s->output_tail.size() - kOutputTail);
+  };
+  e.exited = [this, weak](const os::ExitStatus& status) {
+    if (auto s = weak.lock()) on_exit(s, status);
+  };
+  return e;
 }
 
 std::optional<pid_t> StandbyPool::adopt(const worker::WorkerLaunch& launch) {
@@ -211,60 +207,48 @@ std::optional<pid_t> StandbyPool::adopt(const worker::WorkerLaunch& launch) {
     return std::nullopt;
   }
   log("adopted", *s, launch.rank);
-  const pid_t pid = s->pid;
   standbys_.erase(it);  // the supervisor owns it now (still under the watchdog)
+  children_.release(s->child);
   s->channel.close();
-  s->output.close();
-  return pid;
+  return s->pid;
 }
 
 void StandbyPool::kill(Standby& s) {
   if (s.pid > 0) os::signal_group(s.pid, SIGKILL);
 }
 
-void StandbyPool::reap() {
-  std::vector<std::shared_ptr<Standby>> dead;
-  for (auto it = standbys_.begin(); it != standbys_.end();) {
-    auto status = os::try_reap(it->second->pid);
-    if (!status) {
-      ++it;
-      continue;
-    }
-    std::shared_ptr<Standby> s = it->second;
-    it = standbys_.erase(it);
-    watchdog_.forget(s->pid);
-    log_exit(*s, *status);
-    boost::system::error_code ec;  // the rest of its output (it is gone: nothing blocks)
-    s->output.non_blocking(true, ec);
-    for (size_t n; !ec && (n = s->output.read_some(boost::asio::buffer(s->buffer), ec)) > 0;)
-      s->output_tail.append(s->buffer.data(), n);
-    if (retries_.exited(s->ready)) {
-      std::string tail = s->output_tail.size() > kOutputTail
-                             ? s->output_tail.substr(s->output_tail.size() - kOutputTail)
-                             : s->output_tail;
-      console::launcher_notice(fmt::format(
-          "standbys keep dying before they are ready ({} in a row; the last, for local_rank {}, ended with {}): "
-          "restarts are cold from now on{}{}",
-          StandbyRetries::kMaxEarlyDeaths, s->local_rank, status->describe(),
-          tail.empty() ? "" : "; its output ended with:\n", tail));
-      for (auto& [rank, other] : standbys_) kill(*other);  // warming up in vain: reaped below or later
-    }
-    dead.push_back(std::move(s));
+// Standby s was reaped: it leaves the pool, and once the rest of its output is read, the give-up
+// notice if too many died early, and its replacement.
+void StandbyPool::on_exit(const std::shared_ptr<Standby>& s, const os::ExitStatus& status) {
+  auto it = standbys_.find(s->local_rank);
+  if (it != standbys_.end() && it->second == s) standbys_.erase(it);
+  watchdog_.forget(s->pid);
+  log_exit(*s, status);
+  children_.close_output(s->child, [this, s, status] { after_exit(*s, status); });
+}
+
+void StandbyPool::after_exit(const Standby& s, const os::ExitStatus& status) {
+  if (retries_.exited(s.ready)) {
+    std::string tail =
+        s.output_tail.size() > kOutputTail ? s.output_tail.substr(s.output_tail.size() - kOutputTail) : s.output_tail;
+    console::launcher_notice(fmt::format(
+        "standbys keep dying before they are ready ({} in a row; the last, for local_rank {}, ended with {}): "
+        "restarts are cold from now on{}{}",
+        StandbyRetries::kMaxEarlyDeaths, s.local_rank, status.describe(),
+        tail.empty() ? "" : "; its output ended with:\n", tail));
+    for (auto& [rank, other] : standbys_) kill(*other);  // warming up in vain: each exit is handled as it comes
   }
-  // Replace them: the same slot's spec (executable, argv, env) as before.
-  for (auto& s : dead) {
-    auto slot = slots_.find(s->local_rank);
-    if (retries_.given_up() || standbys_.count(s->local_rank) || slot == slots_.end()) continue;
-    start(s->local_rank, slot->second);
-  }
+  // Its replacement: the same slot's spec (executable, argv, env) as before.
+  auto slot = slots_.find(s.local_rank);
+  if (retries_.given_up() || standbys_.count(s.local_rank) || slot == slots_.end()) return;
+  start(s.local_rank, slot->second);
 }
 
 void StandbyPool::clear() {
+  children_.kill_and_reap();
   for (auto& [rank, s] : standbys_) {
-    kill(*s);
-    const os::ExitStatus status = os::wait_for(s->pid);
     watchdog_.forget(s->pid);
-    log_exit(*s, status);
+    log_exit(*s, children_.status(s->child).value_or(os::ExitStatus::unknown()));
   }
   standbys_.clear();
   slots_.clear();

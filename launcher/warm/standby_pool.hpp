@@ -5,10 +5,12 @@
 // Python script's worker passed its standby point, its standbys are sent a prepare frame: they
 // run it up to the point); it reports readiness over its channel and blocks there until
 // adopt() hands it a worker's identity,
-// when it becomes that worker (same pid). Standbys that die are reaped (reap(), on SIGCHLD)
-// and replaced, until too many die before they are ready (then the pool gives up, once, with
-// the standby's output). Never a worker: no report, no outcome. The destructor SIGKILLs and
-// reaps every standby. Single-threaded (the loop's thread); adopt() blocks at most kHandoffTimeout.
+// when it becomes that worker (same pid: the pool's os::ChildSet releases it to the
+// Supervisor's). The standbys are children of that set, started through the node's
+// ChildRegistry; one that dies is reaped on SIGCHLD (its exit handler) and replaced, until too
+// many die before they are ready (then the pool gives up, once, with the standby's output).
+// Never a worker: no report, no outcome. The destructor SIGKILLs and reaps every standby.
+// Single-threaded (the loop's thread); adopt() blocks at most kHandoffTimeout.
 #pragma once
 
 #include <chrono>
@@ -20,6 +22,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "launcher/contain/containment.hpp"
+#include "launcher/os/child_set.hpp"
 #include "launcher/os/watchdog.hpp"
 #include "launcher/report/event_log.hpp"
 #include "launcher/warm/standby_plan.hpp"
@@ -33,7 +36,8 @@ class StandbyPool {
 
   // containment (may be null): the standbys join the job's (its standbys' cgroup, its token).
   // events (may be null): where the pool logs; borrowed.
-  StandbyPool(boost::asio::io_context& io, os::Watchdog& watchdog, StandbyPlan plan,
+  // children: the node's registry, which the standbys start through.
+  StandbyPool(boost::asio::io_context& io, os::ChildRegistry& children, os::Watchdog& watchdog, StandbyPlan plan,
               contain::Containment* containment = nullptr, report::EventLog* events = nullptr);
   ~StandbyPool();
   StandbyPool(const StandbyPool&) = delete;
@@ -54,8 +58,9 @@ class StandbyPool {
   // standby is prepared (runs the script up to the point; ready there), those kept already too.
   void use_standby_point();
   bool using_standby_point() const { return standby_point_; }
-  // Reaps the standbys that exited; replaces them (events, the give-up notice).
-  void reap();
+  // Reaps the standbys that exited now (as SIGCHLD does); each is replaced once its output is
+  // read (events, the give-up notice).
+  void reap() { children_.reap(); }
   // Kills every standby (no restart left to use them for).
   void clear();
 
@@ -71,9 +76,10 @@ class StandbyPool {
   };
   void start(int local_rank, const Slot& slot);
   void prepare(const std::shared_ptr<Standby>& s);
-  void watch_ready(const std::shared_ptr<Standby>& standby);
   void read_ready(std::weak_ptr<Standby> weak);
-  void read_output(std::weak_ptr<Standby> weak);
+  os::ChildEvents events(const std::shared_ptr<Standby>& s);
+  void on_exit(const std::shared_ptr<Standby>& s, const os::ExitStatus& status);
+  void after_exit(const Standby& s, const os::ExitStatus& status);
   void kill(Standby& s);
   void log(const char* state, const Standby& s, int rank = -1);
   void log_exit(const Standby& s, const os::ExitStatus& status);
@@ -89,6 +95,7 @@ class StandbyPool {
   std::map<int, std::shared_ptr<Standby>> standbys_;  // by local rank
   std::map<int, Slot> slots_;                         // by local rank; empty after clear()
   os::UniqueFd dev_null_;                             // stdin of a worker that reads none
+  os::ChildSet children_;                             // the standbys (a standby adopted is released)
 };
 
 }  // namespace ddp::launch::warm

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The design check must fail on each budget it keeps: copy the tree's checked folders to a
 # scratch tree (which passes as it is), plant one violation of each kind (a 61-line function, a
-# 451-line launcher .cpp, a raw socket call and a socket header outside os/ and net/, a detached
-# thread, a 451-line README), and expect each to be named with its figure.
+# 451-line launcher .cpp, a raw socket call and a socket header outside os/ and net/, a child
+# started by hand outside os/, a detached thread, a 451-line README), and expect each to be named
+# with its figure.
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/../../scripts/lib.sh
 source "$(dirname "$0")/../../scripts/lib.sh"
@@ -23,6 +24,7 @@ cp "$src/scripts/check-design.sh" "$src/scripts/lib.sh" "$scratch/scripts/"
 } >>"$scratch/launcher/base/text.cpp"
 for _ in $(seq 451); do echo '// filler'; done >"$scratch/launcher/base/planted_big.cpp"
 printf '#include <sys/socket.h>\nint planted_socket() { return ::socket(0, 0, 0); }\n' >"$scratch/launcher/cli/planted_socket.cpp"
+printf 'int planted_spawn() { return os::spawn_worker({}); }\n' >"$scratch/launcher/warm/planted_spawn.cpp"
 printf '#include <thread>\nvoid planted_detach() { std::thread([] {}).detach(); }\n' >"$scratch/launcher/report/planted_thread.cpp"
 for _ in $(seq 451); do echo 'line'; done >"$scratch/README.md"
 
@@ -35,6 +37,8 @@ expect "functions over 60 lines: 1"
 expect "launcher/base/planted_big.cpp is 451 lines (at most 450"
 expect "launcher/cli/planted_socket.cpp: raw POSIX socket or process call outside os/ and net/: 1:#include <sys/socket.h>"
 expect "launcher/cli/planted_socket.cpp: raw POSIX socket or process call outside os/ and net/: 2:"
+expect "launcher/warm/planted_spawn.cpp: a child started or reaped by hand outside os/"
+expect "spawn and reap calls outside os/: 1"
 expect "launcher/report/planted_thread.cpp: a detached thread"
 expect "README.md is 451 lines (at most 450"
 echo "check-design names every planted violation"

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include "launcher/cli/environment.hpp"
+#include "launcher/os/child_registry.hpp"
 #include "launcher/os/process.hpp"
 
 extern char** environ;
@@ -13,6 +14,11 @@ using launch::os::UniqueFd;
 
 namespace {
 
+launch::os::ChildRegistry& children() {  // the test process's
+  static launch::os::ChildRegistry registry;
+  return registry;
+}
+
 pid_t start(const std::vector<std::string>& argv, const EnvOverrides& env, int out_fd, int err_fd) {
   launch::os::SpawnSpec spec;
   auto path = launch::cli::lookup(launch::cli::environment_from(environ), "PATH").value_or("/usr/bin:/bin");
@@ -21,7 +27,7 @@ pid_t start(const std::vector<std::string>& argv, const EnvOverrides& env, int o
   spec.env = environment_with(env);
   spec.stdout_fd = out_fd;
   spec.stderr_fd = err_fd;
-  return launch::os::spawn_worker(spec);
+  return children().spawn(spec);
 }
 
 UniqueFd open_out(const std::string& path) {
@@ -63,7 +69,7 @@ Background::Background(const std::vector<std::string>& argv, const EnvOverrides&
 Background::~Background() {
   if (!done_ && pid_ > 0) {
     launch::os::signal_group(pid_, SIGKILL);
-    launch::os::wait_for(pid_);
+    children().wait(pid_);
   }
 }
 

@@ -31,15 +31,17 @@ struct Shells {
   std::map<size_t, std::string> out, err;
   std::map<size_t, os::ExitStatus> ended;
   std::map<size_t, int> streams_ended;
-  os::ChildSet set{loop, [this](size_t i, const os::ExitStatus& st) { ended[i] = st; }};
+  os::ChildRegistry children;
+  os::ChildSet set{loop, children};
 
   size_t start(const std::string& script, bool with_stdin = false) {
     os::SpawnSpec spec{"/bin/sh", {"sh", "-c", script}, ddp::test::environment_with({})};
     const size_t id = set.size();
-    os::ChildOutput output;
-    output.data = [this, id](int stream, std::string_view chunk) { (stream == 1 ? out : err)[id] += chunk; };
-    output.end = [this, id](int) { ++streams_ended[id]; };
-    set.add(spec, std::move(output), with_stdin);
+    os::ChildEvents events;
+    events.data = [this, id](int stream, std::string_view chunk) { (stream == 1 ? out : err)[id] += chunk; };
+    events.end = [this, id](int) { ++streams_ended[id]; };
+    events.exited = [this, id](const os::ExitStatus& st) { ended[id] = st; };
+    set.add(spec, std::move(events), with_stdin);
     set.spawn(id, spec);
     return id;
   }
@@ -134,7 +136,9 @@ TEST_CASE("a child set starts children in two steps; one whose exec fails is aba
   Shells shells;
   os::SpawnSpec good{"/bin/sh", {"sh", "-c", "echo ran"}, ddp::test::environment_with({})};
   os::SpawnSpec bad{"/nonexistent/program", {"program"}, ddp::test::environment_with({})};
-  const size_t a = shells.set.add(good, {[&](int, std::string_view chunk) { shells.out[0] += chunk; }, {}});
+  const size_t a = shells.set.add(good, {[&](int, std::string_view chunk) { shells.out[0] += chunk; },
+                                         {},
+                                         [&](const os::ExitStatus& st) { shells.ended[0] = st; }});
   const size_t b = shells.set.add(bad, {});
   os::StartedWorker first = shells.set.start(a, good);
   os::StartedWorker second = shells.set.start(b, bad);
@@ -150,6 +154,28 @@ TEST_CASE("a child set starts children in two steps; one whose exec fails is aba
   CHECK(shells.ended.count(b) == 0);
 }
 
+TEST_CASE("a child one set releases is another's: the first never signals or reaps it, the other reports its end") {
+  Shells s;
+  const size_t id = s.start("sleep 0.3; exit 4");
+  const pid_t pid = s.set.pid(id);
+  s.set.release(id);  // a standby adopted as a worker
+  CHECK(s.set.pid(id) == -1);
+  CHECK(s.set.running_count() == 0);
+  s.set.kill();  // the first set's stop no longer reaches it
+  std::optional<os::ExitStatus> ended;
+  os::ChildSet taker{s.loop, s.children};
+  os::SpawnSpec adopted;  // the taker's pipes are not the child's: never read here
+  os::ChildEvents events;
+  events.exited = [&](const os::ExitStatus& st) { ended = st; };
+  const size_t taken = taker.add(adopted, std::move(events));
+  taker.started(taken, pid);
+  CHECK(s.children.pids().count(pid) == 1);  // still a child of the registry, never an orphan
+  while (!ended) s.loop.run_one();
+  CHECK(ended->code == 4);  // not SIGKILLed by the first set
+  CHECK(s.ended.count(id) == 0);
+  CHECK(s.children.pids().count(pid) == 0);
+}
+
 TEST_CASE(
     "run_to_end: helpers run at once to their ends; a late one is killed and reaped, one that cannot start says why") {
   TempDir dir;
@@ -159,7 +185,8 @@ TEST_CASE(
       {"/bin/sh", {"sh", "-c", "touch " + (dir / "late") + "; exec sleep 30"}, env},
       {"/nonexistent/tool", {"tool"}, env},
       {"/bin/sh", {"sh", "-c", "true"}, env}};
-  const std::vector<os::RunEnd> ends = os::run_to_end(specs, std::chrono::milliseconds(1500));
+  os::ChildRegistry children;
+  const std::vector<os::RunEnd> ends = os::run_to_end(children, specs, std::chrono::milliseconds(1500));
   REQUIRE(ends.size() == 4);
   REQUIRE(ends[0].status);
   CHECK(ends[0].status->code == 3);
@@ -169,8 +196,8 @@ TEST_CASE(
   CHECK_FALSE(ends[2].error.empty());
   REQUIRE(ends[3].status);
   CHECK(ends[3].status->success());
-  // Every one was reaped: no child of this process is left.
-  CHECK(os::forked_children().empty());
+  // Every one was reaped: no child of the registry is left.
+  CHECK(children.pids().empty());
 }
 
 TEST_CASE("a folder watch turns readable when a name appears in the folder; the wait returns for it") {

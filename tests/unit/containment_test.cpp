@@ -150,16 +150,17 @@ TEST_CASE("as a subreaper, an orphan that left its session comes back to this pr
     spec.executable = "/bin/sh";
     spec.argv = {"sh", "-c", "setsid sh -c 'echo $$ > " + (dir / "orphan") + "; sleep 0.3' & exit 0"};
     spec.env = environment_with({});
-    const pid_t sh = os::spawn_worker(spec);
-    os::wait_for(sh);
+    os::ChildRegistry children;
+    const pid_t sh = children.spawn(spec);
+    children.wait(sh);
     const pid_t orphan = read_pid(dir / "orphan");
     if (orphan <= 0) ::_exit(11);
     auto e = os::read_process(orphan);
     if (!e || e->ppid != ::getpid()) ::_exit(12);  // adopted, not init's
-    if (os::forked_children().count(orphan)) ::_exit(13);
+    if (children.pids().count(orphan)) ::_exit(13);
     std::vector<pid_t> reaped;
     for (int i = 0; i < 500 && reaped.empty(); ++i) {
-      reaped = os::reap_adopted_orphans();
+      reaped = children.reap_orphans();
       ::usleep(10000);
     }
     ::_exit(reaped == std::vector<pid_t>{orphan} && !os::read_process(orphan) ? 0 : 14);
@@ -173,12 +174,14 @@ TEST_CASE("as a subreaper, an orphan that left its session comes back to this pr
 TEST_CASE("a worker's child that left its session, ignoring SIGTERM and SIGHUP, ends with the attempt") {
   TempDir dir;
   boost::asio::io_context loop;
-  contain::Containment containment(cli::ContainmentRequest::kSubreaper);
-  os::Watchdog watchdog(containment.watchdog_sweep());
+  os::ChildRegistry children;
+  contain::Containment containment(cli::ContainmentRequest::kSubreaper, children);
+  os::Watchdog watchdog(children, containment.watchdog_sweep());
   supervise::SupervisorConfig config;
   config.shutdown_timeout_s = 1;
   supervise::StopSignals signals(loop, config.stop_signals, config.forward_signals);
-  supervise::Supervisor supervisor(loop, watchdog, config, signals, {nullptr, nullptr, nullptr, nullptr, &containment});
+  supervise::Supervisor supervisor(loop, children, watchdog, config, signals,
+                                   {nullptr, nullptr, nullptr, nullptr, &containment});
   worker::WorkerLaunch l;
   l.spawn.executable = "/bin/sh";
   l.spawn.argv = {"sh", "-c",
@@ -203,14 +206,15 @@ TEST_CASE(
     "containment=cgroup makes the job's cgroup where the machine allows one, else a usage error saying what to use") {
   // Only meaningful where this machine has no cgroup v2 this user may write to.
   const os::OwnCgroup own = os::own_cgroup();
+  os::ChildRegistry children;
   if (own.dir && ::access(own.dir->c_str(), W_OK) == 0) {
-    contain::Containment c(cli::ContainmentRequest::kCgroup);
+    contain::Containment c(cli::ContainmentRequest::kCgroup, children);
     CHECK(c.uses_cgroup());
     CHECK_THAT(c.describe(), Catch::Contains("containment: cgroup " + *own.dir + "/ddp-launch-"));
     return;
   }
   try {
-    contain::Containment c(cli::ContainmentRequest::kCgroup);
+    contain::Containment c(cli::ContainmentRequest::kCgroup, children);
     FAIL("no usage error");
   } catch (const LaunchError& e) {
     CHECK(e.exit_code() == exit_code::kUsage);

@@ -1,4 +1,4 @@
-// process.hpp on real children: wait-status decoding, signal names, program lookup,
+// process.hpp and child_registry.hpp on real children: wait-status decoding, signal names, program lookup,
 // sessions and PDEATHSIG, a child that vanished (ECHILD); cpu_time.hpp on this process.
 #include <catch2/catch.hpp>
 
@@ -12,6 +12,7 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
+#include "launcher/os/child_registry.hpp"
 #include "launcher/os/cpu_time.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/report/failure_report.hpp"
@@ -23,11 +24,13 @@ using namespace ddp::launch::report;
 
 namespace {
 
+ChildRegistry children;  // this test process's
+
 ExitStatus run_sh(const std::string& script) {
   SpawnSpec spec;
   spec.executable = "/bin/sh";
   spec.argv = {"sh", "-c", script};
-  return wait_for(spawn_worker(spec));
+  return children.wait(children.spawn(spec));
 }
 
 }  // namespace
@@ -81,8 +84,8 @@ TEST_CASE("a worker leads its own session and process group") {
   SpawnSpec spec;
   spec.executable = "/bin/sh";
   spec.argv = {"sh", "-c", "ps -o pid=,pgid=,sid= -p $$ > " + (dir / "ids")};
-  pid_t pid = spawn_worker(spec);
-  wait_for(pid);
+  pid_t pid = children.spawn(spec);
+  children.wait(pid);
   auto fields = ddp::test::read_file(dir / "ids");
   CHECK(std::count(fields.begin(), fields.end(), ' ') >= 2);
   std::istringstream in(fields);
@@ -97,7 +100,7 @@ TEST_CASE("spawning something that cannot exec fails in the parent") {
   SpawnSpec spec;
   spec.executable = "/nonexistent/prog";
   spec.argv = {"prog"};
-  CHECK_THROWS_AS(spawn_worker(spec), LaunchError);
+  CHECK_THROWS_AS(children.spawn(spec), LaunchError);
 }
 
 TEST_CASE("a process group is signalled as a whole") {
@@ -105,12 +108,12 @@ TEST_CASE("a process group is signalled as a whole") {
   SpawnSpec spec;
   spec.executable = "/bin/sh";
   spec.argv = {"sh", "-c", "sleep 300 & echo $! > " + (dir / "child") + "; wait"};
-  pid_t pid = spawn_worker(spec);
+  pid_t pid = children.spawn(spec);
   REQUIRE(
       ddp::test::wait_until([&] { return !ddp::test::read_file(dir / "child").empty(); }, std::chrono::seconds(10)));
   pid_t child = std::stoi(ddp::test::read_file(dir / "child"));
   signal_group(pid, SIGTERM);
-  auto status = wait_for(pid);
+  auto status = children.wait(pid);
   CHECK(status.signaled);
   CHECK(ddp::test::wait_until([&] { return !ddp::test::process_alive(child); }, std::chrono::seconds(10)));
 }
@@ -119,11 +122,11 @@ TEST_CASE("a child reaped behind the launcher's back is unknown, not SIGKILL") {
   SpawnSpec spec;
   spec.executable = "/bin/sh";
   spec.argv = {"sh", "-c", "exit 0"};
-  pid_t pid = spawn_worker(spec);
-  REQUIRE(wait_for(pid).success());  // someone else reaps it first
-  auto reaped = try_reap(pid);       // then the launcher asks: waitpid fails with ECHILD
+  pid_t pid = children.spawn(spec);
+  REQUIRE(children.wait(pid).success());  // someone else reaps it first
+  auto reaped = children.reap(pid);       // then the launcher asks: waitpid fails with ECHILD
   REQUIRE(reaped);
-  for (const ExitStatus& status : {*reaped, wait_for(pid)}) {
+  for (const ExitStatus& status : {*reaped, children.wait(pid)}) {
     CHECK(status.vanished);
     CHECK_FALSE(status.signaled);
     CHECK_FALSE(status.success());

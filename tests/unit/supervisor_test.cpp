@@ -35,9 +35,10 @@ WorkerLaunch shell_worker(const std::string& script, const std::string& stdout_l
 TEST_CASE("a SIGCHLD left over from the previous attempt does not cut the next attempt's output") {
   TempDir dir;
   boost::asio::io_context loop;
-  os::Watchdog watchdog;
+  os::ChildRegistry children;
+  os::Watchdog watchdog(children);
   StopSignals signals(loop, {}, {});
-  Supervisor supervisor(loop, watchdog, SupervisorConfig{}, signals);
+  Supervisor supervisor(loop, children, watchdog, SupervisorConfig{}, signals);
   std::vector<WorkerLaunch> first;
   first.push_back(shell_worker("echo first", dir / "first.log"));
   REQUIRE(supervisor.run_attempt(std::move(first)).kind == AttemptResult::Kind::kSucceeded);
