@@ -22,7 +22,7 @@
 
 #include "bench/bench_stats.hpp"
 #include "launcher/base/host_port.hpp"
-#include "launcher/multinode/etcd_store.hpp"
+#include "launcher/rendezvous/etcd_store.hpp"
 
 namespace {
 
@@ -30,7 +30,7 @@ using ddp::bench::Clock;
 using ddp::bench::cpu_seconds;
 using ddp::bench::median;
 using ddp::bench::since;
-using ddp::launch::multinode::EtcdStore;
+using ddp::launch::rendezvous::EtcdStore;
 namespace etcd = ddp::launch::etcd;
 
 constexpr std::chrono::milliseconds kTimeout{120000};

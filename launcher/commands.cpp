@@ -1,6 +1,6 @@
 
 
-#include "launcher/agent.hpp"
+#include "launcher/app/launch.hpp"
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/cli/command_line.hpp"
@@ -10,15 +10,15 @@
 #include "launcher/cli/status_args.hpp"
 #include "launcher/commands.hpp"
 #include "launcher/console/notice.hpp"
-#include "launcher/node/nccl_check.hpp"
-#include "launcher/node/preflight_check.hpp"
+#include "launcher/preflight/nccl_check.hpp"
+#include "launcher/preflight/node_check.hpp"
 #include "launcher/worker/worker_command.hpp"
 #include "launcher/preflight/nccl_probe.hpp"
-#include "launcher/remote/exec_command.hpp"
-#include "launcher/remote/hosts_launch.hpp"
-#include "launcher/remote_agent.hpp"
-#include "launcher/resolve_hosts_launch.hpp"
-#include "launcher/status_command.hpp"
+#include "launcher/many_hosts/exec_command.hpp"
+#include "launcher/many_hosts/hosts_launch.hpp"
+#include "launcher/app/agent.hpp"
+#include "launcher/app/resolve_hosts_launch.hpp"
+#include "launcher/app/status.hpp"
 #include <unistd.h>
 
 namespace ddp::launch {
@@ -35,7 +35,7 @@ int run_launch(const std::vector<std::string>& args, const cli::Environment& env
   for (const auto& notice : parsed.options->notices) console::launcher_notice(notice);
   for (const auto& warning : parsed.options->warnings) console::launcher_notice("warning: " + warning);
   if (parsed.options->hosts.any())
-    return remote::run_hosts_launch(resolve_hosts_launch(*parsed.options, env), args, env);
+    return many_hosts::run_hosts_launch(resolve_hosts_launch(*parsed.options, env), args, env);
   return run_agent(*parsed.options, env);
 }
 
@@ -59,16 +59,16 @@ int run_preflight_command(const std::vector<std::string>& args, const cli::Envir
   std::string run_parent = p->log_dir;
   if (run_parent.empty()) run_parent = cli::lookup(env, "TMPDIR").value_or("/tmp");
   os::ChildRegistry children;
-  const node::NodeCheck check = node::check_node(
+  const preflight::NodeCheck check = preflight::check_node(
       children, p->conf,
-      {p->workers, p->gpus ? p->workers : 0, node::preflight_folders(env, run_parent, p->snapshot_persist_dir), "",
-       p->gpus ? node::wheel_nccl(python_of(env)) : ""},
+      {p->workers, p->gpus ? p->workers : 0, preflight::preflight_folders(env, run_parent, p->snapshot_persist_dir), "",
+       p->gpus ? preflight::wheel_nccl(python_of(env)) : ""},
       {});
   console::write_all(STDOUT_FILENO, preflight::format_findings(check.findings));
   return check.failed.empty() ? exit_code::kSuccess : exit_code::kPreflightFailed;
 }
 
-// `ddp-launch __nccl-probe GPUS MIB` (node/nccl_check.hpp starts it): one line of figures.
+// `ddp-launch __nccl-probe GPUS MIB` (preflight/nccl_check.hpp starts it): one line of figures.
 int run_nccl_probe(const std::vector<std::string>& args) {
   int gpus = 0;
   double mib = 0;
@@ -100,7 +100,7 @@ int run_command_line(const std::vector<std::string>& args, const cli::Environmen
   switch (line.command) {
     case cli::Command::kStatus: return run_status(line.args);
     case cli::Command::kPreflight: return run_preflight_command(line.args, env);
-    case cli::Command::kExec: return remote::run_exec_command(cli::parse_exec_args(line.args), env);
+    case cli::Command::kExec: return many_hosts::run_exec_command(cli::parse_exec_args(line.args), env);
     case cli::Command::kAgent: return run_remote_agent();  // its configuration comes on stdin
     case cli::Command::kNcclProbe: return run_nccl_probe(line.args);
     case cli::Command::kLaunch: break;

@@ -16,7 +16,7 @@ enum class Command {
   kPreflight,  // ddp-launch preflight [...]: this node's pre-flight checks, alone
   kExec,       // ddp-launch exec --hosts LIST -- CMD: CMD on every host
   kAgent,      // ddp-launch __agent: one host's agent of a many-host launch (configuration on stdin)
-  kNcclProbe,  // ddp-launch __nccl-probe GPUS MIB: the pre-flight NCCL all-reduce (node/nccl_check.hpp)
+  kNcclProbe,  // ddp-launch __nccl-probe GPUS MIB: the pre-flight NCCL all-reduce (preflight/nccl_check.hpp)
 };
 
 struct CommandLine {

@@ -1,7 +1,7 @@
 // `ddp-launch exec --hostfile FILE|--hosts LIST [--include|--exclude F] [--ssh-port N]
 // [--ssh-option OPT]... [--ssh-fanout N] -- CMD ARGS`: its arguments, read by CLI11 with the
 // launch's own host-list flags (host_flags.hpp); what the command does:
-// remote/exec_command.hpp. Pure; errors, and -h/--help, throw LaunchError(kUsage) with the
+// many_hosts/exec_command.hpp. Pure; errors, and -h/--help, throw LaunchError(kUsage) with the
 // usage line.
 #pragma once
 

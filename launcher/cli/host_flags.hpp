@@ -1,5 +1,5 @@
 // The flags of a many-host launch (--hostfile, --hosts, --include/--exclude, ssh and
-// environment forwarding): raw strings, read by launcher/remote when one of --hostfile or
+// environment forwarding): raw strings, read by launcher/many_hosts when one of --hostfile or
 // --hosts is given (docs/hosts.md), and by `ddp-launch exec`. Pure; nothing here reads a file.
 #pragma once
 

@@ -224,7 +224,7 @@ void take_rendezvous(const RendezvousRead& rdzv, const std::string& backend_text
 // Placement flags that contradict each other; each error says which one to drop or add.
 void check_placement(const GivenFlags& given, const LaunchOptions& o) {
   if (o.standalone && o.nnodes_max > 1) usage_error("--standalone runs a single node; drop --nnodes or --standalone");
-  if (is_multi_node(o) && !o.hosts.any()) {  // a host list places its nodes itself (remote/hosts_launch)
+  if (is_multi_node(o) && !o.hosts.any()) {  // a host list places its nodes itself (many_hosts/hosts_launch)
     if (o.rdzv_backend == RdzvBackend::kStatic) {
       if (o.nnodes_min != o.nnodes_max)
         usage_error(

@@ -107,7 +107,7 @@ struct LaunchOptions {
   std::string termination_log;        // --termination-log; "": /dev/termination-log where writable
   std::vector<std::string> warnings;  // for the launcher to print before it starts (no I/O here)
   std::vector<std::string> notices;   // likewise, plain notices: where the placement came from, ...
-  // A many-host launch over ssh (--hostfile / --hosts; launcher/remote, docs/hosts.md).
+  // A many-host launch over ssh (--hostfile / --hosts; launcher/many_hosts, docs/hosts.md).
   HostsOptions hosts;
   bool nproc_given = false;  // --nproc-per-node (or PET_NPROC_PER_NODE) given
 };

@@ -1,6 +1,6 @@
 // `ddp-launch preflight [--nproc-per-node N] [--gpus] [--preflight-conf K=V,...] [--log-dir DIR]
 // [--snapshot-persist-dir DIR]`: its arguments, read by CLI11 (what the command does:
-// node/preflight_check.hpp, the checks --preflight runs before a job's workers). Pure; errors
+// preflight/node_check.hpp, the checks --preflight runs before a job's workers). Pure; errors
 // throw LaunchError(kUsage) naming what is wrong, with the usage line.
 #pragma once
 

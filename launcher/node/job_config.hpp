@@ -1,5 +1,5 @@
 // What every agent (single- or multi-node) runs, resolved once from the command line by
-// resolve_job (launcher/resolve_job.hpp): the planned devices, the worker command, where
+// resolve_job (launcher/app/resolve_job.hpp): the planned devices, the worker command, where
 // files and output go, how to supervise, and the job's constants for the worker group.
 // group_plan() is the one GroupPlan builder: an agent only says where its node sits.
 // Plain data; no I/O.

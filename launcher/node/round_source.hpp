@@ -1,6 +1,6 @@
 // RoundSource: where a node's attempts come from and what each one's end means, for the one
 // agent loop (agent_loop.hpp). This node alone is LocalRounds (single_node_agent.cpp); a node
-// of a multi-node job joins rounds of the job's rendezvous (multinode/multinode_agent.hpp). A
+// of a multi-node job joins rounds of the job's rendezvous (rendezvous/rendezvous_rounds.hpp). A
 // source hosts the attempt's workers' store where its node does, settles an attempt's end with
 // the other nodes, does a restart's bookkeeping, and writes the job's end through NodeSession's
 // JobEnd. Single-threaded.

@@ -6,7 +6,7 @@
 #include "launcher/console/notice.hpp"
 #include "launcher/node/agent_loop.hpp"
 #include "launcher/node/node_session.hpp"
-#include "launcher/node/preflight_check.hpp"
+#include "launcher/preflight/node_check.hpp"
 #include "launcher/node/single_node_agent.hpp"
 #include "launcher/node/worker_launches.hpp"
 #include "launcher/os/ports.hpp"
@@ -55,11 +55,12 @@ class LocalRounds : public RoundSource {
 
   std::optional<int> prepare() override {
     if (job_.preflight)
-      run_preflight(session_.children(), *job_.preflight,
-                    job_needs(job_.devices, plan_.local_world_size,
-                              preflight_folders(env_, session_.layout().run_dir(), job_.snapshot_persist.dir),
-                              job_.command.executable),
-                    {&session_.events(), &session_.board(), true});
+      preflight::run_preflight(session_.children(), *job_.preflight,
+                               preflight::job_needs(job_.devices, plan_.local_world_size,
+                                                    preflight::preflight_folders(env_, session_.layout().run_dir(),
+                                                                                 job_.snapshot_persist.dir),
+                                                    job_.command.executable),
+                               {&session_.events(), &session_.board(), true});
     return std::nullopt;
   }
 

@@ -1,5 +1,5 @@
 // The pre-flight NCCL check's measurement (docs/preflight.md "NCCL"), run in a child process of
-// its own (`ddp-launch __nccl-probe`, node/nccl_check.hpp): the launcher never holds a CUDA
+// its own (`ddp-launch __nccl-probe`, preflight/nccl_check.hpp): the launcher never holds a CUDA
 // context or NCCL's buffers and threads (hundreds of MiB on every GPU for the whole job), and a
 // hung initialization ends with the child. The node's first `gpus` GPUs (as CUDA_VISIBLE_DEVICES
 // shows them) each hold `mib` MiB of floats and all-reduce them in place, two untimed rounds

@@ -16,7 +16,7 @@ Level at_least(double figure, double warn_below, double fail_below) {
 
 // Within a node only a warning: one busy core is the scheduler's to work around (and a loaded
 // machine shows one for a moment); a slow node is found against the other nodes' median
-// (multinode/node_screen.hpp, cpu_fail).
+// (rendezvous/node_screen.hpp, cpu_fail).
 Finding cpu(const Figures& f, const cli::PreflightConf& c) {
   Finding out{"cpu", Level::kPass, "", fmt::format("warn below {:g} of the median core (cpu_warn)", c.cpu_warn)};
   if (f.cores.empty()) {
@@ -144,7 +144,7 @@ std::vector<Finding> gpus(const Figures& f) {
 
 // NCCL (a GPU job, nccl_mib > 0): the all-reduce must run through with the right sum, and its
 // bus bandwidth stay at or above nccl_min_gbps; without the libraries, a warning. Across nodes
-// the leader compares the bus bandwidths (multinode/node_screen.hpp).
+// the leader compares the bus bandwidths (rendezvous/node_screen.hpp).
 std::vector<Finding> nccl(const Figures& f, const cli::PreflightConf& c) {
   if (!f.nccl) return {};
   const NcclFigures& n = *f.nccl;

@@ -1,7 +1,7 @@
 // Store: the key-value interface the launchers rendezvous through (a control plane, not a
 // data path). Implementations here: MemoryStore (in-process, for tests), PrefixStore
 // (namespaces keys per job), TcpStoreClient (talks to a StoreServer); elsewhere EtcdStore
-// (multinode/etcd_store.hpp: the job's keys in etcd). Every blocking call
+// (rendezvous/etcd_store.hpp: the job's keys in etcd). Every blocking call
 // takes a timeout and throws StoreTimeout naming the keys it waited for; a lost
 // connection throws StoreUnavailable. Implementations are not thread-safe unless noted.
 #pragma once

@@ -20,7 +20,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
-#include "local_route.hpp"
+#include "runtime/src/group/local_route.hpp"
 
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO 1  // Debian's and PyTorch's LibTorch builds all ship gloo

@@ -6,13 +6,13 @@
 #include <thread>
 
 #include "launcher/etcd/etcd_client.hpp"
-#include "launcher/multinode/etcd_store.hpp"
+#include "launcher/rendezvous/etcd_store.hpp"
 #include "launcher/store/protocol.hpp"
 #include "tests/etcd/etcd_cluster.hpp"
 
 using namespace ddp::test;
 using namespace ddp::launch;
-using namespace ddp::launch::multinode;
+using namespace ddp::launch::rendezvous;
 using namespace std::chrono_literals;
 
 namespace {

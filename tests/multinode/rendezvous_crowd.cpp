@@ -37,9 +37,9 @@
 #include <fmt/format.h>
 
 #include "launcher/cli/rendezvous_conf.hpp"
-#include "launcher/multinode/rendezvous.hpp"
+#include "launcher/rendezvous/rendezvous.hpp"
 #include "tests/support/rendezvous_joins.hpp"
-#include "launcher/multinode/round_plan.hpp"
+#include "launcher/rendezvous/round_plan.hpp"
 #include "launcher/net/open_files.hpp"
 #include "launcher/store/prefix_store.hpp"
 #include "launcher/store/server.hpp"
@@ -49,7 +49,7 @@
 namespace {
 
 using namespace ddp::launch;
-using multinode::JobKeys;
+using rendezvous::JobKeys;
 using store::Op;
 using store::test::ok_reply;
 using store::test::RawPeer;
@@ -73,8 +73,8 @@ struct Options {
 };
 
 // Node i's record, shaped like a real launcher's.
-multinode::NodeInfo node_info(int i, int nodes) {
-  multinode::NodeInfo n;
+rendezvous::NodeInfo node_info(int i, int nodes) {
+  rendezvous::NodeInfo n;
   n.name = fmt::format("gpu-node-{:05}.cluster.example:{}", i, 40000 + i);
   n.host = fmt::format("gpu-node-{:05}.cluster.example", i);
   n.addr = fmt::format("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255);
@@ -187,12 +187,12 @@ class Followers {
              request_bytes(Op::kWait, {job_key(JobKeys::plan(r))}, {}, 0, wait_ms) +
              request_bytes(Op::kGet, {job_key(JobKeys::plan(r))}, {}, 0, wait_ms);
     });
-    std::vector<multinode::RoundPlan> plans(peers_.size());
+    std::vector<rendezvous::RoundPlan> plans(peers_.size());
     replies([&](size_t i, RawPeer& p) {
       ok_reply(p, timeout(), "join");
       ok_reply(p, timeout(), "stop record");
       ok_reply(p, timeout(), "wait for the plan");
-      plans[i] = multinode::plan_from_json(ok_reply(p, timeout(), "plan").values.at(0));
+      plans[i] = rendezvous::plan_from_json(ok_reply(p, timeout(), "plan").values.at(0));
     });
     // Its seat, then say the plan was read.
     step([&](size_t i) {
@@ -202,8 +202,8 @@ class Followers {
     std::vector<Seated> out(peers_.size());
     replies([&](size_t i, RawPeer& p) {
       const int node = first_ + static_cast<int>(i);
-      multinode::PlannedNode me =
-          multinode::seat_from_json(ok_reply(p, timeout(), "seat").values.at(0), node_info(node, o_.nodes));
+      rendezvous::PlannedNode me =
+          rendezvous::seat_from_json(ok_reply(p, timeout(), "seat").values.at(0), node_info(node, o_.nodes));
       ok_reply(p, timeout(), "plan read");
       out[i] = Seated{node, me.group_rank, me.base_rank, plans[i].world_size};
     });
@@ -341,12 +341,12 @@ std::string run(const Options& o) {
   cli::RendezvousConf conf;
   conf.join_timeout_s = o.timeout_s;
   conf.heartbeat_timeout_s = o.timeout_s;
-  multinode::Rendezvous leader(job, policy(conf, true, o.nodes, o.nodes), {});
+  rendezvous::Rendezvous leader(job, policy(conf, true, o.nodes, o.nodes), {});
 
   const double cpu_before = cpu_seconds(RUSAGE_SELF);
   const auto go = std::chrono::steady_clock::now();
   for (auto& c : children) write_all(c.to_child, "G", 1);
-  multinode::RoundPlan plan = seated(leader.join(node_info(0, o.nodes), 0, 0));
+  rendezvous::RoundPlan plan = seated(leader.join(node_info(0, o.nodes), 0, 0));
   std::vector<Seated> seats;
   for (auto& c : children) {
     std::vector<Seated> part(static_cast<size_t>(c.count));
@@ -359,12 +359,12 @@ std::string run(const Options& o) {
   for (auto& c : children) ::waitpid(c.pid, nullptr, 0);
 
   if (!plan.whole() || plan.nnodes != o.nodes) throw std::runtime_error("the leader's plan does not hold every node");
-  std::unordered_map<std::string, const multinode::PlannedNode*> by_name;
+  std::unordered_map<std::string, const rendezvous::PlannedNode*> by_name;
   for (const auto& n : plan.nodes) by_name[n.info.name] = &n;
   std::vector<bool> rank_seen(static_cast<size_t>(o.nodes), false);
   rank_seen.at(static_cast<size_t>(plan.find(node_info(0, o.nodes).name)->group_rank)) = true;
   for (const Seated& s : seats) {
-    const multinode::PlannedNode* n = by_name.at(node_info(s.node, o.nodes).name);
+    const rendezvous::PlannedNode* n = by_name.at(node_info(s.node, o.nodes).name);
     if (n->group_rank != s.group_rank || n->base_rank != s.base_rank || s.world_size != plan.world_size)
       throw std::runtime_error(fmt::format("node {}'s seat disagrees with the leader's plan", s.node));
     if (rank_seen.at(static_cast<size_t>(s.group_rank)))

@@ -186,7 +186,7 @@ def full(d, rank, world):
 
 
 def join_libddp_group(rank, world):
-    """libddp's rendezvous (runtime/src/store_init.cpp) and its world group's store prefix."""
+    """libddp's rendezvous (runtime/src/group/store_init.cpp) and its world group's store prefix."""
     store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, is_master=False,
                           timeout=timedelta(seconds=120))
     base = dist.PrefixStore("ddp/restart" + os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"), store)

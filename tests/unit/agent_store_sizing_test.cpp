@@ -1,15 +1,15 @@
-// The agent store's sizing (launcher/multinode/agent_store_sizing.hpp): two connections per
+// The agent store's sizing (launcher/rendezvous/agent_store_sizing.hpp): two connections per
 // node and a backlog for the first round's, bounded by the open-file limit, said when short.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <string>
 
-#include "launcher/multinode/agent_store_sizing.hpp"
+#include "launcher/rendezvous/agent_store_sizing.hpp"
 #include "launcher/net/open_files.hpp"
 
-using ddp::launch::multinode::size_agent_store;
 using ddp::launch::net::kReservedFiles;
+using ddp::launch::rendezvous::size_agent_store;
 
 TEST_CASE("agent store sizing: two connections per node and a backlog for them, no fixed cap") {
   for (size_t nodes : {1u, 64u, 4096u, 16384u}) {

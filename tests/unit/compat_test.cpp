@@ -9,7 +9,7 @@
 #include "launcher/cli/mpi_env.hpp"
 #include "launcher/cli/options.hpp"
 #include "launcher/cli/rendezvous_conf.hpp"
-#include "launcher/multinode/dns_wait.hpp"
+#include "launcher/rendezvous/dns_wait.hpp"
 #include "launcher/worker/script_local_rank.hpp"
 #include "parse_helpers.hpp"
 
@@ -204,7 +204,7 @@ TEST_CASE("the --local_rank auto mode follows --use-env and --local-rank-arg") {
 }
 
 TEST_CASE("`waiting for DNS` lines: after 1 s, then every 5 s") {
-  using multinode::dns_notice_due;
+  using rendezvous::dns_notice_due;
   CHECK_FALSE(dns_notice_due(0.4, -1));
   CHECK(dns_notice_due(1.0, -1));
   CHECK_FALSE(dns_notice_due(5.9, 1.0));
@@ -212,7 +212,7 @@ TEST_CASE("`waiting for DNS` lines: after 1 s, then every 5 s") {
 }
 
 TEST_CASE("DNS wait for several names (etcd's members): done when one is an address or resolves; else all named") {
-  using multinode::wait_for_dns;
+  using rendezvous::wait_for_dns;
   CHECK(wait_for_dns(std::vector<std::string>{"no-such-member.invalid", "127.0.0.1"}, 0, nullptr) == 0);
   CHECK(wait_for_dns(std::vector<std::string>{"no-such-member.invalid", "localhost"}, 5, nullptr) == 0);
   try {

@@ -10,15 +10,15 @@
 #include "launcher/cli/host_checks.hpp"
 #include "launcher/cli/options.hpp"
 #include "tests/unit/parse_helpers.hpp"
-#include "launcher/hosts/agent_plan.hpp"
-#include "launcher/hosts/env_forward.hpp"
-#include "launcher/hosts/host_item.hpp"
-#include "launcher/hosts/hostfile.hpp"
-#include "launcher/hosts/resource_filter.hpp"
-#include "launcher/remote/host_output.hpp"
-#include "launcher/remote/ssh_command.hpp"
-#include "launcher/resolve_hosts_launch.hpp"
-#include "launcher/resolve_job.hpp"
+#include "launcher/many_hosts/plan/agent_plan.hpp"
+#include "launcher/many_hosts/plan/env_forward.hpp"
+#include "launcher/many_hosts/plan/host_item.hpp"
+#include "launcher/many_hosts/plan/hostfile.hpp"
+#include "launcher/many_hosts/plan/resource_filter.hpp"
+#include "launcher/many_hosts/host_output.hpp"
+#include "launcher/many_hosts/ssh_command.hpp"
+#include "launcher/app/resolve_hosts_launch.hpp"
+#include "launcher/app/resolve_job.hpp"
 
 using namespace ddp::launch;
 using Catch::Matchers::Contains;
@@ -27,13 +27,13 @@ using cli::test::usage_error_of;
 
 namespace {
 
-std::string names_and_slots(const std::vector<hosts::HostEntry>& list) {
+std::string names_and_slots(const std::vector<many_hosts::plan::HostEntry>& list) {
   std::string out;
   for (const auto& h : list) out += h.name + "=" + std::to_string(h.slots) + " ";
   return out;
 }
 
-std::string selection(const std::vector<hosts::SelectedHost>& list) {
+std::string selection(const std::vector<many_hosts::plan::SelectedHost>& list) {
   std::string out;
   for (const auto& h : list) {
     out += h.name + ":";
@@ -46,7 +46,7 @@ std::string selection(const std::vector<hosts::SelectedHost>& list) {
 }  // namespace
 
 TEST_CASE("hostfile: DeepSpeed, MPI and Horovod lines, comments and blank lines") {
-  const auto list = hosts::parse_hostfile(
+  const auto list = many_hosts::plan::parse_hostfile(
       "# the cluster\n"
       "worker-1 slots=4\n"
       "\n"
@@ -62,7 +62,9 @@ TEST_CASE("hostfile: DeepSpeed, MPI and Horovod lines, comments and blank lines"
 }
 
 TEST_CASE("hostfile: a bad line names the file, the line, and what to write") {
-  auto err = [](const std::string& text) { return usage_error_of([&] { hosts::parse_hostfile(text, "my.hosts"); }); };
+  auto err = [](const std::string& text) {
+    return usage_error_of([&] { many_hosts::plan::parse_hostfile(text, "my.hosts"); });
+  };
   CHECK_THAT(err("a slots=2\nb slots=x\n"),
              Contains("hostfile my.hosts:2: 'b slots=x'") && Contains("slots must be a whole number") &&
                  Contains("'host slots=N' (DeepSpeed)") && Contains("'host:N' (Horovod)"));
@@ -77,22 +79,26 @@ TEST_CASE("hostfile: a bad line names the file, the line, and what to write") {
 }
 
 TEST_CASE("host list: --hosts HOST[:SLOTS],...") {
-  CHECK(names_and_slots(hosts::parse_host_list("h1:4,h2,h3:2")) == "h1=4 h2=1 h3=2 ");
-  CHECK_THAT(usage_error_of([] { hosts::parse_host_list("h1:4,,h2"); }), Contains("an empty item"));
-  CHECK_THAT(usage_error_of([] { hosts::parse_host_list("h1,h1:2"); }), Contains("host 'h1' is listed twice"));
-  CHECK_THAT(usage_error_of([] { hosts::parse_host_list("h1:four"); }), Contains("the slot count"));
+  CHECK(names_and_slots(many_hosts::plan::parse_host_list("h1:4,h2,h3:2")) == "h1=4 h2=1 h3=2 ");
+  CHECK_THAT(usage_error_of([] { many_hosts::plan::parse_host_list("h1:4,,h2"); }), Contains("an empty item"));
+  CHECK_THAT(usage_error_of([] { many_hosts::plan::parse_host_list("h1,h1:2"); }),
+             Contains("host 'h1' is listed twice"));
+  CHECK_THAT(usage_error_of([] { many_hosts::plan::parse_host_list("h1:four"); }), Contains("the slot count"));
 }
 
 TEST_CASE("IPv6 hosts: in brackets with slots, bare before key=value words; ambiguous or unclosed is refused") {
-  CHECK(names_and_slots(hosts::parse_host_list("[::1]:2,[fd00::2]:2,[fd00::3],h4:1")) ==
+  CHECK(names_and_slots(many_hosts::plan::parse_host_list("[::1]:2,[fd00::2]:2,[fd00::3],h4:1")) ==
         "::1=2 fd00::2=2 fd00::3=1 h4=1 ");
-  CHECK(names_and_slots(hosts::parse_hostfile("fd00::2 slots=2\n"
-                                              "[fd00::3] slots=3 max_slots=4\n"
-                                              "[fd00::4]:4\n"
-                                              "[fe80::1%ddpv]\n"
-                                              "fd00::5 max_slots=2  # MPI\n",
-                                              "hf")) == "fd00::2=2 fd00::3=3 fd00::4=4 fe80::1%ddpv=1 fd00::5=2 ");
-  auto list_err = [](const std::string& text) { return usage_error_of([&] { hosts::parse_host_list(text); }); };
+  CHECK(names_and_slots(many_hosts::plan::parse_hostfile("fd00::2 slots=2\n"
+                                                         "[fd00::3] slots=3 max_slots=4\n"
+                                                         "[fd00::4]:4\n"
+                                                         "[fe80::1%ddpv]\n"
+                                                         "fd00::5 max_slots=2  # MPI\n",
+                                                         "hf")) ==
+        "fd00::2=2 fd00::3=3 fd00::4=4 fe80::1%ddpv=1 fd00::5=2 ");
+  auto list_err = [](const std::string& text) {
+    return usage_error_of([&] { many_hosts::plan::parse_host_list(text); });
+  };
   CHECK_THAT(list_err("[::1:4"), Contains("'[::1:4' has no closing ']'") && Contains("[ADDR]:SLOTS"));
   CHECK_THAT(list_err("::1:4"), Contains("'::1:4' has more than one ':'") && Contains("ambiguous") &&
                                     Contains("[ADDR]:SLOTS (e.g. [fd00::2]:4)"));
@@ -101,43 +107,46 @@ TEST_CASE("IPv6 hosts: in brackets with slots, bare before key=value words; ambi
   CHECK_THAT(list_err("[::1]4"), Contains("after '[::1]' comes ':'"));
   CHECK_THAT(list_err("[::1]:x"), Contains("the slot count"));
   CHECK_THAT(list_err("[::1]:2,[::1]"), Contains("host '[::1]' is listed twice"));
-  auto file_err = [](const std::string& text) { return usage_error_of([&] { hosts::parse_hostfile(text, "f"); }); };
+  auto file_err = [](const std::string& text) {
+    return usage_error_of([&] { many_hosts::plan::parse_hostfile(text, "f"); });
+  };
   CHECK_THAT(file_err("fd00::1:4\n"), Contains("hostfile f:1: 'fd00::1:4'") && Contains("[ADDR]:SLOTS"));
   CHECK_THAT(file_err("[fd00::1 slots=2\n"), Contains("has no closing ']'"));
   CHECK_THAT(file_err("gpu::1 slots=2\n"), Contains("ambiguous"));
   CHECK_THAT(file_err("[fd00::1]:2 slots=2\n"), Contains("'host:N' takes nothing after it"));
 
-  const auto v6 = hosts::parse_host_list("[fd00::1]:4,[fd00::2]:2,h3:1");
-  CHECK(selection(hosts::select_hosts(v6, "[fd00::1]:0,2@h3", "")) == "fd00::1:02* h3:0 ");
-  CHECK(selection(hosts::select_hosts(v6, "", "[fd00::2]")) == "fd00::1:0123 h3:0 ");
-  CHECK(selection(hosts::select_hosts(v6, "", "fd00::2")) == "fd00::1:0123 h3:0 ");  // a listed host, whole
-  CHECK_THAT(usage_error_of([&] { hosts::select_hosts(v6, "", "fd00::2:1"); }),
+  const auto v6 = many_hosts::plan::parse_host_list("[fd00::1]:4,[fd00::2]:2,h3:1");
+  CHECK(selection(many_hosts::plan::select_hosts(v6, "[fd00::1]:0,2@h3", "")) == "fd00::1:02* h3:0 ");
+  CHECK(selection(many_hosts::plan::select_hosts(v6, "", "[fd00::2]")) == "fd00::1:0123 h3:0 ");
+  CHECK(selection(many_hosts::plan::select_hosts(v6, "", "fd00::2")) == "fd00::1:0123 h3:0 ");  // a listed host, whole
+  CHECK_THAT(usage_error_of([&] { many_hosts::plan::select_hosts(v6, "", "fd00::2:1"); }),
              Contains("ambiguous") && Contains("[fd00::2]:0,1"));
-  CHECK_THAT(usage_error_of([&] { hosts::select_hosts(v6, "[fd00::9]", ""); }),
+  CHECK_THAT(usage_error_of([&] { many_hosts::plan::select_hosts(v6, "[fd00::9]", ""); }),
              Contains("host '[fd00::9]' is not in the host list ([fd00::1], [fd00::2], h3)"));
-  CHECK(hosts::bracketed("fd00::1") == "[fd00::1]");
-  CHECK(hosts::bracketed("10.0.0.1") == "10.0.0.1");
-  CHECK(hosts::is_ipv6_address("fe80::1%eth0"));
-  CHECK_FALSE(hosts::is_ipv6_address("fe80::1%"));
-  CHECK_FALSE(hosts::is_ipv6_address("gpu1"));
+  CHECK(many_hosts::plan::bracketed("fd00::1") == "[fd00::1]");
+  CHECK(many_hosts::plan::bracketed("10.0.0.1") == "10.0.0.1");
+  CHECK(many_hosts::plan::is_ipv6_address("fe80::1%eth0"));
+  CHECK_FALSE(many_hosts::plan::is_ipv6_address("fe80::1%"));
+  CHECK_FALSE(many_hosts::plan::is_ipv6_address("gpu1"));
 }
 
 TEST_CASE("resource filter: --include and --exclude, hosts and slots, DeepSpeed's syntax") {
-  const auto list = hosts::parse_host_list("h1:4,h2:2,h3:1");
-  CHECK(selection(hosts::select_hosts(list, "", "")) == "h1:0123 h2:01 h3:0 ");
-  CHECK(selection(hosts::select_hosts(list, "h1:0,2@h3", "")) == "h1:02* h3:0 ");
-  CHECK(selection(hosts::select_hosts(list, "h2", "")) == "h2:01 ");
-  CHECK(selection(hosts::select_hosts(list, "", "h2")) == "h1:0123 h3:0 ");
-  CHECK(selection(hosts::select_hosts(list, "", "h1:1@h3")) == "h1:023* h2:01 ");
-  CHECK(selection(hosts::select_hosts(list, "", "h2:0,1")) == "h1:0123 h3:0 ");
-  CHECK_THAT(usage_error_of([&] { hosts::select_hosts(list, "h1", "h2"); }),
+  const auto list = many_hosts::plan::parse_host_list("h1:4,h2:2,h3:1");
+  CHECK(selection(many_hosts::plan::select_hosts(list, "", "")) == "h1:0123 h2:01 h3:0 ");
+  CHECK(selection(many_hosts::plan::select_hosts(list, "h1:0,2@h3", "")) == "h1:02* h3:0 ");
+  CHECK(selection(many_hosts::plan::select_hosts(list, "h2", "")) == "h2:01 ");
+  CHECK(selection(many_hosts::plan::select_hosts(list, "", "h2")) == "h1:0123 h3:0 ");
+  CHECK(selection(many_hosts::plan::select_hosts(list, "", "h1:1@h3")) == "h1:023* h2:01 ");
+  CHECK(selection(many_hosts::plan::select_hosts(list, "", "h2:0,1")) == "h1:0123 h3:0 ");
+  CHECK_THAT(usage_error_of([&] { many_hosts::plan::select_hosts(list, "h1", "h2"); }),
              Contains("--include and --exclude contradict each other"));
-  CHECK_THAT(usage_error_of([&] { hosts::select_hosts(list, "h9", ""); }),
+  CHECK_THAT(usage_error_of([&] { many_hosts::plan::select_hosts(list, "h9", ""); }),
              Contains("--include 'h9': host 'h9' is not in the host list (h1, h2, h3)") && Contains("h1:0,2@h2"));
-  CHECK_THAT(usage_error_of([&] { hosts::select_hosts(list, "", "h2:2"); }),
+  CHECK_THAT(usage_error_of([&] { many_hosts::plan::select_hosts(list, "", "h2:2"); }),
              Contains("host 'h2' has slots 0-1, not 2"));
-  CHECK_THAT(usage_error_of([&] { hosts::select_hosts(list, "", "h1@h2@h3"); }), Contains("leaves no host"));
-  CHECK_THAT(usage_error_of([&] { hosts::select_hosts(list, "h1:x", ""); }), Contains("'x' is not a slot index"));
+  CHECK_THAT(usage_error_of([&] { many_hosts::plan::select_hosts(list, "", "h1@h2@h3"); }), Contains("leaves no host"));
+  CHECK_THAT(usage_error_of([&] { many_hosts::plan::select_hosts(list, "h1:x", ""); }),
+             Contains("'x' is not a slot index"));
 }
 
 TEST_CASE("env forwarding: default prefixes, additions, never MASTER_/PET_, the env file wins") {
@@ -150,36 +159,40 @@ TEST_CASE("env forwarding: default prefixes, additions, never MASTER_/PET_, the 
     for (const auto& [k, v] : m) out += k + "=" + v + " ";
     return out;
   };
-  CHECK(names(hosts::forwarded_environment(env, hosts::forward_prefixes(""), {})) ==
+  CHECK(names(many_hosts::plan::forwarded_environment(env, many_hosts::plan::forward_prefixes(""), {})) ==
         "CUDA_HOME=/c NCCL_DEBUG=INFO PYTHONPATH=/p WANDB_PROJECT=p ");
-  CHECK(names(hosts::forwarded_environment(env, hosts::forward_prefixes("MY_"), {{"NCCL_DEBUG", "WARN"}})) ==
+  CHECK(names(many_hosts::plan::forwarded_environment(env, many_hosts::plan::forward_prefixes("MY_"),
+                                                      {{"NCCL_DEBUG", "WARN"}})) ==
         "CUDA_HOME=/c MY_SETTING=1 NCCL_DEBUG=WARN PYTHONPATH=/p WANDB_PROJECT=p ");
-  CHECK(names(hosts::forwarded_environment(env, hosts::forward_prefixes("none,HOME"), {})) == "HOME=/root ");
-  CHECK(hosts::forward_prefixes("none").empty());
-  CHECK_THAT(usage_error_of([] { hosts::forward_prefixes("MASTER_"); }), Contains("MASTER_ is never forwarded"));
-  CHECK_THAT(usage_error_of([] { hosts::forward_prefixes("PET_NNODES"); }), Contains("never forwarded"));
-  CHECK_THAT(usage_error_of([] { hosts::forward_prefixes("A-B"); }), Contains("'A-B' is not a variable name"));
+  CHECK(names(many_hosts::plan::forwarded_environment(env, many_hosts::plan::forward_prefixes("none,HOME"), {})) ==
+        "HOME=/root ");
+  CHECK(many_hosts::plan::forward_prefixes("none").empty());
+  CHECK_THAT(usage_error_of([] { many_hosts::plan::forward_prefixes("MASTER_"); }),
+             Contains("MASTER_ is never forwarded"));
+  CHECK_THAT(usage_error_of([] { many_hosts::plan::forward_prefixes("PET_NNODES"); }), Contains("never forwarded"));
+  CHECK_THAT(usage_error_of([] { many_hosts::plan::forward_prefixes("A-B"); }),
+             Contains("'A-B' is not a variable name"));
 }
 
 TEST_CASE("env file: KEY=VALUE lines, comments, export, quotes, and bad lines by number") {
   const auto pairs =
-      hosts::parse_env_file("# settings\nA=1\n\nexport B=\"two words\"\nC='x#y'\nD=\nE=a=b\r\n", "job.env");
+      many_hosts::plan::parse_env_file("# settings\nA=1\n\nexport B=\"two words\"\nC='x#y'\nD=\nE=a=b\r\n", "job.env");
   REQUIRE(pairs.size() == 5);
   CHECK(pairs[1] == std::make_pair(std::string("B"), std::string("two words")));
   CHECK(pairs[2].second == "x#y");
   CHECK(pairs[3].second.empty());
   CHECK(pairs[4].second == "a=b");
-  CHECK_THAT(usage_error_of([] { hosts::parse_env_file("A=1\nnot a pair\n", "job.env"); }),
+  CHECK_THAT(usage_error_of([] { many_hosts::plan::parse_env_file("A=1\nnot a pair\n", "job.env"); }),
              Contains("--env-file job.env:2: 'not a pair' is not KEY=VALUE"));
-  CHECK_THAT(usage_error_of([] { hosts::parse_env_file("MASTER_PORT=1\n", "job.env"); }),
+  CHECK_THAT(usage_error_of([] { many_hosts::plan::parse_env_file("MASTER_PORT=1\n", "job.env"); }),
              Contains("job.env:1: MASTER_PORT cannot be set this way"));
 }
 
 TEST_CASE("agent plan: node ranks in list order, workers from slots, the first host hosts the store") {
-  const auto selected = hosts::select_hosts(hosts::parse_host_list("a:4,b:2,c:2"), "", "b:1");
-  hosts::PlanInputs in;
+  const auto selected = many_hosts::plan::select_hosts(many_hosts::plan::parse_host_list("a:4,b:2,c:2"), "", "b:1");
+  many_hosts::plan::PlanInputs in;
   in.is_local = [](const std::string& h) { return h == "b"; };
-  const auto plan = hosts::plan_agents(selected, in, std::nullopt);
+  const auto plan = many_hosts::plan::plan_agents(selected, in, std::nullopt);
   REQUIRE(plan.size() == 3);
   CHECK(plan[0].node_rank == 0);
   CHECK(plan[2].node_rank == 2);
@@ -189,39 +202,41 @@ TEST_CASE("agent plan: node ranks in list order, workers from slots, the first h
   CHECK(plan[1].slots == std::vector<int>{0});
   CHECK(plan[0].slots.empty());
   CHECK(plan[2].master_addr == "a");
-  CHECK(*plan[2].master_port == hosts::kDefaultMasterPort);
+  CHECK(*plan[2].master_port == many_hosts::plan::kDefaultMasterPort);
   CHECK(plan[1].local);
   CHECK_FALSE(plan[0].local);
 
   in.nproc_given = true;
   in.master_addr_given = true;
   in.master_port = 29999;
-  const auto given = hosts::plan_agents(selected, in, 1);
+  const auto given = many_hosts::plan::plan_agents(selected, in, 1);
   CHECK_FALSE(given[0].nproc);
   CHECK(given[0].master_addr.empty());
   CHECK(*given[0].master_port == 29999);
-  CHECK_THAT(usage_error_of([&] { hosts::plan_agents(selected, in, 2); }),
+  CHECK_THAT(usage_error_of([&] { many_hosts::plan::plan_agents(selected, in, 2); }),
              Contains("--nproc-per-node 2 asks for more workers than the 1 slot(s) selected on host 'b'"));
 
-  hosts::PlanInputs plain;
+  many_hosts::plan::PlanInputs plain;
   CHECK_THAT(usage_error_of([&] {
-               hosts::plan_agents(hosts::select_hosts(hosts::parse_host_list("localhost:2,b:2"), "", ""), plain,
-                                  std::nullopt);
+               many_hosts::plan::plan_agents(
+                   many_hosts::plan::select_hosts(many_hosts::plan::parse_host_list("localhost:2,b:2"), "", ""), plain,
+                   std::nullopt);
              }),
              Contains("the first host, 'localhost', hosts the job's store"));
   // One host alone: a single-node job there, no store address to set.
-  const auto one =
-      hosts::plan_agents(hosts::select_hosts(hosts::parse_host_list("localhost:2"), "", ""), plain, std::nullopt);
+  const auto one = many_hosts::plan::plan_agents(
+      many_hosts::plan::select_hosts(many_hosts::plan::parse_host_list("localhost:2"), "", ""), plain, std::nullopt);
   CHECK(one[0].master_addr.empty());
   CHECK_FALSE(one[0].master_port);
 }
 
 TEST_CASE("agent plan, elastic (--nnodes MIN:MAX): a c10d rendezvous at the first host unless one is given") {
-  const auto selected = hosts::select_hosts(hosts::parse_host_list("[fd00::1]:2,b:2,c:2"), "", "");
-  hosts::PlanInputs in;
+  const auto selected =
+      many_hosts::plan::select_hosts(many_hosts::plan::parse_host_list("[fd00::1]:2,b:2,c:2"), "", "");
+  many_hosts::plan::PlanInputs in;
   in.nnodes_min = 2;
   in.nnodes_max = 3;
-  const auto plan = hosts::plan_agents(selected, in, std::nullopt);
+  const auto plan = many_hosts::plan::plan_agents(selected, in, std::nullopt);
   for (const auto& p : plan) {
     CHECK(p.nnodes_min == 2);
     CHECK(p.nnodes_max == 3);
@@ -232,23 +247,24 @@ TEST_CASE("agent plan, elastic (--nnodes MIN:MAX): a c10d rendezvous at the firs
   in.master_port = 29400;
   in.master_addr_given = true;
   in.master_addr = "store-host";
-  CHECK(hosts::plan_agents(selected, in, std::nullopt)[1].rdzv_endpoint == "store-host:29400");
+  CHECK(many_hosts::plan::plan_agents(selected, in, std::nullopt)[1].rdzv_endpoint == "store-host:29400");
   in.rdzv_endpoint_given = true;  // the user's own c10d or etcd endpoint: passed through in the arguments
-  CHECK(hosts::plan_agents(selected, in, std::nullopt)[1].rdzv_endpoint.empty());
+  CHECK(many_hosts::plan::plan_agents(selected, in, std::nullopt)[1].rdzv_endpoint.empty());
 
-  hosts::AgentConfig c;
+  many_hosts::plan::AgentConfig c;
   c.placement = plan[1];
-  const hosts::AgentConfig d = hosts::decode_agent_config(hosts::encode_agent_config(c));
+  const many_hosts::plan::AgentConfig d =
+      many_hosts::plan::decode_agent_config(many_hosts::plan::encode_agent_config(c));
   CHECK(d.placement.nnodes_min == 2);
   CHECK(d.placement.nnodes_max == 3);
   CHECK(d.placement.rdzv_endpoint == "[fd00::1]:29500");
-  c.placement = hosts::AgentPlacement{};  // fixed: no range, no endpoint on the line
-  CHECK(hosts::encode_agent_config(c).find("nnodes_range") == std::string::npos);
-  CHECK(hosts::decode_agent_config(hosts::encode_agent_config(c)).placement.nnodes_min == 0);
+  c.placement = many_hosts::plan::AgentPlacement{};  // fixed: no range, no endpoint on the line
+  CHECK(many_hosts::plan::encode_agent_config(c).find("nnodes_range") == std::string::npos);
+  CHECK(many_hosts::plan::decode_agent_config(many_hosts::plan::encode_agent_config(c)).placement.nnodes_min == 0);
 }
 
 TEST_CASE("agent configuration: one JSON line there and back; a foreign one is a clear error") {
-  hosts::AgentConfig c;
+  many_hosts::plan::AgentConfig c;
   c.args = {"--nproc-per-node", "2", "train", "--steps", "3 4", "'quoted'"};
   c.env = {{"NCCL_DEBUG", "INFO"}, {"X", "a\nb"}};
   c.settings = {{"PET_MAX_RESTARTS", "2"}};
@@ -260,10 +276,10 @@ TEST_CASE("agent configuration: one JSON line there and back; a foreign one is a
   c.placement.slots = {0, 2};
   c.placement.master_addr = "h1";
   c.placement.master_port = 29500;
-  const std::string line = hosts::encode_agent_config(c);
+  const std::string line = many_hosts::plan::encode_agent_config(c);
   CHECK(line.back() == '\n');
   CHECK(line.find('\n') == line.size() - 1);
-  const hosts::AgentConfig d = hosts::decode_agent_config(line);
+  const many_hosts::plan::AgentConfig d = many_hosts::plan::decode_agent_config(line);
   CHECK(d.args == c.args);
   CHECK(d.env == c.env);
   CHECK(d.settings == c.settings);
@@ -272,20 +288,22 @@ TEST_CASE("agent configuration: one JSON line there and back; a foreign one is a
   CHECK(d.placement.slots == c.placement.slots);
   CHECK(*d.placement.nproc == 2);
   CHECK(*d.placement.master_port == 29500);
-  CHECK_THAT(usage_error_of([] { hosts::decode_agent_config("{\"version\": 99}"); }),
+  CHECK_THAT(usage_error_of([] { many_hosts::plan::decode_agent_config("{\"version\": 99}"); }),
              Contains("version 99") && Contains("same ddp-launch version on every host"));
-  CHECK_THAT(usage_error_of([] { hosts::decode_agent_config("hello"); }), Contains("is not one this ddp-launch reads"));
+  CHECK_THAT(usage_error_of([] { many_hosts::plan::decode_agent_config("hello"); }),
+             Contains("is not one this ddp-launch reads"));
 }
 
 TEST_CASE("stop message: the reason in one line after the configuration; anything else is no stop message") {
-  const std::string line = hosts::encode_stop_message("host h2 (node rank 1) was lost: its ssh session ended\n(x)");
+  const std::string line =
+      many_hosts::plan::encode_stop_message("host h2 (node rank 1) was lost: its ssh session ended\n(x)");
   CHECK(line.find('\n') == line.size() - 1);
-  CHECK(hosts::decode_stop_message(line.substr(0, line.size() - 1)) ==
+  CHECK(many_hosts::plan::decode_stop_message(line.substr(0, line.size() - 1)) ==
         "host h2 (node rank 1) was lost: its ssh session ended\n(x)");
-  CHECK_FALSE(hosts::decode_stop_message(""));
-  CHECK_FALSE(hosts::decode_stop_message("stop"));
-  CHECK_FALSE(hosts::decode_stop_message("{\"stop\": 3}"));
-  CHECK_FALSE(hosts::decode_stop_message("{\"later\": \"x\"}"));
+  CHECK_FALSE(many_hosts::plan::decode_stop_message(""));
+  CHECK_FALSE(many_hosts::plan::decode_stop_message("stop"));
+  CHECK_FALSE(many_hosts::plan::decode_stop_message("{\"stop\": 3}"));
+  CHECK_FALSE(many_hosts::plan::decode_stop_message("{\"later\": \"x\"}"));
 }
 
 TEST_CASE("stop note: a stop is told by its reason when one was given, else by its signal") {
@@ -295,10 +313,10 @@ TEST_CASE("stop note: a stop is told by its reason when one was given, else by i
 }
 
 TEST_CASE("ssh command lines: ours that the launch needs first, the user's kept, a multiplexed session") {
-  remote::SshSettings s;
+  many_hosts::SshSettings s;
   s.port = 2222;
   s.options = {"IdentityFile=/k", "ControlPersist=30"};
-  const auto master = remote::ssh_master_argv(s, "h1", "/tmp/c/0");
+  const auto master = many_hosts::ssh_master_argv(s, "h1", "/tmp/c/0");
   const std::string m = [&] {
     std::string out;
     for (const auto& a : master) out += a + " ";
@@ -310,15 +328,15 @@ TEST_CASE("ssh command lines: ours that the launch needs first, the user's kept,
   CHECK(master.back() == "h1");
   CHECK(master[master.size() - 3] == "-N");
   CHECK_THAT(m, !Contains(" -M "));  // -M with ControlMaster=yes means "ask", which BatchMode refuses
-  const auto session = remote::ssh_session_argv(s, "h1", "/tmp/c/0", "exec '/x y/ddp-launch' __agent");
+  const auto session = many_hosts::ssh_session_argv(s, "h1", "/tmp/c/0", "exec '/x y/ddp-launch' __agent");
   CHECK(session.back() == "exec '/x y/ddp-launch' __agent");
   CHECK(session[session.size() - 2] == "h1");
-  CHECK(remote::shell_quote("it's") == "'it'\\''s'");
+  CHECK(many_hosts::shell_quote("it's") == "'it'\\''s'");
 }
 
 TEST_CASE("host output: prefixes per line, partial lines at once, another host ends an open line") {
-  remote::HostOutput out(remote::host_prefixes({"a", "bb"}));
-  CHECK(remote::host_prefixes({"a", "bb"})[0] == "[a]  ");
+  many_hosts::HostOutput out(many_hosts::host_prefixes({"a", "bb"}));
+  CHECK(many_hosts::host_prefixes({"a", "bb"})[0] == "[a]  ");
   CHECK(out.add(0, "one\ntwo") == "[a]  one\n[a]  two");
   CHECK(out.add(0, " more\n") == " more\n");
   CHECK(out.add(1, "10%\r20%") == "[bb] 10%\r[bb] 20%");
@@ -365,7 +383,7 @@ TEST_CASE("resolve_hosts_launch: the host flags' cross-checks, then the plan's i
   CHECK_THAT(usage_error_of([&] { resolve({"--standalone"}); }), Contains("drop it with --hostfile/--hosts"));
   CHECK_THAT(usage_error_of([&] { resolve({"--rdzv-backend=etcd"}); }), Contains("etcd's client addresses"));
 
-  const remote::HostsLaunchSpec plain = resolve({});
+  const many_hosts::HostsLaunchSpec plain = resolve({});
   CHECK_FALSE(plain.elastic);
   CHECK_FALSE(plain.plan.master_addr_given);  // the launcher picks the store: the first host
   CHECK_FALSE(plain.plan.rdzv_endpoint_given);
@@ -377,7 +395,7 @@ TEST_CASE("resolve_hosts_launch: the host flags' cross-checks, then the plan's i
   CHECK(resolve({"--master-addr=127.0.0.1"}).plan.master_addr_given);
   CHECK(resolve({"--master-addr=store"}).plan.master_addr == "store");
 
-  const remote::HostsLaunchSpec s =
+  const many_hosts::HostsLaunchSpec s =
       resolve({"--nnodes=1:3", "--nproc-per-node=4", "--rdzv-backend=c10d", "--rdzv-endpoint=r:1", "--ssh-port=2222",
                "--shutdown-timeout=5"},
               {{"PET_MAX_RESTARTS", "2"}, {"PET_EMPTY", ""}, {"PATH", "/p"}, {"HOME", "/h"}});
@@ -408,7 +426,7 @@ TEST_CASE("placed options: an agent's placement over the flags' own, the parsed 
     REQUIRE(parsed.options);
     return *parsed.options;
   };
-  hosts::AgentPlacement fixed;
+  many_hosts::plan::AgentPlacement fixed;
   fixed.host = "h2";
   fixed.node_rank = 2;
   fixed.nnodes = 3;
@@ -436,7 +454,7 @@ TEST_CASE("placed options: an agent's placement over the flags' own, the parsed 
   fixed.host = "localhost";
   CHECK(placed_options(flags({}), fixed).local_addr.empty());
 
-  hosts::AgentPlacement elastic;
+  many_hosts::plan::AgentPlacement elastic;
   elastic.host = "h1";
   elastic.node_rank = 1;
   elastic.nnodes = 3;

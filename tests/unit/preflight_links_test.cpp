@@ -10,7 +10,7 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
-#include "launcher/multinode/rendezvous.hpp"
+#include "launcher/rendezvous/rendezvous.hpp"
 #include "tests/support/rendezvous_joins.hpp"
 #include "launcher/preflight/link_probe.hpp"
 #include "launcher/preflight/link_verdict.hpp"
@@ -152,10 +152,10 @@ TEST_CASE("link probe: a node measures its link and clock against a probe on loo
 namespace {
 
 // A node's measurement: its name, the peer it was given, and which of its own it is (1, 2).
-using MeasureAs = std::function<RingReport(const std::string& me, const multinode::LinkPeer& peer, int nth)>;
+using MeasureAs = std::function<RingReport(const std::string& me, const rendezvous::LinkPeer& peer, int nth)>;
 
 struct LinkRound {
-  multinode::RoundPlan plan;
+  rendezvous::RoundPlan plan;
   std::map<std::string, int> codes;          // each follower's join: 0, or its exit code
   std::map<std::string, std::string> asked;  // who measured toward which address
   std::map<std::string, int> measurements;   // how many times each measured
@@ -170,7 +170,7 @@ LinkRound link_round(const MeasureAs& measure) {
   conf.last_call_timeout_s = 5;
   conf.heartbeat_interval_s = 0.05;
   auto node = [](const std::string& name) {
-    multinode::NodeInfo n;
+    rendezvous::NodeInfo n;
     n.name = n.host = name;
     n.addr = name + ".addr";
     n.worker_port = 4000;
@@ -183,7 +183,7 @@ LinkRound link_round(const MeasureAs& measure) {
   LinkRound out;
   std::mutex mutex;
   auto measure_as = [&](const std::string& me) {
-    return [&, me](const multinode::LinkPeer& p) {
+    return [&, me](const rendezvous::LinkPeer& p) {
       int nth = 0;
       {
         std::lock_guard<std::mutex> lock(mutex);
@@ -196,9 +196,9 @@ LinkRound link_round(const MeasureAs& measure) {
   };
   auto follower = [&](const std::string& name) {
     return std::async(std::launch::async, [&, name]() -> int {
-      multinode::RendezvousPolicy p = policy(conf, false, 2, 4);
-      p.links = multinode::LinkCheck{measure_as(name), cli::PreflightConf{}};
-      multinode::Rendezvous r(store, p, {});
+      rendezvous::RendezvousPolicy p = policy(conf, false, 2, 4);
+      p.links = rendezvous::LinkCheck{measure_as(name), cli::PreflightConf{}};
+      rendezvous::Rendezvous r(store, p, {});
       try {
         seated(r.join(node(name), -1, 0));
         return 0;
@@ -210,16 +210,16 @@ LinkRound link_round(const MeasureAs& measure) {
   auto b = follower("b");
   auto c = follower("c");
   auto d = follower("d");
-  multinode::RendezvousPolicy p = policy(conf, true, 2, 4);
-  p.links = multinode::LinkCheck{measure_as("a"), cli::PreflightConf{}};
-  multinode::Rendezvous leader(store, p, {});
+  rendezvous::RendezvousPolicy p = policy(conf, true, 2, 4);
+  p.links = rendezvous::LinkCheck{measure_as("a"), cli::PreflightConf{}};
+  rendezvous::Rendezvous leader(store, p, {});
   out.plan = seated(leader.join(node("a"), 0, 0));
   out.codes = {{"b", b.get()}, {"c", c.get()}, {"d", d.get()}};
   return out;
 }
 
 // d sends slowly: to its successor a (its own link) and to its predecessor c (c's download).
-RingReport d_sends_slowly(const std::string& me, const multinode::LinkPeer& p) {
+RingReport d_sends_slowly(const std::string& me, const rendezvous::LinkPeer& p) {
   if (me == "d") return ring_report(5, 6);
   if (p.addr == "d.addr") return ring_report(1000, 6);
   return ring_report(1000, 1000);
@@ -229,7 +229,7 @@ RingReport d_sends_slowly(const std::string& me, const multinode::LinkPeer& p) {
 
 TEST_CASE("link checks in a round: the leader asks every node, judges the ring and leaves the slow node out") {
   const LinkRound r =
-      link_round([](const std::string& me, const multinode::LinkPeer& p, int) { return d_sends_slowly(me, p); });
+      link_round([](const std::string& me, const rendezvous::LinkPeer& p, int) { return d_sends_slowly(me, p); });
   CHECK(r.codes.at("b") == 0);
   CHECK(r.codes.at("c") == 0);
   CHECK(r.codes.at("d") == exit_code::kPreflightFailed);
@@ -249,7 +249,7 @@ TEST_CASE("link checks in a round: the leader asks every node, judges the ring a
 }
 
 TEST_CASE("link checks in a round: a node slow in the first measurement only (a starved moment) is kept") {
-  const LinkRound r = link_round([](const std::string& me, const multinode::LinkPeer& p, int nth) {
+  const LinkRound r = link_round([](const std::string& me, const rendezvous::LinkPeer& p, int nth) {
     return nth == 1 ? d_sends_slowly(me, p) : ring_report(1000, 1000);
   });
   CHECK(r.codes == std::map<std::string, int>{{"b", 0}, {"c", 0}, {"d", 0}});
@@ -260,7 +260,7 @@ TEST_CASE("link checks in a round: a node slow in the first measurement only (a 
 
 TEST_CASE("link checks in a round: a clean ring is measured once") {
   const LinkRound r =
-      link_round([](const std::string&, const multinode::LinkPeer&, int) { return ring_report(1000, 1000); });
+      link_round([](const std::string&, const rendezvous::LinkPeer&, int) { return ring_report(1000, 1000); });
   CHECK(r.plan.nnodes == 4);
   CHECK(r.measurements == std::map<std::string, int>{{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}});
 }

@@ -7,8 +7,8 @@
 #include "launcher/cli/preflight_args.hpp"
 #include "launcher/cli/preflight_conf.hpp"
 #include "launcher/cli/strike_policy.hpp"
-#include "launcher/multinode/node_screen.hpp"
-#include "launcher/multinode/strike_record.hpp"
+#include "launcher/rendezvous/node_screen.hpp"
+#include "launcher/rendezvous/strike_record.hpp"
 #include "launcher/preflight/nccl_probe.hpp"
 #include "launcher/preflight/verdict.hpp"
 
@@ -118,7 +118,7 @@ TEST_CASE("preflight conf and the preflight command's arguments: values and erro
 
 TEST_CASE("the leader's screen: failed or slow nodes left out while MIN remain, else the round fails naming them") {
   auto node = [](const std::string& host, double gflops, const std::string& failed = "") {
-    multinode::NodeInfo n;
+    rendezvous::NodeInfo n;
     n.name = host + ":1";
     n.host = host;
     n.cpu_gflops = gflops;
@@ -126,9 +126,9 @@ TEST_CASE("the leader's screen: failed or slow nodes left out while MIN remain, 
     return n;
   };
   // d's cores are at 0.42 of the nodes' median: left out; c failed its own shm check: left out.
-  std::vector<multinode::NodeInfo> joined{node("a", 20), node("b", 19), node("c", 21, "shm: /dev/shm: 0.1 GiB free"),
-                                          node("d", 8), node("e", 14)};
-  auto s = multinode::screen_nodes(joined, 2, {0.75, 0.5, cli::StrikePolicy{}});
+  std::vector<rendezvous::NodeInfo> joined{node("a", 20), node("b", 19), node("c", 21, "shm: /dev/shm: 0.1 GiB free"),
+                                           node("d", 8), node("e", 14)};
+  auto s = rendezvous::screen_nodes(joined, 2, {0.75, 0.5, cli::StrikePolicy{}});
   CHECK(s.error.empty());
   CHECK(s.kept == std::vector<size_t>{0, 1, 4});
   CHECK(s.left_out == std::vector<size_t>{2, 3});
@@ -138,28 +138,28 @@ TEST_CASE("the leader's screen: failed or slow nodes left out while MIN remain, 
   REQUIRE(s.warnings.size() == 1);  // e at 0.74: warned, kept
   CHECK_THAT(s.warnings[0], Catch::Contains("node e (pid 0): cpu:") && Catch::Contains("warn below 0.75"));
   // With MIN 4 only three would remain: the round fails, naming both.
-  s = multinode::screen_nodes(joined, 4, {0.75, 0.5, cli::StrikePolicy{}});
+  s = rendezvous::screen_nodes(joined, 4, {0.75, 0.5, cli::StrikePolicy{}});
   CHECK_THAT(s.error, Catch::Contains("2 of 5 nodes failed, leaving 3, fewer than the 4 the job needs") &&
                           Catch::Contains("node c (") && Catch::Contains("node d ("));
   // Without --preflight on the leader (thresholds 0) only the nodes' own failures count; nodes
   // that measured nothing are not compared.
-  s = multinode::screen_nodes({node("a", 0), node("b", 0), node("c", 20)}, 1, {});
+  s = rendezvous::screen_nodes({node("a", 0), node("b", 0), node("c", 20)}, 1, {});
   CHECK(s.left_out.empty());
   CHECK(s.warnings.empty());
 }
 
 TEST_CASE("the leader's screen: a node whose GPUs all-reduce below nccl_fail of the nodes' median is left out") {
   auto node = [](const std::string& host, double busbw) {
-    multinode::NodeInfo n;
+    rendezvous::NodeInfo n;
     n.host = host;
     n.cpu_gflops = 20;
     n.nccl_busbw_gbps = busbw;
     return n;
   };
-  multinode::ScreenRules rules{0.75, 0.5, cli::StrikePolicy{}, 0, 0.75, 0.5};
+  rendezvous::ScreenRules rules{0.75, 0.5, cli::StrikePolicy{}, 0, 0.75, 0.5};
   // d at 0.26 of the median (a degraded NVLink, GPUs on the wrong PCIe switch): left out; e at
   // 0.71: warned; b measured nothing (one GPU): not compared.
-  auto s = multinode::screen_nodes(
+  auto s = rendezvous::screen_nodes(
       {node("a", 180), node("b", 0), node("c", 190), node("d", 46), node("e", 128), node("f", 185)}, 2, rules);
   CHECK(s.left_out == std::vector<size_t>{3});
   CHECK_THAT(s.why.at(0), Catch::Contains("node d (pid 0): nccl: its GPUs' all-reduce bus bandwidth 46.0 GB/s, 0.26 of "
@@ -169,7 +169,7 @@ TEST_CASE("the leader's screen: a node whose GPUs all-reduce below nccl_fail of 
   CHECK_THAT(s.warnings[0], Catch::Contains("preflight: warn node e (pid 0): nccl:") &&
                                 Catch::Contains("0.71 of the nodes' median 180.0 (warn below 0.75)"));
   // Without --preflight on the leader (thresholds 0) they are not compared.
-  CHECK(multinode::screen_nodes({node("a", 180), node("d", 10), node("c", 190)}, 1, {}).left_out.empty());
+  CHECK(rendezvous::screen_nodes({node("a", 180), node("d", 10), node("c", 190)}, 1, {}).left_out.empty());
 }
 
 TEST_CASE("the GPU check judges the job's GPUs only: CUDA_VISIBLE_DEVICES's indices or UUIDs, else every GPU") {
@@ -253,44 +253,44 @@ TEST_CASE("the NCCL probe's figures: its line read back, anything else read as a
 }
 
 TEST_CASE("strike record: the times within the window kept, anything else read as none; the node's id") {
-  using multinode::parse_strike_times;
+  using rendezvous::parse_strike_times;
   CHECK(parse_strike_times("[1000.5, 400, 3000]", 3100, 2500) == std::vector<double>{1000.5, 3000});
-  CHECK(parse_strike_times(multinode::format_strike_times({10, 20}), 30, 3600) == std::vector<double>{10, 20});
+  CHECK(parse_strike_times(rendezvous::format_strike_times({10, 20}), 30, 3600) == std::vector<double>{10, 20});
   CHECK(parse_strike_times("not json", 30, 3600).empty());
   CHECK(parse_strike_times("{\"a\": 1}", 30, 3600).empty());
   CHECK(parse_strike_times("[\"x\", 25]", 30, 3600) == std::vector<double>{25});
-  CHECK(multinode::strike_times_within({50, 5, 40}, 60, 30) == std::vector<double>{40, 50});
-  CHECK(multinode::strikes_key("vm-3") == "strikes/vm-3");
-  CHECK(multinode::node_id({}, "vm-3") == "vm-3");
-  CHECK(multinode::node_id({{"DDP_LAUNCH_NODE_ID", "rack2-n7"}}, "pod-abc") == "rack2-n7");
-  CHECK(multinode::node_id({{"DDP_LAUNCH_NODE_ID", ""}}, "pod-abc") == "pod-abc");
+  CHECK(rendezvous::strike_times_within({50, 5, 40}, 60, 30) == std::vector<double>{40, 50});
+  CHECK(rendezvous::strikes_key("vm-3") == "strikes/vm-3");
+  CHECK(rendezvous::node_id({}, "vm-3") == "vm-3");
+  CHECK(rendezvous::node_id({{"DDP_LAUNCH_NODE_ID", "rack2-n7"}}, "pod-abc") == "rack2-n7");
+  CHECK(rendezvous::node_id({{"DDP_LAUNCH_NODE_ID", ""}}, "pod-abc") == "pod-abc");
 }
 
 TEST_CASE("the leader's screen: the store's host is never left out; its failed check fails the round") {
   auto node = [](const std::string& host, double gflops, const std::string& failed = "") {
-    multinode::NodeInfo n;
+    rendezvous::NodeInfo n;
     n.host = host;
     n.cpu_gflops = gflops;
     n.preflight_failed = failed;
     return n;
   };
-  multinode::ScreenRules rules{0.75, 0.5, cli::StrikePolicy{}, 0};
+  rendezvous::ScreenRules rules{0.75, 0.5, cli::StrikePolicy{}, 0};
   // Its slow CPU: kept, warned.
-  auto s = multinode::screen_nodes({node("host", 5), node("b", 20), node("c", 21)}, 1, rules);
+  auto s = rendezvous::screen_nodes({node("host", 5), node("b", 20), node("c", 21)}, 1, rules);
   CHECK(s.error.empty());
   CHECK(s.kept == std::vector<size_t>{0, 1, 2});
   REQUIRE(s.warnings.size() == 1);
   CHECK_THAT(s.warnings[0],
              Catch::Contains("node host (pid 0): cpu:") && Catch::Contains("kept: it hosts the job's store"));
   // Its own failed check: the round fails (the job cannot run without its store).
-  s = multinode::screen_nodes({node("host", 20, "disk: /tmp: not writable"), node("b", 20)}, 1, rules);
+  s = rendezvous::screen_nodes({node("host", 20, "disk: /tmp: not writable"), node("b", 20)}, 1, rules);
   CHECK_THAT(s.error, Catch::Contains("the node that hosts the job's store failed") &&
                           Catch::Contains("disk: /tmp: not writable"));
 }
 
 TEST_CASE("strikes: a node at COUNT within the window is left out while MIN remain, the most struck first") {
   auto node = [](const std::string& host, std::vector<double> ages) {
-    multinode::NodeInfo n;
+    rendezvous::NodeInfo n;
     n.host = host;
     n.strike_ages_s = std::move(ages);
     return n;
@@ -300,10 +300,10 @@ TEST_CASE("strikes: a node at COUNT within the window is left out while MIN rema
   CHECK(policy.window_s == 600);
   CHECK(policy.within_window({700, 500, 10}) == 2);
   // b: 3 strikes in the window (one older does not count for c); d: 4.
-  std::vector<multinode::NodeInfo> joined{node("a", {}), node("b", {400, 200, 5}), node("c", {900, 300, 2}),
-                                          node("d", {500, 100, 50, 1})};
-  multinode::ScreenRules rules{0, 0, policy, 0};
-  auto s = multinode::screen_nodes(joined, 2, rules);
+  std::vector<rendezvous::NodeInfo> joined{node("a", {}), node("b", {400, 200, 5}), node("c", {900, 300, 2}),
+                                           node("d", {500, 100, 50, 1})};
+  rendezvous::ScreenRules rules{0, 0, policy, 0};
+  auto s = rendezvous::screen_nodes(joined, 2, rules);
   CHECK(s.error.empty());
   CHECK(s.left_out == std::vector<size_t>{3, 1});  // d (4 strikes) first, then b
   CHECK(s.kept == std::vector<size_t>{0, 2});
@@ -311,17 +311,17 @@ TEST_CASE("strikes: a node at COUNT within the window is left out while MIN rema
   CHECK_THAT(s.why[0], Catch::Contains("node d (pid 0): struck out: its workers were the root cause 4 times within "
                                        "600 s (--strikes 3/600)"));
   // MIN 3: only one may go (d); b is kept, warned. The store's host is never left out.
-  s = multinode::screen_nodes(joined, 3, rules);
+  s = rendezvous::screen_nodes(joined, 3, rules);
   CHECK(s.left_out == std::vector<size_t>{3});
   REQUIRE(s.warnings.size() == 1);
   CHECK_THAT(s.warnings[0], Catch::Contains("strikes: node b (pid 0): struck out") &&
                                 Catch::Contains("kept: without it fewer than the 3 nodes"));
   joined[0].strike_ages_s = {1, 2, 3};
-  s = multinode::screen_nodes(joined, 1, rules);
+  s = rendezvous::screen_nodes(joined, 1, rules);
   CHECK(s.left_out == std::vector<size_t>{3, 1});
   CHECK_THAT(s.warnings.at(0), Catch::Contains("node a (pid 0)") && Catch::Contains("kept: it hosts the job's store"));
   // Off: nobody is struck out.
-  CHECK(multinode::screen_nodes(joined, 1, {0, 0, cli::parse_strike_policy("0"), -1}).left_out.empty());
+  CHECK(rendezvous::screen_nodes(joined, 1, {0, 0, cli::parse_strike_policy("0"), -1}).left_out.empty());
   CHECK_THAT(usage([] { cli::parse_strike_policy("three"); }), Catch::Contains("expected COUNT or COUNT/SECONDS"));
   CHECK_THAT(usage([] { cli::parse_strike_policy("3/0"); }), Catch::Contains("--strikes 3/0"));
   CHECK(cli::parse_strike_policy("5").window_s == 3600);

@@ -6,15 +6,15 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
-#include "launcher/multinode/round_check.hpp"
-#include "launcher/multinode/rendezvous.hpp"
+#include "launcher/rendezvous/round_check.hpp"
+#include "launcher/rendezvous/rendezvous.hpp"
 #include "tests/support/rendezvous_joins.hpp"
 #include "launcher/store/memory_store.hpp"
 #include "launcher/store/protocol.hpp"
 
 using namespace ddp::launch;
 using namespace ddp::launch::cli;
-using namespace ddp::launch::multinode;
+using namespace ddp::launch::rendezvous;
 using namespace ddp::launch::report;
 using ddp::launch::testing::policy;
 using ddp::launch::testing::seated;

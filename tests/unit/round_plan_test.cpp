@@ -6,12 +6,12 @@
 
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
-#include "launcher/multinode/abort_record.hpp"
-#include "launcher/multinode/round_plan.hpp"
+#include "launcher/rendezvous/abort_record.hpp"
+#include "launcher/rendezvous/round_plan.hpp"
 
 using namespace ddp::launch;
 using namespace ddp::launch::os;
-using namespace ddp::launch::multinode;
+using namespace ddp::launch::rendezvous;
 using namespace ddp::launch::report;
 
 namespace {

@@ -14,7 +14,7 @@
 #include "launcher/http/html.hpp"
 #include "launcher/http/prometheus_text.hpp"
 #include "launcher/http/server.hpp"
-#include "launcher/status_command.hpp"
+#include "launcher/app/status.hpp"
 #include "launcher/status/status_json.hpp"
 #include "launcher/status/status_metrics.hpp"
 #include "launcher/status/status_page.hpp"

@@ -6,7 +6,7 @@
 
 #include "launcher/cli/completion.hpp"
 #include "launcher/cli/option_parsers.hpp"
-#include "launcher/hosts/env_forward.hpp"
+#include "launcher/many_hosts/plan/env_forward.hpp"
 #include "launcher/worker/numa_binding.hpp"
 #include "launcher/worker/output.hpp"
 #include "parse_helpers.hpp"
@@ -145,7 +145,7 @@ TEST_CASE("many hosts: the BLAS/OpenMP/oneDNN/cuBLAS tuning a user sets reaches 
                                                {"PET_NNODES", "2"},
                                                {"TORCHELASTIC_RUN_ID", "r"},
                                                {"HOME", "/root"}};
-  auto out = hosts::forwarded_environment(env, hosts::default_forward_prefixes(), {});
+  auto out = many_hosts::plan::forwarded_environment(env, many_hosts::plan::default_forward_prefixes(), {});
   for (const char* name :
        {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_CBWR",
         "MKL_NUM_THREADS", "KMP_AFFINITY", "GOMP_SPINCOUNT", "BLIS_NUM_THREADS", "ONEDNN_MAX_CPU_ISA",
@@ -156,5 +156,5 @@ TEST_CASE("many hosts: the BLAS/OpenMP/oneDNN/cuBLAS tuning a user sets reaches 
        {"NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "MASTER_ADDR", "PET_NNODES", "TORCHELASTIC_RUN_ID", "HOME"})
     CHECK(out.count(name) == 0);
   CHECK(out.at("OPENBLAS_CORETYPE") == "Haswell");
-  CHECK_THROWS(hosts::forward_prefixes("NVIDIA_VISIBLE_DEVICES"));
+  CHECK_THROWS(many_hosts::plan::forward_prefixes("NVIDIA_VISIBLE_DEVICES"));
 }

@@ -9,7 +9,7 @@
 // into the region run on a background thread while training goes on (the next save(),
 // restore(), wait() and the destructor wait for it; so does this rank's next gradient
 // all-reduce, so ranks never drift two snapshots apart). restore() heals ranks without a
-// snapshot from one that has it (runtime/src/snapshot_restore.cpp).
+// snapshot from one that has it (runtime/src/checkpoint/snapshot_restore.cpp).
 #pragma once
 
 #include <chrono>
