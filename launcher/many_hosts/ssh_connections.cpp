@@ -112,7 +112,8 @@ std::vector<std::pair<std::string, std::string>> SshConnections::open(const std:
       it = settled(it->first, limit, unreachable) ? pending_.erase(it) : std::next(it);
     if (pending_.empty()) continue;
     auto wake = Clock::time_point::max();
-    for (const auto& [i, p] : pending_) wake = std::min(wake, p.since + limit);
+    for (const auto& [i, p] : pending_)
+      if (!p.late) wake = std::min(wake, p.since + limit);  // a late one is killed: its end wakes the loop
     timer.expires_at(watch ? wake : std::min(wake, Clock::now() + std::chrono::milliseconds(20)));
     timer.async_wait([](const boost::system::error_code&) {});
     if (watch && !watch_armed) {
