@@ -201,6 +201,8 @@ ResolvedJob resolve_job(const cli::LaunchOptions& flags, const cli::Environment&
   job.worker_cpus = numa_binding(o, job.devices);
   job.supervisor = supervisor_config(o);
   job.supervisor.tool_path = cli::lookup(env, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
+  job.health = cli::worker_health_spec(env, random_uuid());
+  job.supervisor.d_state_timeout_s = job.health.d_state_timeout_s;
   job.warm_restarts = o.warm_restarts;
   job.standby = standby_plan(o, job);
   job.snapshot_persist = {o.snapshot_persist_dir, o.snapshot_persist_interval_s};

@@ -10,7 +10,8 @@ inline constexpr int kSignalBase = 128;   // killed by signal N -> 128 + N
 inline constexpr int kInterrupted = 130;  // 128 + SIGINT
 
 // A hang: no worker progressed for --hang-timeout; ddp-launch captured the stacks and
-// stopped the workers (docs/hangs.md).
+// stopped the workers (docs/hangs.md). Also a worker in uninterruptible sleep past
+// TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT (docs/failures.md).
 inline constexpr int kHang = 119;
 // A pre-flight check failed on this node (--preflight, ddp-launch preflight): no worker started.
 inline constexpr int kPreflightFailed = 118;

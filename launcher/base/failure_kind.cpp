@@ -12,6 +12,8 @@ std::string_view to_string(FailureKind kind) {
     case FailureKind::kStoreLost: return "store_lost";
     case FailureKind::kStopped: return "stopped";
     case FailureKind::kMembership: return "membership";
+    case FailureKind::kWatchdog: return "watchdog";
+    case FailureKind::kUninterruptible: return "d_state";
   }
   return "crash";  // not reached: every kind is listed above
 }
@@ -23,5 +25,9 @@ std::optional<FailureKind> failure_kind_from_string(std::string_view text) {
 }
 
 bool is_hang(FailureKind kind) { return kind == FailureKind::kHang || kind == FailureKind::kDesync; }
+
+bool has_verdict(FailureKind kind) {
+  return is_hang(kind) || kind == FailureKind::kWatchdog || kind == FailureKind::kUninterruptible;
+}
 
 }  // namespace ddp::launch

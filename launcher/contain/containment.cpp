@@ -153,7 +153,8 @@ std::vector<Leftover> Containment::leftovers() const {
     for (pid_t pid : os::cgroup_pids(dir)) ours.insert(pid);
   std::vector<Leftover> out;
   for (const os::ProcessEntry& p : table)
-    if (ours.count(p.pid) && !p.zombie() && p.pid != ::getpid()) out.push_back(describe_process(p));
+    if (ours.count(p.pid) && !p.zombie() && p.pid != ::getpid() && !given_up_.count(p.pid))
+      out.push_back(describe_process(p));
   return out;
 }
 
@@ -170,12 +171,14 @@ void Containment::end_everything() {
     children_.reap_orphans();
     // cgroup.kill waits for an RCU grace period (tens of ms), even on an empty cgroup: only
     // when something is in it.
-    const bool cgroup_left = uses_cgroup() && !os::cgroup_pids(job_cgroup_).empty();
+    bool cgroup_left = false;
+    if (uses_cgroup())
+      for (pid_t pid : os::cgroup_pids(job_cgroup_)) cgroup_left = cgroup_left || !given_up_.count(pid);
     if (cgroup_left) os::kill_cgroup(job_cgroup_);
     const std::vector<os::ProcessEntry> left = os::descendants(os::read_process_table(), ::getpid(), children_.pids());
     bool alive = false;
     for (const os::ProcessEntry& p : left)
-      if (!p.zombie()) {
+      if (!p.zombie() && !given_up_.count(p.pid)) {
         os::signal_process(p.pid, SIGKILL);
         alive = true;
       }

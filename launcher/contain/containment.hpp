@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -70,6 +71,9 @@ class Containment {
   void kill_attempt_cgroups() const;
   // Reaps the orphans the launcher adopted that have ended (no one else waits for them).
   void reap_orphans() const { children_.reap_orphans(); }
+  // A worker outlived its SIGKILL (asleep in the kernel) and was given up: no sweep and not the
+  // job's end wait for it again (it was named once).
+  void give_up(pid_t pid) { given_up_.insert(pid); }
 
  private:
   void try_cgroup(bool required);
@@ -85,6 +89,7 @@ class Containment {
   std::string standby_dir_;                       // the one standby_fd_ opens
   std::vector<std::string> attempt_cgroups_;      // this attempt's, its adopted standbys' included
   std::map<pid_t, std::string> standby_cgroups_;  // each standby's, until adopted
+  std::set<pid_t> given_up_;                      // workers that outlived SIGKILL
 };
 
 }  // namespace ddp::launch::contain

@@ -15,6 +15,7 @@ worker::GroupPlan group_plan(const JobConfig& job, const NodePlacement& where) {
   plan.role = job.role;
   plan.max_restarts = job.max_restarts;
   plan.signals_to_handle = job.signals_to_handle;
+  plan.timer_file = job.health.timer_file;
   plan.restart_count = where.restart_count;
   plan.agent_store = where.agent_store;
   plan.role_base_rank = where.role_base_rank < 0 ? where.base_rank : where.role_base_rank;

@@ -11,6 +11,7 @@
 
 #include "launcher/cli/option_parsers.hpp"  // StreamSelection
 #include "launcher/cli/preflight_conf.hpp"
+#include "launcher/cli/worker_health_env.hpp"
 #include "launcher/snapshot/persist_plan.hpp"
 #include "launcher/report/status_board.hpp"  // StatusSpec
 #include "launcher/supervise/supervisor.hpp"
@@ -58,6 +59,7 @@ struct JobConfig {
   std::string signals_to_handle = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";  // TORCHELASTIC_SIGNALS_TO_HANDLE
   std::vector<std::vector<int>> worker_cpus;  // --numa-binding: per local rank (empty: no binding)
   bool events_to_console = false;             // --event-log-handler=console
+  cli::WorkerHealthSpec health;               // file timers, D-state check, health check port (torchrun 2.15's)
 };
 
 // Where this node sits in one attempt: from the options (single node) or a round plan.

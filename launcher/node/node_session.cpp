@@ -8,6 +8,7 @@
 #include "launcher/status/status_endpoint.hpp"
 #include "launcher/warm/standby_pool.hpp"
 #include <chrono>
+#include <climits>
 #include <unistd.h>
 
 namespace ddp::launch::node {
@@ -29,6 +30,14 @@ std::unique_ptr<warm::StandbyPool> standby_pool(boost::asio::io_context& loop, o
                                                 contain::Containment& containment, report::EventLog& events) {
   if (job.standby.kind == warm::StandbyKind::kNone) return nullptr;
   return std::make_unique<warm::StandbyPool>(loop, children, watchdog, job.standby, &containment, &events);
+}
+
+// TORCHELASTIC_ENABLE_FILE_TIMER=1: the pipe the workers' FileTimerClients write to, made now.
+std::unique_ptr<os::FifoLines> timer_pipe(boost::asio::io_context& loop, const JobConfig& job) {
+  if (job.health.timer_file.empty()) return nullptr;
+  auto pipe = std::make_unique<os::FifoLines>(loop, job.health.timer_file, PIPE_BUF);
+  console::launcher_notice("file timers (TORCHELASTIC_ENABLE_FILE_TIMER) served on " + pipe->path());
+  return pipe;
 }
 
 // The workers' thread notice comes before anything of the run is set up.
@@ -82,8 +91,9 @@ NodeSession::NodeSession(const JobConfig& job, const cli::Environment& env, cons
       containment_(job.containment, children_),
       watchdog_(children_, containment_.watchdog_sweep()),
       standbys_(standby_pool(loop_, children_, watchdog_, job, containment_, events_)),
+      timer_pipe_(timer_pipe(loop_, job)),
       supervisor_(loop_, children_, watchdog_, job.supervisor, stop_signals_,
-                  {&events_, &recovery_, &board_, standbys_.get(), &containment_}) {
+                  {&events_, &recovery_, &board_, standbys_.get(), &containment_, timer_pipe_.get()}) {
   if (stop_input.fd >= 0)
     stop_input_ = std::make_unique<supervise::StopInputWatch>(loop_, stop_input, stop_signals_.requests());
   console::launcher_notice(containment_.describe());
@@ -93,6 +103,9 @@ NodeSession::NodeSession(const JobConfig& job, const cli::Environment& env, cons
   if (job.status.enabled)
     endpoint_ =
         std::make_unique<status::StatusEndpoint>(loop_, board_, job.status, shown_worker_args(job), layout_.run_dir());
+  if (job.health.health_check_port)
+    health_check_ = std::make_unique<status::HealthCheckEndpoint>(
+        loop_, board_, job.status.host.empty() ? "0.0.0.0" : job.status.host, *job.health.health_check_port);
 }
 
 NodeSession::~NodeSession() = default;

@@ -4,7 +4,8 @@
 // endpoint, the recovery log, the snapshot regions and their persister, the job's end
 // (JobEnd), the registry every child of the node starts through (os::ChildRegistry), the
 // containment of the workers' processes, the warm standbys, the orphan watchdog, the workers'
-// store (WorkerStoreHost) and the Supervisor, all on one event loop this session owns and lends,
+// store (WorkerStoreHost), the workers' file-timer pipe and the health check port (torchrun
+// 2.15's TORCHELASTIC_* variables) and the Supervisor, all on one event loop this session owns and lends,
 // each collaborator given to its constructor. Members are built in
 // declaration order and go in reverse, so each outlives what borrows it. run_attempt and
 // after_attempt hold what every attempt does around the Supervisor: counters, the recovery
@@ -24,12 +25,14 @@
 #include "launcher/node/worker_store_host.hpp"
 #include "launcher/contain/containment.hpp"
 #include "launcher/os/child_registry.hpp"
+#include "launcher/os/fifo_lines.hpp"
 #include "launcher/os/watchdog.hpp"
 #include "launcher/report/attempt_result.hpp"
 #include "launcher/report/event_log.hpp"
 #include "launcher/report/recovery_log.hpp"
 #include "launcher/report/status_board.hpp"
 #include "launcher/snapshot/snapshot_regions.hpp"
+#include "launcher/status/health_check.hpp"
 #include "launcher/status/status_endpoint.hpp"
 #include "launcher/supervise/stop_input.hpp"
 #include "launcher/supervise/stop_signals.hpp"
@@ -109,8 +112,10 @@ class NodeSession {
   os::Watchdog watchdog_;
   std::unique_ptr<warm::StandbyPool> standbys_;  // null without warm restarts
   WorkerStoreHost worker_store_;                 // before the Supervisor: it outlives the workers
+  std::unique_ptr<os::FifoLines> timer_pipe_;    // TORCHELASTIC_ENABLE_FILE_TIMER: the workers' timers; null without
   supervise::Supervisor supervisor_;
-  std::unique_ptr<status::StatusEndpoint> endpoint_;  // --metrics-port; on loop_
+  std::unique_ptr<status::StatusEndpoint> endpoint_;           // --metrics-port; on loop_
+  std::unique_ptr<status::HealthCheckEndpoint> health_check_;  // TORCHELASTIC_HEALTH_CHECK_PORT; on loop_
 };
 
 }  // namespace ddp::launch::node

@@ -20,10 +20,13 @@ namespace {
 void restart_notice(const JobConfig& job, const report::AttemptResult& result, int attempt) {
   const report::WorkerOutcome& root = result.outcomes[*result.root_cause];
   console::launcher_notice(
-      fmt::format("attempt {} failed (rank {}: {}); restarting all {} workers (restart {} "
+      fmt::format("attempt {} failed ({}); restarting all {} workers (restart {} "
                   "of {})",
-                  attempt, root.rank, is_hang(root.failure) ? "hang" : root.status.describe(), job.devices.nproc,
-                  attempt + 1, job.max_restarts));
+                  attempt,
+                  has_verdict(root.failure) && !is_hang(root.failure)
+                      ? root.verdict  // "rank 3: timer 'load_batch' expired after 60.0 s: SIGKILL"
+                      : fmt::format("rank {}: {}", root.rank, is_hang(root.failure) ? "hang" : root.status.describe()),
+                  job.devices.nproc, attempt + 1, job.max_restarts));
 }
 
 }  // namespace
@@ -73,8 +76,7 @@ class LocalRounds : public RoundSource {
 
   std::optional<int> settle(const report::AttemptResult& result) override {
     session_.worker_store().close();  // the attempt's workers are gone: its store may go too
-    const bool job_ends = result.kind != report::AttemptResult::Kind::kFailed || attempt_ >= job_.max_restarts ||
-                          session_.stops().interrupted_by() != 0;
+    const bool job_ends = result.kind != report::AttemptResult::Kind::kFailed || final_failure(result);
     session_.after_attempt(result, job_ends);  // in the background; the job's end waits for it
     if (std::optional<int> code = conclude(result)) return code;
     restart_notice(job_, result, attempt_);
@@ -98,12 +100,17 @@ class LocalRounds : public RoundSource {
       console::launcher_notice("stopped" + stopped_how(result.signal, result.stop_note));
       return end.interrupted(result.signal, result.stop_note);
     }
-    const bool final = attempt_ >= job_.max_restarts || session_.stops().interrupted_by() != 0;
+    const bool final = final_failure(result);
     log_worker_failure(session_.events(), result.outcomes[*result.root_cause], final);
     if (!final) return std::nullopt;
     const int code = end.report_own_failure(result, attempt_);
     end.finished(code);
     return code;
+  }
+
+  // No restart follows a failure: none left, a stop signal, or a worker that could not be killed.
+  bool final_failure(const report::AttemptResult& result) const {
+    return attempt_ >= job_.max_restarts || session_.stops().interrupted_by() != 0 || !result.unreaped_ranks.empty();
   }
 
   NodeSession& session_;

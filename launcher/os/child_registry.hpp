@@ -61,6 +61,9 @@ class ChildRegistry {
   // Reaps each exited child of this process that is not registered (an orphan it adopted as a
   // subreaper, which no one else waits for); returns their pids.
   std::vector<pid_t> reap_orphans();
+  // Stops waiting for pid (it outlived SIGKILL, asleep in the kernel): no longer registered, it
+  // is reaped by reap_orphans if it ever ends.
+  void give_up(pid_t pid) { forget(pid); }
 
  private:
   void forget(pid_t pid);

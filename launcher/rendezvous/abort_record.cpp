@@ -32,7 +32,7 @@ FailureKind failure_of(const json& j, const AbortRecord& r) {
   }
   if (kind == 1) return FailureKind::kNodeLost;
   if (kind == 2) return FailureKind::kMembership;
-  if (!r.hang.empty()) return FailureKind::kHang;
+  if (!r.verdict.empty()) return FailureKind::kHang;
   if (r.rank < 0) return FailureKind::kStopped;
   return r.exit_code > 128 ? FailureKind::kSignal : FailureKind::kCrash;
 }
@@ -43,21 +43,20 @@ AbortRecord AbortRecord::worker_failure(const report::WorkerOutcome& root, int n
                                         bool final) {
   AbortRecord r;
   r.failure = root.failure;
-  r.reason = is_hang(root.failure) ? fmt::format("node {} ({}) detected a {}", node_rank, host, root.hang)
-                                   : fmt::format("rank {} on node {} ({}) failed with {}", root.rank, node_rank, host,
-                                                 root.status.describe());
+  r.reason = is_hang(root.failure)       ? fmt::format("node {} ({}) detected a {}", node_rank, host, root.verdict)
+             : has_verdict(root.failure) ? fmt::format("node {} ({}): {}", node_rank, host, root.verdict)
+                                         : fmt::format("rank {} on node {} ({}) failed with {}", root.rank, node_rank,
+                                                       host, root.status.describe());
   r.node_rank = node_rank;
   r.host = host;
   r.rank = root.rank;
   r.local_rank = root.local_rank;
   r.pid = root.pid;
   r.exit_code = report::failure_exit_code(root);
-  r.status = is_hang(root.failure) ? fmt::format("stopped by ddp-launch: a hang (exit code {})", r.exit_code)
-                                   : root.status.describe();
-  if (is_hang(root.failure)) {
-    r.hang = root.hang;
-    r.stacks_file = root.stacks_file;
-  }
+  r.status = report::stopped_by_verdict(root);
+  if (r.status.empty()) r.status = root.status.describe();
+  if (has_verdict(root.failure)) r.verdict = root.verdict;
+  if (is_hang(root.failure)) r.stacks_file = root.stacks_file;
   if (root.error) {
     r.error = root.error->message;
     r.traceback = root.error->traceback;
@@ -103,7 +102,7 @@ AbortRecord AbortRecord::stopped_by_signal(int node_rank, const std::string& hos
 
 report::RemoteFailure AbortRecord::remote_failure() const {
   return report::RemoteFailure{node_rank, host,      rank,    local_rank, pid,        status.empty() ? reason : status,
-                               error,     traceback, failure, hang,       stacks_file};
+                               error,     traceback, failure, verdict,    stacks_file};
 }
 
 std::string to_json(const AbortRecord& r) {
@@ -119,7 +118,7 @@ std::string to_json(const AbortRecord& r) {
               {"status", r.status},
               {"error", r.error},
               {"traceback", r.traceback},
-              {"hang", r.hang},
+              {"hang", r.verdict},
               {"stacks_file", r.stacks_file},
               {"stop_note", r.stop_note},
               {"final", r.final}}
@@ -141,7 +140,7 @@ AbortRecord abort_from_json(const std::string& text) {
     r.status = j.at("status").get<std::string>();
     r.error = j.at("error").get<std::string>();
     r.traceback = j.at("traceback").get<std::string>();
-    r.hang = j.value("hang", std::string());  // older launchers write none
+    r.verdict = j.value("hang", std::string());  // older launchers write none
     r.stacks_file = j.value("stacks_file", std::string());
     r.stop_note = j.value("stop_note", std::string());
     r.final = j.at("final").get<bool>();

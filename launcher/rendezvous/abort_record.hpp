@@ -45,7 +45,7 @@ struct AbortRecord {
   std::string status;  // "exit code 3" / "signal 9 (SIGKILL)"
   std::string error;   // the worker's error-file message, if any
   std::string traceback;
-  std::string hang;         // a hang's verdict line ("": not a hang); absent in older records
+  std::string verdict;      // the launcher's verdict line ("": none); JSON "hang", absent in older records
   std::string stacks_file;  // the culprit's stacks file on node `host` (a hang); likewise
   // A stop the stop's asker explained (a many-host launch's launching machine, which stops
   // every host for it): what it said. Every node then reports it as its own stop.

@@ -71,10 +71,10 @@ std::optional<Settled> RendezvousRounds::symptom_of_known_cause(const Round& r, 
 // report it here. A hang is a root cause of its own, never a communication symptom.
 Settled RendezvousRounds::after_failure(const Round& r, const report::AttemptResult& result) {
   const report::WorkerOutcome& root = result.outcomes[*result.root_cause];
-  if (!is_hang(root.failure) && report::looks_like_comm_error(root))
+  if (!has_verdict(root.failure) && report::looks_like_comm_error(root))
     if (std::optional<Settled> known = symptom_of_known_cause(r, root)) return *known;
-  const AbortRecord mine =
-      AbortRecord::worker_failure(root, r.rank(), os::host_name(), r.plan.restart_count >= job_.max_restarts);
+  const AbortRecord mine = AbortRecord::worker_failure(
+      root, r.rank(), os::host_name(), r.plan.restart_count >= job_.max_restarts || !result.unreaped_ranks.empty());
   AbortRecord abort = mine;
   try {
     abort = publish_abort(*store_.job, r.number(), mine);

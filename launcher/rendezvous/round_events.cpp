@@ -14,7 +14,7 @@ void log_abort(report::EventLog& log, const AbortRecord& a) {
   f.emplace_back("exit_code", a.exit_code);
   f.emplace_back("final", a.final);
   f.emplace_back("reason", a.reason);
-  if (is_hang(a.failure)) f.emplace_back("verdict", a.hang);
+  if (has_verdict(a.failure)) f.emplace_back("verdict", a.verdict);
   if (!a.stacks_file.empty()) f.emplace_back("stacks_file", a.stacks_file);
   if (!a.error.empty()) f.emplace_back("error", a.error);
   log.write("failure", f);

@@ -20,6 +20,9 @@ struct AttemptResult {
   int signal = 0;                        // when kInterrupted
   std::optional<std::string> stop_note;  // when kInterrupted by a stop request: its reason
   int workers_started_warm = 0;          // adopted standbys (warm restarts); the rest started cold
+  // Workers still running after their SIGKILL (asleep in the kernel), no longer waited for: no
+  // restart on this node can have what they hold.
+  std::vector<int> unreaped_ranks;
 };
 
 }  // namespace ddp::launch::report

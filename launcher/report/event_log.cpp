@@ -95,8 +95,8 @@ void log_worker_failure(EventLog& log, const WorkerOutcome& root, bool final) {
   std::vector<EventField> f = {{"kind", to_string(root.failure)},      {"rank", root.rank},
                                {"local_rank", root.local_rank},        {"pid", root.pid},
                                {"exit_code", failure_exit_code(root)}, {"final", final}};
-  if (is_hang(root.failure)) f.emplace_back("verdict", root.hang);
-  else f.emplace_back("status", root.status.describe());
+  if (has_verdict(root.failure)) f.emplace_back("verdict", root.verdict);
+  if (!is_hang(root.failure)) f.emplace_back("status", root.status.describe());
   if (!root.stacks_file.empty()) f.emplace_back("stacks_file", root.stacks_file);
   if (root.error) f.emplace_back("error", root.error->message);
   log.write("failure", f);

@@ -45,6 +45,7 @@ std::string indent(const std::string& text, const std::string& pad) {
 }
 
 std::string describe_exit(const WorkerOutcome& w) {
+  if (w.unreaped) return "still running after SIGKILL (asleep in the kernel): not waited for";
   std::string hint = signal_hint(w.status, w.stopped_by_launcher);
   return w.status.describe() + (hint.empty() ? "" : " - " + hint);
 }
@@ -64,7 +65,7 @@ std::string top_frames(const std::string& path, size_t max_lines) {
 }
 
 std::string format_hang(const WorkerOutcome& root) {
-  std::string out = fmt::format("  hang      : {}\n", root.hang);
+  std::string out = fmt::format("  hang      : {}\n", root.verdict);
   if (root.stacks_file.empty()) return out + "  stacks    : <none: no run directory>\n";
   out += fmt::format("  stacks    : {} (every thread; the others' next to it)\n", root.stacks_file);
   std::string frames = top_frames(root.stacks_file, 14);
@@ -73,8 +74,16 @@ std::string format_hang(const WorkerOutcome& root) {
 
 }  // namespace
 
+std::string stopped_by_verdict(const WorkerOutcome& root) {
+  if (is_hang(root.failure)) return "stopped by ddp-launch: a hang (exit code 119)";
+  if (root.failure == FailureKind::kUninterruptible)
+    return "stopped by ddp-launch: asleep in the kernel (exit code 119)";
+  return "";
+}
+
 int failure_exit_code(const WorkerOutcome& root) {
-  return is_hang(root.failure) ? exit_code::kHang : root.status.launcher_exit_code();
+  return is_hang(root.failure) || root.failure == FailureKind::kUninterruptible ? exit_code::kHang
+                                                                                : root.status.launcher_exit_code();
 }
 
 std::optional<ErrorRecord> parse_error_record(std::string_view json_text) {
@@ -147,11 +156,12 @@ std::string format_failure_report(const ReportContext& ctx, const WorkerOutcome&
   out += fmt::format("  rank      : {} (local_rank: {})\n", root.rank, root.local_rank);
   out += fmt::format("  host      : {}\n", ctx.host);
   out += fmt::format("  pid       : {}\n", root.pid);
-  out +=
-      fmt::format("  exit      : {}\n", hang ? "stopped by ddp-launch: a hang (exit code 119)" : describe_exit(root));
+  const std::string stopped = stopped_by_verdict(root);
+  out += fmt::format("  exit      : {}\n", stopped.empty() ? describe_exit(root) : stopped);
   out += fmt::format("  time      : {}\n", format_time(root.time));
   out += fmt::format("  error_file: {}\n", root.error ? root.error_file : std::string("<none written>"));
   if (hang) out += format_hang(root);
+  else if (has_verdict(root.failure)) out += fmt::format("  verdict   : {}\n", root.verdict);
   if (root.error) {
     out += fmt::format("  error     : {}\n", root.error->message);
     if (!root.error->traceback.empty()) out += "  traceback :\n" + indent(root.error->traceback, "    ");
@@ -199,8 +209,9 @@ std::string format_remote_failure_report(const std::string& program, const Remot
   }
   out += fmt::format("  exit      : {}\n", r.exit);
   if (is_hang(r.kind))
-    out += fmt::format("  hang      : {}\n  stacks    : {} on node {} ({})\n", r.hang,
+    out += fmt::format("  hang      : {}\n  stacks    : {} on node {} ({})\n", r.verdict,
                        r.stacks_file.empty() ? "<none: no run directory>" : r.stacks_file, r.node_rank, r.host);
+  else if (!r.verdict.empty()) out += fmt::format("  verdict   : {}\n", r.verdict);
   if (!r.error.empty()) out += fmt::format("  error     : {}\n", r.error);
   if (!r.traceback.empty()) out += "  traceback :\n" + indent(r.traceback, "    ");
   out += thin + "\n" + fmt::format("This node ({}, {}): its workers were stopped by ddp-launch\n", my_node, my_host);
@@ -212,8 +223,8 @@ std::string launcher_error_record(const WorkerOutcome& root, const ReportContext
   extra["timestamp"] =
       std::to_string(std::chrono::duration_cast<std::chrono::seconds>(root.time.time_since_epoch()).count());
   std::string message;
-  if (is_hang(root.failure)) {
-    message = root.hang;
+  if (has_verdict(root.failure)) {
+    message = root.verdict;
   } else if (root.error) {
     message = root.error->message;
     if (!root.error->traceback.empty()) extra["py_callstack"] = root.error->traceback;
@@ -231,7 +242,7 @@ std::string launcher_error_record(const RemoteFailure& root, int exit_code) {
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
   extra["node_rank"] = root.node_rank;
   if (!root.traceback.empty()) extra["py_callstack"] = root.traceback;
-  std::string message = !root.hang.empty() ? root.hang : root.error;
+  std::string message = !root.verdict.empty() ? root.verdict : root.error;
   if (message.empty())
     message = root.rank >= 0 ? fmt::format("rank {} (local_rank {}) on {} (node {}) failed: {}", root.rank,
                                            root.local_rank, root.host, root.node_rank, root.exit)

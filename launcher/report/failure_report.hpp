@@ -38,8 +38,9 @@ struct WorkerOutcome {
   // How it failed, when it failed by itself: kCrash or kSignal from its exit status (set
   // when it is reaped); kHang or kDesync when it is the culprit of a hang verdict.
   FailureKind failure = FailureKind::kCrash;
-  std::string hang;         // a hang's root cause (is_hang(failure)): the verdict line
+  std::string verdict;      // the launcher's verdict (has_verdict(failure)): a hang's, an expired timer's, ...
   std::string stacks_file;  // a hang's post-mortem of this worker ("": none)
+  bool unreaped = false;    // still running after SIGKILL (uninterruptible sleep): status is unknown
 };
 
 struct ReportContext {
@@ -66,7 +67,7 @@ struct RemoteFailure {
   std::string error;
   std::string traceback;
   FailureKind kind = FailureKind::kCrash;
-  std::string hang;         // a hang's verdict line (is_hang(kind)), or ""
+  std::string verdict;      // the launcher's verdict line (has_verdict(kind)), or ""
   std::string stacks_file;  // a hang's stacks file on node `host`, or ""
 };
 
@@ -81,7 +82,10 @@ std::string format_remote_failure_report(const std::string& program, const Remot
 // is the root cause").
 bool looks_like_comm_error(const WorkerOutcome& outcome);
 
-// The launcher's exit code for this root cause: 119 for a hang, else its exit status's.
+// How the launcher itself ended the root cause's worker, when a verdict did (a hang, the D
+// state: "stopped by ddp-launch: a hang (exit code 119)"); "" otherwise.
+std::string stopped_by_verdict(const WorkerOutcome& root);
+// The launcher's exit code for this root cause: 119 for a hang or the D state, else its exit status's.
 int failure_exit_code(const WorkerOutcome& root);
 
 // A hint for well-known signals ("likely the out-of-memory killer"), or "".

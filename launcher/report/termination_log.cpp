@@ -36,7 +36,7 @@ std::string last_error(const WorkerOutcome& root) {
 }  // namespace
 
 std::string termination_message(const ReportContext& ctx, const WorkerOutcome& root) {
-  std::string what = is_hang(root.failure) && !root.hang.empty() ? root.hang : root.status.describe();
+  std::string what = has_verdict(root.failure) && !root.verdict.empty() ? root.verdict : root.status.describe();
   std::string out =
       fmt::format("ddp-launch: rank {} (local_rank {}) on {} failed: {}\n", root.rank, root.local_rank, ctx.host, what);
   out += fmt::format("kind: {}; program: {}; attempt {} of {}\n", to_string(root.failure), ctx.program,
@@ -47,11 +47,11 @@ std::string termination_message(const ReportContext& ctx, const WorkerOutcome& r
 }
 
 std::string termination_message(const std::string& program, const RemoteFailure& root) {
-  std::string out =
-      root.rank >= 0
-          ? fmt::format("ddp-launch: rank {} (local_rank {}) on node {} ({}) failed: {}\n", root.rank, root.local_rank,
-                        root.node_rank, root.host, is_hang(root.kind) && !root.hang.empty() ? root.hang : root.exit)
-          : fmt::format("ddp-launch: node {} ({}): {}\n", root.node_rank, root.host, root.exit);
+  std::string out = root.rank >= 0
+                        ? fmt::format("ddp-launch: rank {} (local_rank {}) on node {} ({}) failed: {}\n", root.rank,
+                                      root.local_rank, root.node_rank, root.host,
+                                      has_verdict(root.kind) && !root.verdict.empty() ? root.verdict : root.exit)
+                        : fmt::format("ddp-launch: node {} ({}): {}\n", root.node_rank, root.host, root.exit);
   out += fmt::format("kind: {}; program: {}\n", to_string(root.kind), program);
   const std::string error = last_line(root.error);
   if (!error.empty()) out += "last error: " + error + "\n";

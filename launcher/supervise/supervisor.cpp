@@ -21,6 +21,8 @@ Supervisor::Impl::Impl(asio::io_context& loop, os::ChildRegistry& registry, os::
       tick_timer(io),
       capture_timer(io),
       standby_timer(io),
+      give_up_timer(io),
+      health(io, l.timer_pipe, config.d_state_timeout_s, l.events),
       monitor(io, {config.hang_timeout_s, config.straggler_threshold}, l.events, l.board),
       console(io),
       observer(l.observer) {
@@ -48,6 +50,11 @@ void Supervisor::Impl::on_exit(size_t i, const os::ExitStatus& status) {
                                               (stacks_captured && w.launch.python && status.signal == SIGABRT))
                                            : status.code == 0 || signals.interrupted_by() != 0);
   o.failure = status.signaled ? FailureKind::kSignal : FailureKind::kCrash;
+  health.exited(i);
+  if (w.verdict && w.verdict->kind == FailureKind::kWatchdog && !status.success()) {
+    o.failure = FailureKind::kWatchdog;
+    o.verdict = w.verdict->line;
+  }
   if (events) log_worker_exit(*events, o);
   if (board) mark_exit(o);
   w.outcome = std::move(o);
@@ -161,8 +168,9 @@ report::AttemptResult Supervisor::Impl::finish() {
   if (stopping) children.signal_every_group(SIGKILL);  // stragglers in the groups
   for (size_t i = 0; i < workers.size(); ++i) {
     Worker& w = workers[i];
-    watchdog.forget(children.pid(i));
+    if (children.pid(i) > 0) watchdog.forget(children.pid(i));  // an unreaped worker's is forgotten already
     report::WorkerOutcome o = std::move(*w.outcome);
+    if (o.unreaped) result.unreaped_ranks.push_back(o.rank);
     if (stacks_captured) o.stacks_file = w.launch.stacks_file;
     const auto& tail = w.streams->stderr_tail();
     o.stderr_tail.assign(tail.begin(), tail.end());
@@ -175,9 +183,13 @@ report::AttemptResult Supervisor::Impl::finish() {
   } else if (root_cause) {
     result.kind = report::AttemptResult::Kind::kFailed;
     result.root_cause = root_cause;
+    report::WorkerOutcome& root = result.outcomes[*root_cause];
     if (hang) {
-      result.outcomes[*root_cause].failure = hang->desync ? FailureKind::kDesync : FailureKind::kHang;
-      result.outcomes[*root_cause].hang = hang->summary;
+      root.failure = hang->desync ? FailureKind::kDesync : FailureKind::kHang;
+      root.verdict = hang->summary;
+    } else if (const auto& v = workers[*root_cause].verdict; v && v->kind == FailureKind::kUninterruptible) {
+      root.failure = v->kind;
+      root.verdict = v->line;
     }
   } else if (stop_reason) {
     result.kind = report::AttemptResult::Kind::kStopped;
@@ -231,6 +243,7 @@ report::AttemptResult Supervisor::run_attempt(std::vector<worker::WorkerLaunch> 
   s.arm_standbys();
   s.schedule_tick();
   s.start_progress_monitor();
+  s.start_health();
   s.signals.on_wake([&s] {
     if (s.attempt_running && s.check.tick) s.run_tick();
   });
@@ -242,6 +255,8 @@ report::AttemptResult Supervisor::run_attempt(std::vector<worker::WorkerLaunch> 
   s.console.cancel();
   s.capture_timer.cancel();
   s.standby_timer.cancel();
+  s.give_up_timer.cancel();
+  s.health.end();
   s.monitor.end();  // a first step within a poll of the exits is still told
   s.attempt_running = false;
   return s.finish();

@@ -16,7 +16,11 @@
 // SIGKILL at the stop's deadline (or a grace after a plain end): the attempt ends only when none
 // remains, and one notice names them. The loop, the watchdog and the collaborators are its owner's
 // (node/node_session.hpp), lent for the Supervisor's life, as is the registry its workers and
-// their stack tools start through. Blocks in run_attempt.
+// their stack tools start through. The workers' file timers and D-state check (worker_health.hpp)
+// give verdicts: an expired timer's worker fails as `watchdog`, a worker stuck in D is the root
+// cause of a stop (`d_state`). A worker still there kUnkillableGiveUp after its SIGKILL (asleep in
+// the kernel) is no longer waited for: the attempt ends, names it, and says it was not reaped.
+// Blocks in run_attempt.
 #pragma once
 
 #include <chrono>
@@ -28,6 +32,7 @@
 
 #include "launcher/contain/containment.hpp"
 #include "launcher/os/child_registry.hpp"
+#include "launcher/os/fifo_lines.hpp"
 #include "launcher/os/process.hpp"
 #include "launcher/os/watchdog.hpp"
 #include "launcher/report/attempt_observer.hpp"
@@ -52,6 +57,7 @@ struct SupervisorConfig {
   double hang_timeout_s = 0;         // --hang-timeout; 0: no hang detection; < 0: auto
   double straggler_threshold = 0;    // --straggler-threshold; 0: no straggler notices
   std::string tool_path;             // PATH to find eu-stack / gdb
+  double d_state_timeout_s = 0;      // TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT; 0: no D-state check
 };
 
 // A periodic check while workers run (multi-node: heartbeat, and check the round). tick()
@@ -71,6 +77,7 @@ struct SupervisorLinks {
   report::StatusBoard* board = nullptr;         // the workers' rows, states, progress, hang verdicts
   warm::StandbyPool* standbys = nullptr;        // warm restarts: workers start from its standbys
   contain::Containment* containment = nullptr;  // workers join the job's containment; their leftovers are swept
+  os::FifoLines* timer_pipe = nullptr;          // the job's file-timer pipe (TORCHELASTIC_ENABLE_FILE_TIMER)
 };
 
 class Supervisor {
@@ -90,6 +97,8 @@ class Supervisor {
   // The standbys (warm restarts) for the next attempt start at this attempt's first step, or
   // this long after its workers started if no step came sooner.
   static constexpr std::chrono::milliseconds kStandbyDelay{1500};
+  // How long a worker may outlive its SIGKILL before the attempt stops waiting for it.
+  static constexpr std::chrono::seconds kUnkillableGiveUp{5};
 
  private:
   struct Impl;

@@ -22,6 +22,7 @@
 #include "launcher/supervise/stack_capture.hpp"
 #include "launcher/supervise/stop_signals.hpp"
 #include "launcher/supervise/supervisor.hpp"
+#include "launcher/supervise/worker_health.hpp"
 #include "launcher/supervise/worker_streams.hpp"
 #include "launcher/warm/standby_pool.hpp"
 #include <algorithm>
@@ -43,7 +44,8 @@ struct Worker {
   worker::WorkerLaunch launch;
   std::unique_ptr<WorkerStreams> streams;  // its stdout and stderr, as the child set reads them
   std::optional<report::WorkerOutcome> outcome;
-  bool warm = false;  // an adopted standby
+  bool warm = false;                     // an adopted standby
+  std::optional<HealthVerdict> verdict;  // its expired timer, or its D state
 };
 
 struct Supervisor::Impl {
@@ -64,6 +66,8 @@ struct Supervisor::Impl {
   asio::steady_timer tick_timer;
   asio::steady_timer capture_timer;           // Python's stack dump, then the stop
   asio::steady_timer standby_timer;           // the attempt's workers are up: keep standbys
+  asio::steady_timer give_up_timer;           // kUnkillableGiveUp after the stop's SIGKILL
+  WorkerHealth health;                        // file timers and the D-state check
   bool standbys_started = false;              // this attempt's standbys were asked for
   progress::ProgressMonitor monitor;          // hang verdicts and straggler notices
   std::optional<progress::HangVerdict> hang;  // this attempt's verdict
@@ -127,6 +131,15 @@ struct Supervisor::Impl {
   void board_workers();
 
   void mark_exit(const report::WorkerOutcome& o);
+
+  // --- worker health (supervisor_health.cpp) -----------------------------------------------
+  void start_health();
+  // A file timer expired (its signal is sent: the worker's failure is a `watchdog` one), or a
+  // worker stayed in D (the root cause: the attempt stops).
+  void on_health(const HealthVerdict& v);
+  // The stop's SIGKILL went: kUnkillableGiveUp later, what still runs is no longer waited for.
+  void arm_give_up();
+  void give_up_unkillable();
 
   // --- hangs -------------------------------------------------------------------------
   void start_progress_monitor();

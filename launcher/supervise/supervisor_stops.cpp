@@ -11,6 +11,7 @@ void Supervisor::Impl::on_stop_signal(int signo, bool first) {
   if (!first) {
     console::launcher_notice(fmt::format("second {}: killing the workers now", signal_name(signo)));
     children.kill();
+    arm_give_up();
     if (sweep) sweep->kill_now();
     return;
   }
@@ -39,6 +40,7 @@ void Supervisor::Impl::begin_stop(int signo) {
   children.begin_stop(signo, grace(), [this](size_t live) {
     console::launcher_notice(fmt::format("{} worker{} still running {} s after SIGTERM: sending SIGKILL", live,
                                          live == 1 ? "" : "s", config.shutdown_timeout_s));
+    arm_give_up();
   });
 }
 

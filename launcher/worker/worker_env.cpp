@@ -38,6 +38,8 @@ cli::Environment worker_environment(const cli::Environment& base, const GroupPla
   env["TORCHELASTIC_ERROR_FILE"] = slot.error_file;
   // As torchrun (launch_agent): the agent's --signals-to-handle, as given.
   env["TORCHELASTIC_SIGNALS_TO_HANDLE"] = plan.signals_to_handle;
+  // As torchrun 2.15 (_setup_local_watchdog): the pipe its FileTimerServer reads.
+  if (!plan.timer_file.empty()) env["TORCHELASTIC_TIMER_FILE"] = plan.timer_file;
   // As torchrun 2.x: one thread per worker only when several share the node and the user
   // chose nothing.
   if (plan.local_world_size > 1) env.emplace("OMP_NUM_THREADS", "1");

@@ -27,6 +27,7 @@ struct GroupPlan {
   int role_base_rank = 0;    // ROLE_RANK of local rank 0 (its role's workers on lower nodes)
   int role_world_size = 1;   // ROLE_WORLD_SIZE: workers with this node's role
   std::string signals_to_handle = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";  // TORCHELASTIC_SIGNALS_TO_HANDLE
+  std::string timer_file;  // TORCHELASTIC_TIMER_FILE: the file timers' pipe ("": not set here)
 };
 
 // What differs per worker.

@@ -16,12 +16,17 @@ TEST_CASE("failure kinds: each has its own name, and the name reads back as the 
     CHECK(names.insert(name).second);
     CHECK(failure_kind_from_string(name) == kind);
   }
-  CHECK(names.size() == 8);
+  CHECK(names.size() == 10);
   CHECK_FALSE(failure_kind_from_string("Crash"));
   CHECK_FALSE(failure_kind_from_string(""));
   CHECK(is_hang(FailureKind::kHang));
   CHECK(is_hang(FailureKind::kDesync));
   CHECK_FALSE(is_hang(FailureKind::kSignal));
+  CHECK(has_verdict(FailureKind::kWatchdog));
+  CHECK(has_verdict(FailureKind::kUninterruptible));
+  CHECK(has_verdict(FailureKind::kHang));
+  CHECK_FALSE(has_verdict(FailureKind::kCrash));
+  CHECK_FALSE(is_hang(FailureKind::kWatchdog));
 }
 
 TEST_CASE("failure kinds: docs/events.md has a row for every kind") {

@@ -212,32 +212,32 @@ TEST_CASE("a hang's abort record carries the verdict and 119; a record without i
   root.pid = 4711;
   root.status = ExitStatus{true, 0, SIGTERM};  // stopped by us after the capture
   root.failure = FailureKind::kHang;
-  root.hang = "hang: no progress for 3 s; rank 1 (pid 4711) at step 3";
+  root.verdict = "hang: no progress for 3 s; rank 1 (pid 4711) at step 3";
   root.stacks_file = "/logs/run/attempt_0/1/stacks.txt";
   auto hung = AbortRecord::worker_failure(root, 1, "h1", false);
   CHECK(hung.exit_code == exit_code::kHang);
-  CHECK(hung.reason == "node 1 (h1) detected a " + root.hang);
+  CHECK(hung.reason == "node 1 (h1) detected a " + root.verdict);
   CHECK(hung.status == "stopped by ddp-launch: a hang (exit code 119)");
   auto back = abort_from_json(to_json(hung));
-  CHECK(back.hang == root.hang);
+  CHECK(back.verdict == root.verdict);
   CHECK(back.failure == FailureKind::kHang);
   CHECK(back.exit_code == exit_code::kHang);
-  CHECK(back.remote_failure().hang == root.hang);
+  CHECK(back.remote_failure().verdict == root.verdict);
   CHECK(back.stacks_file == root.stacks_file);
   const std::string report = format_remote_failure_report("train.py", back.remote_failure(), 0, "h0");
-  CHECK_THAT(report, Catch::Contains("FAILED on node 1 (h1)") && Catch::Contains("hang      : " + root.hang) &&
+  CHECK_THAT(report, Catch::Contains("FAILED on node 1 (h1)") && Catch::Contains("hang      : " + root.verdict) &&
                          Catch::Contains("stacks    : " + root.stacks_file + " on node 1 (h1)") &&
                          Catch::Contains("a hang (exit code 119)"));
 
   root.failure = FailureKind::kSignal;
-  root.hang.clear();  // an ordinary failure, as an older launcher writes it: no "hang" field
+  root.verdict.clear();  // an ordinary failure, as an older launcher writes it: no "hang" field
   std::string old = to_json(AbortRecord::worker_failure(root, 1, "h1", true));
   for (const std::string field : {",\"hang\":\"\"", ",\"stacks_file\":\"\"", "\"failure\":\"signal\","}) {
     REQUIRE(old.find(field) != std::string::npos);
     old.erase(old.find(field), field.size());
   }
   auto plain = abort_from_json(old);
-  CHECK(plain.hang.empty());
+  CHECK(plain.verdict.empty());
   CHECK(plain.failure == FailureKind::kSignal);
   CHECK(plain.exit_code == 128 + SIGTERM);
   CHECK_THAT(format_remote_failure_report("train.py", plain.remote_failure(), 0, "h0"), !Catch::Contains("hang"));
