@@ -11,16 +11,10 @@
 #include <sstream>
 
 #include "launcher/base/text.hpp"
+#include "launcher/os/fd_io.hpp"
 
 namespace ddp::launch::os {
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 bool write_text(const std::string& path, const std::string& text) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);

@@ -1,17 +1,11 @@
 #include "launcher/os/proc_state.hpp"
 
-#include <fstream>
 #include <sstream>
+
+#include "launcher/os/fd_io.hpp"
 
 namespace ddp::launch::os {
 namespace {
-
-std::string read_small(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // "[<0>] do_wait+0x1a/0x30" -> "do_wait"
 std::string frame_name(const std::string& line) {
@@ -44,23 +38,23 @@ std::optional<pid_t> parse_proc_parent(std::string_view stat_text) {
 }
 
 std::optional<pid_t> proc_parent(pid_t pid) {
-  return parse_proc_parent(read_small("/proc/" + std::to_string(pid) + "/stat"));
+  return parse_proc_parent(read_text("/proc/" + std::to_string(pid) + "/stat"));
 }
 
 std::optional<char> proc_state(pid_t pid) {
-  return parse_proc_state(read_small("/proc/" + std::to_string(pid) + "/stat"));
+  return parse_proc_state(read_text("/proc/" + std::to_string(pid) + "/stat"));
 }
 
 std::string kernel_stack(pid_t pid, size_t max_frames) {
   const std::string dir = "/proc/" + std::to_string(pid);
-  std::istringstream stack(read_small(dir + "/stack"));
+  std::istringstream stack(read_text(dir + "/stack"));
   std::string out, line;
   for (size_t n = 0; n < max_frames && std::getline(stack, line);)
     if (const std::string name = frame_name(line); !name.empty()) {
       out += (n++ ? " <- " : "") + name;
     }
   if (!out.empty()) return out;
-  const std::string wchan = read_small(dir + "/wchan");
+  const std::string wchan = read_text(dir + "/wchan");
   return wchan.empty() || wchan == "0" ? "" : wchan;
 }
 
