@@ -54,6 +54,7 @@ FifoLines::FifoLines(boost::asio::io_context& loop, std::string path, size_t max
 }
 
 FifoLines::~FifoLines() {
+  handler_ = nullptr;
   boost::system::error_code ignored;
   reader_.cancel(ignored);
   reader_.close(ignored);
@@ -65,11 +66,25 @@ void FifoLines::listen(LineHandler handler) {
   if (handler_ && !reading_) read();
 }
 
+void FifoLines::discard_unread() {
+  boost::system::error_code ignored;
+  reader_.cancel(ignored);
+  std::array<char, 8192> sink;
+  while (::read(reader_.native_handle(), sink.data(), sink.size()) > 0) {
+  }
+  pending_.clear();
+  skipping_ = false;
+}
+
 void FifoLines::read() {
   reading_ = true;
   reader_.async_read_some(boost::asio::buffer(buf_), [this](const boost::system::error_code& ec, size_t n) {
     reading_ = false;
-    if (ec || n == 0) return;  // cancelled; EOF cannot come while own_writer_ is open
+    if (ec == boost::asio::error::operation_aborted) {  // discard_unread; a handler set since reads on
+      if (handler_) read();
+      return;
+    }
+    if (ec || n == 0) return;  // EOF cannot come while own_writer_ is open
     take(n);
     if (handler_) read();
   });

@@ -36,6 +36,8 @@ class FifoLines {
   const std::string& path() const { return path_; }
   // Lines go to `handler` from now on (empty: they wait in the pipe until a handler is set).
   void listen(LineHandler handler);
+  // Drops whatever the pipe holds now, unread (what writers that are gone left behind).
+  void discard_unread();
 
  private:
   void read();

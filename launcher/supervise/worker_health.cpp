@@ -29,7 +29,7 @@ WorkerHealth::WorkerHealth(boost::asio::io_context& loop, os::FifoLines* timer_p
 WorkerHealth::~WorkerHealth() { end(); }
 
 void WorkerHealth::begin(std::vector<Worker> workers, VerdictHandler verdict) {
-  end();
+  clear_attempt();  // what the new workers sent already stays in the pipe
   workers_ = std::move(workers);
   exited_.assign(workers_.size(), false);
   verdict_ = std::move(verdict);
@@ -51,7 +51,14 @@ void WorkerHealth::exited(size_t i) {
 }
 
 void WorkerHealth::end() {
-  if (pipe_) pipe_->listen(nullptr);
+  if (pipe_) {
+    pipe_->listen(nullptr);
+    pipe_->discard_unread();  // the ended attempt's last requests: not the next attempt's to refuse
+  }
+  clear_attempt();
+}
+
+void WorkerHealth::clear_attempt() {
   ++generation_;
   expiry_timer_.cancel();
   d_state_timer_.cancel();

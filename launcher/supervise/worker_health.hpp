@@ -56,7 +56,7 @@ class WorkerHealth {
   void begin(std::vector<Worker> workers, VerdictHandler verdict);
   // Worker i has exited: its timers go, its state is no longer read.
   void exited(size_t i);
-  // The attempt has ended: every timer goes; requests wait in the pipe for the next attempt.
+  // The attempt has ended: every timer goes, and what its workers left in the pipe.
   void end();
 
   // This attempt's requests taken and refused (tests, the closing notice).
@@ -64,6 +64,7 @@ class WorkerHealth {
   size_t refused() const { return refused_; }
 
  private:
+  void clear_attempt();
   void on_line(std::string_view line, bool too_long);
   void refuse(const std::string& why);
   std::optional<size_t> owner(pid_t pid);

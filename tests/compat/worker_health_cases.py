@@ -128,6 +128,7 @@ def timer_kill_restarts(ctx, tmp):
         return f"exit {r.rc} in {r.seconds:.1f} s"
     r.expect(r.rc == 0, f"exit {r.rc}, expected 0 after one restart")
     r.expect(len(r.events("restart")) == 1, "expected one restart")
+    r.expect("refused" not in r.out, "the first attempt's requests must not be refused in the second")
     return "restarted, exit 0"
 
 

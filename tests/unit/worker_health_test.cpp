@@ -189,3 +189,27 @@ TEST_CASE("named pipe: whole lines on the loop, an overlong one dropped and name
   CHECK_THROWS_WITH(os::FifoLines(loop, path, 64), Catch::Contains("is not a named pipe"));
   CHECK(ddp::test::read_file(path) == "not a pipe");
 }
+
+TEST_CASE("named pipe: what gone writers left is discarded unread; later lines still come") {
+  ddp::test::TempDir dir;
+  const std::string path = dir.path() + "/timers";
+  boost::asio::io_context loop;
+  std::vector<std::string> lines;
+  os::FifoLines pipe(loop, path, 64);
+  auto write = [&path](const std::string& data) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK);
+    REQUIRE(fd >= 0);
+    REQUIRE(::write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size()));
+    ::close(fd);
+  };
+  pipe.listen([&](std::string_view line, bool) { lines.emplace_back(line); });
+  write("one\n");
+  while (lines.empty()) loop.run_one();
+  pipe.listen(nullptr);
+  write("stale\nhalf a li");
+  pipe.discard_unread();
+  pipe.listen([&](std::string_view line, bool) { lines.emplace_back(line); });
+  write("fresh\n");
+  while (lines.size() < 2) loop.run_one();
+  CHECK(lines == std::vector<std::string>{"one", "fresh"});
+}
