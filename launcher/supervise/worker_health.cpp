@@ -102,8 +102,8 @@ std::optional<size_t> WorkerHealth::owner(pid_t pid) {
     const std::optional<pid_t> parent = os::proc_parent(at);
     if (!parent) return std::nullopt;
     at = *parent;
-    for (size_t i = 0; i < workers_.size(); ++i)
-      if (workers_[i].pid == at && !exited_[i]) return owners_[pid] = i;
+    if (auto it = owners_.find(at); it != owners_.end())
+      return exited_[it->second] ? std::nullopt : std::optional(it->second);
   }
   return std::nullopt;
 }
@@ -121,7 +121,11 @@ void WorkerHealth::arm_expiry() {
 
 void WorkerHealth::expire() {
   for (const ExpiredTimer& t : timers_.take_expired(now_unix())) {
-    const size_t i = owners_.at(t.pid);
+    // Asked again: a worker's own process that has ended since (its pid free for anyone) is
+    // no longer under the worker, and its timer goes unsent, as torch drops a dead pid's.
+    const std::optional<size_t> owner_now = owner(t.pid);
+    if (!owner_now) continue;
+    const size_t i = *owner_now;
     const int rank = workers_[i].rank;
     const std::string who = t.pid == workers_[i].pid ? "" : fmt::format(" (its process {})", t.pid);
     const std::string line = fmt::format("rank {}{}: timer '{}' expired after {:.1f} s: {}", rank, who, t.scope,

@@ -80,7 +80,7 @@ class WorkerHealth {
   WorkerTimers timers_;
   std::vector<Worker> workers_;
   std::vector<bool> exited_;
-  std::map<pid_t, size_t> owners_;  // a requesting pid -> its worker (the worker's own, or under it)
+  std::map<pid_t, size_t> owners_;  // each worker's pid -> its index (a process under one: found in /proc)
   std::map<size_t, std::chrono::steady_clock::time_point> in_d_since_;
   VerdictHandler verdict_;
   bool running_ = false, d_state_reported_ = false;

@@ -133,6 +133,20 @@ def timer_kill_restarts(ctx, tmp):
 
 
 @case
+def timer_of_a_workers_process(ctx, tmp):
+    """A process the worker started sets the timer: it is killed at the deadline, and the
+    worker's failure that follows is the `watchdog` one, naming that process."""
+    r = Run(ctx, tmp, 2, "child_hang", ["--max-restarts=0"], TIMER)
+    if ctx.torchrun:
+        return f"exit {r.rc} in {r.seconds:.1f} s"
+    r.expect(r.rc == 5, f"exit {r.rc}, expected 5 (the worker saw its process SIGKILLed)")
+    failures = r.events("failure")
+    r.expect(failures and failures[0]["kind"] == "watchdog" and "(its process" in failures[0].get("verdict", "") and
+             "timer 'child_load' expired" in failures[0]["verdict"], f"a watchdog failure naming the process: {failures}")
+    return "the worker's process killed, a watchdog failure"
+
+
+@case
 def timer_released(ctx, tmp):
     """Sections that finish release their timers: nothing is killed, nothing refused."""
     r = Run(ctx, tmp, 2, "release", [], TIMER)

@@ -4,6 +4,8 @@ Usage: health_worker.py MODE (the launcher's variables in the environment; HEALT
 folder for what the driver reads back). Modes:
   hang       rank 1 of the first attempt guards a sleep of 30 s with a 1.5 s timer
              ('load_batch'); it writes the timer's deadline to HEALTH_OUT/deadline first
+  child_hang rank 1 of the first attempt starts a process of its own that guards a 30 s sleep
+             with a 1 s timer; the worker waits for it and exits 5 when it was killed
   release    every rank guards 20 short sections with 2 s timers; nothing may be killed
   foreign    rank 0 asks for a timer on VICTIM_PID (not a worker); the victim must live
   garbage    rank 0 writes a malformed line and an overlong one (over PIPE_BUF, naming
@@ -45,6 +47,15 @@ if mode == "hang":
         sys.exit(3)  # not reached: the launcher kills it at the deadline
     with timer.expires(after=10, scope="step"):
         time.sleep(0.2)
+elif mode == "child_hang":
+    if rank == 1 and first:
+        import subprocess
+        code = ("import os, time; from torch.distributed.elastic import timer; "
+                "timer.configure(timer.FileTimerClient(os.environ['TORCHELASTIC_TIMER_FILE'])); "
+                "ctx = timer.expires(after=1, scope='child_load'); ctx.__enter__(); time.sleep(30)")
+        child = subprocess.run([sys.executable, "-c", code])
+        sys.exit(5 if child.returncode == -signal.SIGKILL else 6)
+    time.sleep(0.2)
 elif mode == "release":
     timer = timers()
     for n in range(20):
