@@ -147,6 +147,39 @@ def timer_of_a_workers_process(ctx, tmp):
 
 
 @case
+def timer_two_nodes(ctx, tmp):
+    """Two launchers (c10d rendezvous on loopback), one worker each: node 1's worker is killed
+    by its timer; node 0 reports the other node's root cause with the same verdict."""
+    if ctx.torchrun:
+        return "skipped under torchrun"
+    port = free_port()
+    procs = []
+    for node in (0, 1):
+        folder = os.path.join(tmp, f"node{node}")
+        os.makedirs(folder)
+        cmd = [ctx.launcher, "--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=c10d",
+               f"--rdzv-endpoint=127.0.0.1:{port}", "--rdzv-id=health", "--max-restarts=0",
+               "--log-dir", os.path.join(folder, "logs"), ctx.python, WORKER, "hang"]
+        sink = open(os.path.join(folder, "output.txt"), "w")
+        procs.append(subprocess.Popen(cmd, env=dict(os.environ, HEALTH_OUT=folder, **TIMER), stdout=sink,
+                                      stderr=subprocess.STDOUT, start_new_session=True))
+        sink.close()
+    try:
+        codes = [p.wait(timeout=TIMEOUT) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+    outs = [open(os.path.join(tmp, f"node{n}", "output.txt")).read() for n in (0, 1)]
+    verdict = "rank 1: timer 'load_batch' expired after 1.5 s: SIGKILL"
+    if codes[1] != 137 or f"verdict   : {verdict}" not in outs[1]:
+        raise Failure(f"node 1: exit {codes[1]}, expected 137 and the verdict:\n{outs[1][-3000:]}")
+    if codes[0] != 137 or "FAILED on node 1" not in outs[0] or f"verdict   : {verdict}" not in outs[0]:
+        raise Failure(f"node 0: exit {codes[0]}, expected 137 and node 1's verdict in its report:\n{outs[0][-3000:]}")
+    return "both nodes report node 1's watchdog verdict, exit 137"
+
+
+@case
 def timer_released(ctx, tmp):
     """Sections that finish release their timers: nothing is killed, nothing refused."""
     r = Run(ctx, tmp, 2, "release", [], TIMER)
