@@ -13,6 +13,9 @@ namespace ddp::launch::supervise {
 namespace {
 
 constexpr int kAncestorsLooked = 32;  // how far up a requesting pid's parents are followed
+// Deadlines are wall-clock times (torch's time.time()): the wait is checked against the clock
+// at least this often, so that a clock step moves them as it moves torch's.
+constexpr double kWallClockRecheckS = 1.0;
 
 double now_unix() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
@@ -113,7 +116,7 @@ void WorkerHealth::arm_expiry() {
   if (!next) return (void)expiry_timer_.cancel();
   const double wait_s = std::max(0.0, *next - now_unix());
   expiry_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(std::min(wait_s, 86400.0))));
+      std::chrono::duration<double>(std::min(wait_s, kWallClockRecheckS))));
   expiry_timer_.async_wait([this, g = generation_](const boost::system::error_code& ec) {
     if (!ec && g == generation_) expire();
   });
