@@ -54,6 +54,9 @@ void WorkerHealth::exited(size_t i) {
 }
 
 void WorkerHealth::end() {
+  if (running_ && refused_ > 1)
+    console::launcher_notice(
+        fmt::format("refused {} of the attempt's {} file timer requests (the first named above)", refused_, requests_));
   if (pipe_) {
     pipe_->listen(nullptr);
     pipe_->discard_unread();  // the ended attempt's last requests: not the next attempt's to refuse

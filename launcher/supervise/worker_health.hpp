@@ -5,7 +5,7 @@
 //   deadline the launcher sends the signal the request named to the process that set it, and the
 //   Supervisor hears a `watchdog` verdict for its worker. A request may only name a worker of
 //   this attempt or a process under one (a worker may only time out itself and its own); others
-//   and malformed lines are refused, counted, and named once per attempt.
+//   and malformed lines are refused: the first named, the count told at the attempt's end.
 // - the D state (TORCHELASTIC_UNINTERRUPTIBLE_STATE_TIMEOUT=S > 0): a worker whose /proc state
 //   stays 'D' (uninterruptible sleep, in the kernel) for S seconds gives a `d_state` verdict,
 //   once per attempt, naming where in the kernel it sleeps.
@@ -58,10 +58,6 @@ class WorkerHealth {
   void exited(size_t i);
   // The attempt has ended: every timer goes, and what its workers left in the pipe.
   void end();
-
-  // This attempt's requests taken and refused (tests, the closing notice).
-  size_t requests() const { return requests_; }
-  size_t refused() const { return refused_; }
 
  private:
   void clear_attempt();

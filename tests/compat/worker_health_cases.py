@@ -220,6 +220,7 @@ def timer_malformed_refused(ctx, tmp):
         return f"exit {r.rc} in {r.seconds:.1f} s"
     r.expect(r.rc == 0, f"exit {r.rc}, expected 0")
     r.expect("refused a file timer request" in r.out and "not a JSON object" in r.out, "the first refusal is named")
+    r.expect("refused 2 of the attempt's 2 file timer requests" in r.out, "the count is told at the attempt's end")
     r.expect(not r.events("timer_expired"), "nothing may fire")
     return "refused, exit 0"
 
