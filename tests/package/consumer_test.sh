@@ -7,7 +7,7 @@
 # Usage: consumer_test.sh BUILD_DIR TORCH_DIR
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/../../scripts/lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+source "$(dirname "$0")/../../scripts/lib.sh"
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=${1:?usage: consumer_test.sh BUILD_DIR TORCH_DIR}
 torch_dir=${2:?usage: consumer_test.sh BUILD_DIR TORCH_DIR}

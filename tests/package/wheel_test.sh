@@ -13,7 +13,7 @@
 # torch venv or its builders.
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/../../scripts/lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+source "$(dirname "$0")/../../scripts/lib.sh"
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 [[ -x $torch_python ]] || skip "no torch venv at $torch_venv (scripts/install-deps.sh)"
 "$torch_python" -c 'import scikit_build_core, auditwheel' 2>/dev/null ||
