@@ -1,5 +1,6 @@
 
 
+#include "launcher/base/clock.hpp"
 #include "launcher/cli/options.hpp"
 #include "launcher/console/notice.hpp"
 #include "launcher/node/node_session.hpp"
@@ -21,7 +22,7 @@ report::StatusBoard job_board(const JobConfig& job, const NodeSeat& seat) {
   report::StatusBoard b;
   b.job = {job.program,     job.run_id,     job.role,    job.status.backend, cli::kLauncherVersion,
            os::host_name(), seat.node_rank, seat.nnodes, job.max_restarts};
-  b.started_unix_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  b.started_unix_s = unix_now();
   return b;
 }
 

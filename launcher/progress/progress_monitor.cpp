@@ -1,6 +1,7 @@
 
 
 #include "contract/progress_file.hpp"
+#include "launcher/base/clock.hpp"
 #include "launcher/console/notice.hpp"
 #include "launcher/os/cpu_time.hpp"
 #include "launcher/progress/progress_monitor.hpp"
@@ -151,7 +152,7 @@ void ProgressMonitor::sample(const std::vector<std::optional<ddp::progress::Reco
 
 // This tick's samples into the board's rows (the last known values stay once a worker exits).
 void ProgressMonitor::post_samples() const {
-  const double now_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double now_unix = unix_now();
   for (const RankSample& s : sampler_->samples()) {
     report::RankStatus* row = board_->find_rank(s.rank);
     if (!row) continue;

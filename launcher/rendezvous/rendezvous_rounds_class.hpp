@@ -5,6 +5,7 @@
 // (this node's strikes and link measurements). Internal to those files.
 #pragma once
 
+#include "launcher/base/clock.hpp"
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/host_port.hpp"
 #include "launcher/base/launch_error.hpp"
@@ -60,11 +61,6 @@ struct NextRound {
   int expected_nodes = 0;  // how many nodes the next round waits for (0: up to nnodes_max)
   int spares = 0;          // and how many hot spares that waited after the last round
 };
-
-// Seconds since the Unix epoch: strikes are kept as wall-clock times, which outlive a launcher.
-inline double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // How an attempt ended for this node: an exit code, or the round's abort record (restart
 // or final). Neither: the store was lost.

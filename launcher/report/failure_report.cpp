@@ -46,6 +46,7 @@ std::string indent(const std::string& text, const std::string& pad) {
 
 std::string describe_exit(const WorkerOutcome& w) {
   if (w.unreaped) return "still running after SIGKILL (asleep in the kernel): not waited for";
+  if (w.failure == FailureKind::kWatchdog) return w.status.describe() + " - sent by ddp-launch: its file timer expired";
   std::string hint = signal_hint(w.status, w.stopped_by_launcher);
   return w.status.describe() + (hint.empty() ? "" : " - " + hint);
 }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "launcher/base/clock.hpp"
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/console/notice.hpp"
@@ -41,10 +42,8 @@ http::Response liveness_answer(const report::StatusBoard& board, double now_unix
 HealthCheckEndpoint::HealthCheckEndpoint(boost::asio::io_context& loop, const report::StatusBoard& board,
                                          const std::string& host, uint16_t port) {
   try {
-    server_ = std::make_unique<http::Server>(loop, host, port, [&board](const std::string&) {
-      return liveness_answer(
-          board, std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
-    });
+    server_ = std::make_unique<http::Server>(
+        loop, host, port, [&board](const std::string&) { return liveness_answer(board, unix_now()); });
   } catch (const net::ListenError& e) {
     throw LaunchError(e.address_in_use() ? exit_code::kAddressInUse : exit_code::kUsage,
                       fmt::format("TORCHELASTIC_HEALTH_CHECK_PORT={}: cannot listen at {}; {}", port, e.what(),

@@ -1,5 +1,6 @@
 
 
+#include "launcher/base/clock.hpp"
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/cli/options.hpp"
@@ -48,7 +49,7 @@ StatusEndpoint::~StatusEndpoint() = default;
 http::Response StatusEndpoint::answer(const std::string& target) const {
   const std::string path = target.substr(0, target.find('?'));
   if (path == "/metrics") return {200, http::kPrometheusContentType, metrics_text(board_, os::self_usage())};
-  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double now = unix_now();
   if (path == "/status.json") return {200, "application/json", status_json(board_, now, worker_args_) + "\n"};
   if (path == "/" || path == "/index.html") return {200, "text/html; charset=utf-8", status_page(board_, now)};
   return {404, "text/plain; charset=utf-8", "not found: try /, /status.json or /metrics\n"};

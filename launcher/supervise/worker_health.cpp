@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "launcher/base/clock.hpp"
 #include "launcher/base/signal_names.hpp"
 #include "launcher/console/notice.hpp"
 #include "launcher/os/proc_state.hpp"
@@ -16,8 +17,6 @@ constexpr int kAncestorsLooked = 32;  // how far up a requesting pid's parents a
 // Deadlines are wall-clock times (torch's time.time()): the wait is checked against the clock
 // at least this often, so that a clock step moves them as it moves torch's.
 constexpr double kWallClockRecheckS = 1.0;
-
-double now_unix() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 }  // namespace
 
@@ -86,7 +85,7 @@ void WorkerHealth::on_line(std::string_view line, bool too_long) {
         fmt::format("pid {} is neither a worker of this node nor one of their processes (a worker may only "
                     "time out itself)",
                     request.pid));
-  if (!timers_.apply(request, now_unix()))
+  if (!timers_.apply(request, unix_now()))
     return refuse(fmt::format("{} timers are live already", WorkerTimers::kMaxTimers));
   arm_expiry();
 }
@@ -117,7 +116,7 @@ std::optional<size_t> WorkerHealth::owner(pid_t pid) {
 void WorkerHealth::arm_expiry() {
   const std::optional<double> next = timers_.next_expiry();
   if (!next) return (void)expiry_timer_.cancel();
-  const double wait_s = std::max(0.0, *next - now_unix());
+  const double wait_s = std::max(0.0, *next - unix_now());
   expiry_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(std::min(wait_s, kWallClockRecheckS))));
   expiry_timer_.async_wait([this, g = generation_](const boost::system::error_code& ec) {
@@ -126,7 +125,7 @@ void WorkerHealth::arm_expiry() {
 }
 
 void WorkerHealth::expire() {
-  for (const ExpiredTimer& t : timers_.take_expired(now_unix())) {
+  for (const ExpiredTimer& t : timers_.take_expired(unix_now())) {
     // Asked again: a worker's own process that has ended since (its pid free for anyone) is
     // no longer under the worker, and its timer goes unsent, as torch drops a dead pid's.
     const std::optional<size_t> owner_now = owner(t.pid);

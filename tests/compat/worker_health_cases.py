@@ -172,10 +172,13 @@ def timer_two_nodes(ctx, tmp):
                 os.killpg(p.pid, signal.SIGKILL)
     outs = [open(os.path.join(tmp, f"node{n}", "output.txt")).read() for n in (0, 1)]
     verdict = "rank 1: timer 'load_batch' expired after 1.5 s: SIGKILL"
-    if codes[1] != 137 or f"verdict   : {verdict}" not in outs[1]:
-        raise Failure(f"node 1: exit {codes[1]}, expected 137 and the verdict:\n{outs[1][-3000:]}")
-    if codes[0] != 137 or "FAILED on node 1" not in outs[0] or f"verdict   : {verdict}" not in outs[0]:
-        raise Failure(f"node 0: exit {codes[0]}, expected 137 and node 1's verdict in its report:\n{outs[0][-3000:]}")
+    # The rendezvous numbers the nodes in the order they join: the one whose worker is rank 1 is node 1.
+    killer = 0 if "SIGKILL sent to pid" in outs[0] else 1
+    other = 1 - killer
+    if codes[killer] != 137 or f"verdict   : {verdict}" not in outs[killer]:
+        raise Failure(f"node 1: exit {codes[killer]}, expected 137 and the verdict:\n{outs[killer][-3000:]}")
+    if codes[other] != 137 or "FAILED on node 1" not in outs[other] or f"verdict   : {verdict}" not in outs[other]:
+        raise Failure(f"node 0: exit {codes[other]}, expected 137 and node 1's verdict:\n{outs[other][-3000:]}")
     return "both nodes report node 1's watchdog verdict, exit 137"
 
 
