@@ -66,13 +66,15 @@ struct Record {
   uint64_t joined_time_ns;      // 96: when init_process_group returned (0: not yet, or not told)
   uint64_t restored_time_ns;    // 104: when the training state was restored (snapshot, checkpoint)
   uint32_t features;            // 112: kFeature* bits the program has shown (sticky)
-  uint8_t reserved[12];         // 116: zero
+  uint32_t saving_ms;           // 116: milliseconds steps spent blocked saving snapshots or checkpoints (sums; wraps)
+  uint64_t restored_next_step;  // 120: the step the restored state trains next, its step + 1 (0: not told)
 };
 static_assert(sizeof(Record) == kRecordSize, "the progress record is 128 bytes");
 static_assert(offsetof(Record, pause_deadline_ns) == 64, "layout is part of the format");
 static_assert(offsetof(Record, write_time_ns) == 88, "layout is part of the format");
 static_assert(offsetof(Record, restored_time_ns) == 104, "layout is part of the format");
 static_assert(offsetof(Record, features) == 112, "layout is part of the format");
+static_assert(offsetof(Record, restored_next_step) == 120, "layout is part of the format");
 
 // Field features. Bits are part of the format: append, never renumber. A worker may set them
 // before it initialises the record (magic still 0): read_record_features reads them either way.

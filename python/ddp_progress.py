@@ -45,10 +45,11 @@ DTYPES = {"float32": 1, "float64": 2, "float16": 3, "bfloat16": 4, "int8": 5, "u
 _UPDATES, _STEP, _SEQ_ENTERED, _SEQ_COMPLETED, _NUMEL = 8, 16, 24, 32, 40
 _OP, _DTYPE, _GROUP, _PAUSED, _PAUSE_DEADLINE = 48, 52, 56, 60, 64
 _STEP_TIME, _COLLECTIVE_TIME, _WRITE_TIME, _JOINED_TIME, _RESTORED_TIME = 72, 80, 88, 96, 104
+_SAVING_MS, _RESTORED_NEXT_STEP = 116, 120
 
 _map = None
 _stacks_file = None  # kept open for faulthandler
-_state = {"updates": 0, "seq_entered": 0, "seq_completed": 0, "paused": 0}
+_state = {"updates": 0, "seq_entered": 0, "seq_completed": 0, "paused": 0, "saving_ns": 0}
 
 
 def _open():
@@ -102,10 +103,33 @@ def joined():
         _touch(_JOINED_TIME)
 
 
-def restored():
-    """Records that the training state was restored (the recovery timeline's "restored")."""
+def restored(step=None):
+    """Records that the training state was restored (the recovery timeline's "restored"); with
+    `step`, the restored state's step (the launcher's goodput ledger: later steps redo nothing
+    before it). heartbeat() then counts on from it: pass global steps."""
     if _map is not None:
+        if step is not None and int(step) >= 0:
+            _u64(_RESTORED_NEXT_STEP, int(step) + 1)
         _touch(_RESTORED_TIME)
+
+
+def saved(seconds):
+    """Records that the training thread was blocked `seconds` saving a snapshot or checkpoint
+    (summed; the goodput ledger's `stall`)."""
+    if _map is None or seconds <= 0:
+        return
+    _state["saving_ns"] += int(seconds * 1e9)
+    struct.pack_into("<I", _map, _SAVING_MS, (_state["saving_ns"] // 1000000) & 0xFFFFFFFF)
+
+
+@contextlib.contextmanager
+def saving():
+    """`with ddp_progress.saving(): torch.save(...)`: the block's time is saved()."""
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        saved(time.monotonic() - start)
 
 
 def reopen():
@@ -115,7 +139,7 @@ def reopen():
     if _map is not None:
         _map.close()
         _map = None
-    _state.update(updates=0, seq_entered=0, seq_completed=0, paused=0)
+    _state.update(updates=0, seq_entered=0, seq_completed=0, paused=0, saving_ns=0)
     _open()
     _enable_faulthandler()
 

@@ -303,6 +303,14 @@ def save(step, state, background=False):
     the next save() returns False."""
     if _open() is None:  # serialised while the previous write may still run, then save_bytes waits
         return False
+    progress = _progress()
+    if progress is None:
+        return _save(step, state, background)
+    with progress.saving():  # what the training thread waits for (a background write's copy not)
+        return _save(step, state, background)
+
+
+def _save(step, state, background):
     import torch
     table = ddp_tensor_table.plan(torch, state) if ddp_tensor_table else None
     if table is not None:
@@ -401,14 +409,20 @@ def _checkpoint_step(torch, dist, directory, group, device):
     return int(step.item())
 
 
+def _progress():
+    """ddp_progress (beside this file), or None."""
+    try:
+        import ddp_progress
+    except ImportError:
+        return None
+    return ddp_progress
+
+
 def _mark_restored(result):
-    """Tells the launcher's recovery timeline that the state is back (ddp_progress, beside this file)."""
-    if result is not None:
-        try:
-            import ddp_progress
-        except ImportError:
-            return result
-        ddp_progress.restored()
+    """Tells the launcher's recovery timeline that the state of step result[0] is back."""
+    progress = _progress() if result is not None else None
+    if progress is not None:
+        progress.restored(result[0])
     return result
 
 

@@ -11,7 +11,8 @@ With --snapshot-every N (under ddp-launch) every rank also snapshots its state i
 every N steps with python/ddp_snapshot.py, and a restart resumes from the snapshot the ranks
 agree on (ddp_snapshot.restore) before it tries the checkpoint (resume_from_snapshot below).
 
-Under ddp-launch its standbys build the model and the data set before a failure and wait at
+Under ddp-launch it feeds its progress record (python/ddp_progress.py: each global step, the
+checkpoint saves' time; elsewhere a no-op), as the launcher's goodput ledger reads it, and its standbys build the model and the data set before a failure and wait at
 ddp_standby.point() (python/ddp_standby.py; elsewhere the call returns at once).
 
 The record: with BENCH_RECOVERY_DIR set, each rank appends lines to DIR/rank<RANK>.log,
@@ -55,7 +56,8 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset  # no
 import bench_models  # noqa: E402  (next to this file)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-import ddp_snapshot  # noqa: E402  (python/ in this repository)
+import ddp_progress  # noqa: E402  (python/ in this repository)
+import ddp_snapshot  # noqa: E402  (the same)
 import ddp_standby  # noqa: E402  (the same; under ddp-launch the launcher's copy)
 
 p = argparse.ArgumentParser()
@@ -115,6 +117,7 @@ elif os.path.exists(ckpt):
     model.load_state_dict(state["model"])
     opt.load_state_dict(state["opt"])
     step = state["step"]
+    ddp_progress.restored(step)
     mark("resumed", step)
 
 sampler = DistributedSampler(data)
@@ -130,14 +133,16 @@ while step < a.steps:
         loss_fn(model(x), y).backward()
         opt.step()
         step += 1
+        ddp_progress.heartbeat(step)
         mark("step", step)
         if a.snapshot_every > 0 and step % a.snapshot_every == 0:
             ddp_snapshot.save(step, {"model": model.state_dict(), "opt": opt.state_dict()})
         if a.checkpoint_every > 0 and step % a.checkpoint_every == 0:
-            if rank == 0:
-                torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, ckpt + ".tmp")
-                os.replace(ckpt + ".tmp", ckpt)
-            dist.barrier()
+            with ddp_progress.saving():
+                if rank == 0:
+                    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, ckpt + ".tmp")
+                    os.replace(ckpt + ".tmp", ckpt)
+                dist.barrier()
         if step >= a.steps:
             break
     epoch, skip = epoch + 1, 0

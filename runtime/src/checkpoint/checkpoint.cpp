@@ -170,6 +170,7 @@ const torch::optim::OptimizerParamState* optimizer_param_state(const torch::opti
 void save_checkpoint(const std::string& path, const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
                      const CheckpointExtra& extra) {
   const PauseProgress pause(pause_limit());
+  const detail::feed::SavingClock saving;
   const bool distributed = is_initialized() && get_world_size() > 1;
   std::string error;
   if (!distributed || get_rank() == 0) {
@@ -216,7 +217,9 @@ CheckpointExtra load_checkpoint(const std::string& path, torch::nn::Module& mode
                           "' marker); was it written by ddp::save_checkpoint?");
   }
   CheckpointExtra extra = detail::load_checkpoint_archive(archive, "checkpoint '" + path + "'", model, optimizer);
-  detail::feed::restored();
+  const auto step = extra.find("step");
+  detail::feed::restored(step != extra.end() && step->second.isInt() ? std::optional(step->second.toInt())
+                                                                     : std::nullopt);
   return extra;
 }
 

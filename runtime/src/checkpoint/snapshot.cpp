@@ -26,6 +26,7 @@
 #include "runtime/src/checkpoint/snapshot_writer.hpp"
 #include "runtime/src/checkpoint/stream_copy.hpp"
 #include "runtime/src/checkpoint/tensor_table.hpp"
+#include "runtime/src/process/progress_feed.hpp"
 
 namespace ddp {
 namespace {
@@ -88,7 +89,8 @@ Snapshot::~Snapshot() {
 bool Snapshot::save(int64_t step, const torch::nn::Module& model, const torch::optim::Optimizer* optimizer,
                     const CheckpointExtra& extra) {
   if (fd_ < 0) return false;
-  if (!collect()) return false;  // the previous write failed: warned, off
+  if (!collect()) return false;            // the previous write failed: warned, off
+  const detail::feed::SavingClock saving;  // what the training thread waits for, the async write not
   const auto start = Clock::now();
   const bool device = on_device(model);
   if (!device) {  // one copy of each tensor, into the region: cheaper than any staging

@@ -226,7 +226,7 @@ std::optional<Snapshot::Restored> restore_agreed(int fd, const std::string& path
   }
   if (out.healed) keep_in_region(fd, path, step, payload);
   out.extra = detail::load_checkpoint_archive(archive, what, model, optimizer);
-  detail::feed::restored();
+  detail::feed::restored(step);
   if (out.healed)
     std::cerr << "ddp::Snapshot: rank " << get_rank() << " received the snapshot of step " << step << " from rank "
               << out.source_rank << " (" << payload.size << " bytes; restored in "

@@ -25,7 +25,7 @@ struct State {
   std::atomic<Record*> record{nullptr};
   std::mutex mutex;  // guards everything below and the writes to *record
   bool tried = false;
-  uint64_t updates = 0, step = 0, seq_entered = 0, seq_completed = 0;
+  uint64_t updates = 0, step = 0, seq_entered = 0, seq_completed = 0, saving_ns = 0;
   uint32_t paused = 0;
 };
 
@@ -137,7 +137,27 @@ void stamp(uint64_t Record::*field) {
 }
 
 void joined() { stamp(&Record::joined_time_ns); }
-void restored() { stamp(&Record::restored_time_ns); }
+
+void restored(std::optional<int64_t> step) {
+  State& s = state();
+  Record* r = s.record.load(std::memory_order_acquire);
+  if (!r) return;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (step && *step >= 0) {
+    s.step = static_cast<uint64_t>(*step);  // the next DDP step is the restored one's + 1
+    r->restored_next_step = s.step + 1;
+  }
+  touch(s, r, &r->restored_time_ns);
+}
+
+void saved(std::chrono::nanoseconds blocked) {
+  State& s = state();
+  Record* r = s.record.load(std::memory_order_acquire);
+  if (!r || blocked.count() <= 0) return;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.saving_ns += static_cast<uint64_t>(blocked.count());
+  r->saving_ms = static_cast<uint32_t>(s.saving_ns / 1000000);  // wraps after 49 days of saving
+}
 
 void pause_begin(uint64_t timeout_ns) {
   State& s = state();

@@ -4,7 +4,9 @@
 // then update it with plain stores (no system call). Thread-safe; torch-free.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 
 #include "contract/progress_record.hpp"
 
@@ -25,8 +27,22 @@ uint64_t last_entered();
 // One more DDP step completed.
 void step();
 // The process group is initialised / the training state was restored (the recovery's phases).
+// With the restored state's step: the record's later steps count on from it (global steps).
 void joined();
-void restored();
+void restored(std::optional<int64_t> step = std::nullopt);
+// The training thread was blocked saving a snapshot or a checkpoint for `blocked` (summed).
+void saved(std::chrono::nanoseconds blocked);
+// Feeds saved() with its own lifetime: one on the stack of a save.
+class SavingClock {
+ public:
+  SavingClock() : start_(std::chrono::steady_clock::now()) {}
+  ~SavingClock() { saved(std::chrono::steady_clock::now() - start_); }
+  SavingClock(const SavingClock&) = delete;
+  SavingClock& operator=(const SavingClock&) = delete;
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
 // A legitimate pause begins (timeout_ns 0: no limit) / ends; they nest.
 void pause_begin(uint64_t timeout_ns);
 void pause_end();
