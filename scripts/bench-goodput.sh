@@ -10,11 +10,11 @@
 #
 #   scripts/bench-goodput.sh [--duration S] [--fault-every S] [--seed N] [--rounds N]
 #                            [--sweep LIST] [--sweep-duration S] [--py-snapshot-every N]
-#                            [--overhead-runs N] [--overhead-steps N]
+#                            [--overhead-runs N] [--overhead-steps N] [--launchers torchrun,ddp]
 #
 # Defaults: --duration 60, --fault-every 10, --seed 1, --rounds 1, --sweep 1,5,10,25,50,
 # --sweep-duration 30, --py-snapshot-every 0 (the sweep's pick), --overhead-runs 3,
-# --overhead-steps 200 (scripts/bench_goodput.py --help says more).
+# --overhead-steps 200, --launchers torchrun,ddp (scripts/bench_goodput.py --help says more).
 # Env: BUILD_DIR (scripts/lib.sh); PYTHON (the peers' Python, default the torch venv's: its
 # torchrun, `-m torch.distributed.run`; PYTHON=/usr/bin/python3 for Debian's 1.13 through
 # bench/peers/torchrun_fixed.py).
@@ -31,7 +31,7 @@ while (($#)); do
       exit 0
       ;;
     --duration | --fault-every | --seed | --rounds | --sweep | --sweep-duration | --py-snapshot-every | \
-      --overhead-runs | --overhead-steps)
+      --overhead-runs | --overhead-steps | --launchers)
       (($# >= 2)) || die "$1 needs a value; see scripts/bench-goodput.sh --help"
       args+=("$1" "$2")
       shift 2

@@ -7,7 +7,12 @@ driver SIGKILLs one worker, chosen by a generator seeded with --seed, at every m
 useful steps are the step the job stands at when the window ends (redone steps count once).
 Per configuration: goodput = useful steps/s of the faulty run / steps/s of its fault-free
 run; goodput vs the floor = the same over the fault-free run without checkpoints or snapshots;
-per failure: steps redone (the last step completed before the kill minus the step the new
+under ddp-launch, the launcher's own goodput ledger of the faulty run (its `goodput` event in
+events.jsonl), over the same span (from the first step, start-up and shutdown left out): its
+goodput, and with the time kept steps spent saving (stall), beside the faulty run's goodput
+against itself: useful steps/s over its own undisturbed rate (the workers' step records in
+the 3 s before each kill and before the window's end, when a restart's side work is over),
+which the run-to-run drift of this VM's speed does not move; per failure: steps redone (the last step completed before the kill minus the step the new
 attempt resumed from) and failure -> first step of the new attempt. Before the main runs, a
 sweep of train's --snapshot-every picks the interval with the most useful steps/s; after them,
 the snapshot overhead of train --bench (the benchmark MLP) at interval 0, 10 (its default) and 1.
@@ -17,6 +22,8 @@ Usage: bench_goodput.py --ddp-launch BIN --train BIN [--torchrun CMD] --peer PY 
 """
 import argparse
 import datetime
+import glob
+import json
 import os
 import random
 import re
@@ -56,7 +63,8 @@ def argv_of(cfg, a, work, restarts):
         prefix = a.torchrun + ["--standalone", "--nproc_per_node=2", "--monitor_interval=0.1",
                   f"--max_restarts={restarts}"]
     else:
-        prefix = [a.ddp_launch, "--nproc-per-node=2", f"--max-restarts={restarts}"]
+        prefix = [a.ddp_launch, "--nproc-per-node=2", f"--max-restarts={restarts}", "--log-dir",
+                  os.path.join(work, "logs")]  # events.jsonl: the ledger's `goodput` event
     if cfg.program == "py":
         return prefix + [a.peer, "--steps", str(10**9)] + PY_MODEL + cfg.args
     return prefix + [a.train, "--epochs", str(10**6), "--schedule", "constant", "--train-samples", "8192",
@@ -73,6 +81,39 @@ class Run:
         self.failures = []  # per kill: {"rank", "redone", "to_step"} (to_step None: no step of the new attempt)
         self.postponed = 0  # kills that waited for the previous restart's first step
         self.missed = 0  # kills that waited past the window's end (so never happened)
+        self.ledger = None  # ddp-launch: {"goodput", "with_stall", "sum_error"} over the span from the first step
+        self.steady = None  # the run's own undisturbed rate: steps/s in the STEADY_S before each kill and the end
+        self.same_run = None  # useful steps/s over that rate: goodput measured against the run itself
+
+
+STEADY_S = 3  # seconds before a kill (or the window's end): the previous restart's side work is over
+
+
+def steady_rate(events, ends):
+    """The median over `ends` of the step rate in the STEADY_S before each (from the workers' own
+    step records), or None."""
+    rates = []
+    for end in ends:
+        inside = [(t, step) for t, _, step in events if end - STEADY_S <= t < end]
+        if len(inside) >= 2 and inside[-1][0] > inside[0][0] and inside[-1][1] > inside[0][1]:
+            rates.append((inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0]))
+    return statistics.median(rates) if rates else None
+
+
+def ledger_of(work):
+    """The launcher's `goodput` event (ddp-launch runs), as fractions of the span from the first
+    step (start-up, pre-flight, waiting and shutdown left out), or None."""
+    for path in glob.glob(os.path.join(work, "logs", "*", "events.jsonl")):
+        for line in open(path, errors="replace"):
+            e = json.loads(line) if '"goodput"' in line else {}
+            if e.get("event") != "goodput":
+                continue
+            kinds = [k for k in e if k.endswith("_s") and k not in ("wall_s", "goodput_s", "pending_s")]
+            span = e["wall_s"] - sum(e.get(k, 0) for k in ("startup_s", "preflight_s", "waiting_s", "shutdown_s"))
+            total = e["goodput_s"] + e["pending_s"] + sum(e[k] for k in kinds)
+            return {"goodput": e["goodput_s"] / span, "with_stall": (e["goodput_s"] + e["stall_s"]) / span,
+                    "sum_error": abs(total - e["wall_s"]) / e["wall_s"]} if span > 0 else None
+    return None
 
 
 def steps_of(recs):
@@ -125,6 +166,7 @@ def one_run(cfg, a, duration, faulty, rng):
                     stop(proc)
         recs = [r.poll() for r in records]
         output = open(out_path, errors="replace").read()
+        run.ledger = ledger_of(work) if cfg.launcher == "ddp" else None
     if t0 is None:
         run.error = f"no step within {duration + a.timeout:.0f} s" if rc is None else f"the job exited ({rc}) first"
     elif not windowed:
@@ -138,6 +180,8 @@ def one_run(cfg, a, duration, faulty, rng):
         first = events[0][2] - 1  # the step the window starts from (0: a fresh start)
         at_end = [step for t, _, step in events if t <= t0 + duration]
         run.rate = (at_end[-1] - first) / duration
+        run.steady = steady_rate(events, [t for t, _, _ in kills] + [t0 + duration])
+        run.same_run = run.rate / run.steady if run.steady else None
     for t_kill, rank, attempt in kills:
         before = [step for t, _, step in events if t <= t_kill]
         new = [rec[attempt + 1] for rec in recs if attempt + 1 in rec]
@@ -191,6 +235,19 @@ def summary(runs):
             [r.error for r in runs if r.error])
 
 
+def ledger_cells(faulty):
+    """The faulty runs' goodput against the run itself (useful steps/s over its own undisturbed
+    rate), the launcher's ledger of them (its goodput; with stall, which that rate pays too) and
+    the gap between the two in points; medians ('-': none)."""
+    same = [r.same_run for r in faulty if r.same_run]
+    got = [r for r in faulty if r.ledger]
+    gaps = [r.ledger["with_stall"] - r.same_run for r in got if r.same_run]
+    cell = lambda xs, f: f(statistics.median(xs)) if xs else "-"  # noqa: E731
+    pct1 = lambda x: f"{100 * x:.1f}%"  # noqa: E731
+    return " | ".join([cell(same, pct1), cell([r.ledger["goodput"] for r in got], pct1),
+                       cell([r.ledger["with_stall"] for r in got], pct1), cell(gaps, lambda x: f"{100 * x:+.1f}")])
+
+
 def failure_cells(failures):
     redone = [f["redone"] for f in failures]
     to_step = [f["to_step"] * 1000 for f in failures if f["to_step"] is not None]
@@ -214,6 +271,8 @@ def parse_args():
     p.add_argument("--overhead-runs", type=int, default=3, help="train --bench runs per snapshot interval (0: none)")
     p.add_argument("--overhead-steps", type=int, default=200, help="timed steps of each train --bench run")
     p.add_argument("--timeout", type=float, default=60, help="seconds a run may take beyond its window")
+    p.add_argument("--launchers", default="torchrun,ddp",
+                   help="the configurations' launchers to run, comma separated: torchrun, ddp (the floors run always)")
     a = p.parse_args()
     problems = []
     if a.duration <= 0 or a.sweep_duration <= 0 or a.fault_every <= 0:
@@ -283,6 +342,8 @@ def main():
         (train_config(f"ddp-launch + train, --snapshot-every {best} (the sweep's best)", best,
                       f"`--snapshot-every {best}`"), True),
     ]
+    launchers = set(a.launchers.split(","))
+    configs = [(cfg, faults) for cfg, faults in configs if cfg.launcher in launchers or not faults]
     runs = {cfg.name: {"free": [], "faulty": []} for cfg, _ in configs}
     for i in range(a.rounds):
         for cfg, with_faults in configs:
@@ -293,7 +354,9 @@ def main():
                 log(f"round {i + 1}/{a.rounds} {cfg.name}, {kind}: " + (
                     f"FAILED: {r.error}" if r.error else
                     f"{r.rate:.1f} steps/s, {len(r.failures)} failures, redone "
-                    f"{[f['redone'] for f in r.failures]}"))
+                    f"{[f['redone'] for f in r.failures]}" + (
+                        f", ledger {100 * r.ledger['goodput']:.1f}% (+ stall {100 * r.ledger['with_stall']:.1f}%)"
+                        if r.ledger else "") + (f", against itself {100 * r.same_run:.1f}%" if r.same_run else "")))
                 if r.error:
                     failed.append(f"{cfg.name}, {kind}, round {i + 1}: {r.error}")
 
@@ -326,19 +389,26 @@ def main():
         print(f"| {every}{mark} | {rate} | {pct(r.rate, sweep_floor.rate)} | {failure_cells(r.failures)} |")
     print()
     print("| configuration | state saved | fault-free steps/s | useful steps/s under faults | goodput | goodput vs the "
-          "floor | failures | steps redone per failure: median (min-max) | failure -> first step: median (min-max) |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+          "floor | goodput against the run itself | the ledger's goodput | + stall | the ledger's gap, points | failures | "
+          "steps redone per failure: median (min-max) | failure -> first step: median (min-max) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     floors = {"py": summary(runs[floor_py.name]["free"])[0], "train": summary(runs[floor_train.name]["free"])[0]}
     for cfg, with_faults in configs:
         free = summary(runs[cfg.name]["free"])[0]
         free_cell = "-" if free is None else f"{free:.1f}"
         if not with_faults:
-            print(f"| {cfg.name} | {cfg.what} | {free_cell} | | | | | | |")
+            print(f"| {cfg.name} | {cfg.what} | {free_cell} | | | | | | | | | | |")
             continue
         rate, failures, _ = summary(runs[cfg.name]["faulty"])
         rate_cell = "-" if rate is None else f"{rate:.1f}"
         print(f"| {cfg.name} | {cfg.what} | {free_cell} | {rate_cell} | {pct(rate, free)} | "
-              f"{pct(rate, floors[cfg.program])} | {failure_cells(failures)} |")
+              f"{pct(rate, floors[cfg.program])} | "
+              f"{ledger_cells(runs[cfg.name]['faulty'])} | "
+              f"{failure_cells(failures)} |")
+    sums = [r.ledger["sum_error"] for c, _ in configs for r in runs[c.name]["faulty"] if r.ledger]
+    if sums:
+        print(f"\nThe ledger's kinds and pending time add up to its wall time within {100 * max(sums):.3f}% "
+              f"(the largest gap over {len(sums)} runs).")
     print()
     print("Where a failure's time goes (medians over the failures): SIGKILL -> a new worker runs the program | "
           "-> every rank's init_process_group returned | -> every rank restored its state (none: nothing to restore) "

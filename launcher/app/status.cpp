@@ -6,6 +6,7 @@
 #include "launcher/console/notice.hpp"
 #include "launcher/http/client.hpp"
 #include "launcher/os/process.hpp"
+#include "launcher/report/goodput_ledger.hpp"
 #include "launcher/status/status_endpoint.hpp"
 #include "launcher/app/status.hpp"
 #include <chrono>
@@ -103,6 +104,21 @@ std::pair<std::string, int> look(const Target& t) {
   return {fmt::format("unreachable: {}\n", unreachable), kStatusUnreachable};
 }
 
+// The goodput ledger's line from /status.json's "goodput" (badput_s: {kind: s}) or from the
+// `goodput` event (KIND_s fields); "" when there is none.
+std::string goodput_text(const json& g, bool flat) {
+  if (!g.is_object() || !g.contains("ratio")) return "";
+  report::GoodputTotals t;
+  t.ratio = g.value("ratio", 0.0);
+  t.wall_s = g.value("wall_s", 0.0);
+  const json badput = flat ? g : g.value("badput_s", json::object());
+  for (report::Badput kind : report::kAllBadput)
+    t.badput_s[static_cast<size_t>(kind)] = badput.value(std::string(to_string(kind)) + (flat ? "_s" : ""), 0.0);
+  t.ignored_records = g.value("ignored_records", 0ULL);
+  t.coarse = g.value("coarse", false);
+  return report::goodput_line(t) + "\n";
+}
+
 }  // namespace
 
 std::string format_status(const std::string& status_json) {
@@ -130,6 +146,7 @@ std::string format_status(const std::string& status_json) {
   for (const auto& [cause, n] : by_cause.items())
     if (n.is_number() && n.get<long long>() > 0) restarts += fmt::format(" {} {}", cause, n.get<long long>());
   out += "restarts:" + (restarts.empty() ? std::string(" none") : restarts) + "\n";
+  out += goodput_text(s.value("goodput", json()), false);
   for (const json& n : s.value("nodes", json::array()))
     out += fmt::format("node {} ({}): {}\n", num(n.value("node_rank", json(0))), str(n.value("host", json(""))),
                        str(n.value("url", json(""))));
@@ -137,7 +154,7 @@ std::string format_status(const std::string& status_json) {
 }
 
 std::string format_run_summary(const std::vector<std::string>& lines, bool* ended) {
-  std::string head, outcome = "running (no finish event yet)", failures;
+  std::string head, outcome = "running (no finish event yet)", failures, goodput;
   int restarts = 0;
   std::map<long long, std::string> last_exit;
   *ended = false;
@@ -149,6 +166,7 @@ std::string format_run_summary(const std::vector<std::string>& lines, bool* ende
       head = fmt::format("{}  run {}  on {}  {} worker(s) per node  (from events.jsonl)\n", e.value("program", "?"),
                          e.value("run_id", "?"), e.value("host", "?"), num(e.value("nproc", json(0))));
     else if (event == "restart") ++restarts;
+    else if (event == "goodput") goodput = goodput_text(e, true);
     else if (event == "failure")
       failures += fmt::format("  attempt {}: {} rank {}{}\n", num(e.value("attempt", json(0))), e.value("kind", "?"),
                               num(e.value("rank", json(-1))),
@@ -163,7 +181,7 @@ std::string format_run_summary(const std::vector<std::string>& lines, bool* ende
       outcome = fmt::format("ended: {} (exit code {})", e.value("outcome", "?"), num(e.value("exit_code", json(0))));
     }
   }
-  std::string out = head + outcome + fmt::format("; restarts: {}\n", restarts);
+  std::string out = head + outcome + fmt::format("; restarts: {}\n", restarts) + goodput;
   if (!failures.empty()) out += "failures:\n" + failures;
   for (const auto& [rank, how] : last_exit) out += fmt::format("  rank {}: {}\n", rank, how);
   return out;

@@ -4,8 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <fstream>
 
+#include "launcher/base/clock.hpp"
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/failure_kind.hpp"
 #include "launcher/base/signal_names.hpp"
@@ -45,6 +47,7 @@ void JobEnd::report_stop_elsewhere(const report::RemoteFailure& stop, int node_r
 
 void JobEnd::finished(int code) {
   snapshots_.persist(snapshot::PersistReason::kEnd);
+  conclude_goodput();
   events_.write("finish", {{"outcome", code == exit_code::kSuccess ? "succeeded" : "failed"}, {"exit_code", code}});
 }
 
@@ -52,6 +55,7 @@ void JobEnd::stopped_between_attempts() { snapshots_.persist(snapshot::PersistRe
 
 int JobEnd::interrupted(int signal, const std::optional<std::string>& note) {
   const int code = exit_code::from_signal(signal);
+  conclude_goodput();
   events_.write("finish", {{"outcome", "interrupted"},
                            {"signal", signal_name(signal)},
                            {"reason", note.value_or("")},
@@ -63,7 +67,25 @@ void JobEnd::failed_by_error(int code, const std::string& message, bool store_lo
   snapshots_.persist(snapshot::PersistReason::kEnd);
   if (store_lost)
     events_.write("failure", {{"kind", to_string(FailureKind::kStoreLost)}, {"final", true}, {"reason", message}});
+  conclude_goodput();
   events_.write("finish", {{"outcome", "error"}, {"exit_code", code}, {"message", message}});
+}
+
+// The ledger ends with the job: every kind in the `goodput` event (seconds to the microsecond).
+void JobEnd::conclude_goodput() {
+  const double now = unix_now();
+  goodput_.job_ended(now);
+  const report::GoodputTotals t = goodput_.totals(now);
+  const auto us = [](double s) { return std::round(s * 1e6) / 1e6; };
+  std::vector<report::EventField> fields = {
+      {"ratio", std::round(t.ratio * 1e4) / 1e4}, {"wall_s", us(t.wall_s)}, {"goodput_s", us(t.goodput_s)}};
+  for (report::Badput kind : report::kAllBadput)
+    fields.emplace_back(std::string(to_string(kind)) + "_s", us(t.badput_s[static_cast<size_t>(kind)]));
+  fields.emplace_back("pending_s", us(t.pending_s));
+  fields.emplace_back("ignored_records", static_cast<long long>(t.ignored_records));
+  fields.emplace_back("coarse", t.coarse);
+  events_.write("goodput", fields);
+  if (t.attempts > 1 || t.wall_s >= 60) console::launcher_notice(report::goodput_line(t));
 }
 
 void JobEnd::write_launcher_error_file(const std::string& record) const {

@@ -2,7 +2,9 @@
 // `finish` event; a failure that ends the job also writes the report on stderr, keeps the run
 // directory whose files the report names, copies the root cause to the launcher's own
 // TORCHELASTIC_ERROR_FILE (a scheduler reads it) and writes the termination log. Every end
-// persists the newest snapshot (docs/snapshots.md). Owned by NodeSession; single-threaded.
+// persists the newest snapshot (docs/snapshots.md) and concludes the goodput ledger: a
+// `goodput` event before `finish`, and its line on the console when the job restarted or ran a
+// minute or more (docs/goodput.md). Owned by NodeSession; single-threaded.
 #pragma once
 
 #include <optional>
@@ -13,6 +15,7 @@
 #include "launcher/report/attempt_result.hpp"
 #include "launcher/report/event_log.hpp"
 #include "launcher/report/failure_report.hpp"
+#include "launcher/report/goodput_ledger.hpp"
 #include "launcher/snapshot/snapshot_regions.hpp"
 #include "launcher/worker/run_layout.hpp"
 
@@ -21,8 +24,8 @@ namespace ddp::launch::node {
 class JobEnd {
  public:
   JobEnd(const JobConfig& job, const cli::Environment& env, worker::RunLayout& layout, report::EventLog& events,
-         snapshot::SnapshotRegions& snapshots)
-      : job_(job), env_(env), layout_(layout), events_(events), snapshots_(snapshots) {}
+         snapshot::SnapshotRegions& snapshots, report::GoodputLedger& goodput)
+      : job_(job), env_(env), layout_(layout), events_(events), snapshots_(snapshots), goodput_(goodput) {}
 
   // This node's worker (result's root cause) ends the job in its restart `restart_count`:
   // reported here. Returns the job's exit code for it. No finish event (failed() writes it).
@@ -48,12 +51,14 @@ class JobEnd {
 
  private:
   void write_launcher_error_file(const std::string& record) const;
+  void conclude_goodput();
 
   const JobConfig& job_;
   const cli::Environment& env_;
   worker::RunLayout& layout_;
   report::EventLog& events_;
   snapshot::SnapshotRegions& snapshots_;
+  report::GoodputLedger& goodput_;
 };
 
 }  // namespace ddp::launch::node

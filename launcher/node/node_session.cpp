@@ -18,11 +18,34 @@ namespace {
 using Kind = report::AttemptResult::Kind;
 using snapshot::PersistReason;
 
+double unix_s(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+// How the attempt ended, into the goodput ledger: the step in flight at a failure here is
+// redone, up to a verdict here is a hang, up to learning of one elsewhere is detection.
+void account_attempt(report::GoodputLedger& ledger, const report::AttemptResult& result) {
+  using Ending = report::GoodputLedger::Ending;
+  const auto now = std::chrono::system_clock::now();
+  const report::FailedAttempt f = report::failed_attempt(result, now);
+  if (result.kind == Kind::kSucceeded || result.kind == Kind::kInterrupted)
+    return ledger.attempt_ended(Ending::kFinished, unix_s(f.workers_stopped), unix_s(f.workers_stopped));
+  if (result.kind == Kind::kFailed && result.root_cause) {
+    const FailureKind kind = result.outcomes[*result.root_cause].failure;
+    return ledger.attempt_ended(has_verdict(kind) || is_hang(kind) ? Ending::kHung : Ending::kCrashed,
+                                unix_s(f.failure_seen), unix_s(f.workers_stopped));
+  }
+  auto learned = now;  // stopped for a failure elsewhere: learned just before the first exit
+  for (const report::WorkerOutcome& o : result.outcomes) learned = std::min(learned, o.time);
+  ledger.attempt_ended(Ending::kElsewhere, unix_s(learned), unix_s(f.workers_stopped));
+}
+
 report::StatusBoard job_board(const JobConfig& job, const NodeSeat& seat) {
   report::StatusBoard b;
   b.job = {job.program,     job.run_id,     job.role,    job.status.backend, cli::kLauncherVersion,
            os::host_name(), seat.node_rank, seat.nnodes, job.max_restarts};
   b.started_unix_s = unix_now();
+  b.goodput = report::GoodputLedger(b.started_unix_s);
   return b;
 }
 
@@ -88,7 +111,7 @@ NodeSession::NodeSession(const JobConfig& job, const cli::Environment& env, cons
               {[this](const std::string& line) { board_.add_event(line); }, job.events_to_console}),
       recovery_(events_, &board_),
       snapshots_(env, job.snapshot_persist, &events_),
-      end_(job, env, layout_, events_, snapshots_),
+      end_(job, env, layout_, events_, snapshots_, board_.goodput),
       containment_(job.containment, children_),
       watchdog_(children_, containment_.watchdog_sweep()),
       standbys_(standby_pool(loop_, children_, watchdog_, job, containment_, events_)),
@@ -128,8 +151,10 @@ void NodeSession::begin_attempt(int restart_count, int world_size) {
 report::AttemptResult NodeSession::run_attempt(std::vector<worker::WorkerLaunch> launches,
                                                const supervise::AttemptCheck& check) {
   recovery_.rendezvous_done();
+  board_.goodput.attempt_started(unix_now());
   report::AttemptResult result = supervisor_.run_attempt(std::move(launches), check);
   recovery_.attempt_ended(result.kind == Kind::kSucceeded);
+  account_attempt(board_.goodput, result);
   return result;
 }
 

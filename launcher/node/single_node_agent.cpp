@@ -1,5 +1,6 @@
 
 
+#include "launcher/base/clock.hpp"
 #include "launcher/base/exit_status.hpp"
 #include "launcher/base/launch_error.hpp"
 #include "launcher/base/signal_names.hpp"
@@ -57,13 +58,15 @@ class LocalRounds : public RoundSource {
       : session_(session), job_(job), node_(node), env_(env), plan_(std::move(plan)) {}
 
   std::optional<int> prepare() override {
-    if (job_.preflight)
-      preflight::run_preflight(session_.children(), *job_.preflight,
-                               preflight::job_needs(job_.devices, plan_.local_world_size,
-                                                    preflight::preflight_folders(env_, session_.layout().run_dir(),
-                                                                                 job_.snapshot_persist.dir),
-                                                    job_.command.executable),
-                               {&session_.events(), &session_.board(), true});
+    if (!job_.preflight) return std::nullopt;
+    session_.board().goodput.phase(report::Badput::kPreflight, unix_now());
+    preflight::run_preflight(
+        session_.children(), *job_.preflight,
+        preflight::job_needs(job_.devices, plan_.local_world_size,
+                             preflight::preflight_folders(env_, session_.layout().run_dir(), job_.snapshot_persist.dir),
+                             job_.command.executable),
+        {&session_.events(), &session_.board(), true});
+    session_.board().goodput.phase(report::Badput::kStartup, unix_now());
     return std::nullopt;
   }
 

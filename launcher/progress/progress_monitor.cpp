@@ -68,7 +68,9 @@ void ProgressMonitor::start(std::vector<Worker> workers, Probe probe, std::funct
 void ProgressMonitor::stop() { sampling_ = false; }
 
 void ProgressMonitor::end() {
-  if (first_step_) watch_first_step(read_records(), true);
+  const std::vector<std::optional<ddp::progress::Record>> records = read_records();
+  account(records);  // the attempt's last steps (its workers are gone: their records stay)
+  if (first_step_) watch_first_step(records, true);
   first_step_.reset();
   on_first_step_ = nullptr;
   sampling_ = false;
@@ -89,12 +91,20 @@ void ProgressMonitor::schedule() {
 
 void ProgressMonitor::tick() {
   const std::vector<std::optional<ddp::progress::Record>> records = read_records();
+  account(records);
   if (first_step_) watch_first_step(records, false);
   if (sampling_ && std::chrono::steady_clock::now() >= next_sample_) {
     next_sample_ = std::chrono::steady_clock::now() + kTick;
     sample(records);
   }
   schedule();
+}
+
+// Every read into the board's goodput ledger, its times made Unix seconds.
+void ProgressMonitor::account(const std::vector<std::optional<ddp::progress::Record>>& records) const {
+  if (!board_ || workers_.empty()) return;
+  const double now = unix_now();
+  board_->goodput.observe(now, now - monotonic_s(), records);
 }
 
 // Every worker's record, read once (nullopt: none yet, or unreadable).

@@ -2,7 +2,8 @@
 // (contract/progress_file.hpp). A timer on the Supervisor's event loop reads each record once
 // per tick and hands the reads to its consumers: every kTick the progress sampler, and through
 // it the hang detector (a verdict goes to on_hang; sampling then stops) and the straggler
-// detector (its notices are printed and logged here) and the status board; every
+// detector (its notices are printed and logged here) and the status board; every read, to
+// the board's goodput ledger; every
 // FirstStepWatch::kPoll, until the attempt's first step is seen, the first-step watch (for the
 // attempt observer). It runs while some consumer is on. Single-threaded (the loop's thread);
 // never blocks beyond reading small files.
@@ -82,6 +83,7 @@ class ProgressMonitor {
   void watch_first_step(const std::vector<std::optional<ddp::progress::Record>>& records, bool end_of_attempt);
   std::vector<HangDetector::SignsOfLife> signs_of_life() const;
   void post_samples() const;
+  void account(const std::vector<std::optional<ddp::progress::Record>>& records) const;
 
   boost::asio::steady_timer timer_;
   ProgressMonitorConfig config_;

@@ -135,6 +135,7 @@ node::NextAttempt RendezvousRounds::start_round(const Round& r) {
 // regions created, ready to take a lost or left-out node's seat.
 void RendezvousRounds::wait_as_spare(int round) {
   board_.spare = true;
+  board_.goodput.phase(report::Badput::kWaiting, unix_now());
   events_.write("spare", {{"round", round}, {"nnodes_max", spec_.nnodes_max}});
   const int nproc = job_.devices.nproc;
   node::NodePlacement where{spec_.nnodes_max - 1,
@@ -203,6 +204,7 @@ std::optional<int> RendezvousRounds::reach_store() {
 // environment, the abort wait.
 void RendezvousRounds::prepare_node() {
   load_strikes();
+  if (job_.preflight) board_.goodput.phase(report::Badput::kPreflight, unix_now());
   if (job_.preflight)  // before the first join; the round's leader judges the failures and compares the cores
     preflight_ = preflight::check_node(
         session_.children(), *job_.preflight,
@@ -211,6 +213,7 @@ void RendezvousRounds::prepare_node() {
                              job_.command.executable),
         {&events_, &board_, true});
   if (job_.preflight) start_probe();
+  board_.goodput.phase(report::Badput::kWaiting, unix_now());  // until the first round seats this node
   worker_env_ = worker::socket_interface_environment(
       env_, advertised_addr(), spec_.rdzv_backend == cli::RdzvBackend::kEtcd ? "" : store_hosts().front());
   abort_thread_ = std::make_unique<AbortWaitThread>(store_.open_waiter(), [this] { stops_.wake(); });
@@ -242,6 +245,7 @@ std::variant<node::NextAttempt, int> RendezvousRounds::next_attempt() {
       session_.end().stopped_between_attempts();
       return stopped_between_rounds(last_, stopped->signal);
     }
+    if (!last_) board_.goodput.phase(report::Badput::kStartup, unix_now());  // seated: the workers start next
     last_ = Round{std::get<Seated>(joined).plan, {}};
     last_->me = *last_->plan.find(store_.name);
     probe_.reset();  // the first round's link checks are done once its plan is read

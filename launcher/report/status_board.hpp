@@ -3,9 +3,9 @@
 // things happen: the agent (job header, attempt, round, restarts by cause), the Supervisor
 // (its workers' rows and states, hang verdicts), the progress monitor (each rank's step, step
 // time, last progress, collective, straggler flag: one read per tick, the same samples the
-// hang detector reads) and the recovery log (each restart's phase durations). Holds no pid,
-// path, environment value or token. Single-threaded (the Supervisor's loop) but for the recent
-// events, which any thread may add (the snapshot persister logs from its own); no I/O.
+// hang detector reads; every read into the goodput ledger) and the recovery log (each restart's phase durations). Holds
+// no pid, path, environment value or token. Single-threaded (the Supervisor's loop) but for the recent events, which
+// any thread may add (the snapshot persister logs from its own); no I/O.
 #pragma once
 
 #include <array>
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "launcher/base/failure_kind.hpp"
+#include "launcher/report/goodput_ledger.hpp"
 
 namespace ddp::launch::report {
 
@@ -90,6 +91,7 @@ struct StatusBoard {
   bool spare = false;                                  // this node waits as a hot spare
   std::vector<std::string> left_out;                   // the nodes the latest round left out, and why
   std::optional<std::string> finished;                 // the job's outcome once known
+  GoodputLedger goodput;  // this node's wall time, goodput and badput (job_board: from the start)
   // Multi-node, on group rank 0: every node's status endpoint (the page links them).
   struct Node {
     int node_rank = 0;

@@ -3,6 +3,31 @@
 #include <nlohmann/json.hpp>
 
 namespace ddp::launch::status {
+namespace {
+
+nlohmann::ordered_json goodput_json(const report::GoodputTotals& g) {
+  nlohmann::ordered_json badput = nlohmann::ordered_json::object();
+  for (report::Badput kind : report::kAllBadput) badput[to_string(kind)] = g.badput_s[static_cast<size_t>(kind)];
+  return {{"ratio", g.ratio},         {"wall_s", g.wall_s}, {"goodput_s", g.goodput_s},
+          {"pending_s", g.pending_s}, {"badput_s", badput}, {"ignored_records", g.ignored_records},
+          {"coarse", g.coarse}};
+}
+
+// Group rank 0's list of every node's endpoint and what it joined with.
+nlohmann::ordered_json nodes_json(const std::vector<report::StatusBoard::Node>& nodes) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const report::StatusBoard::Node& n : nodes)
+    out.push_back({{"node_rank", n.node_rank},
+                   {"host", n.host},
+                   {"url", n.url},
+                   {"preflight_failed", n.preflight_failed},
+                   {"cpu_gflops", n.cpu_gflops},
+                   {"strikes", n.strikes},
+                   {"nccl_busbw_gbps", n.nccl_busbw_gbps}});
+  return out;
+}
+
+}  // namespace
 
 std::string status_json(const report::StatusBoard& b, double now,
                         const std::optional<std::vector<std::string>>& worker_args) {
@@ -42,6 +67,7 @@ std::string status_json(const report::StatusBoard& b, double now,
   }
   j["restarts"] = restarts;
   j["hang_verdicts"] = b.hang_verdicts;
+  j["goodput"] = goodput_json(b.goodput.totals(now));
   j["preflight"] = b.preflight;  // {} without --preflight
   j["strikes"] = b.strikes;
   j["spare"] = b.spare;
@@ -52,16 +78,7 @@ std::string status_json(const report::StatusBoard& b, double now,
     if (!e.is_discarded()) events.push_back(std::move(e));
   }
   j["events"] = events;
-  ordered_json nodes = ordered_json::array();
-  for (const report::StatusBoard::Node& n : b.nodes)
-    nodes.push_back({{"node_rank", n.node_rank},
-                     {"host", n.host},
-                     {"url", n.url},
-                     {"preflight_failed", n.preflight_failed},
-                     {"cpu_gflops", n.cpu_gflops},
-                     {"strikes", n.strikes},
-                     {"nccl_busbw_gbps", n.nccl_busbw_gbps}});
-  j["nodes"] = nodes;
+  j["nodes"] = nodes_json(b.nodes);
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "launcher/base/clock.hpp"
 #include "launcher/http/prometheus_text.hpp"
 
 namespace ddp::launch::status {
@@ -97,6 +98,28 @@ void restart_series(http::PrometheusText& t, const report::StatusBoard& b) {
   t.sample("ddp_launch_hang_verdicts_total", {}, static_cast<double>(b.hang_verdicts));
 }
 
+// The goodput ledger: seconds resolved as goodput or as each kind of badput (counters), what
+// is not resolved yet, the wall time and the ratio (gauges).
+void goodput_series(http::PrometheusText& t, const report::GoodputTotals& g) {
+  t.family("ddp_launch_goodput_seconds_total", "counter", "This node's wall time in steps that were kept (goodput)");
+  t.sample("ddp_launch_goodput_seconds_total", {}, g.goodput_s);
+  t.family("ddp_launch_badput_seconds_total", "counter",
+           "This node's wall time lost, by kind (docs/goodput.md: preflight, waiting, startup, restart, restore, "
+           "redone, stall, hang, detection, shutdown)");
+  for (report::Badput kind : report::kAllBadput)
+    t.sample("ddp_launch_badput_seconds_total", {{"kind", to_string(kind)}}, g.badput_s[static_cast<size_t>(kind)]);
+  t.family("ddp_launch_goodput_pending_seconds", "gauge",
+           "Wall time not classified yet (steps a restart may still redo, the phase under way)");
+  t.sample("ddp_launch_goodput_pending_seconds", {}, g.pending_s);
+  t.family("ddp_launch_wall_seconds", "gauge", "Seconds since the launcher started: goodput + badput + pending");
+  t.sample("ddp_launch_wall_seconds", {}, g.wall_s);
+  t.family("ddp_launch_goodput_ratio", "gauge", "Goodput, with the running attempt's steps so far, over the wall time");
+  t.sample("ddp_launch_goodput_ratio", {}, g.ratio);
+  t.family("ddp_launch_progress_records_ignored_total", "counter",
+           "Progress record reads the ledger did not believe (steps going back, impossible times)");
+  t.sample("ddp_launch_progress_records_ignored_total", {}, static_cast<double>(g.ignored_records));
+}
+
 // The launcher process itself, as Prometheus' process collector names it.
 void process_series(http::PrometheusText& t, const os::SelfUsage& self) {
   t.family("process_cpu_seconds_total", "counter", "The launcher's own CPU time (user + system), seconds");
@@ -115,6 +138,7 @@ std::string metrics_text(const report::StatusBoard& b, const os::SelfUsage& self
   rank_series(t, b);
   node_series(t, b);
   restart_series(t, b);
+  goodput_series(t, b.goodput.totals(unix_now()));
   process_series(t, self);
   return t.str();
 }

@@ -33,8 +33,12 @@ function chart(r){
     var l=document.createElementNS(ns,'polyline');l.setAttribute('points',pts);l.setAttribute('fill','none');l.setAttribute('stroke','#36c');svg.appendChild(l);
     var mx=document.createElementNS(ns,'text');mx.setAttribute('x','250');mx.setAttribute('y','12');mx.setAttribute('font-size','11');mx.textContent='max '+m.toFixed(3)+' s';svg.appendChild(mx);}
   return svg;}
+function goodput(g){var t='goodput '+(100*g.ratio).toFixed(1)+'% of '+g.wall_s.toFixed(1)+' s',sep=': ';
+  Object.keys(g.badput_s).forEach(function(k){if(g.badput_s[k]>=0.05){t+=sep+k+' '+g.badput_s[k].toFixed(1)+' s';sep=', ';}});
+  return t+(g.pending_s>=0.05?' (not classified yet: '+g.pending_s.toFixed(1)+' s)':'');}
 function render(s){
   document.getElementById('attempt').textContent=s.attempt;
+  if(s.goodput)document.getElementById('goodput').textContent=goodput(s.goodput);
   document.getElementById('world').textContent=s.world_size;
   document.getElementById('uptime').textContent=Math.round(s.uptime_s)+' s';
   document.getElementById('finished').textContent=s.finished?('finished: '+s.finished):'running';
@@ -108,7 +112,7 @@ std::string status_page(const report::StatusBoard& b, double now) {
       "<span>node <b>{node}</b> of {nnodes} ({host})</span><span>attempt <b id=\"attempt\">{attempt}</b> "
       "(max restarts {max_restarts})</span><span>world size <b id=\"world\">{world}</b></span><span>uptime "
       "<b id=\"uptime\">{uptime:.0f} s</b></span><span id=\"finished\">{finished}</span>"
-      "<span id=\"stale\" class=\"muted\"></span></div>\n"
+      "<span id=\"stale\" class=\"muted\"></span></div>\n<p id=\"goodput\">{goodput}</p>\n"
       "<table><thead><tr><th>rank</th><th>local rank</th><th>step</th><th>step time</th><th>last progress</th>"
       "<th>state</th><th>straggler</th></tr></thead><tbody id=\"ranks\">\n{rows}</tbody></table>\n"
       "<div id=\"charts\"></div>\n<h2>Nodes</h2><ul id=\"nodes\">{nodes}</ul>\n"
@@ -121,7 +125,8 @@ std::string status_page(const report::StatusBoard& b, double now) {
       fmt::arg("max_restarts", b.job.max_restarts), fmt::arg("world", b.world_size),
       fmt::arg("uptime", now - b.started_unix_s),
       fmt::arg("finished", b.finished ? "finished: " + html_escape(*b.finished) : "running"), fmt::arg("rows", rows),
-      fmt::arg("nodes", nodes), fmt::arg("events", events), fmt::arg("script", kScript));
+      fmt::arg("nodes", nodes), fmt::arg("events", events), fmt::arg("script", kScript),
+      fmt::arg("goodput", html_escape(report::goodput_line(b.goodput.totals(now)))));
 }
 
 }  // namespace ddp::launch::status

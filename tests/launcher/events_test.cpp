@@ -57,7 +57,7 @@ TEST_CASE("events: a crash, the restart, and the finish, in order, with their fi
   INFO(json(events).dump(1));
   check_common_fields(events);
   CHECK(names(events) == std::vector<std::string>{"start", "worker_exit", "worker_exit", "failure", "restart",
-                                                  "worker_exit", "worker_exit", "finish"});
+                                                  "worker_exit", "worker_exit", "goodput", "finish"});
   CHECK(events[0].at("nproc") == 2);
   CHECK(events[0].at("max_restarts") == 1);
   CHECK(events[0].at("hang_timeout") == "auto");
@@ -78,8 +78,20 @@ TEST_CASE("events: a crash, the restart, and the finish, in order, with their fi
     CHECK(events[i].at("attempt") == 1);
     CHECK(events[i].at("exit_code") == 0);
   }
-  CHECK(events[7].at("outcome") == "succeeded");
-  CHECK(events[7].at("exit_code") == 0);
+  // The ledger: `sh` feeds no progress record (the coarse split); its kinds add up to the wall
+  // time; the restart is named, on the console too (the job restarted).
+  const json& g = events[7];
+  CHECK(g.at("coarse") == true);
+  double sum = g.at("goodput_s").get<double>() + g.at("pending_s").get<double>();
+  for (const char* kind : {"preflight", "waiting", "startup", "restart", "restore", "redone", "stall", "slow", "hang",
+                           "detection", "shutdown"})
+    sum += g.at(std::string(kind) + "_s").get<double>();
+  CHECK(sum == Catch::Detail::Approx(g.at("wall_s").get<double>()).epsilon(0.01));
+  CHECK(g.at("restart_s").get<double>() > 0);
+  CHECK(g.at("pending_s") == 0);
+  CHECK_THAT(r.err, Catch::Contains("ddp-launch: goodput "));
+  CHECK(events[8].at("outcome") == "succeeded");
+  CHECK(events[8].at("exit_code") == 0);
 }
 
 TEST_CASE("events: a worker killed by a signal is a failure of kind signal, and the job's finish says failed") {
@@ -89,12 +101,13 @@ TEST_CASE("events: a worker killed by a signal is a failure of kind signal, and 
   const auto events = read_events(logs.path());
   INFO(json(events).dump(1));
   check_common_fields(events);
-  REQUIRE(names(events) == std::vector<std::string>{"start", "worker_exit", "failure", "finish"});
+  REQUIRE(names(events) == std::vector<std::string>{"start", "worker_exit", "failure", "goodput", "finish"});
   CHECK(events[1].at("signal") == "SIGKILL");
   CHECK(events[2].at("kind") == "signal");
   CHECK(events[2].at("final") == true);
-  CHECK(events[3].at("outcome") == "failed");
-  CHECK(events[3].at("exit_code") == 137);
+  CHECK(events[4].at("outcome") == "failed");
+  CHECK(events[4].at("exit_code") == 137);
+  CHECK(r.err.find("ddp-launch: goodput ") == std::string::npos);  // one short attempt: no line
 }
 
 TEST_CASE(

@@ -43,14 +43,20 @@ for every in 1 50; do  # the sweep: a rate, a ratio, one failure, steps redone, 
     fail "the sweep has no row of figures for --snapshot-every $every: $(cat "$tmp/out")"
 done
 for config in "floor: the script, no checkpoints" "floor: train, no snapshots"; do
-  grep -qE "^\| $config \| .* \| $number \| \| \| \| \| \| \|$" "$tmp/out" ||
+  grep -qE "^\| $config \| .* \| $number( \|){11}$" "$tmp/out" ||
     fail "$config: no fault-free rate: $(cat "$tmp/out")"
 done
+# Every faulty row: its goodput against the run itself; the ledger's figures (its goodput, + stall,
+# its gap to that in points) beside ddp-launch's rows only.
+ledger="$number% \| $number% \| $number% \| [+-]$number"
 for config in "torchrun \\+ py, TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1" "ddp-launch \\+ py, ddp_snapshot" "ddp-launch \\+ train, --snapshot-every 1" \
   "ddp-launch \\+ train, --snapshot-every [0-9]+ \(the sweep's best\)"; do
-  grep -qE "^\| $config \| .* \| $number \| $number \| $number% \| $number% \| 1 \| -?[0-9]+ \| [0-9]+ ms \|$" \
+  [[ $config == torchrun* ]] && cells="$number% \\| - \\| - \\| -" || cells=$ledger
+  grep -qE "^\| $config \| .* \| $number \| $number \| $number% \| $number% \| $cells \| 1 \| -?[0-9]+ \| [0-9]+ ms \|$" \
     "$tmp/out" || fail "$config: the row has no figures: $(cat "$tmp/out")"
 done
+grep -qE "^The ledger's kinds and pending time add up to its wall time within 0\.[0-9]{3}% " "$tmp/out" ||
+  fail "no line saying the ledger adds up (within 1%): $(cat "$tmp/out")"
 for every in "0 \(none\)" "10 \(the default\)" 1; do
   grep -qE "^\| $every \| $number ms \| " "$tmp/out" || fail "no overhead row for $every: $(cat "$tmp/out")"
 done

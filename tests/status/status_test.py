@@ -3,7 +3,8 @@ Chromium, hostile clients, a port in use, the termination log, `ddp-launch statu
 
 Usage: status_test.py --launcher PATH CASE
 Cases: promtool, prometheus, hostile, port_in_use, exposure, page, termination_log, status_cmd,
-restart, multinode_links.
+restart, multinode_links, dashboard (every query of dashboards/grafana/ddp-launch.json through a real
+Prometheus, against the launcher's own goodput ledger).
 Workers are plain python3 scripts feeding their progress records (python/ddp_progress.py);
 nothing here asserts a duration: every wait polls with a generous deadline. A case whose
 tool is missing exits 77 (skipped).
@@ -21,6 +22,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -45,9 +47,9 @@ while True:
 
 
 class Job:
-    """A ddp-launch job with its status endpoint on a free port (--metrics-port 0)."""
+    """A ddp-launch job with its status endpoint on a free port (--metrics-port 0, or `port`)."""
 
-    def __init__(self, launcher, tmp, nproc=2, extra=(), program=None, args=(), env=None):
+    def __init__(self, launcher, tmp, nproc=2, extra=(), program=None, args=(), env=None, port=0):
         self.tmp = tmp
         program = program or os.path.join(tmp, "worker.py")
         if not os.path.exists(program):
@@ -57,7 +59,7 @@ class Job:
         e.update(env or {})
         self.stderr_path = os.path.join(tmp, "launcher.err")
         self.stderr = open(self.stderr_path, "w")
-        cmd = [launcher, "--nproc-per-node", str(nproc), "--metrics-port", "0",
+        cmd = [launcher, "--nproc-per-node", str(nproc), "--metrics-port", str(port),
                "--log-dir", os.path.join(tmp, "logs"), *extra, program, *args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.stderr, env=e,
                                      start_new_session=True)
@@ -135,7 +137,8 @@ def case_promtool(launcher, tmp):
                 fail(f"/metrics lacks {series}", text)
         # Labels stay bounded: never a pid or a path.
         labels = set(re.findall(r'(\w+)="', text))
-        allowed = {"rank", "local_rank", "state", "cause", "phase", "le", "run_id", "role", "backend", "version"}
+        allowed = {"rank", "local_rank", "state", "cause", "phase", "kind", "le", "run_id", "role", "backend",
+                   "version"}
         if labels - allowed:
             fail(f"unexpected labels {labels - allowed}", text)
         if tmp in text:
@@ -518,10 +521,282 @@ def case_multinode_links(launcher, tmp):
     return 0
 
 
+DASHBOARD = os.path.join(REPO, "dashboards", "grafana", "ddp-launch.json")
+# What Grafana puts in a query before Prometheus gets it: its interval variables, and each
+# template variable's "All" (its allValue, .*, in the dashboard's `=~` matchers).
+GRAFANA_VARS = {"$__rate_interval": "30s", "$__interval": "15s", "$__range": "5m"}
+BADPUT_KINDS = {"preflight", "waiting", "startup", "restart", "restore", "redone", "stall", "slow", "hang",
+                "detection", "shutdown"}
+
+DASHBOARD_WORKER = """\
+import os, sys, time
+import ddp_progress
+stop_file = sys.argv[1]
+first_attempt = os.environ["TORCHELASTIC_RESTART_COUNT"] == "0"
+ddp_progress.joined()
+saved = f"{stop_file}.step{os.environ['RANK']}"  # this rank's "snapshot": its step, every 10 steps
+step = 0
+if not first_attempt:
+    step = int(open(saved).read())
+    ddp_progress.restored(step)  # the ledger keeps attempt 0's steps up to it
+start = time.monotonic()
+while True:
+    step += 1
+    time.sleep(0.02)
+    ddp_progress.heartbeat(step)
+    if step % 10 == 0:
+        with open(saved, "w") as f:
+            f.write(str(step))
+    if first_attempt and os.environ["RANK"] == "1" and time.monotonic() - start > 2:
+        sys.exit(1)
+    if not first_attempt and os.path.exists(stop_file):
+        sys.exit(0)
+"""
+
+
+def dashboard_targets(path):
+    """[(panel title, legend, expr as Prometheus gets it)] for every target of every panel; fails
+    on what Grafana would not import as it is (an exported dashboard: the ${DS_PROMETHEUS}
+    input, panels with ids, places and Prometheus targets)."""
+    with open(path) as f:
+        dash = json.load(f)
+    inputs = [i for i in dash.get("__inputs", []) if i.get("name") == "DS_PROMETHEUS"]
+    if not inputs or inputs[0].get("type") != "datasource" or inputs[0].get("pluginId") != "prometheus":
+        fail(f"{path}: __inputs lacks the DS_PROMETHEUS datasource input")
+    if not 36 <= dash.get("schemaVersion", 0) <= 41 or not dash.get("uid") or not dash.get("title"):
+        fail(f"{path}: schemaVersion {dash.get('schemaVersion')}, uid or title missing")
+    variables = {v["name"] for v in dash.get("templating", {}).get("list", [])}
+    for v in dash.get("templating", {}).get("list", []):
+        if v.get("includeAll") and v.get("allValue") != ".*":
+            fail(f"{path}: variable {v['name']}'s All is {v.get('allValue')!r}, not .*")
+    panels = dash.get("panels", [])
+    ids = [p.get("id") for p in panels]
+    if not 6 <= len(panels) <= 9 or len(set(ids)) != len(ids) or None in ids:
+        fail(f"{path}: {len(panels)} panels with ids {ids} (6 to 9, each its own id)")
+    targets = []
+    for p in panels:
+        title = p.get("title", "")
+        g = p.get("gridPos", {})
+        if (p.get("type") not in ("timeseries", "stat", "bargauge", "gauge") or not title
+                or not all(isinstance(g.get(k), int) for k in "hwxy") or g["x"] + g["w"] > 24):
+            fail(f"{path}: panel {p.get('id')} ({title!r}): its type, title or gridPos")
+        refs = [t.get("refId") for t in p.get("targets", [])]
+        if not refs or len(set(refs)) != len(refs):
+            fail(f"{path}: panel {title!r}: targets {refs} (at least one, each its own refId)")
+        for t in [p] + p["targets"]:
+            if t.get("datasource") != {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}:
+                fail(f"{path}: panel {title!r}: datasource {t.get('datasource')} is not the DS_PROMETHEUS input")
+        for t in p["targets"]:
+            expr = t.get("expr", "")
+            for var, value in GRAFANA_VARS.items():
+                expr = expr.replace(var, value)
+            for name in re.findall(r"\$\{?(\w+)", expr):
+                if name not in variables:
+                    fail(f"{path}: panel {title!r}: ${name} in {t.get('expr')!r} is no variable of the dashboard")
+            expr = re.sub(r"\$\{(\w+)(:regex)?\}|\$(\w+)", ".*", expr)
+            if not expr.strip():
+                fail(f"{path}: panel {title!r}: target {t.get('refId')} has no query")
+            targets.append((title, t.get("legendFormat", t.get("refId")), expr))
+    return targets
+
+
+def case_dashboard(launcher, tmp):
+    began = time.time()
+    targets = dashboard_targets(DASHBOARD)
+    prometheus = shutil.which("prometheus")
+    if not prometheus:
+        print("SKIP: prometheus not installed (scripts/install-deps.sh)")
+        return SKIP
+
+    def target(title, legend):
+        for t in targets:
+            if t[0] == title and t[1] == legend:
+                return t[2]
+        fail(f"the dashboard has no panel {title!r} with a target {legend!r}")
+
+    live_q = target("Goodput ratio (job)", "live")
+    resolved_q = target("Goodput ratio (job)", "resolved")
+    goodput_q = target("Where the wall time went (stacked)", "goodput")
+    kinds_q = target("Badput by kind", "{{kind}}")
+    restarts_q = target("Restarts", "total")
+    recovery_q = target("Recovery time", "mean")
+    recoveries_q = target("Recovery time", "recoveries")
+
+    program = os.path.join(tmp, "dashboard_worker.py")
+    with open(program, "w") as f:
+        f.write(DASHBOARD_WORKER)
+    stop_file = os.path.join(tmp, "stop")
+    launcher_port, prom_port = free_port(), free_port()
+    config = os.path.join(tmp, "prometheus.yml")
+    with open(config, "w") as f:
+        f.write("global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}\n"
+                "scrape_configs:\n  - job_name: ddp\n"
+                f"    static_configs: [{{targets: ['127.0.0.1:{launcher_port}']}}]\n")
+    plog_path = os.path.join(tmp, "prometheus.log")
+    api = f"http://127.0.0.1:{prom_port}/api/v1/query?"
+    server = job = None
+
+    def prometheus_log():
+        with open(plog_path) as f:
+            return f.read()[-3000:]
+
+    def query(expr):
+        """The instant query's result: [(labels, value)]; fails on an error."""
+        try:
+            with urllib.request.urlopen(api + urllib.parse.urlencode({"query": expr}), timeout=10) as r:
+                data = json.load(r)
+        except urllib.error.HTTPError as e:
+            data = {"status": "error", "error": f"HTTP {e.code}: {e.read().decode()[:500]}"}
+        if data.get("status") != "success":
+            fail(f"Prometheus refused {expr!r}: {data.get('error', data)}")
+        return [(x["metric"], float(x["value"][1])) for x in data["data"]["result"]]
+
+    def scalar(expr):
+        result = query(expr)
+        if len(result) != 1:
+            fail(f"{expr!r}: {len(result)} series from Prometheus, expected one: {result}")
+        return result[0][1]
+
+    def ledger():
+        return json.loads(job.get("/status.json")[2]).get("goodput") or fail(
+            "/status.json has no \"goodput\"", job.get("/status.json")[2])
+
+    try:
+        with open(plog_path, "w") as plog:
+            server = subprocess.Popen([prometheus, f"--config.file={config}", f"--storage.tsdb.path={tmp}/tsdb",
+                                       f"--web.listen-address=127.0.0.1:{prom_port}"],
+                                      stdout=plog, stderr=plog)
+        job = Job(launcher, tmp, program=program, args=[stop_file], extra=["--max-restarts", "1"],
+                  port=launcher_port)
+        # Rank 1 fails after ~2 s; the restart's first step closes the recovery timeline.
+        deadline = time.time() + DEADLINE_S
+        while True:
+            text = job.get("/metrics")[2]
+            count = re.search(r'^ddp_launch_recovery_seconds_count\{phase="total"\} (\S+)$', text, re.M)
+            if "ddp_launch_attempt 1\n" in text and count and float(count.group(1)) >= 1:
+                break
+            if job.proc.poll() is not None or time.time() > deadline:
+                fail("no restart with its first step: /metrics lacks attempt 1 and a timed recovery "
+                     f"(launcher {'exited ' + str(job.proc.returncode) if job.proc.poll() is not None else 'runs'})",
+                     text + job.log())
+            time.sleep(0.2)
+        # Then at least 5 s and 5 scrapes of attempt 1 (attempt 0's samples add 0).
+        first_step = time.time()
+        deadline = first_step + DEADLINE_S
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{prom_port}/-/ready", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except (urllib.error.URLError, ConnectionError, OSError):
+                pass
+            if server.poll() is not None or time.time() > deadline:
+                fail(f"Prometheus never got ready (exit {server.poll()})", prometheus_log())
+            time.sleep(0.3)
+        scrapes = 0
+        while True:
+            result = query("sum_over_time(ddp_launch_attempt[1m])")
+            scrapes = result[0][1] if result else 0
+            if scrapes >= 5 and time.time() >= first_step + 5:
+                break
+            if time.time() > deadline:
+                fail(f"Prometheus scraped attempt 1 {scrapes} times in {DEADLINE_S} s", prometheus_log())
+            time.sleep(0.5)
+
+        # Every panel's every query answers.
+        values = {}
+        for title, legend, expr in targets:
+            result = query(expr)
+            if not result:
+                checks.fail(f"panel {title!r}, target {legend!r}: no data from Prometheus for {expr!r}",
+                            job.get("/metrics")[2], heading="the launcher's /metrics")
+            values[(title, legend)] = result
+
+        # The job's goodput as Prometheus has it agrees with the launcher's own ledger. Prometheus
+        # holds the last scrape (up to a second or two old on a loaded machine): the ledger is read
+        # before and after, and a disagreement must last to fail.
+        deadline = time.time() + 20
+        tries = 0
+        while True:
+            tries += 1
+            before = ledger()
+            live, resolved, goodput = scalar(live_q), scalar(resolved_q), scalar(goodput_q)
+            after = ledger()
+
+            def near(value, key, tol, f=None):
+                f = f or (lambda g: g[key])
+                lo, hi = sorted([f(before), f(after)])
+                return lo - tol <= value <= hi + tol
+
+            agree = {"ratio": near(live, "ratio", 0.05),
+                     "goodput/wall": near(resolved, None, 0.05, lambda g: g["goodput_s"] / g["wall_s"]),
+                     "goodput_s": near(goodput, "goodput_s", 3.0)}
+            if all(agree.values()):
+                break
+            if time.time() > deadline:
+                fail(f"Prometheus (live ratio {live:.4f}, resolved ratio {resolved:.4f}, goodput {goodput:.3f} s) "
+                     f"disagrees with /status.json's goodput on {[k for k, ok in agree.items() if not ok]}: "
+                     f"before {before}, after {after}")
+            time.sleep(0.5)
+
+        # The ledger adds up: goodput + every badput + pending = wall, in /status.json and in Prometheus.
+        g = after
+        if set(g.get("badput_s", {})) != BADPUT_KINDS:
+            fail(f"/status.json's badput_s kinds {sorted(g.get('badput_s', {}))}, expected {sorted(BADPUT_KINDS)}")
+        total = g["goodput_s"] + sum(g["badput_s"].values()) + g["pending_s"]
+        if abs(total - g["wall_s"]) > max(0.01 * g["wall_s"], 0.002):
+            fail(f"/status.json: goodput + badput + pending = {total:.3f} s, wall {g['wall_s']:.3f} s: {g}")
+        if not 0 <= g["ratio"] <= 1:
+            fail(f"/status.json's goodput ratio {g['ratio']} is not within 0..1: {g}")
+        # Attempt 1 resumed from its ranks' last saved step: attempt 0's steps up to it are kept
+        # (about 2 s of them), the rest (under 10 steps, and the step in flight) redone.
+        if not 1 <= g["goodput_s"] <= 3 or not 0 < g["badput_s"]["redone"] < 0.6:
+            fail(f"/status.json: goodput {g['goodput_s']:.2f} s (expected 1..3: attempt 0's kept steps), redone "
+                 f"{g['badput_s']['redone']:.2f} s (expected under 0.6: at most 10 steps of 20 ms and one in flight)")
+        kinds = {labels.get("kind") for labels, _ in values[("Badput by kind", "{{kind}}")]}
+        if kinds != BADPUT_KINDS:
+            fail(f"{kinds_q!r}: kinds {sorted(kinds)}, expected {sorted(BADPUT_KINDS)}")
+        sums = scalar("(sum(ddp_launch_goodput_seconds_total) + sum(ddp_launch_badput_seconds_total)"
+                      " + sum(ddp_launch_goodput_pending_seconds)) / sum(ddp_launch_wall_seconds)")
+        if abs(sums - 1) > 0.01:
+            fail(f"in Prometheus, (goodput + badput + pending) / wall = {sums:.4f}, expected 1 within 1%")
+        restarts, recoveries, recovery = scalar(restarts_q), scalar(recoveries_q), scalar(recovery_q)
+        if restarts != 1 or recoveries < 1:
+            fail(f"Prometheus: {restarts:g} restarts ({restarts_q!r}), expected 1; {recoveries:g} recoveries "
+                 f"({recoveries_q!r}), expected at least 1")
+
+        with open(stop_file, "w"):
+            pass
+        try:
+            code = job.proc.wait(timeout=DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            fail("the job did not end once the stop file was there", job.log())
+        if code != 0:
+            fail(f"the job exited {code}, expected 0", job.log())
+    finally:
+        if server:
+            server.terminate()
+            try:
+                server.wait(timeout=DEADLINE_S)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+        if job:
+            job.stop()
+    badput = ", ".join(f"{k} {v:.2f}" for k, v in sorted(g["badput_s"].items()) if v)
+    print(f"PASS: {len(targets)} queries of {DASHBOARD.split(REPO + os.sep)[1]} answered by a real Prometheus "
+          f"({scrapes:g} scrapes of attempt 1); job ratio {live:.3f} (/status.json {g['ratio']:.3f}, agreed at try "
+          f"{tries}), goodput "
+          f"{goodput:.2f} s ({g['goodput_s']:.2f}), pending {g['pending_s']:.2f} s, badput: {badput or 'none'}; "
+          f"wall {g['wall_s']:.2f} s adds up; 1 restart, {recoveries:g} recovery of {recovery:.2f} s; "
+          f"{time.time() - began:.1f} s")
+    return 0
+
+
 CASES = {"promtool": case_promtool, "prometheus": case_prometheus, "hostile": case_hostile,
          "port_in_use": case_port_in_use, "exposure": case_exposure, "page": case_page,
          "termination_log": case_termination_log, "status_cmd": case_status_cmd, "restart": case_restart,
-         "multinode_links": case_multinode_links}
+         "multinode_links": case_multinode_links, "dashboard": case_dashboard}
 
 
 def main():
