@@ -10,6 +10,9 @@ memory-maps and updates with plain stores; without it every call is a no-op.
         ddp_progress.heartbeat(step + 1)
     with ddp_progress.pause(timeout=600):   # a checkpoint save, an evaluation
         save_checkpoint()
+    with ddp_progress.saving():             # the goodput ledger's stall (docs/goodput.md)
+        torch.save(state, path)
+    ddp_progress.restored(step)             # after loading a checkpoint of `step`
     ddp_progress.wrap_torch_distributed()   # optional: every dist collective is fed, and
                                             # init_process_group's return (joined())
 
