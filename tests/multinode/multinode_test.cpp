@@ -622,8 +622,8 @@ TEST_CASE("a hang on one node restarts every node under --max-restarts") {
       if (name == "failure") CHECK(e.at("node_rank") == 1);
     }
     // The node whose worker hung takes a strike (docs/preflight.md "Strikes").
-    std::vector<std::string> expected{"start", "rendezvous0", "failure:hang", "restart", "rendezvous1", "goodput",
-                                      "finish"};
+    std::vector<std::string> expected{"start",       "rendezvous0", "failure:hang", "restart",
+                                      "rendezvous1", "goodput",     "finish"};
     if (node == 1) expected.insert(expected.begin() + 3, "strike");
     CHECK(seq == expected);
   }
